@@ -1,0 +1,101 @@
+/* The ABI between the BPF programs and userspace: event layout, enums, limits.
+ * Fixed-width types only; every size is pinned by a static assert. */
+#ifndef ALLOCSCOPE_ABI_H
+#define ALLOCSCOPE_ABI_H
+
+#ifdef __bpf__
+typedef __u8 as_u8;
+typedef __u16 as_u16;
+typedef __u32 as_u32;
+typedef __u64 as_u64;
+typedef __s64 as_s64;
+#else
+#include <stdint.h>
+typedef uint8_t as_u8;
+typedef uint16_t as_u16;
+typedef uint32_t as_u32;
+typedef uint64_t as_u64;
+typedef int64_t as_s64;
+#endif
+
+#ifdef __cplusplus
+#define AS_STATIC_ASSERT static_assert
+#else
+#define AS_STATIC_ASSERT _Static_assert
+#endif
+
+/* perf's default kernel.perf_event_max_stack. */
+#define AS_MAX_FRAMES 127
+
+/* Allocator entry points, in the order userspace attaches them. */
+enum as_fn {
+  AS_FN_MALLOC = 0,
+  AS_FN_CALLOC = 1,
+  AS_FN_REALLOC = 2,
+  AS_FN_REALLOCARRAY = 3,
+  AS_FN_POSIX_MEMALIGN = 4,
+  AS_FN_ALIGNED_ALLOC = 5,
+  AS_FN_MEMALIGN = 6,
+  AS_FN_VALLOC = 7,
+  AS_FN_PVALLOC = 8,
+  AS_FN_FREE = 9,
+  AS_FN_COUNT = 10,
+};
+
+enum as_event_kind {
+  AS_EV_ALLOC = 1, /* a sampled allocation returned; frames follow the header */
+  AS_EV_FREE = 2,  /* a sampled (live-tracked) address was freed */
+};
+
+enum as_event_flags {
+  AS_EVF_LIVE_DROPPED = 1, /* live map was full: this sample's free will not be seen */
+  AS_EVF_STACK_FAILED = 2, /* bpf_get_stack failed: no frames */
+};
+
+/* Per-CPU counters, summed by userspace. */
+enum as_counter {
+  AS_CNT_SAMPLES = 0,        /* sampled trials that returned an address */
+  AS_CNT_FREES = 1,          /* frees of live-tracked samples */
+  AS_CNT_RINGBUF_DROPS = 2,  /* events lost because the ring buffer was full */
+  AS_CNT_LIVE_FULL = 3,      /* samples not tracked live: live map full */
+  AS_CNT_STACK_FAIL = 4,     /* samples whose user stack could not be read */
+  AS_CNT_NESTED = 5,         /* allocator calls made inside another one, not counted */
+  AS_CNT_FAILED_ALLOCS = 6,  /* sampled trials whose allocation returned NULL */
+  AS_CNT_COUNT = 7,
+};
+
+/* Key of the live map: one sampled, not yet freed allocation. */
+struct as_live_key {
+  as_u32 tgid;
+  as_u32 pad;
+  as_u64 addr; /* address returned to the program */
+};
+
+/* Ring buffer record. A free event is this header alone. */
+struct as_event {
+  as_u32 kind;     /* enum as_event_kind */
+  as_u32 tgid;     /* process id */
+  as_u32 tid;      /* thread id */
+  as_u16 fn;       /* enum as_fn that made the allocation */
+  as_u16 flags;    /* enum as_event_flags */
+  as_u64 ts_ns;    /* CLOCK_MONOTONIC (bpf_ktime_get_ns), nanoseconds */
+  as_u64 addr;     /* allocation address */
+  as_u64 size;     /* requested bytes */
+  as_u64 offset;   /* bytes before the sampled byte inside the allocation */
+  as_u32 nframes;  /* valid entries in the frames that follow (alloc events) */
+  as_u32 pad;
+};
+
+/* An alloc event: return addresses, innermost first; the first is the
+ * allocator's return into its direct caller. */
+struct as_alloc_event {
+  struct as_event hdr;
+  as_u64 frames[AS_MAX_FRAMES]; /* user instruction pointers */
+};
+
+
+AS_STATIC_ASSERT(sizeof(struct as_live_key) == 16, "as_live_key layout");
+AS_STATIC_ASSERT(sizeof(struct as_event) == 56, "as_event layout");
+AS_STATIC_ASSERT(sizeof(struct as_alloc_event) == 56 + 8 * AS_MAX_FRAMES, "as_alloc_event layout");
+
+#endif

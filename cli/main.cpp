@@ -1,0 +1,98 @@
+// Command line: argv -> one validated RecordConfig, then user/ does the work.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "countdown.h"
+#include "recorder.h"
+#include "units.h"
+
+using namespace allocscope;
+
+namespace {
+
+// CLI11 validator built on one of our parsers.
+template <typename Parse>
+CLI::Validator parsed_by(Parse parse, std::string what) {
+  return CLI::Validator(
+      [parse, what](std::string& value) -> std::string {
+        return parse(value) ? std::string() : "invalid " + what + " '" + value + "'";
+      },
+      what);
+}
+
+void add_record(CLI::App& app, RecordConfig& c, std::string& rate, std::string& duration,
+                std::string& metric) {
+  auto* rec = app.add_subcommand("record", "Sample heap allocations of a process or a command");
+  rec->footer(
+      "Examples:\n"
+      "  allocscope record -p 1234 -d 30 -o heap.folded          attach to a running process\n"
+      "  allocscope record -o heap.folded -- ./server --port 80  launch a command and follow it\n"
+      "  allocscope record -p 1234 --rate 1 -o exact.folded      exact mode: every allocation\n"
+      "  allocscope record -p 1234 --metric inuse_space -o live.folded");
+  auto* pid = rec->add_option("-p,--pid", c.pid, "Attach to this running process");
+  rec->add_option("-d,--duration", duration,
+                  "Stop after this long (30, 30s, 500ms, 2m); default: until the target exits or Ctrl-C")
+      ->check(parsed_by(parse_duration_ms, "duration"));
+  rec->add_option("-o,--output", c.output, "Folded-stack output file ('-' for stdout)")
+      ->capture_default_str();
+  rec->add_option("--rate", rate,
+                  "Mean bytes between samples (65536, 64KiB, 1MiB); 1 records every allocation")
+      ->capture_default_str()
+      ->check(parsed_by(
+          [](const std::string& v) {
+            auto r = parse_bytes(v);
+            return r && *r >= 1 && *r <= AS_MAX_RATE;
+          },
+          "rate (1 byte to 4 GiB)"));
+  rec->add_option("--metric", metric,
+                  "Value written per stack: alloc_space, alloc_objects, inuse_space (live at the end), "
+                  "inuse_objects")
+      ->capture_default_str()
+      ->check(parsed_by(parse_metric, "metric"));
+  rec->add_option("--max-live", c.max_live, "Capacity of the live-allocation tables (samples)")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1u << 26));
+  rec->add_option("--max-stacks", c.max_stacks, "Capacity of the distinct-stack table")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1u << 26));
+  rec->add_option("--ringbuf-size", c.ringbuf_bytes, "Kernel-to-user ring buffer bytes (power of two)")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            unsigned long n = std::stoul(v);
+            return n >= 4096 && (n & (n - 1)) == 0 ? "" : "must be a power of two >= 4096";
+          },
+          "POW2"));
+  rec->add_flag("-v,--verbose", c.verbose, "Print libbpf's messages");
+  rec->add_flag("-q,--quiet", c.quiet, "Print nothing but errors");
+  auto* cmd = rec->add_option("command", c.command, "Command to launch (after --)");
+  pid->excludes(cmd);
+  rec->callback([&c, pid, cmd] {
+    if (!*pid && !*cmd)
+      throw CLI::RequiredError("record needs -p PID or -- COMMAND");
+  });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"allocscope: eBPF heap allocation sampler for Linux"};
+  app.set_version_flag("--version", std::string("allocscope ") + ALLOCSCOPE_VERSION);
+  app.require_subcommand(1);
+  RecordConfig config;
+  std::string rate = "512KiB", duration, metric = "alloc_space";
+  add_record(app, config, rate, duration, metric);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  config.rate = *parse_bytes(rate);
+  config.metric = *parse_metric(metric);
+  if (!duration.empty())
+    config.duration_ms = *parse_duration_ms(duration);
+  return record(config);
+}

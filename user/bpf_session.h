@@ -1,0 +1,63 @@
+// The loaded BPF programs and their links: the only code that talks to libbpf.
+#pragma once
+
+#include <sys/types.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "allocator_probes.h"
+#include "allocscope.h"
+#include "result.h"
+
+struct allocscope_bpf;
+struct bpf_link;
+struct ring_buffer;
+
+namespace allocscope {
+
+struct SessionConfig {
+  uint64_t rate = 0;
+  uint32_t max_live = 0;
+  uint32_t ringbuf_bytes = 0;  // power of two, multiple of the page size
+  bool verbose = false;        // libbpf's own messages
+};
+
+using Counters = std::array<uint64_t, AS_CNT_COUNT>;
+
+class BpfSession {
+ public:
+  using Handler = std::function<void(std::span<const uint8_t>)>;
+
+  static Result<std::unique_ptr<BpfSession>> open(const SessionConfig& config, Handler handler);
+  ~BpfSession();
+
+  // Probes `targets` of the library at `library_path` (a path the kernel can
+  // open, e.g. through /proc/PID/root) in process `pid` only.
+  Result<void> attach(pid_t pid, const std::string& library_path, const std::vector<ProbeTarget>& targets);
+  // Removes every probe (entry probes first, so no call is left half-seen).
+  void detach();
+
+  // Delivers pending events to the handler; waits up to timeout_ms for some.
+  Result<int> poll(int timeout_ms);
+  Counters counters() const;
+
+ private:
+  BpfSession() = default;
+  struct LinkCloser {
+    void operator()(bpf_link* l) const;
+  };
+  using Link = std::unique_ptr<bpf_link, LinkCloser>;
+
+  allocscope_bpf* skel_ = nullptr;
+  ring_buffer* ring_ = nullptr;
+  Handler handler_;
+  std::vector<Link> entry_links_, return_links_;
+};
+
+}  // namespace allocscope

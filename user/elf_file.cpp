@@ -1,0 +1,94 @@
+#include "elf_file.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace allocscope {
+
+std::string errno_message(const std::string& what, int err) { return what + ": " + std::strerror(err); }
+
+void ElfFile::Closer::operator()(Elf* e) const { elf_end(e); }
+
+ElfFile::ElfFile(int fd, Elf* elf, std::string path)
+    : fd_(new int(fd), [](int* p) { close(*p); delete p; }), elf_(elf), path_(std::move(path)) {}
+
+Result<ElfFile> ElfFile::open(const std::string& path) {
+  elf_version(EV_CURRENT);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return fail(errno_message("open " + path, errno));
+  Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  if (!elf || elf_kind(elf) != ELF_K_ELF) {
+    if (elf)
+      elf_end(elf);
+    close(fd);
+    return fail("read " + path + ": not an ELF file");
+  }
+  return ElfFile(fd, elf, path);
+}
+
+namespace {
+
+// Symbols of one table; versym (may be null) marks non-default versions.
+void collect(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr, Elf_Data* versym,
+             std::vector<ElfSymbol>& out) {
+  Elf_Data* data = elf_getdata(scn, nullptr);
+  if (!data || shdr.sh_entsize == 0)
+    return;
+  size_t n = shdr.sh_size / shdr.sh_entsize;
+  for (size_t i = 0; i < n; ++i) {
+    GElf_Sym sym;
+    if (!gelf_getsym(data, int(i), &sym) || sym.st_shndx == SHN_UNDEF || sym.st_value == 0)
+      continue;
+    int type = GELF_ST_TYPE(sym.st_info);
+    if (type != STT_FUNC && type != STT_GNU_IFUNC)
+      continue;
+    GElf_Versym ver;
+    if (versym && gelf_getversym(versym, int(i), &ver) && (ver & 0x8000))
+      continue;  // hidden: an old compatibility version, not what programs bind to
+    const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+    if (name && *name)
+      out.push_back({name, sym.st_value, sym.st_size});
+  }
+}
+
+}  // namespace
+
+std::vector<ElfSymbol> ElfFile::functions() const {
+  std::vector<ElfSymbol> out;
+  Elf_Data* versym = nullptr;
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf_.get(), scn));) {
+    GElf_Shdr shdr;
+    if (gelf_getshdr(scn, &shdr) && shdr.sh_type == SHT_GNU_versym)
+      versym = elf_getdata(scn, nullptr);
+  }
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf_.get(), scn));) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr))
+      continue;
+    if (shdr.sh_type == SHT_DYNSYM)
+      collect(elf_.get(), scn, shdr, versym, out);
+    else if (shdr.sh_type == SHT_SYMTAB)
+      collect(elf_.get(), scn, shdr, nullptr, out);
+  }
+  return out;
+}
+
+Result<uint64_t> ElfFile::vaddr_to_offset(uint64_t vaddr) const {
+  size_t n = 0;
+  if (elf_getphdrnum(elf_.get(), &n) != 0)
+    return fail("read " + path_ + ": no program headers");
+  for (size_t i = 0; i < n; ++i) {
+    GElf_Phdr ph;
+    if (gelf_getphdr(elf_.get(), int(i), &ph) && ph.p_type == PT_LOAD && vaddr >= ph.p_vaddr &&
+        vaddr < ph.p_vaddr + ph.p_filesz)
+      return vaddr - ph.p_vaddr + ph.p_offset;
+  }
+  return fail("read " + path_ + ": address outside loadable segments");
+}
+
+}  // namespace allocscope

@@ -1,0 +1,41 @@
+// An ELF file read through elfutils' libelf: function symbols and the
+// mapping between virtual addresses and file offsets.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "result.h"
+
+typedef struct Elf Elf;
+
+namespace allocscope {
+
+struct ElfSymbol {
+  std::string name;
+  uint64_t vaddr = 0;
+  uint64_t size = 0;
+};
+
+class ElfFile {
+ public:
+  static Result<ElfFile> open(const std::string& path);
+
+  // Defined functions from .symtab and .dynsym, default versions only.
+  std::vector<ElfSymbol> functions() const;
+  // File offset of a virtual address inside a PT_LOAD segment.
+  Result<uint64_t> vaddr_to_offset(uint64_t vaddr) const;
+
+ private:
+  struct Closer {
+    void operator()(Elf* e) const;
+  };
+  ElfFile(int fd, Elf* elf, std::string path);
+  std::shared_ptr<int> fd_;
+  std::unique_ptr<Elf, Closer> elf_;
+  std::string path_;
+};
+
+}  // namespace allocscope

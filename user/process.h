@@ -1,0 +1,24 @@
+// Reading a process's state from /proc.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "proc_maps.h"
+#include "result.h"
+
+namespace allocscope {
+
+Result<std::string> read_text_file(const std::string& path);
+bool process_exists(pid_t pid);
+std::string read_comm(pid_t pid);  // "" when gone
+Result<std::vector<Mapping>> read_maps(pid_t pid);
+
+// A path that opens the file behind a mapping of a live process, also when
+// it lives in another mount namespace or was deleted since.
+std::string mapped_file_path(pid_t pid, const Mapping& m);
+
+}  // namespace allocscope

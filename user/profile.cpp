@@ -1,0 +1,101 @@
+#include "profile.h"
+
+#include <cstring>
+
+#include "sampling.h"
+
+namespace allocscope {
+
+std::optional<Metric> parse_metric(std::string_view name) {
+  for (Metric m : {Metric::AllocSpace, Metric::AllocObjects, Metric::InuseSpace, Metric::InuseObjects})
+    if (name == metric_name(m))
+      return m;
+  return std::nullopt;
+}
+
+const char* metric_name(Metric m) {
+  switch (m) {
+    case Metric::AllocSpace: return "alloc_space";
+    case Metric::AllocObjects: return "alloc_objects";
+    case Metric::InuseSpace: return "inuse_space";
+    case Metric::InuseObjects: return "inuse_objects";
+  }
+  return "?";
+}
+
+double StackTotals::value(Metric m) const {
+  switch (m) {
+    case Metric::AllocSpace: return alloc_bytes;
+    case Metric::AllocObjects: return alloc_objects;
+    case Metric::InuseSpace: return live_bytes;
+    case Metric::InuseObjects: return live_objects;
+  }
+  return 0;
+}
+
+Profile::Profile(uint64_t rate, size_t max_stacks, size_t max_live)
+    : rate_(rate), max_stacks_(max_stacks), max_live_(max_live) {}
+
+std::optional<uint32_t> Profile::intern(const AllocSample& s) {
+  std::string key(sizeof s.pid + sizeof s.fn + s.ips.size_bytes(), '\0');
+  std::memcpy(key.data(), &s.pid, sizeof s.pid);
+  std::memcpy(key.data() + sizeof s.pid, &s.fn, sizeof s.fn);
+  if (!s.ips.empty())
+    std::memcpy(key.data() + sizeof s.pid + sizeof s.fn, s.ips.data(), s.ips.size_bytes());
+  if (auto it = index_.find(key); it != index_.end())
+    return it->second;
+  if (stacks_.size() >= max_stacks_)
+    return std::nullopt;
+  uint32_t id = static_cast<uint32_t>(stacks_.size());
+  stacks_.push_back({s.pid, s.fn, {s.ips.begin(), s.ips.end()}, {}});
+  index_.emplace(std::move(key), id);
+  return id;
+}
+
+void Profile::on_alloc(const AllocSample& s) {
+  auto id = intern(s);
+  if (!id) {
+    ++counters_.stacks_full;
+    return;
+  }
+  Weight w = unbias(s.size, rate_);
+  StackTotals& t = stacks_[*id].totals;
+  t.alloc_objects += w.objects;
+  t.alloc_bytes += w.bytes;
+  ++t.samples;
+
+  LiveKey key{s.pid, s.addr};
+  if (auto old = live_.find(key); old != live_.end()) {
+    ++counters_.replaced_live;  // its free was missed (e.g. before attach)
+    remove_live(old);
+  }
+  if (!s.live_tracked)
+    return;
+  if (live_.size() >= max_live_) {
+    ++counters_.live_full;
+    return;
+  }
+  live_.emplace(key, LiveEntry{*id, w.objects, w.bytes});
+  t.live_objects += w.objects;
+  t.live_bytes += w.bytes;
+  ++t.live_samples;
+}
+
+void Profile::on_free(uint32_t pid, uint64_t addr) {
+  auto it = live_.find({pid, addr});
+  if (it == live_.end()) {
+    ++counters_.unmatched_frees;
+    return;
+  }
+  remove_live(it);
+}
+
+void Profile::remove_live(std::unordered_map<LiveKey, LiveEntry, LiveKeyHash>::iterator it) {
+  StackTotals& t = stacks_[it->second.stack].totals;
+  t.live_objects -= it->second.objects;
+  t.live_bytes -= it->second.bytes;
+  --t.live_samples;
+  live_.erase(it);
+}
+
+}  // namespace allocscope

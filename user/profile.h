@@ -1,0 +1,88 @@
+// Aggregation of samples per (process, allocator, stack): unbiased alloc and
+// live estimates, with the live set de-attributed on free. Pure logic.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace allocscope {
+
+enum class Metric { AllocSpace, AllocObjects, InuseSpace, InuseObjects };
+std::optional<Metric> parse_metric(std::string_view name);
+const char* metric_name(Metric m);
+
+struct StackTotals {
+  double alloc_objects = 0, alloc_bytes = 0;
+  double live_objects = 0, live_bytes = 0;
+  uint64_t samples = 0, live_samples = 0;
+
+  double value(Metric m) const;
+};
+
+// A distinct stack: ips are innermost first, as the kernel gives them.
+struct StackRecord {
+  uint32_t pid = 0;
+  uint16_t fn = 0;  // enum as_fn
+  std::vector<uint64_t> ips;
+  StackTotals totals;
+};
+
+struct AllocSample {
+  uint32_t pid = 0;
+  uint16_t fn = 0;
+  uint64_t addr = 0;
+  uint64_t size = 0;
+  bool live_tracked = true;  // false when the kernel's live map was full
+  std::span<const uint64_t> ips;
+};
+
+struct ProfileCounters {
+  uint64_t stacks_full = 0;      // samples lost: stack table at capacity
+  uint64_t live_full = 0;        // samples not tracked live: live table at capacity
+  uint64_t unmatched_frees = 0;  // free of an address with no live sample
+  uint64_t replaced_live = 0;    // an address sampled again before its free was seen
+};
+
+class Profile {
+ public:
+  Profile(uint64_t rate, size_t max_stacks, size_t max_live);
+
+  void on_alloc(const AllocSample& s);
+  void on_free(uint32_t pid, uint64_t addr);
+
+  uint64_t rate() const { return rate_; }
+  const std::vector<StackRecord>& stacks() const { return stacks_; }
+  const ProfileCounters& counters() const { return counters_; }
+  size_t live_count() const { return live_.size(); }
+
+ private:
+  struct LiveKey {
+    uint32_t pid;
+    uint64_t addr;
+    bool operator==(const LiveKey&) const = default;
+  };
+  struct LiveKeyHash {
+    size_t operator()(const LiveKey& k) const { return std::hash<uint64_t>()(k.addr * 31 + k.pid); }
+  };
+  struct LiveEntry {
+    uint32_t stack;
+    double objects, bytes;
+  };
+
+  std::optional<uint32_t> intern(const AllocSample& s);
+  void remove_live(std::unordered_map<LiveKey, LiveEntry, LiveKeyHash>::iterator it);
+
+  uint64_t rate_;
+  size_t max_stacks_, max_live_;
+  std::vector<StackRecord> stacks_;
+  std::unordered_map<std::string, uint32_t> index_;
+  std::unordered_map<LiveKey, LiveEntry, LiveKeyHash> live_;
+  ProfileCounters counters_;
+};
+
+}  // namespace allocscope

@@ -1,0 +1,33 @@
+// `allocscope record`: attach or launch, sample, write the profile.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "profile.h"
+#include "sampling.h"
+
+namespace allocscope {
+
+struct RecordConfig {
+  pid_t pid = 0;                     // -p: attach to this process
+  std::vector<std::string> command;  // -- CMD: launch and follow this
+  uint64_t duration_ms = 0;          // 0: until the target exits or a signal
+  std::string output = "allocscope.folded";  // "-" is stdout
+  uint64_t rate = kDefaultRate;
+  Metric metric = Metric::AllocSpace;
+  uint32_t max_live = 1 << 18;
+  uint32_t max_stacks = 1 << 18;
+  uint32_t ringbuf_bytes = 16 << 20;
+  bool verbose = false;
+  bool quiet = false;
+};
+
+// Runs a recording; returns the process exit status: the command's with
+// `-- CMD`, else 0, or 1 after an error (already printed).
+int record(const RecordConfig& config);
+
+}  // namespace allocscope

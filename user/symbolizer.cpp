@@ -1,0 +1,151 @@
+#include "symbolizer.h"
+
+#include <cxxabi.h>
+#include <elfutils/libdwfl.h>
+#include <gelf.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "process.h"
+
+namespace allocscope {
+
+std::string demangle(const std::string& name) {
+  if (!name.starts_with("_Z"))
+    return name;
+  int status = 0;
+  char* out = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  if (status != 0 || !out)
+    return name;
+  std::string result(out);
+  std::free(out);
+  return result;
+}
+
+// One binary, opened with libdwfl as a module of its own.
+struct Symbolizer::Module {
+  Dwfl* dwfl = nullptr;
+  Dwfl_Module* mod = nullptr;
+  Elf* elf = nullptr;
+  Dwarf_Addr bias = 0;
+  std::string basename;
+
+  Module(const std::string& open_path, const std::string& shown_path) {
+    static char* debuginfo_path = nullptr;
+    static const Dwfl_Callbacks callbacks = {
+        .find_elf = dwfl_build_id_find_elf,
+        .find_debuginfo = dwfl_standard_find_debuginfo,
+        .section_address = dwfl_offline_section_address,
+        .debuginfo_path = &debuginfo_path,
+    };
+    basename = shown_path.substr(shown_path.rfind('/') + 1);
+    dwfl = dwfl_begin(&callbacks);
+    if (!dwfl)
+      return;
+    mod = dwfl_report_elf(dwfl, basename.c_str(), open_path.c_str(), -1, 0, false);
+    dwfl_report_end(dwfl, nullptr, nullptr);
+    if (mod)
+      elf = dwfl_module_getelf(mod, &bias);
+  }
+  ~Module() {
+    if (dwfl)
+      dwfl_end(dwfl);
+  }
+
+  // ELF virtual address of a file offset, through the loadable segments.
+  bool offset_to_vaddr(uint64_t offset, uint64_t* vaddr) const {
+    size_t n = 0;
+    if (!elf || elf_getphdrnum(elf, &n) != 0)
+      return false;
+    for (size_t i = 0; i < n; ++i) {
+      GElf_Phdr ph;
+      if (gelf_getphdr(elf, int(i), &ph) && ph.p_type == PT_LOAD && offset >= ph.p_offset &&
+          offset < ph.p_offset + ph.p_filesz) {
+        *vaddr = offset - ph.p_offset + ph.p_vaddr;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  std::string name_at(uint64_t vaddr) const {
+    if (mod) {
+      GElf_Off off;
+      GElf_Sym sym;
+      const char* name = dwfl_module_addrinfo(mod, vaddr + bias, &off, &sym, nullptr, nullptr, nullptr);
+      if (name)
+        return demangle(name);
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "+0x%llx", (unsigned long long)vaddr);
+    return basename + buf;
+  }
+};
+
+Symbolizer::Symbolizer() = default;
+Symbolizer::~Symbolizer() = default;
+
+Symbolizer::ModuleKey Symbolizer::key_of(const Mapping& m) {
+  return {(uint64_t(m.dev_major) << 32) | m.dev_minor, m.inode};
+}
+
+void Symbolizer::track(pid_t pid) {
+  if (processes_.contains(pid))
+    return;
+  Process p;
+  p.comm = read_comm(pid);
+  if (auto maps = read_maps(pid))
+    p.maps = std::move(*maps);
+  processes_.emplace(pid, std::move(p));
+}
+
+const Mapping* Symbolizer::mapping_for(pid_t pid, uint64_t ip, bool refresh) {
+  auto it = processes_.find(pid);
+  if (it == processes_.end())
+    return nullptr;
+  const Mapping* m = find_mapping(it->second.maps, ip);
+  if (!m && refresh) {  // mapped after the snapshot (dlopen, JIT)
+    if (auto maps = read_maps(pid); maps && !maps->empty()) {
+      it->second.maps = std::move(*maps);
+      m = find_mapping(it->second.maps, ip);
+    }
+  }
+  return m;
+}
+
+void Symbolizer::prepare(pid_t pid, std::span<const uint64_t> ips) {
+  track(pid);
+  for (uint64_t ip : ips) {
+    const Mapping* m = mapping_for(pid, ip - 1, true);
+    if (!m || !m->is_file())
+      continue;
+    ModuleKey key = key_of(*m);
+    if (!modules_.contains(key))
+      modules_.emplace(key, std::make_unique<Module>(mapped_file_path(pid, *m), m->path));
+  }
+}
+
+std::string Symbolizer::process_label(pid_t pid) const {
+  auto it = processes_.find(pid);
+  std::string comm = it != processes_.end() && !it->second.comm.empty() ? it->second.comm : "?";
+  return comm + " (" + std::to_string(pid) + ")";
+}
+
+std::string Symbolizer::frame_name(pid_t pid, uint64_t ip) {
+  uint64_t addr = ip - 1;  // every frame is a return address: look up the call
+  const Mapping* m = mapping_for(pid, addr, false);
+  if (!m)
+    return "[unknown]";
+  auto mod = modules_.find(key_of(*m));
+  uint64_t vaddr;
+  if (mod == modules_.end() || !mod->second->offset_to_vaddr(m->file_offset(addr), &vaddr)) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "+0x%llx", (unsigned long long)m->file_offset(addr));
+    std::string base = m->path.empty() ? "[anon]" : m->path.substr(m->path.rfind('/') + 1);
+    return base + buf;
+  }
+  return mod->second->name_at(vaddr);
+}
+
+}  // namespace allocscope

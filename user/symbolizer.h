@@ -1,0 +1,57 @@
+// Turns user instruction pointers of (possibly exited) processes into
+// function names. Each process's mappings are snapshotted while it lives;
+// each binary is opened once (keyed by device and inode) through elfutils'
+// libdwfl, which also finds separate debug files by build id or debuglink.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "proc_maps.h"
+
+namespace allocscope {
+
+class Symbolizer {
+ public:
+  Symbolizer();
+  ~Symbolizer();
+  Symbolizer(const Symbolizer&) = delete;
+  Symbolizer& operator=(const Symbolizer&) = delete;
+
+  // Snapshot the process's name and mappings (once).
+  void track(pid_t pid);
+  // Make sure every return address in `ips` can be symbolized later, while
+  // the process may still be alive: refresh mappings, open binaries.
+  void prepare(pid_t pid, std::span<const uint64_t> ips);
+
+  // "comm (pid)".
+  std::string process_label(pid_t pid) const;
+  // Name of the function holding return address `ip`: demangled symbol, or
+  // "module+0xvaddr", or "[unknown]".
+  std::string frame_name(pid_t pid, uint64_t ip);
+
+ private:
+  struct Module;
+  struct Process {
+    std::string comm;
+    std::vector<Mapping> maps;
+  };
+  using ModuleKey = std::pair<uint64_t, uint64_t>;  // device, inode
+
+  static ModuleKey key_of(const Mapping& m);
+  const Mapping* mapping_for(pid_t pid, uint64_t ip, bool refresh);
+
+  std::unordered_map<pid_t, Process> processes_;
+  std::map<ModuleKey, std::unique_ptr<Module>> modules_;
+};
+
+std::string demangle(const std::string& name);
+
+}  // namespace allocscope
