@@ -23,8 +23,12 @@ CLI::Validator parsed_by(Parse parse, std::string what) {
       what);
 }
 
-void add_record(CLI::App& app, RecordConfig& c, std::string& rate, std::string& duration,
-                std::string& metric) {
+struct RecordText {  // options parsed by our own parsers after CLI11
+  std::string rate = "512KiB", duration, metric = "alloc_space", ringbuf = "16MiB";
+};
+
+void add_record(CLI::App& app, RecordConfig& c, RecordText& text) {
+  auto& [rate, duration, metric, ringbuf] = text;
   auto* rec = app.add_subcommand("record", "Sample heap allocations of a process or a command");
   rec->footer(
       "Examples:\n"
@@ -58,14 +62,14 @@ void add_record(CLI::App& app, RecordConfig& c, std::string& rate, std::string& 
   rec->add_option("--max-stacks", c.max_stacks, "Capacity of the distinct-stack table")
       ->capture_default_str()
       ->check(CLI::Range(1u, 1u << 26));
-  rec->add_option("--ringbuf-size", c.ringbuf_bytes, "Kernel-to-user ring buffer bytes (power of two)")
+  rec->add_option("--ringbuf-size", ringbuf, "Kernel-to-user ring buffer size (a power of two: 4MiB, 64MiB)")
       ->capture_default_str()
-      ->check(CLI::Validator(
-          [](std::string& v) -> std::string {
-            unsigned long n = std::stoul(v);
-            return n >= 4096 && (n & (n - 1)) == 0 ? "" : "must be a power of two >= 4096";
+      ->check(parsed_by(
+          [](const std::string& v) {
+            auto n = parse_bytes(v);
+            return n && *n >= 4096 && *n <= (1ULL << 30) && (*n & (*n - 1)) == 0;
           },
-          "POW2"));
+          "ring buffer size (power of two, 4 KiB to 1 GiB)"));
   rec->add_flag("-v,--verbose", c.verbose, "Print libbpf's messages");
   rec->add_flag("-q,--quiet", c.quiet, "Print nothing but errors");
   auto* cmd = rec->add_option("command", c.command, "Command to launch (after --)");
@@ -83,16 +87,18 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("allocscope ") + ALLOCSCOPE_VERSION);
   app.require_subcommand(1);
   RecordConfig config;
-  std::string rate = "512KiB", duration, metric = "alloc_space";
-  add_record(app, config, rate, duration, metric);
+  RecordText text;
+  add_record(app, config, text);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;  // usage errors: the conventional 2, whatever CLI11's kind
   }
-  config.rate = *parse_bytes(rate);
-  config.metric = *parse_metric(metric);
-  if (!duration.empty())
-    config.duration_ms = *parse_duration_ms(duration);
+  config.rate = *parse_bytes(text.rate);
+  config.metric = *parse_metric(text.metric);
+  config.ringbuf_bytes = static_cast<uint32_t>(*parse_bytes(text.ringbuf));
+  if (!text.duration.empty())
+    config.duration_ms = *parse_duration_ms(text.duration);
   return record(config);
 }

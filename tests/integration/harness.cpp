@@ -1,0 +1,227 @@
+#include "harness.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "allocator_probes.h"
+#include "proc_maps.h"
+#include "process.h"
+#include "sampling.h"
+
+namespace allocscope::test {
+
+std::string bpf_unavailable() {
+  if (geteuid() != 0)
+    return "not root";
+  if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
+    return "kernel without BTF";
+  return "";
+}
+
+namespace {
+
+uint64_t now_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+}  // namespace
+
+Child::Child(const std::vector<std::string>& argv) {
+  int out[2], err[2];
+  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
+    abort();
+  pid_ = fork();
+  if (pid_ == 0) {
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    std::vector<char*> args;
+    for (const std::string& a : argv)
+      args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  close(out[1]);
+  close(err[1]);
+  out_fd_ = out[0];
+  err_fd_ = err[0];
+}
+
+Child::~Child() {
+  if (status_ < 0 && pid_ > 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  close(out_fd_);
+  close(err_fd_);
+}
+
+bool Child::pump(int timeout_ms) {
+  pollfd fds[2] = {{out_fd_, POLLIN, 0}, {err_fd_, POLLIN, 0}};
+  if (poll(fds, 2, timeout_ms) <= 0)
+    return false;
+  bool got = false;
+  char buf[4096];
+  for (int i = 0; i < 2; ++i) {
+    if (!(fds[i].revents & (POLLIN | POLLHUP)))
+      continue;
+    ssize_t n = read(fds[i].fd, buf, sizeof buf);
+    if (n > 0) {
+      (i == 0 ? out_ : err_).append(buf, size_t(n));
+      got = true;
+    }
+  }
+  return got;
+}
+
+bool Child::wait_for_line(const std::string& text, int timeout_ms, bool from_stderr) {
+  uint64_t deadline = now_ms() + timeout_ms;
+  size_t& seen = from_stderr ? err_seen_ : out_seen_;
+  for (;;) {
+    const std::string& buf = from_stderr ? err_ : out_;
+    size_t at = buf.find(text, seen);
+    if (at != std::string::npos) {
+      size_t nl = buf.find('\n', at);
+      seen = nl == std::string::npos ? buf.size() : nl + 1;
+      return true;
+    }
+    uint64_t now = now_ms();
+    if (now >= deadline)
+      return false;
+    if (!pump(int(deadline - now)) && status_ < 0) {
+      int st;
+      if (waitpid(pid_, &st, WNOHANG) == pid_) {  // exited: take what is left
+        while (pump(0)) {
+        }
+        status_ = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+        const std::string& rest = from_stderr ? err_ : out_;
+        return rest.find(text, seen) != std::string::npos;
+      }
+    }
+  }
+}
+
+void Child::signal(int sig) { kill(pid_, sig); }
+
+int Child::wait(int timeout_ms) {
+  if (status_ >= 0)
+    return status_;
+  uint64_t deadline = now_ms() + timeout_ms;
+  for (;;) {
+    int st;
+    if (waitpid(pid_, &st, WNOHANG) == pid_) {
+      while (pump(0)) {
+      }
+      status_ = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+      return status_;
+    }
+    if (now_ms() >= deadline) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+      status_ = 137;
+      return status_;
+    }
+    pump(50);
+  }
+}
+
+RunResult run(const std::vector<std::string>& argv, int timeout_ms) {
+  Child c(argv);
+  int status = c.wait(timeout_ms);
+  return {status, c.out(), c.err()};
+}
+
+Folded read_folded(const std::string& path) {
+  Folded folded;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t space = line.rfind(' ');
+    if (space == std::string::npos)
+      continue;
+    std::vector<std::string> frames;
+    std::stringstream stack(line.substr(0, space));
+    for (std::string f; std::getline(stack, f, ';');)
+      frames.push_back(f);
+    folded[frames] += std::stod(line.substr(space + 1));
+  }
+  return folded;
+}
+
+double site_value(const Folded& folded, const std::string& caller, const std::string& allocator) {
+  double sum = 0;
+  for (const auto& [frames, value] : folded) {
+    size_t n = frames.size();
+    if (n >= 2 && frames[n - 1] == allocator && frames[n - 2] == caller)
+      sum += value;
+  }
+  return sum;
+}
+
+Truth site_truth(const site_spec& site, int threads, int scale_pct) {
+  double count = double(site_count(&site, scale_pct)) * threads;
+  double kept = double(site_kept(&site, site_count(&site, scale_pct))) * threads;
+  double size = double(site.size);
+  return {count, count * size, kept, kept * size};
+}
+
+double ht_sigma(double count, double size, double rate, bool bytes) {
+  double p = sample_probability(uint64_t(size), uint64_t(rate));
+  double per = (bytes ? size * size : 1.0) * (1 - p) / p;
+  return std::sqrt(count * per);
+}
+
+std::string temp_path(const std::string& name) {
+  return "/tmp/allocscope-test-" + std::to_string(getpid()) + "-" + name;
+}
+
+std::vector<ProbeSite> allocator_entries(pid_t pid) {
+  std::vector<ProbeSite> sites;
+  auto maps = read_maps(pid);
+  if (!maps)
+    return sites;
+  const Mapping* libc = find_c_library(*maps);
+  if (!libc)
+    return sites;
+  std::string path = mapped_file_path(pid, *libc);
+  auto targets = find_allocator_probes(path);
+  if (!targets)
+    return sites;
+  std::ifstream file(path, std::ios::binary);
+  for (const ProbeTarget& t : *targets) {
+    for (const Mapping& m : *maps) {
+      if (m.executable && m.inode == libc->inode && t.offset >= m.offset &&
+          t.offset < m.offset + (m.end - m.start)) {
+        char byte = 0;
+        file.seekg(std::streamoff(t.offset));
+        file.read(&byte, 1);
+        sites.push_back({m.start + t.offset - m.offset, uint8_t(byte)});
+      }
+    }
+  }
+  return sites;
+}
+
+uint8_t read_code_byte(pid_t pid, uint64_t addr) {
+  int fd = open(("/proc/" + std::to_string(pid) + "/mem").c_str(), O_RDONLY | O_CLOEXEC);
+  uint8_t byte = 0;
+  if (fd >= 0) {
+    if (pread(fd, &byte, 1, off_t(addr)) != 1)
+      byte = 0;
+    close(fd);
+  }
+  return byte;
+}
+
+}  // namespace allocscope::test

@@ -1,0 +1,86 @@
+// Shared pieces of the integration tests: child processes, folded output,
+// the workload's exact truth, and reading a live process's code bytes.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "workload_spec.h"
+
+namespace allocscope::test {
+
+// Skips (or, with ALLOCSCOPE_REQUIRE_BPF set, fails) when BPF cannot be loaded.
+#define REQUIRE_BPF()                                            \
+  do {                                                           \
+    if (std::string why = ::allocscope::test::bpf_unavailable(); !why.empty()) { \
+      if (getenv("ALLOCSCOPE_REQUIRE_BPF"))                      \
+        FAIL() << "BPF required but unavailable: " << why;       \
+      GTEST_SKIP() << why;                                       \
+    }                                                            \
+  } while (0)
+std::string bpf_unavailable();
+
+// A child process with its stdout and stderr in pipes.
+class Child {
+ public:
+  explicit Child(const std::vector<std::string>& argv);
+  ~Child();
+  Child(const Child&) = delete;
+
+  pid_t pid() const { return pid_; }
+  // Reads stdout (or stderr) until a line containing `text` or the timeout.
+  bool wait_for_line(const std::string& text, int timeout_ms, bool from_stderr = false);
+  void signal(int sig);
+  // Waits for exit (killing after timeout_ms); returns the shell-style status.
+  int wait(int timeout_ms = 300000);
+  const std::string& out() const { return out_; }
+  const std::string& err() const { return err_; }
+
+ private:
+  bool pump(int timeout_ms);
+  pid_t pid_ = -1;
+  int out_fd_ = -1, err_fd_ = -1;
+  std::string out_, err_;
+  size_t out_seen_ = 0, err_seen_ = 0;
+  int status_ = -1;
+};
+
+// Runs argv to completion: {status, stdout, stderr}.
+struct RunResult {
+  int status;
+  std::string out, err;
+};
+RunResult run(const std::vector<std::string>& argv, int timeout_ms = 300000);
+
+// Folded file -> frame list (root first) -> value.
+using Folded = std::map<std::vector<std::string>, double>;
+Folded read_folded(const std::string& path);
+// Sum of the lines whose innermost frames are `caller;allocator`.
+double site_value(const Folded& folded, const std::string& caller, const std::string& allocator);
+
+// Exact truth and the sampling standard deviation of one site's estimate.
+struct Truth {
+  double objects, bytes;      // allocated during the run
+  double live_objects, live_bytes;  // still allocated at exit
+};
+Truth site_truth(const site_spec& site, int threads, int scale_pct);
+// Standard deviation of a Horvitz-Thompson estimate of `count` allocations
+// of `size` bytes at rate R (bytes or objects).
+double ht_sigma(double count, double size, double rate, bool bytes);
+
+std::string temp_path(const std::string& name);
+
+// Address of the entry of allocator `fn` in process `pid`'s C library, and
+// the byte the library file has there (what the code holds without a probe).
+struct ProbeSite {
+  uint64_t addr;
+  uint8_t file_byte;
+};
+std::vector<ProbeSite> allocator_entries(pid_t pid);
+uint8_t read_code_byte(pid_t pid, uint64_t addr);
+
+}  // namespace allocscope::test
