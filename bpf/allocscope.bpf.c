@@ -17,7 +17,7 @@ const volatile __u64 sample_rate = 512 * 1024; /* mean bytes between samples; 1 
 const volatile __u64 log2_table[AS_LOG2_TABLE_SIZE];
 
 struct thread_state {
-  __s64 countdown;      /* bytes before the next sampled byte */
+  __u64 countdown;      /* bytes before the next sampled byte */
   __u32 depth;          /* allocator calls in progress on this thread */
   __u32 initialized;
   __u32 pending;        /* the outermost call in progress is sampled */
@@ -123,7 +123,7 @@ static __always_inline int alloc_enter(enum as_fn fn, __u64 size, __u64 memptr) 
       st->countdown = draw_countdown();
       st->initialized = 1;
     }
-    if (st->countdown >= (__s64)size) {
+    if (st->countdown >= size) {
       st->countdown -= size;
       return 0;
     }

@@ -53,6 +53,11 @@ std::optional<uint32_t> Profile::intern(const AllocSample& s) {
 }
 
 void Profile::on_alloc(const AllocSample& s) {
+  LiveKey key{s.pid, s.addr};
+  if (auto old = live_.find(key); old != live_.end()) {
+    ++counters_.replaced_live;  // its free was missed (e.g. before attach)
+    remove_live(old);
+  }
   auto id = intern(s);
   if (!id) {
     ++counters_.stacks_full;
@@ -64,11 +69,6 @@ void Profile::on_alloc(const AllocSample& s) {
   t.alloc_bytes += w.bytes;
   ++t.samples;
 
-  LiveKey key{s.pid, s.addr};
-  if (auto old = live_.find(key); old != live_.end()) {
-    ++counters_.replaced_live;  // its free was missed (e.g. before attach)
-    remove_live(old);
-  }
   if (!s.live_tracked)
     return;
   if (live_.size() >= max_live_) {

@@ -35,7 +35,7 @@ Weight unbias(uint64_t size, uint64_t rate) {
 Countdown::Countdown(uint64_t rate, const Log2Table& table, uint64_t seed)
     : rate_(rate), table_(table), state_(seed | 1), countdown_(0) {
   if (rate_ > 1)
-    countdown_ = int64_t(draw_countdown(next_random(), rate_, table_));
+    countdown_ = draw_countdown(next_random(), rate_, table_);
 }
 
 // splitmix64: a statistically sound stream for simulations.
@@ -51,12 +51,12 @@ bool Countdown::sample(uint64_t size, uint64_t* offset) {
     *offset = 0;
     return true;
   }
-  if (countdown_ >= int64_t(size)) {
-    countdown_ -= int64_t(size);
+  if (countdown_ >= size) {
+    countdown_ -= size;
     return false;
   }
-  *offset = uint64_t(countdown_);
-  countdown_ = int64_t(draw_countdown(next_random(), rate_, table_));
+  *offset = countdown_;
+  countdown_ = draw_countdown(next_random(), rate_, table_);
   return true;
 }
 

@@ -42,7 +42,7 @@ class Countdown {
   uint64_t rate_;
   const Log2Table& table_;
   uint64_t state_;
-  int64_t countdown_;
+  uint64_t countdown_;
 };
 
 }  // namespace allocscope

@@ -64,8 +64,10 @@ std::optional<uint64_t> parse_duration_ms(std::string_view text) {
 
 std::string format_bytes(double bytes) {
   static const char* names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  if (bytes > -0.5 && bytes < 0.5)  // float residue of live sums
+    bytes = 0;
   int i = 0;
-  while (bytes >= 1024 && i < 4) {
+  while (bytes >= 1023.95 && i < 4) {  // 1048575 B is "1.0 MiB", not "1024.0 KiB"
     bytes /= 1024;
     ++i;
   }
