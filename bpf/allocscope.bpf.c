@@ -15,6 +15,9 @@ char LICENSE[] SEC("license") = "GPL";
 /* Set by userspace before load. */
 const volatile __u64 sample_rate = 512 * 1024; /* mean bytes between samples; 1 = every allocation */
 const volatile __u64 log2_table[AS_LOG2_TABLE_SIZE];
+const volatile bool use_sessions = false; /* entry decides whether the return runs */
+
+extern bool bpf_session_is_return(void) __ksym __weak;
 
 struct thread_state {
   __u64 countdown;      /* bytes before the next sampled byte */
@@ -104,16 +107,22 @@ static __always_inline void free_address(__u64 addr) {
   bpf_ringbuf_submit(e, 0);
 }
 
-/* Entry of an allocating call: the fast path is one storage lookup, a compare
- * and a subtraction. Nested calls (glibc's realloc and memalign call malloc)
- * are counted once, by the outermost entry point. */
-static __always_inline int alloc_enter(enum as_fn fn, __u64 size, __u64 memptr) {
+/* Entry of an allocating call; returns whether its return must be seen.
+ * The fast path is one storage lookup, a compare and a subtraction. Nested
+ * calls (glibc's realloc and memalign call malloc) are counted once, by the
+ * outermost entry point: every entry point that may call another one raises
+ * the thread's depth until it returns. malloc calls no other, so with uprobe
+ * sessions only its sampled calls pay for a return probe. */
+static __always_inline bool alloc_enter(enum as_fn fn, __u64 size, __u64 memptr) {
+  bool always_return = !use_sessions || fn != AS_FN_MALLOC;
   struct thread_state *st = thread_state(true);
   if (!st)
-    return 0;
-  if (st->depth++ != 0) {
+    return false;
+  if (st->depth != 0) {
     count(AS_CNT_NESTED);
-    return 0;
+    if (always_return)
+      st->depth++;
+    return always_return;
   }
   st->pending = 0;
   if (sample_rate <= 1) {
@@ -125,7 +134,9 @@ static __always_inline int alloc_enter(enum as_fn fn, __u64 size, __u64 memptr) 
     }
     if (st->countdown >= size) {
       st->countdown -= size;
-      return 0;
+      if (always_return)
+        st->depth = 1;
+      return always_return;
     }
     /* Memoryless: a fresh draw for the bytes after this allocation. */
     st->pending_offset = st->countdown;
@@ -135,7 +146,8 @@ static __always_inline int alloc_enter(enum as_fn fn, __u64 size, __u64 memptr) 
   st->pending_fn = fn;
   st->pending_size = size;
   st->pending_memptr = memptr;
-  return 0;
+  st->depth = 1;
+  return true;
 }
 
 static __always_inline void emit_alloc(struct pt_regs *ctx, struct thread_state *st, __u64 addr) {
@@ -179,6 +191,7 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, struct thread_state 
 
 /* Return of an allocating call. */
 static __always_inline int alloc_exit(struct pt_regs *ctx) {
+  count(AS_CNT_RETURNS);
   struct thread_state *st = thread_state(false);
   if (!st || st->depth == 0) /* entry ran before attach */
     return 0;
@@ -200,9 +213,6 @@ static __always_inline int alloc_exit(struct pt_regs *ctx) {
   return 0;
 }
 
-SEC("uprobe")
-int BPF_KPROBE(malloc_enter, __u64 size) { return alloc_enter(AS_FN_MALLOC, size, 0); }
-
 /* n * size, or false when it overflows (the C library then fails the call).
  * Computed in 32-bit halves: clang lowers the usual division-based check to
  * a 128-bit multiply that BPF lacks. */
@@ -219,62 +229,84 @@ static __always_inline bool array_bytes(__u64 n, __u64 size, __u64 *total) {
   return true;
 }
 
-SEC("uprobe")
-int BPF_KPROBE(calloc_enter, __u64 n, __u64 size) {
-  __u64 total = 0;
-  if (!array_bytes(n, size, &total))
-    total = 0;
-  return alloc_enter(AS_FN_CALLOC, total, 0);
-}
-
 /* realloc frees the old block at entry (realloc(p, 0) frees p; a NULL result
  * for n > 0 would keep p allocated, a rare error we accept) and allocates the
  * new size like malloc. */
-SEC("uprobe")
-int BPF_KPROBE(realloc_enter, __u64 ptr, __u64 size) {
+static __always_inline bool realloc_enter(enum as_fn fn, __u64 ptr, __u64 size) {
   struct thread_state *st = thread_state(false);
   if (!st || st->depth == 0)
     free_address(ptr);
-  return alloc_enter(AS_FN_REALLOC, size, 0);
+  return alloc_enter(fn, size, 0);
 }
 
-SEC("uprobe")
-int BPF_KPROBE(reallocarray_enter, __u64 ptr, __u64 n, __u64 size) {
-  __u64 total = 0;
-  if (!array_bytes(n, size, &total))
-    return alloc_enter(AS_FN_REALLOCARRAY, 0, 0); /* fails without freeing */
-  struct thread_state *st = thread_state(false);
-  if (!st || st->depth == 0)
-    free_address(ptr);
-  return alloc_enter(AS_FN_REALLOCARRAY, total, 0);
+/* One allocator entry, by its enum as_fn; returns whether its return must be
+ * seen. With a constant fn the switch folds away. */
+static __always_inline bool enter(struct pt_regs *ctx, __u64 fn) {
+  __u64 a = PT_REGS_PARM1(ctx), b = PT_REGS_PARM2(ctx), c = PT_REGS_PARM3(ctx), total = 0;
+  switch (fn) {
+    case AS_FN_MALLOC: return alloc_enter(AS_FN_MALLOC, a, 0);
+    case AS_FN_CALLOC: return alloc_enter(AS_FN_CALLOC, array_bytes(a, b, &total) ? total : 0, 0);
+    case AS_FN_REALLOC: return realloc_enter(AS_FN_REALLOC, a, b);
+    case AS_FN_REALLOCARRAY:
+      if (!array_bytes(b, c, &total)) /* fails without freeing */
+        return alloc_enter(AS_FN_REALLOCARRAY, 0, 0);
+      return realloc_enter(AS_FN_REALLOCARRAY, a, total);
+    case AS_FN_POSIX_MEMALIGN: return alloc_enter(AS_FN_POSIX_MEMALIGN, c, a);
+    case AS_FN_ALIGNED_ALLOC: return alloc_enter(AS_FN_ALIGNED_ALLOC, b, 0);
+    case AS_FN_MEMALIGN: return alloc_enter(AS_FN_MEMALIGN, b, 0);
+    case AS_FN_VALLOC: return alloc_enter(AS_FN_VALLOC, a, 0);
+    case AS_FN_PVALLOC: return alloc_enter(AS_FN_PVALLOC, a, 0);
+    case AS_FN_FREE: free_address(a); return false;
+  }
+  return false;
 }
 
+/* Uprobe session (kernel 6.13+): one program for every allocating entry
+ * point of a library, the entry point in the attach cookie. Returning 1 from
+ * the entry skips the return probe. */
 SEC("uprobe")
-int BPF_KPROBE(posix_memalign_enter, __u64 memptr, __u64 align, __u64 size) {
-  return alloc_enter(AS_FN_POSIX_MEMALIGN, size, memptr);
+int alloc_session(struct pt_regs *ctx) {
+  if (bpf_session_is_return()) {
+    alloc_exit(ctx);
+    return 0;
+  }
+  return enter(ctx, bpf_get_attach_cookie(ctx)) ? 0 : 1;
 }
 
+/* free through a uprobe_multi link (placed after free's NULL check). */
 SEC("uprobe")
-int BPF_KPROBE(aligned_alloc_enter, __u64 align, __u64 size) {
-  return alloc_enter(AS_FN_ALIGNED_ALLOC, size, 0);
-}
-
-SEC("uprobe")
-int BPF_KPROBE(memalign_enter, __u64 align, __u64 size) {
-  return alloc_enter(AS_FN_MEMALIGN, size, 0);
-}
-
-SEC("uprobe")
-int BPF_KPROBE(valloc_enter, __u64 size) { return alloc_enter(AS_FN_VALLOC, size, 0); }
-
-SEC("uprobe")
-int BPF_KPROBE(pvalloc_enter, __u64 size) { return alloc_enter(AS_FN_PVALLOC, size, 0); }
-
-SEC("uretprobe")
-int BPF_KRETPROBE(alloc_return) { return alloc_exit(ctx); }
-
-SEC("uprobe")
-int BPF_KPROBE(free_enter, __u64 ptr) {
-  free_address(ptr);
+int free_multi(struct pt_regs *ctx) {
+  free_address(PT_REGS_PARM1(ctx));
   return 0;
 }
+
+/* Classic uprobes and uretprobes, one program per entry point, for kernels
+ * without sessions. */
+#define CLASSIC_ENTRY(name, fn) \
+  SEC("uprobe") int name(struct pt_regs *ctx) { enter(ctx, fn); return 0; }
+CLASSIC_ENTRY(malloc_enter, AS_FN_MALLOC)
+CLASSIC_ENTRY(calloc_enter, AS_FN_CALLOC)
+CLASSIC_ENTRY(realloc_enter_classic, AS_FN_REALLOC)
+CLASSIC_ENTRY(reallocarray_enter, AS_FN_REALLOCARRAY)
+CLASSIC_ENTRY(posix_memalign_enter, AS_FN_POSIX_MEMALIGN)
+CLASSIC_ENTRY(aligned_alloc_enter, AS_FN_ALIGNED_ALLOC)
+CLASSIC_ENTRY(memalign_enter, AS_FN_MEMALIGN)
+CLASSIC_ENTRY(valloc_enter, AS_FN_VALLOC)
+CLASSIC_ENTRY(pvalloc_enter, AS_FN_PVALLOC)
+CLASSIC_ENTRY(free_enter, AS_FN_FREE)
+
+SEC("uretprobe")
+int alloc_return(struct pt_regs *ctx) {
+  alloc_exit(ctx);
+  return 0;
+}
+
+/* --null-probes: the same probes doing nothing, to measure the floor. */
+SEC("uprobe")
+int null_session(struct pt_regs *ctx) { return 1; }
+
+SEC("uprobe")
+int null_multi(struct pt_regs *ctx) { return 0; }
+
+SEC("uprobe")
+int null_classic(struct pt_regs *ctx) { return 0; }

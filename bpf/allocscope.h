@@ -61,7 +61,8 @@ enum as_counter {
   AS_CNT_STACK_FAIL = 4,     /* samples whose user stack could not be read */
   AS_CNT_NESTED = 5,         /* allocator calls made inside another one, not counted */
   AS_CNT_FAILED_ALLOCS = 6,  /* sampled trials whose allocation returned NULL */
-  AS_CNT_COUNT = 7,
+  AS_CNT_RETURNS = 7,        /* runs of the return program */
+  AS_CNT_COUNT = 8,
 };
 
 /* Key of the live map: one sampled, not yet freed allocation. */

@@ -24,11 +24,11 @@ CLI::Validator parsed_by(Parse parse, std::string what) {
 }
 
 struct RecordText {  // options parsed by our own parsers after CLI11
-  std::string rate = "512KiB", duration, metric = "alloc_space", ringbuf = "16MiB";
+  std::string rate = "512KiB", duration, metric = "alloc_space", ringbuf = "16MiB", probe_mode = "auto";
 };
 
 void add_record(CLI::App& app, RecordConfig& c, RecordText& text) {
-  auto& [rate, duration, metric, ringbuf] = text;
+  auto& [rate, duration, metric, ringbuf, probe_mode] = text;
   auto* rec = app.add_subcommand("record", "Sample heap allocations of a process or a command");
   rec->footer(
       "Examples:\n"
@@ -70,13 +70,25 @@ void add_record(CLI::App& app, RecordConfig& c, RecordText& text) {
             return n && *n >= 4096 && *n <= (1ULL << 30) && (*n & (*n - 1)) == 0;
           },
           "ring buffer size (power of two, 4 KiB to 1 GiB)"));
-  rec->add_flag("-v,--verbose", c.verbose, "Print libbpf's messages");
+  rec->add_flag("--no-free", c.no_free,
+                "Alloc-only: do not probe free (cheaper; the inuse metrics are then unavailable)");
+  rec->add_option("--probe-mode", text.probe_mode,
+                  "How probes are attached: auto, session (kernel 6.13+: return probes only on sampled "
+                  "calls) or classic (uprobes and uretprobes)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "session", "classic"}));
+  // Benchmark switches (BENCHMARKS.md): not for everyday use.
+  rec->add_flag("--null-probes", c.null_probes, "Probes that do nothing: the overhead floor")->group("");
+  rec->add_flag("--naive-placement", c.naive_placement, "Every probe on its function's entry")->group("");
+  rec->add_flag("-v,--verbose", c.verbose, "Print probe placement and libbpf's messages");
   rec->add_flag("-q,--quiet", c.quiet, "Print nothing but errors");
   auto* cmd = rec->add_option("command", c.command, "Command to launch (after --)");
   pid->excludes(cmd);
-  rec->callback([&c, pid, cmd] {
+  rec->callback([&c, &text, pid, cmd] {
     if (!*pid && !*cmd)
       throw CLI::RequiredError("record needs -p PID or -- COMMAND");
+    if (c.no_free && text.metric.starts_with("inuse"))
+      throw CLI::ValidationError("--metric " + text.metric + " needs free probed: drop --no-free");
   });
 }
 
@@ -98,6 +110,9 @@ int main(int argc, char** argv) {
   config.rate = *parse_bytes(text.rate);
   config.metric = *parse_metric(text.metric);
   config.ringbuf_bytes = static_cast<uint32_t>(*parse_bytes(text.ringbuf));
+  config.probe_mode = text.probe_mode == "session"   ? ProbeMode::Session
+                      : text.probe_mode == "classic" ? ProbeMode::Classic
+                                                     : ProbeMode::Auto;
   if (!text.duration.empty())
     config.duration_ms = *parse_duration_ms(text.duration);
   return record(config);

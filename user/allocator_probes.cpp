@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "probe_placement.h"
+
 namespace allocscope {
 
 const char* fn_name(int fn) {
@@ -19,12 +21,12 @@ std::vector<ProbeTarget> select_allocator_symbols(const std::vector<ElfSymbol>& 
     auto sym = std::find_if(symbols.begin(), symbols.end(),
                             [&](const ElfSymbol& s) { return s.name == fn_name(fn); });
     if (sym != symbols.end() && taken.insert(sym->vaddr).second)
-      targets.push_back({static_cast<as_fn>(fn), sym->vaddr, 0});
+      targets.push_back({static_cast<as_fn>(fn), sym->vaddr, 0, 0, false, ""});
   }
   return targets;
 }
 
-Result<std::vector<ProbeTarget>> find_allocator_probes(const std::string& path) {
+Result<std::vector<ProbeTarget>> find_allocator_probes(const std::string& path, bool naive) {
   auto elf = ElfFile::open(path);
   if (!elf)
     return fail(elf.error());
@@ -37,7 +39,15 @@ Result<std::vector<ProbeTarget>> find_allocator_probes(const std::string& path) 
     auto off = elf->vaddr_to_offset(t.vaddr);
     if (!off)
       return fail(off.error());
-    t.offset = *off;
+    auto code = elf->read(*off, 512);
+    if (!code)
+      return fail(code.error());
+    // Allocating calls need their return seen, which takes the entry.
+    Placement at = place_probe(*code, t.vaddr, naive || t.fn != AS_FN_FREE);
+    t.offset = *off + at.offset;
+    t.placed_at = at.offset;
+    t.emulated = at.emulated;
+    t.instruction = at.instruction;
   }
   return targets;
 }

@@ -1,7 +1,9 @@
 #include "bpf_session.h"
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -29,11 +31,37 @@ std::string privilege_hint(int err) {
   return "";
 }
 
+// Attach types this libbpf predates (values from the kernel's UAPI).
+constexpr uint32_t kTraceUprobeMulti = 48;    // BPF_TRACE_UPROBE_MULTI, 6.6
+constexpr uint32_t kTraceUprobeSession = 57;  // BPF_TRACE_UPROBE_SESSION, 6.13
+constexpr int kLinkCreate = 28;               // BPF_LINK_CREATE
+
+// bpf_attr for BPF_LINK_CREATE of a uprobe_multi or session link.
+struct UprobeMultiAttr {
+  uint32_t prog_fd, target_fd, attach_type, flags;
+  uint64_t path, offsets, ref_ctr_offsets, cookies;
+  uint32_t cnt, multi_flags, pid;
+};
+
+int create_uprobe_multi_link(int prog_fd, uint32_t attach_type, const std::string& path,
+                             const std::vector<uint64_t>& offsets, const std::vector<uint64_t>& cookies,
+                             pid_t pid) {
+  UprobeMultiAttr attr{};
+  attr.prog_fd = uint32_t(prog_fd);
+  attr.attach_type = attach_type;
+  attr.path = reinterpret_cast<uint64_t>(path.c_str());
+  attr.offsets = reinterpret_cast<uint64_t>(offsets.data());
+  attr.cookies = reinterpret_cast<uint64_t>(cookies.data());
+  attr.cnt = uint32_t(offsets.size());
+  attr.pid = uint32_t(pid);
+  return int(syscall(__NR_bpf, kLinkCreate, &attr, sizeof attr));
+}
+
 bpf_program* entry_program(allocscope_bpf* s, as_fn fn) {
   switch (fn) {
     case AS_FN_MALLOC: return s->progs.malloc_enter;
     case AS_FN_CALLOC: return s->progs.calloc_enter;
-    case AS_FN_REALLOC: return s->progs.realloc_enter;
+    case AS_FN_REALLOC: return s->progs.realloc_enter_classic;
     case AS_FN_REALLOCARRAY: return s->progs.reallocarray_enter;
     case AS_FN_POSIX_MEMALIGN: return s->progs.posix_memalign_enter;
     case AS_FN_ALIGNED_ALLOC: return s->progs.aligned_alloc_enter;
@@ -56,14 +84,77 @@ int on_event(void* ctx, void* data, size_t size) {
 
 void BpfSession::LinkCloser::operator()(bpf_link* l) const { bpf_link__destroy(l); }
 
+void BpfSession::FdCloser::operator()(int* fd) const {
+  close(*fd);
+  delete fd;
+}
+
+bool kernel_has_uprobe_sessions() {
+  btf* vmlinux = btf__load_vmlinux_btf();
+  if (!vmlinux)
+    return false;
+  bool found = false;
+  int id = btf__find_by_name_kind(vmlinux, "bpf_attach_type", BTF_KIND_ENUM);
+  if (id > 0) {
+    const btf_type* t = btf__type_by_id(vmlinux, id);
+    const struct btf_enum* e = btf_enum(t);
+    for (int i = 0; i < btf_vlen(t) && !found; ++i)
+      found = std::string(btf__name_by_offset(vmlinux, e[i].name_off)) == "BPF_TRACE_UPROBE_SESSION";
+  }
+  btf__free(vmlinux);
+  return found;
+}
+
+const char* probe_mode_name(ProbeMode m) {
+  switch (m) {
+    case ProbeMode::Auto: return "auto";
+    case ProbeMode::Session: return "session";
+    case ProbeMode::Classic: return "classic";
+  }
+  return "?";
+}
+
+// Loads only the programs this mode attaches, with the attach types the
+// kernel checks at load.
+Result<void> BpfSession::configure_programs() {
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, skel_->obj) bpf_program__set_autoload(prog, false);
+  auto enable = [](bpf_program* p, uint32_t attach_type) {
+    bpf_program__set_autoload(p, true);
+    if (attach_type)
+      bpf_program__set_expected_attach_type(p, static_cast<bpf_attach_type>(attach_type));
+  };
+  auto& p = skel_->progs;
+  if (mode_ == ProbeMode::Session) {
+    enable(config_.null_probes ? p.null_session : p.alloc_session, kTraceUprobeSession);
+    if (!config_.no_free)
+      enable(config_.null_probes ? p.null_multi : p.free_multi, kTraceUprobeMulti);
+  } else if (config_.null_probes) {
+    enable(p.null_classic, 0);
+  } else {
+    for (int fn = 0; fn < AS_FN_COUNT; ++fn)
+      if (fn != AS_FN_FREE || !config_.no_free)
+        enable(entry_program(skel_, static_cast<as_fn>(fn)), 0);
+    enable(p.alloc_return, 0);
+  }
+  return {};
+}
+
 Result<std::unique_ptr<BpfSession>> BpfSession::open(const SessionConfig& config, Handler handler) {
   g_verbose = config.verbose;
   libbpf_set_print(print_libbpf);
   std::unique_ptr<BpfSession> s(new BpfSession());
   s->handler_ = std::move(handler);
+  s->config_ = config;
+  bool sessions = kernel_has_uprobe_sessions();
+  if (config.mode == ProbeMode::Session && !sessions)
+    return fail("uprobe sessions need kernel 6.13 or newer; use --probe-mode classic");
+  s->mode_ = config.mode == ProbeMode::Auto ? (sessions ? ProbeMode::Session : ProbeMode::Classic) : config.mode;
   s->skel_ = allocscope_bpf__open();
   if (!s->skel_)
     return fail(errno_message("open BPF object", errno));
+  s->configure_programs();
+  s->skel_->rodata->use_sessions = s->mode_ == ProbeMode::Session;
   s->skel_->rodata->sample_rate = config.rate;
   Log2Table table = make_log2_table();
   for (size_t i = 0; i < table.size(); ++i)
@@ -88,22 +179,76 @@ BpfSession::~BpfSession() {
 
 Result<void> BpfSession::attach(pid_t pid, const std::string& library_path,
                                 const std::vector<ProbeTarget>& targets) {
+  std::vector<ProbeTarget> wanted;
+  for (const ProbeTarget& t : targets)
+    if (t.fn != AS_FN_FREE || !config_.no_free)
+      wanted.push_back(t);
+  return mode_ == ProbeMode::Session ? attach_session(pid, library_path, wanted)
+                                     : attach_classic(pid, library_path, wanted);
+}
+
+namespace {
+
+std::string attach_error(const std::string& what, pid_t pid, int err) {
+  if (err == ESRCH || err == ENOENT)
+    return what + " to process " + std::to_string(pid) + ": the process exited";
+  return errno_message(what + " to process " + std::to_string(pid), err) + privilege_hint(err);
+}
+
+}  // namespace
+
+// One session link for the allocating entry points (cookie = enum as_fn) and
+// one uprobe_multi link for free: two links, two grace periods at detach.
+Result<void> BpfSession::attach_session(pid_t pid, const std::string& path,
+                                        const std::vector<ProbeTarget>& targets) {
+  std::vector<uint64_t> offsets, cookies, free_offsets, free_cookies;
+  for (const ProbeTarget& t : targets) {
+    (t.fn == AS_FN_FREE ? free_offsets : offsets).push_back(t.offset);
+    (t.fn == AS_FN_FREE ? free_cookies : cookies).push_back(t.fn);
+  }
+  auto& p = skel_->progs;
+  struct Part {
+    bpf_program* prog;
+    uint32_t type;
+    const std::vector<uint64_t>& offsets;
+    const std::vector<uint64_t>& cookies;
+    const char* what;
+  };
+  Part parts[] = {
+      {config_.null_probes ? p.null_session : p.alloc_session, kTraceUprobeSession, offsets, cookies,
+       "allocator session probes"},
+      {config_.null_probes ? p.null_multi : p.free_multi, kTraceUprobeMulti, free_offsets, free_cookies,
+       "free probe"},
+  };
+  for (const Part& part : parts) {
+    if (part.offsets.empty())
+      continue;
+    int fd = create_uprobe_multi_link(bpf_program__fd(part.prog), part.type, path, part.offsets, part.cookies, pid);
+    if (fd < 0)
+      return fail(attach_error(std::string("attach ") + part.what + " (" + path + ")", pid, errno));
+    raw_links_.emplace_back(new int(fd));
+  }
+  return {};
+}
+
+Result<void> BpfSession::attach_classic(pid_t pid, const std::string& path,
+                                        const std::vector<ProbeTarget>& targets) {
   // Return probes first: an entry seen without its return would leave the
   // thread's nesting depth raised and stop its sampling.
   for (bool retprobe : {true, false}) {
+    if (retprobe && config_.null_probes)
+      continue;
     for (const ProbeTarget& t : targets) {
       if (retprobe && t.fn == AS_FN_FREE)
         continue;
-      bpf_program* prog = retprobe ? skel_->progs.alloc_return : entry_program(skel_, t.fn);
-      bpf_link* link = bpf_program__attach_uprobe(prog, retprobe, pid, library_path.c_str(), t.offset);
-      if (!link) {
-        int err = errno;
-        std::string what = std::string("attach ") + (retprobe ? "uretprobe " : "uprobe ") +
-                           fn_name(t.fn) + " (" + library_path + ") to process " + std::to_string(pid);
-        if (err == ESRCH || err == ENOENT)
-          return fail(what + ": the process exited");
-        return fail(errno_message(what, err) + privilege_hint(err));
-      }
+      bpf_program* prog = config_.null_probes ? skel_->progs.null_classic
+                          : retprobe          ? skel_->progs.alloc_return
+                                              : entry_program(skel_, t.fn);
+      bpf_link* link = bpf_program__attach_uprobe(prog, retprobe, pid, path.c_str(), t.offset);
+      if (!link)
+        return fail(attach_error(std::string("attach ") + (retprobe ? "uretprobe " : "uprobe ") +
+                                     fn_name(t.fn) + " (" + path + ")",
+                                 pid, errno));
       (retprobe ? return_links_ : entry_links_).emplace_back(link);
     }
   }
@@ -111,6 +256,7 @@ Result<void> BpfSession::attach(pid_t pid, const std::string& library_path,
 }
 
 void BpfSession::detach() {
+  raw_links_.clear();
   entry_links_.clear();
   return_links_.clear();
 }

@@ -21,12 +21,23 @@ struct ring_buffer;
 
 namespace allocscope {
 
+// How probes reach the kernel: uprobe sessions (kernel 6.13+: one link per
+// library, the return probe only on calls the entry asks it for), or classic
+// uprobes and uretprobes (a return probe on every call).
+enum class ProbeMode { Auto, Session, Classic };
+
 struct SessionConfig {
   uint64_t rate = 0;
   uint32_t max_live = 0;
   uint32_t ringbuf_bytes = 0;  // power of two, multiple of the page size
+  ProbeMode mode = ProbeMode::Auto;
+  bool null_probes = false;    // programs that return at once: the overhead floor
+  bool no_free = false;        // alloc-only: free is not probed
   bool verbose = false;        // libbpf's own messages
 };
+
+bool kernel_has_uprobe_sessions();
+const char* probe_mode_name(ProbeMode m);
 
 using Counters = std::array<uint64_t, AS_CNT_COUNT>;
 
@@ -46,6 +57,7 @@ class BpfSession {
   // Delivers pending events to the handler; waits up to timeout_ms for some.
   Result<int> poll(int timeout_ms);
   Counters counters() const;
+  ProbeMode mode() const { return mode_; }
 
  private:
   BpfSession() = default;
@@ -53,11 +65,22 @@ class BpfSession {
     void operator()(bpf_link* l) const;
   };
   using Link = std::unique_ptr<bpf_link, LinkCloser>;
+  struct FdCloser {  // links made with bpf(2) directly, unknown to this libbpf
+    void operator()(int* fd) const;
+  };
+  using RawLink = std::unique_ptr<int, FdCloser>;
 
+  Result<void> configure_programs();
+  Result<void> attach_session(pid_t pid, const std::string& path, const std::vector<ProbeTarget>& targets);
+  Result<void> attach_classic(pid_t pid, const std::string& path, const std::vector<ProbeTarget>& targets);
+
+  SessionConfig config_;
+  ProbeMode mode_ = ProbeMode::Classic;
   allocscope_bpf* skel_ = nullptr;
   ring_buffer* ring_ = nullptr;
   Handler handler_;
   std::vector<Link> entry_links_, return_links_;
+  std::vector<RawLink> raw_links_;
 };
 
 }  // namespace allocscope

@@ -92,3 +92,16 @@ Result<uint64_t> ElfFile::vaddr_to_offset(uint64_t vaddr) const {
 }
 
 }  // namespace allocscope
+
+namespace allocscope {
+
+Result<std::vector<uint8_t>> ElfFile::read(uint64_t offset, size_t n) const {
+  std::vector<uint8_t> bytes(n);
+  ssize_t got = pread(*fd_, bytes.data(), n, off_t(offset));
+  if (got < 0)
+    return fail(errno_message("read " + path_, errno));
+  bytes.resize(size_t(got));
+  return bytes;
+}
+
+}  // namespace allocscope

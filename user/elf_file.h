@@ -27,6 +27,8 @@ class ElfFile {
   std::vector<ElfSymbol> functions() const;
   // File offset of a virtual address inside a PT_LOAD segment.
   Result<uint64_t> vaddr_to_offset(uint64_t vaddr) const;
+  // Up to n bytes of the file at offset.
+  Result<std::vector<uint8_t>> read(uint64_t offset, size_t n) const;
 
  private:
   struct Closer {

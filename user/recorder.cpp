@@ -138,6 +138,13 @@ void print_summary(const RecordConfig& config, const Profile& profile, const Cou
                format_bytes(live).c_str(), (unsigned long long)k[AS_CNT_RINGBUF_DROPS],
                (unsigned long long)(k[AS_CNT_LIVE_FULL] + p.live_full), (unsigned long long)k[AS_CNT_STACK_FAIL],
                (unsigned long long)p.stacks_full);
+  if (config.verbose)
+    std::fprintf(stderr,
+                 "allocscope: kernel counters: samples=%llu frees=%llu nested=%llu failed_allocs=%llu "
+                 "returns=%llu\n",
+                 (unsigned long long)k[AS_CNT_SAMPLES], (unsigned long long)k[AS_CNT_FREES],
+                 (unsigned long long)k[AS_CNT_NESTED], (unsigned long long)k[AS_CNT_FAILED_ALLOCS],
+                 (unsigned long long)k[AS_CNT_RETURNS]);
   if (k[AS_CNT_RINGBUF_DROPS])
     error("warning: the ring buffer overflowed; estimates are low. Raise --ringbuf-size or --rate.");
   if (k[AS_CNT_LIVE_FULL] || p.live_full)
@@ -146,8 +153,15 @@ void print_summary(const RecordConfig& config, const Profile& profile, const Cou
     error("warning: the stack table was full; estimates are low. Raise --max-stacks.");
 }
 
+void print_placement(const std::string& path, const std::vector<ProbeTarget>& targets, ProbeMode mode) {
+  std::fprintf(stderr, "allocscope: %s probes in %s:\n", probe_mode_name(mode), path.c_str());
+  for (const ProbeTarget& t : targets)
+    std::fprintf(stderr, "  %-15s +%-3llu %-24s %s\n", fn_name(t.fn), (unsigned long long)t.placed_at,
+                 t.instruction.c_str(), t.emulated ? "emulated" : "single-stepped");
+}
+
 // Attaches the allocator probes of the C library `pid` maps.
-Result<void> attach_allocator(BpfSession& session, pid_t pid) {
+Result<void> attach_allocator(BpfSession& session, pid_t pid, const RecordConfig& config) {
   auto maps = read_maps(pid);
   if (!maps) {
     if (!process_exists(pid))
@@ -159,9 +173,11 @@ Result<void> attach_allocator(BpfSession& session, pid_t pid) {
     return fail("process " + std::to_string(pid) + " (" + read_comm(pid) +
                 ") maps no C library: statically linked, or not using a C library allocator");
   std::string path = mapped_file_path(pid, *libc);
-  auto targets = find_allocator_probes(path);
+  auto targets = find_allocator_probes(path, config.naive_placement);
   if (!targets)
     return fail(targets.error());
+  if (config.verbose)
+    print_placement(libc->path, *targets, session.mode());
   return session.attach(pid, path, *targets);
 }
 
@@ -171,7 +187,13 @@ int record(const RecordConfig& config) {
   Profile profile(config.rate, config.max_stacks, config.max_live);
   Symbolizer symbolizer;
   EventSink sink(profile, symbolizer);
-  SessionConfig sc{config.rate, config.max_live, config.ringbuf_bytes, config.verbose};
+  SessionConfig sc{.rate = config.rate,
+                   .max_live = config.max_live,
+                   .ringbuf_bytes = config.ringbuf_bytes,
+                   .mode = config.probe_mode,
+                   .null_probes = config.null_probes,
+                   .no_free = config.no_free,
+                   .verbose = config.verbose};
   auto session = BpfSession::open(sc, std::ref(sink));
   if (!session) {
     error(session.error());
@@ -182,7 +204,7 @@ int record(const RecordConfig& config) {
     error(target.error());
     return 1;
   }
-  if (auto ok = attach_allocator(**session, target->pid()); !ok) {
+  if (auto ok = attach_allocator(**session, target->pid(), config); !ok) {
     error(ok.error());
     return 1;
   }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bpf_session.h"
 #include "profile.h"
 #include "sampling.h"
 
@@ -22,6 +23,10 @@ struct RecordConfig {
   uint32_t max_live = 1 << 18;
   uint32_t max_stacks = 1 << 18;
   uint32_t ringbuf_bytes = 16 << 20;
+  bool no_free = false;          // alloc-only: free is not probed
+  ProbeMode probe_mode = ProbeMode::Auto;
+  bool null_probes = false;      // benchmark floor: probes that do nothing
+  bool naive_placement = false;  // benchmark: every probe on the entry instruction
   bool verbose = false;
   bool quiet = false;
 };

@@ -128,7 +128,10 @@ TEST(FindAllocatorProbes, OwnCLibrary) {
     const Mapping* m = find_mapping(maps, addr);
     if (!m || m->path != path)
       continue;  // e.g. a preloaded allocator
-    EXPECT_EQ(m->file_offset(addr), t->offset) << fn_name(fn);
+    EXPECT_EQ(m->file_offset(addr) + t->placed_at, t->offset) << fn_name(fn);
+    if (fn != AS_FN_FREE) {
+      EXPECT_EQ(t->placed_at, 0u) << fn_name(fn) << ": return probes need the entry";
+    }
   }
 }
 

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Overhead benchmark: every configuration side by side, in interleaved rounds
+on this machine, as ns per malloc+free pair measured inside malloc_bench
+(attach time excluded). Prints markdown tables for BENCHMARKS.md.
+
+  sudo bench/run.py [--build DIR] [--reps N] [--pairs N] [--smoke]
+
+--smoke: a few thousand pairs, one round, no peers: proves the script works.
+"""
+import argparse
+import os
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def wait_for(stream, text, timeout):
+    """Reads lines from a pipe until one contains text; returns all lines read."""
+    deadline = time.time() + timeout
+    seen = []
+    while time.time() < deadline:
+        line = stream.readline()
+        if not line:
+            break
+        seen.append(line)
+        if text in line:
+            return seen
+    raise RuntimeError(f"timed out waiting for {text!r}: {''.join(seen)[-2000:]}")
+
+
+class Bench:
+    """malloc_bench (or cxx_workload) started with --wait."""
+
+    def __init__(self, argv, prefix=()):
+        self.proc = subprocess.Popen(list(prefix) + argv + ["--wait"], stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True)
+        wait_for(self.proc.stdout, "ready", 60)
+        self.pid = self.proc.pid
+        if prefix:  # a launcher (heaptrack): find the benchmark itself
+            name = os.path.basename(argv[0])[:15]
+            out = subprocess.run(["pgrep", "-n", "-x", name], capture_output=True, text=True)
+            self.pid = int(out.stdout.split()[0])
+
+    def run(self):
+        os.kill(self.pid, signal.SIGUSR1)
+        out, _ = self.proc.communicate(timeout=1800)
+        for line in out.splitlines():
+            key, _, value = line.partition(" ")
+            if key in ("ns_per_pair", "ms"):
+                return float(value)
+        raise RuntimeError("no result from the benchmark: " + out)
+
+
+def allocscope_tracer(binary, options):
+    def attach(pid):
+        argv = [binary, "record", "-p", str(pid), "-o", "/dev/null"] + options
+        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        wait_for(p.stderr, "recording process", 60)
+        return p
+    return attach
+
+
+def memleak_tracer(pid):
+    p = subprocess.Popen(["memleak-bpfcc", "-p", str(pid)], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    wait_for(p.stdout, "Attaching to pid", 300)
+    return p
+
+
+def measure(config, bench_argv):
+    """One run of one configuration: the benchmark's figure, and the tracer's rusage."""
+    bench = Bench(bench_argv, config.get("prefix", ()))
+    tracer = config["attach"](bench.pid) if config.get("attach") else None
+    value = bench.run()
+    usage = None
+    if tracer:
+        if tracer.poll() is None:
+            tracer.send_signal(signal.SIGINT)
+        _, _, usage = os.wait4(tracer.pid, 0)
+        tracer.returncode = 0
+    return value, usage
+
+
+def configurations(build, smoke):
+    allocscope = os.path.join(build, "allocscope")
+    a = lambda *opts: allocscope_tracer(allocscope, list(opts))
+    configs = [
+        {"name": "untraced"},
+        {"name": "floor: null probes, placed", "attach": a("--null-probes")},
+        {"name": "floor: null probes, all on entry", "attach": a("--null-probes", "--naive-placement")},
+        {"name": "floor: null probes, malloc family only", "attach": a("--null-probes", "--no-free")},
+        {"name": "allocscope --no-free", "attach": a("--no-free")},
+        {"name": "allocscope (live tracking)", "attach": a()},
+        {"name": "allocscope --probe-mode classic", "attach": a("--probe-mode", "classic")},
+        {"name": "allocscope --rate 1", "attach": a("--rate", "1", "--ringbuf-size", "256MiB")},
+    ]
+    if not smoke:
+        if shutil.which("memleak-bpfcc"):
+            configs.append({"name": "BCC memleak-bpfcc -p", "attach": memleak_tracer})
+        if shutil.which("heaptrack"):
+            configs.append({"name": "heaptrack", "prefix": ("heaptrack", "-o", "/tmp/allocscope-bench-ht")})
+    return configs
+
+
+def overhead_table(build, reps, pairs, threads_list, smoke):
+    bench = os.path.join(build, "bench", "malloc_bench")
+    configs = configurations(build, smoke)
+    results = {}
+    for rnd in range(reps):  # interleaved rounds: drift hits every configuration alike
+        for threads in threads_list:
+            for c in configs:
+                argv = [bench, "--threads", str(threads), "--pairs", str(pairs)]
+                value, _ = measure(c, argv)
+                results.setdefault((c["name"], threads), []).append(value)
+                print(f"  round {rnd + 1}/{reps} {threads}t {c['name']}: {value:.1f} ns", file=sys.stderr)
+    print(f"\nmalloc_bench, {pairs} malloc+free pairs per thread, {reps} runs each; ns per pair")
+    print("\n| configuration | threads | median | min | max | x untraced | overhead ns | x floor overhead |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for threads in threads_list:
+        base = statistics.median(results[("untraced", threads)])
+        floor = statistics.median(results[("floor: null probes, placed", threads)]) - base
+        floor_malloc = statistics.median(results[("floor: null probes, malloc family only", threads)]) - base
+        for c in configs:
+            v = results[(c["name"], threads)]
+            med = statistics.median(v)
+            over = med - base
+            ref = floor_malloc if "--no-free" in c["name"] else floor
+            ratio = f"{over / ref:.2f}" if c["name"] != "untraced" and ref > 0 else ""
+            print(f"| {c['name']} | {threads} | {med:.0f} | {min(v):.0f} | {max(v):.0f} | {med / base:.1f} "
+                  f"| {over:.0f} | {ratio} |")
+
+
+def userspace_cost(build, smoke):
+    """allocscope's own CPU and memory while the target allocates fast."""
+    bench = os.path.join(build, "bench", "malloc_bench")
+    pairs = 20000 if smoke else 3000000
+    argv = [bench, "--threads", "2", "--pairs", str(pairs), "--size", "1024"]
+    b = Bench(argv)
+    tracer = allocscope_tracer(os.path.join(build, "allocscope"), [])(b.pid)
+    start = time.time()
+    ns = b.run()
+    _, _, usage = os.wait4(tracer.pid, 0)
+    wall = time.time() - start
+    seconds = ns * pairs / 1e9
+    gbps = 2 * pairs * 1024 / seconds / 1e9
+    cpu = usage.ru_utime + usage.ru_stime
+    print("\nallocscope's own cost, default rate, malloc_bench --size 1024 on 2 threads")
+    print("\n| target allocation rate | allocscope CPU (user+sys) | recording wall time | CPU share of one core | max RSS |")
+    print("|---:|---:|---:|---:|---:|")
+    print(f"| {gbps:.2f} GB/s | {cpu:.3f} s | {wall:.2f} s | {100 * cpu / wall:.2f} % | {usage.ru_maxrss / 1024:.1f} MiB |")
+
+
+def cxx_table(build, reps, smoke):
+    work = os.path.join(build, "bench", "cxx_workload")
+    configs = [c for c in configurations(build, smoke) if "floor" not in c["name"] or "placed" in c["name"]]
+    rounds = "1" if smoke else "10"
+    results = {}
+    for _ in range(reps):
+        for c in configs:
+            value, _ = measure(c, [work, "--rounds", rounds])
+            results.setdefault(c["name"], []).append(value)
+    print(f"\ncxx_workload (maps of strings and vectors, {rounds} rounds), ms")
+    print("\n| configuration | median ms | min | max | x untraced |\n|---|---:|---:|---:|---:|")
+    base = statistics.median(results["untraced"])
+    for c in configs:
+        v = results[c["name"]]
+        print(f"| {c['name']} | {statistics.median(v):.0f} | {min(v):.0f} | {max(v):.0f} "
+              f"| {statistics.median(v) / base:.1f} |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--pairs", type=int, default=1000000)
+    ap.add_argument("--smoke", action="store_true")
+    args = ap.parse_args()
+    if args.smoke:
+        args.reps, args.pairs = 1, 20000
+    if os.geteuid() != 0:
+        print("bench/run.py needs root (it loads BPF programs)", file=sys.stderr)
+        sys.exit(1 if os.environ.get("ALLOCSCOPE_REQUIRE_BPF") else 77)
+    kernel = os.uname().release
+    print(f"kernel {kernel}, {os.cpu_count()} CPUs, glibc {os.confstr('CS_GNU_LIBC_VERSION')}")
+    overhead_table(args.build, args.reps, args.pairs, [1] if args.smoke else [1, 2], args.smoke)
+    cxx_table(args.build, 1 if args.smoke else max(3, args.reps // 2), args.smoke)
+    userspace_cost(args.build, args.smoke)
+    print("\nuserspace aggregation (bench/profile_bench)\n")
+    sys.stdout.flush()
+    subprocess.run([os.path.join(args.build, "bench", "profile_bench")] + (["--smoke"] if args.smoke else []),
+                   check=True)
+
+
+if __name__ == "__main__":
+    main()

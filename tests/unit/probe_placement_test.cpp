@@ -1,0 +1,93 @@
+// Probe placement on hand-assembled x86-64 prologues.
+#include "probe_placement.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace allocscope {
+namespace {
+
+constexpr uint64_t kBase = 0x1000;
+
+TEST(KernelEmulates, PushAndNops) {
+  EXPECT_TRUE(kernel_emulates(std::vector<uint8_t>{0x55}));              // push rbp
+  EXPECT_TRUE(kernel_emulates(std::vector<uint8_t>{0x41, 0x54}));        // push r12
+  EXPECT_TRUE(kernel_emulates(std::vector<uint8_t>{0x90}));              // nop
+  EXPECT_TRUE(kernel_emulates(std::vector<uint8_t>{0x0f, 0x1f, 0x00}));  // nopl (rax)
+  EXPECT_TRUE(kernel_emulates(std::vector<uint8_t>{0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00}));
+  EXPECT_FALSE(kernel_emulates(std::vector<uint8_t>{0x48, 0x85, 0xff}));  // test rdi, rdi
+  EXPECT_FALSE(kernel_emulates(std::vector<uint8_t>{0x48, 0x89, 0xe5}));  // mov rbp, rsp
+  EXPECT_FALSE(kernel_emulates(std::vector<uint8_t>{0x41, 0x58}));        // pop r8
+  EXPECT_FALSE(kernel_emulates(std::vector<uint8_t>{}));
+}
+
+// glibc 2.36's free: test rdi,rdi; je <ret>; push rbp; ...
+std::vector<uint8_t> free_like(uint8_t exit_byte) {
+  std::vector<uint8_t> code = {0x48, 0x85, 0xff,                    // test rdi, rdi
+                               0x0f, 0x84, 0x10, 0x00, 0x00, 0x00,  // je +0x10 -> 0x19
+                               0x55,                                // push rbp
+                               0x48, 0x8d, 0x77, 0xf0,              // lea rsi, [rdi - 0x10]
+                               0x53};                               // push rbx
+  code.resize(0x19, 0x90);
+  code.push_back(exit_byte);  // the branch target
+  code.resize(64, 0x90);
+  return code;
+}
+
+TEST(PlaceProbe, SkipsTheNullCheckToThePush) {
+  Placement p = place_probe(free_like(0xc3), kBase, false);
+  EXPECT_EQ(p.offset, 9u);
+  EXPECT_TRUE(p.emulated);
+  EXPECT_EQ(p.instruction, "push rbp");
+}
+
+TEST(PlaceProbe, EntryOnlyStaysAtTheEntry) {
+  Placement p = place_probe(free_like(0xc3), kBase, true);
+  EXPECT_EQ(p.offset, 0u);
+  EXPECT_FALSE(p.emulated);
+}
+
+TEST(PlaceProbe, BranchToRealWorkKeepsTheEntry) {
+  // The branch target calls something instead of returning: a path that does
+  // work would miss the probe.
+  std::vector<uint8_t> code = free_like(0xe8);
+  Placement p = place_probe(code, kBase, false);
+  EXPECT_EQ(p.offset, 0u);
+}
+
+TEST(PlaceProbe, EmulatedEntryIsKept) {
+  std::vector<uint8_t> code = {0x41, 0x54, 0x55, 0x53, 0x48, 0x89, 0xfb, 0xc3};  // push r12; push rbp; ...
+  Placement p = place_probe(code, kBase, false);
+  EXPECT_EQ(p.offset, 0u);
+  EXPECT_TRUE(p.emulated);
+  EXPECT_EQ(p.instruction, "push r12");
+}
+
+TEST(PlaceProbe, ArgumentWrittenBeforeThePushKeepsTheEntry) {
+  std::vector<uint8_t> code = {0x48, 0x89, 0xc7,  // mov rdi, rax: the argument changes
+                               0x55, 0xc3};
+  EXPECT_EQ(place_probe(code, kBase, false).offset, 0u);
+  std::vector<uint8_t> stack = {0x48, 0x83, 0xec, 0x18,  // sub rsp, 0x18
+                                0x55, 0xc3};
+  EXPECT_EQ(place_probe(stack, kBase, false).offset, 0u);
+}
+
+TEST(PlaceProbe, ScratchRegisterBeforeThePushIsFine) {
+  std::vector<uint8_t> code = {0x48, 0x8b, 0x05, 0x00, 0x10, 0x00, 0x00,  // mov rax, [rip + 0x1000]
+                               0x55, 0xc3};
+  Placement p = place_probe(code, kBase, false);
+  EXPECT_EQ(p.offset, 7u);
+  EXPECT_TRUE(p.emulated);
+}
+
+TEST(PlaceProbe, GarbageFallsBackToTheEntry) {
+  std::vector<uint8_t> code = {0x0f, 0x0b};  // ud2
+  Placement p = place_probe(code, kBase, false);
+  EXPECT_EQ(p.offset, 0u);
+  EXPECT_FALSE(p.emulated);
+  EXPECT_EQ(place_probe({}, kBase, false).offset, 0u);
+}
+
+}  // namespace
+}  // namespace allocscope
