@@ -489,6 +489,9 @@ class Writer {
     return r == kNone ? std::string_view("all") : t_.names[r];
   }
 
+  double value_of(const Frame& f) const { return f.merged ? f.value : t_.nodes[f.node].value; }
+  double base_of(const Frame& f) const { return f.merged ? f.base : t_.nodes[f.node].base; }
+
   int row_y(size_t depth) const {
     size_t row = o_.icicle ? depth : levels_ - 1 - depth;
     return kTop + static_cast<int>(row) * kRow;
@@ -526,8 +529,7 @@ class Writer {
       s = "(" + std::to_string(f.count) + " narrow frames)";
     else
       s = std::string(name_of(f));
-    double value = f.merged ? f.value : t_.nodes[f.node].value;
-    double base = f.merged ? f.base : t_.nodes[f.node].base;
+    double value = value_of(f), base = base_of(f);
     s += "\n" + format_value(value, o_.unit) + ", " + percent(value, total_, 2) + " of total";
     if (o_.diff) {
       s += "\nbase " + format_value(base, o_.unit) + " -> " + format_value(value, o_.unit) + ", " +
@@ -546,10 +548,8 @@ class Writer {
   }
 
   std::string fill(const Frame& f) const {
-    if (o_.diff) {
-      const Node& n = t_.nodes[f.node];
-      return hex(f.merged ? diff_colour(f.value, f.base) : diff_colour(n.value, n.base));
-    }
+    if (o_.diff)
+      return hex(diff_colour(value_of(f), base_of(f)));
     if (f.merged)
       return kMergedFill;
     // The root "all" is no frame of the stacks: colour it as Other.
@@ -559,9 +559,8 @@ class Writer {
 
   void frame(const Frame& f) {
     int y = row_y(f.depth);
-    double value = f.merged ? f.value : t_.nodes[f.node].value;
     out_ += f.merged ? "<g class=\"m\"" : "<g class=\"f\"";
-    out_ += " data-v=\"" + precise(value) + "\"";
+    out_ += " data-v=\"" + precise(value_of(f)) + "\"";
     if (f.merged && !f.hidden.empty()) {
       out_ += " data-h=\"";
       for (size_t i = 0; i < f.hidden.size(); ++i)

@@ -137,8 +137,13 @@ grep -q 'data-fg-frames="[1-9]' "$work/standalone.dom" || fail "the script did n
     check('TEXT', r.share.toFixed(1) === '12.5', 'share=' + r.share.toFixed(1) + '%');
     r = fg.search('tiny_helper_0$');  // only inside the merged block
     check('HIDDEN', r.exact && near(r.value, 8) && r.frames === 1, 'value=' + r.value);
+    var box = svg.querySelector('input.fg-search');  // typing in the search box
+    box.value = 'Buffer::grow';
+    box.dispatchEvent(new Event('input', { bubbles: true }));
+    var typed = svg.querySelector('.fg-matched').textContent;
+    check('INPUT', typed.indexOf('20.83%') >= 0, JSON.stringify(typed));
     fg.clear();
-    check('CLEAR', svg.querySelector('.fg-matched').textContent === '' &&
+    check('CLEAR', svg.querySelector('.fg-matched').textContent === '' && box.value === '' &&
           byName('handle_request').rect.getAttribute('fill') !== '#e600e6', 'cleared');
 
     fg.zoom('handle_request');
@@ -178,7 +183,7 @@ browser --dump-dom --virtual-time-budget=5000 "file://$work/page.html" >"$work/p
 sed -n '/<pre id="result">/,/<\/pre>/p' "$work/page.dom" | sed 's/<[^>]*>//g' >"$work/results.txt"
 cat "$work/results.txt"
 for expected in "SEARCH_OK share=33.3%" MATCHED_TEXT_OK HIGHLIGHT_OK NESTED_OK CASE_OK TEXT_OK HIDDEN_OK \
-  CLEAR_OK ZOOM_OK CLICK_OK RESET_OK; do
+  INPUT_OK CLEAR_OK ZOOM_OK CLICK_OK RESET_OK; do
   grep -qF "$expected" "$work/results.txt" || fail "missing $expected (see $work/page.dom)"
 done
 if grep -qE '_FAIL|ERROR|PENDING' "$work/results.txt"; then
