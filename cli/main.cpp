@@ -1,4 +1,4 @@
-// Command line: argv -> one validated RecordConfig, then user/ does the work.
+// Command line: argv -> one validated config struct, then user/ does the work.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -7,6 +7,7 @@
 
 #include "countdown.h"
 #include "recorder.h"
+#include "report.h"
 #include "units.h"
 
 using namespace allocscope;
@@ -23,26 +24,47 @@ CLI::Validator parsed_by(Parse parse, std::string what) {
       what);
 }
 
-struct RecordText {  // options parsed by our own parsers after CLI11
+const CLI::Validator kMetric = parsed_by(parse_metric, "metric");
+const CLI::Validator kFormat = parsed_by(parse_format, "format (folded, svg, pprof, top, json)");
+
+// Options kept as text by CLI11 and converted once parsing succeeded.
+struct Text {
   std::string rate = "512KiB", duration, metric = "alloc_space", ringbuf = "16MiB", probe_mode = "auto";
+  std::string format, interval, by = "function";
+  std::vector<std::string> outputs;
 };
 
-void add_record(CLI::App& app, RecordConfig& c, RecordText& text) {
-  auto& [rate, duration, metric, ringbuf, probe_mode] = text;
+std::vector<OutputSpec> output_specs(const std::vector<std::string>& paths, const std::string& format,
+                                     const std::string& fallback_path, Format fallback_format) {
+  std::vector<OutputSpec> specs;
+  for (const std::string& p : paths)
+    specs.push_back({p, format.empty() ? format_for_path(p) : *parse_format(format)});
+  if (specs.empty())
+    specs.push_back({fallback_path, format.empty() ? fallback_format : *parse_format(format)});
+  return specs;
+}
+
+CLI::App* add_record(CLI::App& app, RecordConfig& c, Text& t) {
   auto* rec = app.add_subcommand("record", "Sample heap allocations of a process or a command");
   rec->footer(
       "Examples:\n"
-      "  allocscope record -p 1234 -d 30 -o heap.folded          attach to a running process\n"
-      "  allocscope record -o heap.folded -- ./server --port 80  launch a command and follow it\n"
-      "  allocscope record -p 1234 --rate 1 -o exact.folded      exact mode: every allocation\n"
-      "  allocscope record -p 1234 --metric inuse_space -o live.folded");
+      "  allocscope record -p 1234 -d 30 -o heap.pb.gz -o heap.svg   attach to a running process\n"
+      "  allocscope record -o heap.folded -- ./server --port 80      launch a command and follow it\n"
+      "  allocscope record -p 1234 --rate 1 -o exact.folded          exact mode: every allocation\n"
+      "  allocscope record -p 1234 --metric inuse_space -o live.svg  what is still allocated at the end\n"
+      "  allocscope record -p 1234 --interval 30s -o heap.pb.gz      heap.1.pb.gz, heap.2.pb.gz, ...");
   auto* pid = rec->add_option("-p,--pid", c.pid, "Attach to this running process");
-  rec->add_option("-d,--duration", duration,
+  rec->add_option("-d,--duration", t.duration,
                   "Stop after this long (30, 30s, 500ms, 2m); default: until the target exits or Ctrl-C")
       ->check(parsed_by(parse_duration_ms, "duration"));
-  rec->add_option("-o,--output", c.output, "Folded-stack output file ('-' for stdout)")
-      ->capture_default_str();
-  rec->add_option("--rate", rate,
+  rec->add_option("-o,--output", t.outputs,
+                  "Output file, repeatable; the format follows the extension: .pb.gz (pprof), .svg (flame "
+                  "graph), .json, .txt (top table), else folded stacks; '-' is stdout. Default: "
+                  "allocscope.folded")
+      ->allow_extra_args(false);  // one path per -o, so "-o x -- cmd --flag" stays intact
+  rec->add_option("--format", t.format, "Format of every output, whatever its extension: " + kFormat.get_description())
+      ->check(kFormat);
+  rec->add_option("--rate", t.rate,
                   "Mean bytes between samples (65536, 64KiB, 1MiB); 1 records every allocation")
       ->capture_default_str()
       ->check(parsed_by(
@@ -51,18 +73,23 @@ void add_record(CLI::App& app, RecordConfig& c, RecordText& text) {
             return r && *r >= 1 && *r <= AS_MAX_RATE;
           },
           "rate (1 byte to 4 GiB)"));
-  rec->add_option("--metric", metric,
-                  "Value written per stack: alloc_space, alloc_objects, inuse_space (live at the end), "
-                  "inuse_objects")
+  rec->add_option("--metric", t.metric,
+                  "Value shown per stack: alloc_space, alloc_objects, inuse_space (live at the end), "
+                  "inuse_objects (pprof files hold all four)")
       ->capture_default_str()
-      ->check(parsed_by(parse_metric, "metric"));
+      ->check(kMetric);
+  rec->add_option("--interval", t.interval,
+                  "Also write numbered outputs every interval (30s, 5m); each holds that interval's "
+                  "allocations and the live set at its end")
+      ->check(parsed_by(parse_duration_ms, "interval"));
+  rec->add_flag("--icicle", c.icicle, "Flame graphs top-down (root at the top)");
   rec->add_option("--max-live", c.max_live, "Capacity of the live-allocation tables (samples)")
       ->capture_default_str()
       ->check(CLI::Range(1u, 1u << 26));
   rec->add_option("--max-stacks", c.max_stacks, "Capacity of the distinct-stack table")
       ->capture_default_str()
       ->check(CLI::Range(1u, 1u << 26));
-  rec->add_option("--ringbuf-size", ringbuf, "Kernel-to-user ring buffer size (a power of two: 4MiB, 64MiB)")
+  rec->add_option("--ringbuf-size", t.ringbuf, "Kernel-to-user ring buffer size (a power of two: 4MiB, 64MiB)")
       ->capture_default_str()
       ->check(parsed_by(
           [](const std::string& v) {
@@ -72,7 +99,7 @@ void add_record(CLI::App& app, RecordConfig& c, RecordText& text) {
           "ring buffer size (power of two, 4 KiB to 1 GiB)"));
   rec->add_flag("--no-free", c.no_free,
                 "Alloc-only: do not probe free (cheaper; the inuse metrics are then unavailable)");
-  rec->add_option("--probe-mode", text.probe_mode,
+  rec->add_option("--probe-mode", t.probe_mode,
                   "How probes are attached: auto, session (kernel 6.13+: return probes only on sampled "
                   "calls) or classic (uprobes and uretprobes)")
       ->capture_default_str()
@@ -80,16 +107,76 @@ void add_record(CLI::App& app, RecordConfig& c, RecordText& text) {
   // Benchmark switches (BENCHMARKS.md): not for everyday use.
   rec->add_flag("--null-probes", c.null_probes, "Probes that do nothing: the overhead floor")->group("");
   rec->add_flag("--naive-placement", c.naive_placement, "Every probe on its function's entry")->group("");
-  rec->add_flag("-v,--verbose", c.verbose, "Print probe placement and libbpf's messages");
+  rec->add_flag("-v,--verbose", c.verbose, "Print probe placement, kernel counters and libbpf's messages");
   rec->add_flag("-q,--quiet", c.quiet, "Print nothing but errors");
   auto* cmd = rec->add_option("command", c.command, "Command to launch (after --)");
   pid->excludes(cmd);
-  rec->callback([&c, &text, pid, cmd] {
+  rec->callback([&c, &t, pid, cmd] {
     if (!*pid && !*cmd)
       throw CLI::RequiredError("record needs -p PID or -- COMMAND");
-    if (c.no_free && text.metric.starts_with("inuse"))
-      throw CLI::ValidationError("--metric " + text.metric + " needs free probed: drop --no-free");
+    if (c.no_free && t.metric.starts_with("inuse"))
+      throw CLI::ValidationError("--metric " + t.metric + " needs free probed: drop --no-free");
   });
+  return rec;
+}
+
+void finish_record(RecordConfig& c, const Text& t) {
+  c.rate = *parse_bytes(t.rate);
+  c.metric = *parse_metric(t.metric);
+  c.ringbuf_bytes = static_cast<uint32_t>(*parse_bytes(t.ringbuf));
+  c.probe_mode = t.probe_mode == "session"   ? ProbeMode::Session
+                 : t.probe_mode == "classic" ? ProbeMode::Classic
+                                             : ProbeMode::Auto;
+  if (!t.duration.empty())
+    c.duration_ms = *parse_duration_ms(t.duration);
+  if (!t.interval.empty())
+    c.interval_ms = *parse_duration_ms(t.interval);
+  c.outputs = output_specs(t.outputs, t.format, "allocscope.folded", Format::Folded);
+}
+
+CLI::App* add_report(CLI::App& app, ReportConfig& c, Text& t) {
+  auto* rep = app.add_subcommand("report", "Turn a saved recording (.pb.gz) into any output");
+  rep->footer(
+      "Examples:\n"
+      "  allocscope report heap.pb.gz                          top functions by the file's metric\n"
+      "  allocscope report heap.pb.gz --by stack --top 10\n"
+      "  allocscope report heap.pb.gz -o heap.svg --metric inuse_space --focus 'parse_'\n"
+      "  allocscope report heap.pb.gz --format folded --comm '^nginx' -o -\n"
+      "  allocscope report --diff base.pb.gz new.pb.gz -o diff.svg   growth red, shrinkage blue");
+  rep->add_option("file", c.input, "Recording written by allocscope record (pprof, .pb.gz)")
+      ->check(CLI::ExistingFile);
+  rep->add_option("--diff", c.diff_base, "Base recording: draw FILE against it as a differential flame graph")
+      ->check(CLI::ExistingFile);
+  rep->add_option("-o,--output", t.outputs, "Output file, repeatable (format from the extension); default: stdout")
+      ->allow_extra_args(false);
+  rep->add_option("--format", t.format, "Format of every output: " + kFormat.get_description())->check(kFormat);
+  rep->add_option("--metric", t.metric, "alloc_space, alloc_objects, inuse_space or inuse_objects; default: "
+                                        "the recording's own")
+      ->check(kMetric);
+  rep->add_option("--pid", c.pid, "Only this process");
+  rep->add_option("--comm", c.comm, "Only processes whose name matches this regular expression");
+  rep->add_option("--focus", c.focus, "Only stacks with a frame matching this regular expression");
+  rep->add_option("--ignore", c.ignore, "Drop stacks with a frame matching this regular expression");
+  rep->add_option("--top", c.render.top, "Rows of the top table")->capture_default_str();
+  rep->add_option("--by", t.by, "Top table rows: function or stack")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"function", "stack"}));
+  rep->add_flag("--icicle", c.render.icicle, "Flame graphs top-down");
+  rep->callback([&c, &t] {
+    if (c.input.empty())
+      throw CLI::RequiredError("report needs a recording FILE");
+    if (!c.diff_base.empty() && !t.format.empty() && t.format != "svg")
+      throw CLI::ValidationError("--diff draws a flame graph: use an .svg output");
+  });
+  return rep;
+}
+
+void finish_report(ReportConfig& c, Text& t) {
+  if (!t.metric.empty())
+    c.metric = *parse_metric(t.metric);
+  c.render.top_by = t.by == "stack" ? TopBy::Stack : TopBy::Function;
+  Format fallback = c.diff_base.empty() ? Format::Top : Format::Svg;
+  c.outputs = output_specs(t.outputs, c.diff_base.empty() ? t.format : "svg", "-", fallback);
 }
 
 }  // namespace
@@ -98,22 +185,25 @@ int main(int argc, char** argv) {
   CLI::App app{"allocscope: eBPF heap allocation sampler for Linux"};
   app.set_version_flag("--version", std::string("allocscope ") + ALLOCSCOPE_VERSION);
   app.require_subcommand(1);
-  RecordConfig config;
-  RecordText text;
-  add_record(app, config, text);
+  RecordConfig record_config;
+  ReportConfig report_config;
+  Text record_text, report_text;
+  report_text.metric = "";
+  auto* rec = add_record(app, record_config, record_text);
+  auto* rep = add_report(app, report_config, report_text);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
     return code == 0 ? 0 : 2;  // usage errors: the conventional 2, whatever CLI11's kind
   }
-  config.rate = *parse_bytes(text.rate);
-  config.metric = *parse_metric(text.metric);
-  config.ringbuf_bytes = static_cast<uint32_t>(*parse_bytes(text.ringbuf));
-  config.probe_mode = text.probe_mode == "session"   ? ProbeMode::Session
-                      : text.probe_mode == "classic" ? ProbeMode::Classic
-                                                     : ProbeMode::Auto;
-  if (!text.duration.empty())
-    config.duration_ms = *parse_duration_ms(text.duration);
-  return record(config);
+  if (rec->parsed()) {
+    finish_record(record_config, record_text);
+    return record(record_config);
+  }
+  if (rep->parsed()) {
+    finish_report(report_config, report_text);
+    return report(report_config);
+  }
+  return 2;
 }

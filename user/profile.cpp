@@ -81,6 +81,13 @@ void Profile::on_alloc(const AllocSample& s) {
   ++t.live_samples;
 }
 
+void Profile::reset_alloc_totals() {
+  for (StackRecord& s : stacks_) {
+    s.totals.alloc_objects = s.totals.alloc_bytes = 0;
+    s.totals.samples = 0;
+  }
+}
+
 void Profile::on_free(uint32_t pid, uint64_t addr) {
   auto it = live_.find({pid, addr});
   if (it == live_.end()) {

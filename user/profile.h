@@ -54,6 +54,9 @@ class Profile {
 
   void on_alloc(const AllocSample& s);
   void on_free(uint32_t pid, uint64_t addr);
+  // Starts a new interval: alloc totals and sample counts to zero, the live
+  // set (and its estimates) kept.
+  void reset_alloc_totals();
 
   uint64_t rate() const { return rate_; }
   const std::vector<StackRecord>& stacks() const { return stacks_; }

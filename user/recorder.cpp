@@ -2,18 +2,16 @@
 
 #include <signal.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iostream>
+#include <map>
 
 #include "allocator_probes.h"
-#include "bpf_session.h"
-#include "folded.h"
+#include "pprof.h"
 #include "process.h"
+#include "recording_builder.h"
 #include "symbolizer.h"
 #include "target.h"
 #include "units.h"
@@ -39,6 +37,12 @@ uint64_t now_ms() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1000000;
+}
+
+int64_t wall_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
 void error(const std::string& message) { std::fprintf(stderr, "allocscope: %s\n", message.c_str()); }
@@ -80,65 +84,113 @@ class EventSink {
   std::vector<uint64_t> ips_;
 };
 
-std::vector<FoldedStack> symbolize(const Profile& profile, Symbolizer& symbolizer, Metric metric) {
-  std::vector<FoldedStack> out;
-  for (const StackRecord& s : profile.stacks()) {
-    FoldedStack f;
-    f.value = s.totals.value(metric);
-    f.frames.push_back(symbolizer.process_label(s.pid));
-    if (s.ips.empty())
-      f.frames.push_back("[no stack]");
-    for (auto ip = s.ips.rbegin(); ip != s.ips.rend(); ++ip)
-      f.frames.push_back(symbolizer.frame_name(s.pid, *ip));
-    f.frames.push_back(fn_name(s.fn));
-    out.push_back(std::move(f));
-  }
-  return out;
+void print_placement(const std::string& path, const std::vector<ProbeTarget>& targets, ProbeMode mode) {
+  std::fprintf(stderr, "allocscope: %s probes in %s:\n", probe_mode_name(mode), path.c_str());
+  for (const ProbeTarget& t : targets)
+    std::fprintf(stderr, "  %-15s +%-3llu %-24s %s\n", fn_name(t.fn), (unsigned long long)t.placed_at,
+                 t.instruction.c_str(), t.emulated ? "emulated" : "single-stepped");
 }
 
-// Written to a temporary file and renamed, so a failed run leaves no half file.
-Result<void> write_output(const std::string& path, const std::vector<FoldedStack>& stacks) {
-  if (path == "-") {
-    write_folded(std::cout, stacks);
-    std::cout.flush();
-    return {};
+class Recorder {
+ public:
+  explicit Recorder(const RecordConfig& c)
+      : config_(c), profile_(c.rate, c.max_stacks, c.max_live), sink_(profile_, symbolizer_) {}
+
+  int run();
+
+ private:
+  Result<void> attach_allocator(pid_t pid);
+  std::vector<std::pair<std::string, uint64_t>> counters() const;
+  Recording snapshot(uint64_t duration_ms) const;
+  Result<void> write(unsigned number, uint64_t duration_ms);
+  void print_summary(uint64_t elapsed_ms) const;
+
+  const RecordConfig& config_;
+  Profile profile_;
+  mutable Symbolizer symbolizer_;
+  EventSink sink_;
+  std::unique_ptr<BpfSession> session_;
+  std::map<std::pair<uint32_t, int>, uint64_t> allocator_addresses_;  // (pid, fn) -> entry
+  int64_t start_wall_ns_ = 0;
+};
+
+// Attaches the allocator probes of the C library `pid` maps.
+Result<void> Recorder::attach_allocator(pid_t pid) {
+  auto maps = read_maps(pid);
+  if (!maps) {
+    if (!process_exists(pid))
+      return fail("process " + std::to_string(pid) + " exited during attach");
+    return fail(maps.error());
   }
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out)
-      return fail(errno_message("write " + path, errno));
-    write_folded(out, stacks);
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return fail(errno_message("write " + path, errno));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    std::remove(tmp.c_str());
-    return fail(errno_message("write " + path, err));
-  }
-  return {};
+  const Mapping* libc = find_c_library(*maps);
+  if (!libc)
+    return fail("process " + std::to_string(pid) + " (" + read_comm(pid) +
+                ") maps no C library: statically linked, or not using a C library allocator");
+  std::string path = mapped_file_path(pid, *libc);
+  auto targets = find_allocator_probes(path, config_.naive_placement);
+  if (!targets)
+    return fail(targets.error());
+  if (config_.verbose)
+    print_placement(libc->path, *targets, session_->mode());
+  for (const ProbeTarget& t : *targets)
+    for (const Mapping& m : *maps)
+      if (m.inode == libc->inode && m.executable && t.offset >= m.offset && t.offset < m.offset + m.end - m.start)
+        allocator_addresses_[{uint32_t(pid), t.fn}] = m.start + (t.offset - t.placed_at - m.offset);
+  return session_->attach(pid, path, *targets);
 }
 
-void print_summary(const RecordConfig& config, const Profile& profile, const Counters& k, uint64_t elapsed_ms) {
+std::vector<std::pair<std::string, uint64_t>> Recorder::counters() const {
+  Counters k = session_->counters();
+  const ProfileCounters& p = profile_.counters();
+  return {{"samples", k[AS_CNT_SAMPLES]},
+          {"frees_seen", k[AS_CNT_FREES]},
+          {"dropped_ringbuf", k[AS_CNT_RINGBUF_DROPS]},
+          {"dropped_live_map_full", k[AS_CNT_LIVE_FULL] + p.live_full},
+          {"dropped_stack_read", k[AS_CNT_STACK_FAIL]},
+          {"dropped_stack_table_full", p.stacks_full}};
+}
+
+Recording Recorder::snapshot(uint64_t duration_ms) const {
+  RecordingMeta meta{config_.rate, start_wall_ns_, int64_t(duration_ms) * 1000000, config_.metric, counters()};
+  Recording r = build_recording(profile_, symbolizer_, meta, [this](uint32_t pid, int fn) {
+    auto it = allocator_addresses_.find({pid, fn});
+    return it == allocator_addresses_.end() ? 0 : it->second;
+  });
+  // Every output is written from what the saved pprof file holds (estimates
+  // rounded), so `allocscope report` on it gives back the very same outputs.
+  auto saved = decode_pprof(encode_pprof(r));
+  return saved ? *saved : r;
+}
+
+Result<void> Recorder::write(unsigned number, uint64_t duration_ms) {
+  std::vector<OutputSpec> outputs = config_.outputs;
+  if (number)
+    for (OutputSpec& o : outputs)
+      o.path = numbered_path(o.path, number);
+  RenderOptions o;
+  o.metric = config_.metric;
+  o.icicle = config_.icicle;
+  o.tool = std::string("allocscope ") + ALLOCSCOPE_VERSION_STRING;
+  return write_outputs(snapshot(duration_ms), outputs, o);
+}
+
+void Recorder::print_summary(uint64_t elapsed_ms) const {
   double alloc = 0, live = 0;
-  for (const StackRecord& s : profile.stacks()) {
+  for (const StackRecord& s : profile_.stacks()) {
     alloc += s.totals.alloc_bytes;
     live += s.totals.live_bytes;
   }
-  const ProfileCounters& p = profile.counters();
+  Counters k = session_->counters();
+  const ProfileCounters& p = profile_.counters();
   std::fprintf(stderr,
                "allocscope: %.1f s, rate %s, %llu samples, %zu stacks, est. %s allocated, %s live; "
                "drops: ringbuf %llu, live-map-full %llu, stack-read %llu, stack-table-full %llu\n",
-               elapsed_ms / 1000.0, config.rate <= 1 ? "1 (exact)" : format_bytes(double(config.rate)).c_str(),
-               (unsigned long long)k[AS_CNT_SAMPLES], profile.stacks().size(), format_bytes(alloc).c_str(),
+               elapsed_ms / 1000.0, config_.rate <= 1 ? "1 (exact)" : format_bytes(double(config_.rate)).c_str(),
+               (unsigned long long)k[AS_CNT_SAMPLES], profile_.stacks().size(), format_bytes(alloc).c_str(),
                format_bytes(live).c_str(), (unsigned long long)k[AS_CNT_RINGBUF_DROPS],
                (unsigned long long)(k[AS_CNT_LIVE_FULL] + p.live_full), (unsigned long long)k[AS_CNT_STACK_FAIL],
                (unsigned long long)p.stacks_full);
-  if (config.verbose)
+  if (config_.verbose)
     std::fprintf(stderr,
                  "allocscope: kernel counters: samples=%llu frees=%llu nested=%llu failed_allocs=%llu "
                  "returns=%llu\n",
@@ -153,58 +205,26 @@ void print_summary(const RecordConfig& config, const Profile& profile, const Cou
     error("warning: the stack table was full; estimates are low. Raise --max-stacks.");
 }
 
-void print_placement(const std::string& path, const std::vector<ProbeTarget>& targets, ProbeMode mode) {
-  std::fprintf(stderr, "allocscope: %s probes in %s:\n", probe_mode_name(mode), path.c_str());
-  for (const ProbeTarget& t : targets)
-    std::fprintf(stderr, "  %-15s +%-3llu %-24s %s\n", fn_name(t.fn), (unsigned long long)t.placed_at,
-                 t.instruction.c_str(), t.emulated ? "emulated" : "single-stepped");
-}
-
-// Attaches the allocator probes of the C library `pid` maps.
-Result<void> attach_allocator(BpfSession& session, pid_t pid, const RecordConfig& config) {
-  auto maps = read_maps(pid);
-  if (!maps) {
-    if (!process_exists(pid))
-      return fail("process " + std::to_string(pid) + " exited during attach");
-    return fail(maps.error());
-  }
-  const Mapping* libc = find_c_library(*maps);
-  if (!libc)
-    return fail("process " + std::to_string(pid) + " (" + read_comm(pid) +
-                ") maps no C library: statically linked, or not using a C library allocator");
-  std::string path = mapped_file_path(pid, *libc);
-  auto targets = find_allocator_probes(path, config.naive_placement);
-  if (!targets)
-    return fail(targets.error());
-  if (config.verbose)
-    print_placement(libc->path, *targets, session.mode());
-  return session.attach(pid, path, *targets);
-}
-
-}  // namespace
-
-int record(const RecordConfig& config) {
-  Profile profile(config.rate, config.max_stacks, config.max_live);
-  Symbolizer symbolizer;
-  EventSink sink(profile, symbolizer);
-  SessionConfig sc{.rate = config.rate,
-                   .max_live = config.max_live,
-                   .ringbuf_bytes = config.ringbuf_bytes,
-                   .mode = config.probe_mode,
-                   .null_probes = config.null_probes,
-                   .no_free = config.no_free,
-                   .verbose = config.verbose};
-  auto session = BpfSession::open(sc, std::ref(sink));
+int Recorder::run() {
+  SessionConfig sc{.rate = config_.rate,
+                   .max_live = config_.max_live,
+                   .ringbuf_bytes = config_.ringbuf_bytes,
+                   .mode = config_.probe_mode,
+                   .null_probes = config_.null_probes,
+                   .no_free = config_.no_free,
+                   .verbose = config_.verbose};
+  auto session = BpfSession::open(sc, std::ref(sink_));
   if (!session) {
     error(session.error());
     return 1;
   }
-  auto target = config.command.empty() ? Target::attach(config.pid) : Target::launch(config.command);
+  session_ = std::move(*session);
+  auto target = config_.command.empty() ? Target::attach(config_.pid) : Target::launch(config_.command);
   if (!target) {
     error(target.error());
     return 1;
   }
-  if (auto ok = attach_allocator(**session, target->pid(), config); !ok) {
+  if (auto ok = attach_allocator(target->pid()); !ok) {
     error(ok.error());
     return 1;
   }
@@ -215,17 +235,27 @@ int record(const RecordConfig& config) {
       return 127;
     }
   }
-  symbolizer.track(target->pid());  // after exec: the command's name and maps
-  if (!config.quiet)
+  symbolizer_.track(target->pid());  // after exec: the command's name and maps
+  if (!config_.quiet)
     std::fprintf(stderr, "allocscope: recording process %d (%s); Ctrl-C to stop\n", target->pid(),
                  read_comm(target->pid()).c_str());
 
-  uint64_t start = now_ms();
+  start_wall_ns_ = wall_ns();
+  uint64_t start = now_ms(), interval_start = start;
+  unsigned interval = 0;
   bool target_gone = false;
   while (!g_stop_signal) {
-    if (config.duration_ms && now_ms() - start >= config.duration_ms)
+    uint64_t now = now_ms();
+    if (config_.duration_ms && now - start >= config_.duration_ms)
       break;
-    if (auto n = (*session)->poll(100); !n) {
+    if (config_.interval_ms && now - interval_start >= config_.interval_ms) {
+      if (auto ok = write(++interval, now - interval_start); !ok)
+        error(ok.error());
+      profile_.reset_alloc_totals();  // the live set carries over
+      interval_start = now;
+      start_wall_ns_ = wall_ns();
+    }
+    if (auto n = session_->poll(100); !n) {
       error(n.error());
       return 1;
     }
@@ -234,18 +264,18 @@ int record(const RecordConfig& config) {
       break;
     }
   }
-  uint64_t elapsed = now_ms() - start;
-  (*session)->detach();
-  while ((*session)->poll(0).value_or(0) > 0) {
+  uint64_t end = now_ms();
+  session_->detach();
+  while (session_->poll(0).value_or(0) > 0) {
   }
-  if (!config.quiet && target_gone && !target->launched())
+  if (!config_.quiet && target_gone && !target->launched())
     std::fprintf(stderr, "allocscope: process %d exited; inuse shows what it held at exit\n", target->pid());
 
-  auto written = write_output(config.output, symbolize(profile, symbolizer, config.metric));
+  auto written = write(config_.interval_ms ? interval + 1 : 0, end - interval_start);
   if (!written)
     error(written.error());
-  if (!config.quiet)
-    print_summary(config, profile, (*session)->counters(), elapsed);
+  if (!config_.quiet)
+    print_summary(end - start);
   // A signal is passed on to a launched command; after --duration it runs on
   // untraced and allocscope waits for it.
   int status = target->finish(target_gone ? 0 : int(g_stop_signal));
@@ -253,5 +283,9 @@ int record(const RecordConfig& config) {
     return 1;
   return target->launched() ? status : 0;
 }
+
+}  // namespace
+
+int record(const RecordConfig& config) { return Recorder(config).run(); }
 
 }  // namespace allocscope

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bpf_session.h"
+#include "outputs.h"
 #include "profile.h"
 #include "sampling.h"
 
@@ -17,7 +18,9 @@ struct RecordConfig {
   pid_t pid = 0;                     // -p: attach to this process
   std::vector<std::string> command;  // -- CMD: launch and follow this
   uint64_t duration_ms = 0;          // 0: until the target exits or a signal
-  std::string output = "allocscope.folded";  // "-" is stdout
+  std::vector<OutputSpec> outputs;   // default: allocscope.folded
+  uint64_t interval_ms = 0;          // > 0: numbered outputs every interval
+  bool icicle = false;               // svg: top-down
   uint64_t rate = kDefaultRate;
   Metric metric = Metric::AllocSpace;
   uint32_t max_live = 1 << 18;

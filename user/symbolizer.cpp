@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <tuple>
 
 #include "process.h"
 
@@ -69,19 +70,42 @@ struct Symbolizer::Module {
     return false;
   }
 
-  std::string name_at(uint64_t vaddr) const {
+  // {demangled, system} names of the function at vaddr; empty when unknown.
+  std::pair<std::string, std::string> names_at(uint64_t vaddr) const {
     if (mod) {
       GElf_Off off;
       GElf_Sym sym;
       const char* name = dwfl_module_addrinfo(mod, vaddr + bias, &off, &sym, nullptr, nullptr, nullptr);
       if (name)
-        return demangle(name);
+        return {demangle(name), name};
     }
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "+0x%llx", (unsigned long long)vaddr);
-    return basename + buf;
+    return {};
+  }
+
+  std::string build_id() const {
+    const unsigned char* bits = nullptr;
+    GElf_Addr vaddr;
+    int n = mod ? dwfl_module_build_id(mod, &bits, &vaddr) : 0;
+    std::string hex;
+    for (int i = 0; i < n; ++i) {
+      char b[3];
+      std::snprintf(b, sizeof b, "%02x", bits[i]);
+      hex += b;
+    }
+    return hex;
   }
 };
+
+namespace {
+
+std::string offset_name(const std::string& path, uint64_t offset) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "+0x%llx", (unsigned long long)offset);
+  std::string base = path.empty() ? "[anon]" : path.substr(path.rfind('/') + 1);
+  return base + buf;
+}
+
+}  // namespace
 
 Symbolizer::Symbolizer() = default;
 Symbolizer::~Symbolizer() = default;
@@ -132,20 +156,33 @@ std::string Symbolizer::process_label(pid_t pid) const {
   return comm + " (" + std::to_string(pid) + ")";
 }
 
-std::string Symbolizer::frame_name(pid_t pid, uint64_t ip) {
-  uint64_t addr = ip - 1;  // every frame is a return address: look up the call
-  const Mapping* m = mapping_for(pid, addr, false);
-  if (!m)
-    return "[unknown]";
-  auto mod = modules_.find(key_of(*m));
-  uint64_t vaddr;
-  if (mod == modules_.end() || !mod->second->offset_to_vaddr(m->file_offset(addr), &vaddr)) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "+0x%llx", (unsigned long long)m->file_offset(addr));
-    std::string base = m->path.empty() ? "[anon]" : m->path.substr(m->path.rfind('/') + 1);
-    return base + buf;
-  }
-  return mod->second->name_at(vaddr);
+std::string Symbolizer::comm(pid_t pid) const {
+  auto it = processes_.find(pid);
+  return it != processes_.end() ? it->second.comm : "";
 }
+
+FrameInfo Symbolizer::describe(pid_t pid, uint64_t ip) {
+  FrameInfo info;
+  uint64_t addr = ip - 1;  // every frame is a return address: look up the call
+  info.mapping = mapping_for(pid, addr, false);
+  if (!info.mapping) {
+    info.function = "[unknown]";
+    return info;
+  }
+  const Mapping& m = *info.mapping;
+  auto mod = modules_.find(key_of(m));
+  uint64_t vaddr;
+  if (mod == modules_.end() || !mod->second->offset_to_vaddr(m.file_offset(addr), &vaddr)) {
+    info.function = offset_name(m.path, m.file_offset(addr));
+    return info;
+  }
+  info.build_id = mod->second->build_id();
+  std::tie(info.function, info.system_name) = mod->second->names_at(vaddr);
+  if (info.function.empty())
+    info.function = offset_name(m.path, vaddr);
+  return info;
+}
+
+std::string Symbolizer::frame_name(pid_t pid, uint64_t ip) { return describe(pid, ip).function; }
 
 }  // namespace allocscope

@@ -18,6 +18,14 @@
 
 namespace allocscope {
 
+// What a return address resolves to.
+struct FrameInfo {
+  std::string function;     // demangled name, or "module+0xvaddr", or "[unknown]"
+  std::string system_name;  // the symbol as in the binary ("" when unresolved)
+  const Mapping* mapping = nullptr;  // the process's mapping that holds it
+  std::string build_id;     // hex, "" when unknown
+};
+
 class Symbolizer {
  public:
   Symbolizer();
@@ -36,6 +44,10 @@ class Symbolizer {
   // Name of the function holding return address `ip`: demangled symbol, or
   // "module+0xvaddr", or "[unknown]".
   std::string frame_name(pid_t pid, uint64_t ip);
+  FrameInfo describe(pid_t pid, uint64_t ip);
+  // The process's mapping that holds `addr`, from the snapshot.
+  const Mapping* mapping_at(pid_t pid, uint64_t addr) { return mapping_for(pid, addr, false); }
+  std::string comm(pid_t pid) const;
 
  private:
   struct Module;

@@ -1,0 +1,47 @@
+// A Recording rendered in each output format; pure (no files).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "recording.h"
+
+namespace allocscope {
+
+enum class Format { Folded, Svg, Pprof, Top, Json };
+std::optional<Format> parse_format(std::string_view name);
+const char* format_name(Format f);
+// By extension: .pb.gz/.pprof/.pb -> pprof, .svg, .json, .txt/.top -> top,
+// anything else (.folded, .stacks) -> folded.
+Format format_for_path(std::string_view path);
+
+enum class TopBy { Function, Stack };
+
+struct RenderOptions {
+  Metric metric = Metric::AllocSpace;
+  bool icicle = false;      // svg: root at the top
+  TopBy top_by = TopBy::Function;
+  size_t top = 20;          // top: rows
+  std::string tool = "allocscope";  // pprof: comment naming the tool and version
+};
+
+std::string render(const Recording& r, Format f, const RenderOptions& o);
+
+// A differential flame graph: NEW's frames, coloured by growth against BASE.
+std::string render_diff_svg(const Recording& base, const Recording& now, const RenderOptions& o);
+
+// Which samples to keep (report's --pid, --comm, --focus, --ignore).
+struct SampleFilter {
+  std::optional<uint32_t> pid;
+  std::optional<std::regex> comm, focus, ignore;
+};
+Recording filter_samples(const Recording& r, const SampleFilter& f);
+
+// "rate 512 KiB, 2.0 s, total 1.2 GiB": what titles and summaries say.
+std::string describe(const Recording& r, Metric m);
+
+}  // namespace allocscope
