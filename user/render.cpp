@@ -209,12 +209,20 @@ std::string render(const Recording& r, Format f, const RenderOptions& o) {
   return "";
 }
 
+// Frame names with the process named without its pid: two recordings of one
+// program are compared across runs, whose pids differ.
+std::vector<std::string> diff_frames(const Recording& r, const RecSample& s) {
+  std::vector<std::string> names = frame_names(r, s);
+  names[0] = s.comm.empty() ? "?" : s.comm;
+  return names;
+}
+
 std::string render_diff_svg(const Recording& base, const Recording& now, const RenderOptions& o) {
   std::map<std::vector<std::string>, std::pair<double, double>> merged;  // frames -> (now, base)
   for (const RecSample& s : now.samples)
-    merged[frame_names(now, s)].first += s.totals.value(o.metric);
+    merged[diff_frames(now, s)].first += s.totals.value(o.metric);
   for (const RecSample& s : base.samples)
-    merged[frame_names(base, s)].second += s.totals.value(o.metric);
+    merged[diff_frames(base, s)].second += s.totals.value(o.metric);
   std::vector<FlameStack> stacks;
   for (auto& [frames, v] : merged)
     stacks.push_back({frames, v.first, v.second});

@@ -2,10 +2,11 @@
  * calls every site's allocator a known number of times with a known size,
  * frees what the spec says and keeps the rest until exit.
  *
- *   alloc_sites [--threads N] [--scale-pct P] [--wait] [--hold] [--exit-code C]
+ *   alloc_sites [--threads N] [--scale-pct P] [--double SITE] [--wait] [--hold] [--exit-code C]
  *
  * --wait: print "ready" and wait for SIGUSR1 before allocating.
  * --hold: after allocating, print "done" and wait for SIGUSR1 before exiting.
+ * --double SITE: that site makes twice its calls (for differential tests).
  * Output is deterministic, so traced and untraced runs print the same. */
 #define _GNU_SOURCE
 #include <malloc.h>
@@ -18,6 +19,7 @@
 #include "workload_spec.h"
 
 static int g_scale = 100;
+static const char *g_double = "";
 
 struct kept {
   void **ptrs;
@@ -51,7 +53,10 @@ __attribute__((noinline)) void *site_posix_memalign(void) {
 __attribute__((noinline)) void *site_aligned_alloc(void) { void *p = aligned_alloc(256, 8192); __asm__ volatile("" ::: "memory"); return p; }
 __attribute__((noinline)) void *site_large(void) { void *p = malloc(1 << 20); __asm__ volatile("" ::: "memory"); return p; }
 
-static uint32_t count_of(int site) { return site_count(&kSites[site], g_scale); }
+static uint32_t count_of(int site) {
+  uint32_t n = site_count(&kSites[site], g_scale);
+  return strcmp(kSites[site].function, g_double) ? n : 2 * n;
+}
 
 __attribute__((noinline)) static void run_sites(struct kept *k) {
   void *(*simple[])(void) = {site_malloc_small, site_malloc_kept, site_calloc, NULL, NULL,
@@ -89,9 +94,10 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--scale-pct") && i + 1 < argc) g_scale = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--exit-code") && i + 1 < argc) exit_code = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--double") && i + 1 < argc) g_double = argv[++i];
     else if (!strcmp(argv[i], "--wait")) wait = 1;
     else if (!strcmp(argv[i], "--hold")) hold = 1;
-    else { fprintf(stderr, "usage: %s [--threads N] [--scale-pct P] [--wait] [--hold] [--exit-code C]\n", argv[0]); return 2; }
+    else { fprintf(stderr, "usage: %s [--threads N] [--scale-pct P] [--double SITE] [--wait] [--hold] [--exit-code C]\n", argv[0]); return 2; }
   }
   if (threads < 1 || threads > 64 || g_scale < 1) return 2;
   sigset_t set;

@@ -1,0 +1,222 @@
+// Outputs of a real recording: pprof that go tool pprof reads, SVG, JSON,
+// report's round trip, differential flame graphs, interval snapshots.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "harness.h"
+#include "pprof.h"
+#include "process.h"
+
+namespace allocscope::test {
+namespace {
+
+constexpr int kThreads = 2, kScale = 2;
+
+class Outputs : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = temp_path("outputs"); std::filesystem::create_directories(dir_); }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path(const std::string& name) const { return dir_ + "/" + name; }
+
+  // Exact-mode recording of the workload into the given outputs.
+  void record(const std::vector<std::string>& outputs, std::vector<std::string> workload_args = {}) {
+    std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "-q", "--rate", "1"};
+    for (const std::string& o : outputs) {
+      argv.push_back("-o");
+      argv.push_back(path(o));
+    }
+    for (std::string a : {"--", WORKLOAD_BIN, "--threads", "2", "--scale-pct", "2"})
+      argv.push_back(a);
+    argv.insert(argv.end(), workload_args.begin(), workload_args.end());
+    RunResult r = run(argv);
+    ASSERT_EQ(r.status, 0) << r.err;
+  }
+
+  std::string dir_;
+};
+
+std::string slurp(const std::string& path) { return read_text_file(path).value_or(""); }
+
+double sites_total(bool live) {
+  double t = 0;
+  for (const site_spec& s : kSites) {
+    Truth truth = site_truth(s, kThreads, kScale);
+    t += live ? truth.live_bytes : truth.bytes;
+  }
+  return t;
+}
+
+TEST_F(Outputs, ReportRebuildsTheOutputsWrittenAtRecordTime) {
+  REQUIRE_BPF();
+  record({"heap.pb.gz", "heap.svg", "heap.folded", "heap.json"});
+  for (const char* name : {"heap.pb.gz", "heap.svg", "heap.folded", "heap.json"})
+    ASSERT_TRUE(std::filesystem::file_size(path(name)) > 0) << name;
+  RunResult r = run({ALLOCSCOPE_BIN, "report", path("heap.pb.gz"), "-o", path("again.folded"), "-o",
+                     path("again.svg"), "-o", path("again.json")});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(slurp(path("again.folded")), slurp(path("heap.folded")));
+  EXPECT_EQ(slurp(path("again.svg")), slurp(path("heap.svg")));
+  EXPECT_EQ(slurp(path("again.json")), slurp(path("heap.json")));
+}
+
+TEST_F(Outputs, PprofHoldsEveryMetricExactly) {
+  REQUIRE_BPF();
+  record({"heap.pb.gz"});
+  auto rec = decode_pprof(slurp(path("heap.pb.gz")));
+  ASSERT_TRUE(rec) << rec.error();
+  EXPECT_EQ(rec->rate, 1u);
+  EXPECT_GT(rec->duration_nanos, 0);
+  for (const site_spec& s : kSites) {
+    Truth t = site_truth(s, kThreads, kScale);
+    StackTotals sum;
+    for (const RecSample& sample : rec->samples) {
+      std::vector<std::string> names = frame_names(*rec, sample);
+      if (names.size() >= 2 && names[names.size() - 2] == s.function && names.back() == s.allocator) {
+        sum.alloc_bytes += sample.totals.alloc_bytes;
+        sum.alloc_objects += sample.totals.alloc_objects;
+        sum.live_bytes += sample.totals.live_bytes;
+        sum.live_objects += sample.totals.live_objects;
+      }
+    }
+    EXPECT_EQ(sum.alloc_bytes, t.bytes) << s.function;
+    EXPECT_EQ(sum.alloc_objects, t.objects) << s.function;
+    EXPECT_EQ(sum.live_bytes, t.live_bytes) << s.function;
+    EXPECT_EQ(sum.live_objects, t.live_objects) << s.function;
+  }
+  // Mappings name the binaries, with build ids where the ELF has one.
+  bool workload_mapping = false;
+  for (const RecMapping& m : rec->mappings)
+    if (m.file.ends_with("/alloc_sites")) {
+      workload_mapping = true;
+      EXPECT_FALSE(m.build_id.empty()) << m.file;
+      EXPECT_LT(m.start, m.limit);
+    }
+  EXPECT_TRUE(workload_mapping);
+}
+
+// Debian's go tool pprof reads the file: sites in -top and -traces, totals
+// equal to allocscope's own.
+TEST_F(Outputs, GoToolPprofReadsTheRecording) {
+  REQUIRE_BPF();
+  if (std::system("command -v go >/dev/null 2>&1") != 0) {
+    if (getenv("ALLOCSCOPE_REQUIRE_BPF"))
+      FAIL() << "go (golang-go) missing; dev.sh installs it";
+    GTEST_SKIP() << "go not installed";
+  }
+  record({"heap.pb.gz"});
+  auto go = [&](const std::string& args) {
+    std::vector<std::string> argv = {"/usr/bin/env", "HOME=" + dir_, "GOCACHE=" + dir_ + "/gocache", "GOFLAGS=",
+                                     "GOTOOLCHAIN=local", "GOPROXY=off", "go", "tool", "pprof", "-symbolize=none"};
+    std::istringstream words(args);
+    for (std::string w; words >> w;)
+      argv.push_back(w);
+    argv.push_back(path("heap.pb.gz"));
+    RunResult r = run(argv);
+    EXPECT_EQ(r.status, 0) << r.err;
+    return r.out;
+  };
+  std::string top = go("-top -nodecount=100 -sample_index=alloc_space -unit=byte");
+  std::string traces = go("-traces");
+  for (const site_spec& s : kSites) {
+    EXPECT_NE(top.find(s.function), std::string::npos) << s.function << "\n" << top;
+    EXPECT_NE(traces.find(s.function), std::string::npos) << s.function;
+  }
+  auto total_of = [](const std::string& out) {
+    std::smatch m;
+    return std::regex_search(out, m, std::regex(R"(of (\d+)B total)")) ? std::stod(m[1]) : -1.0;
+  };
+  auto own_total = [&](const char* metric) {
+    RunResult r = run({ALLOCSCOPE_BIN, "report", path("heap.pb.gz"), "--format", "json", "--metric", metric});
+    std::smatch m;
+    return std::regex_search(r.out, m, std::regex(R"("total": ([0-9.e+]+))")) ? std::stod(m[1]) : -2.0;
+  };
+  EXPECT_EQ(total_of(top), own_total("alloc_space")) << top;
+  std::string inuse = go("-top -sample_index=inuse_space -unit=byte");
+  EXPECT_EQ(total_of(inuse), own_total("inuse_space")) << inuse;
+  EXPECT_GE(own_total("alloc_space"), sites_total(false));
+}
+
+TEST_F(Outputs, FlameGraphIsWellFormedAndNamesTheSites) {
+  REQUIRE_BPF();
+  record({"heap.svg"});
+  RunResult xml = run({"python3", "-c", "import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])",
+                       path("heap.svg")});
+  EXPECT_EQ(xml.status, 0) << xml.err;
+  std::string svg = slurp(path("heap.svg"));
+  for (const site_spec& s : kSites)
+    EXPECT_NE(svg.find("<title>" + std::string(s.function) + "\n"), std::string::npos) << s.function;
+  EXPECT_NE(svg.find("allocscope: alloc_space"), std::string::npos);
+  EXPECT_NE(svg.find("rate 1 (exact)"), std::string::npos);
+}
+
+// One site doubles between two recordings: the diff shows it at +100 %, the
+// others flat.
+TEST_F(Outputs, DiffShowsTheSiteThatGrew) {
+  REQUIRE_BPF();
+  record({"base.pb.gz"});
+  record({"new.pb.gz"}, {"--double", "site_calloc"});
+  RunResult r = run({ALLOCSCOPE_BIN, "report", "--diff", path("base.pb.gz"), path("new.pb.gz"), "-o",
+                     path("diff.svg")});
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::string svg = slurp(path("diff.svg"));
+  auto change_of = [&](const std::string& function) {
+    size_t at = svg.find("<title>" + function + "\n");
+    size_t end = svg.find("</title>", at);
+    std::smatch m;
+    std::string title = at == std::string::npos ? "" : svg.substr(at, end - at);
+    return std::regex_search(title, m, std::regex(R"(\(([+-][0-9.]+)%\))")) ? std::stod(m[1]) : -999.0;
+  };
+  EXPECT_NEAR(change_of("site_calloc"), 100.0, 0.05);
+  for (const site_spec& s : kSites) {
+    if (std::string(s.function) != "site_calloc") {
+      EXPECT_NEAR(change_of(s.function), 0.0, 0.05) << s.function;
+    }
+  }
+}
+
+// --interval: numbered snapshots, each complete; allocations split across
+// them add up to the truth, the live set carries over to the last.
+TEST_F(Outputs, IntervalSnapshotsAddUp) {
+  REQUIRE_BPF();
+  Child target({WORKLOAD_BIN, "--threads", "2", "--scale-pct", "2", "--wait", "--hold"});
+  ASSERT_TRUE(target.wait_for_line("ready", 10000));
+  Child recorder({ALLOCSCOPE_BIN, "record", "-p", std::to_string(target.pid()), "--rate", "1", "--interval",
+                  "300ms", "-o", path("snap.pb.gz")});
+  ASSERT_TRUE(recorder.wait_for_line("recording process", 20000, true)) << recorder.err();
+  usleep(700 * 1000);  // at least one snapshot before the allocations
+  target.signal(SIGUSR1);
+  ASSERT_TRUE(target.wait_for_line("done", 60000));
+  usleep(700 * 1000);  // and at least one after them
+  recorder.signal(SIGINT);
+  ASSERT_EQ(recorder.wait(60000), 0) << recorder.err();
+  double alloc = 0, last_live = -1;
+  unsigned n = 0;
+  for (unsigned i = 1; std::filesystem::exists(path("snap." + std::to_string(i) + ".pb.gz")); ++i, ++n) {
+    auto rec = decode_pprof(slurp(path("snap." + std::to_string(i) + ".pb.gz")));
+    ASSERT_TRUE(rec) << rec.error();
+    double live = 0;
+    for (const RecSample& s : rec->samples) {
+      std::vector<std::string> names = frame_names(*rec, s);
+      if (names.size() >= 2 && names[names.size() - 2].starts_with("site_")) {
+        alloc += s.totals.alloc_bytes;
+        live += s.totals.live_bytes;
+      }
+    }
+    last_live = live;
+  }
+  EXPECT_GE(n, 3u) << "expected several snapshots";
+  EXPECT_EQ(alloc, sites_total(false));
+  EXPECT_EQ(last_live, sites_total(true));
+  target.signal(SIGUSR1);
+  EXPECT_EQ(target.wait(), 0);
+}
+
+}  // namespace
+}  // namespace allocscope::test
