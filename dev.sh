@@ -29,11 +29,12 @@ build() {
 }
 
 demo() {
-  local out=demo.folded
-  echo "dev.sh: recording the demo workload (build/tests/alloc_sites) into $out"
-  "$BUILD/allocscope" record -o "$out" -- "$BUILD/tests/alloc_sites" --scale-pct 20
-  echo "dev.sh: the heaviest stacks (bytes allocated):"
-  sort -t' ' -k2 -nr "$out" | head -5
+  echo "dev.sh: recording the demo workload (build/tests/alloc_sites) into demo.pb.gz, demo.svg, demo.folded"
+  "$BUILD/allocscope" record -o demo.pb.gz -o demo.svg -o demo.folded -- "$BUILD/tests/alloc_sites" --scale-pct 20
+  echo
+  "$BUILD/allocscope" report demo.pb.gz --top 10
+  echo
+  echo "dev.sh: open demo.svg in a browser for the flame graph; 'go tool pprof demo.pb.gz' also reads the profile"
 }
 
 run_tests() {
