@@ -154,6 +154,21 @@ TEST_F(Outputs, FlameGraphIsWellFormedAndNamesTheSites) {
     EXPECT_NE(svg.find("<title>" + std::string(s.function) + "\n"), std::string::npos) << s.function;
   EXPECT_NE(svg.find("allocscope: alloc_space"), std::string::npos);
   EXPECT_NE(svg.find("rate 1 (exact)"), std::string::npos);
+
+  // Rendered by a real browser: the DOM after its script ran names the sites.
+  if (access("/usr/bin/chromium", X_OK) != 0) {
+    if (getenv("CI"))
+      FAIL() << "chromium missing; dev.sh installs it";
+    GTEST_SKIP() << "chromium not installed";
+  }
+  RunResult dom = run({"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                       "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                       "--disable-sync", "--user-data-dir=" + path("chromium"), "--virtual-time-budget=3000",
+                       "--dump-dom", "file://" + path("heap.svg")},
+                      120000);
+  ASSERT_EQ(dom.status, 0) << dom.err;
+  for (const site_spec& s : kSites)
+    EXPECT_NE(dom.out.find(std::string("<title>") + s.function), std::string::npos) << s.function;
 }
 
 // One site doubles between two recordings: the diff shows it at +100 %, the
