@@ -52,8 +52,12 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, Text& t) {
       "  allocscope record -o heap.folded -- ./server --port 80      launch a command and follow it\n"
       "  allocscope record -p 1234 --rate 1 -o exact.folded          exact mode: every allocation\n"
       "  allocscope record -p 1234 --metric inuse_space -o live.svg  what is still allocated at the end\n"
-      "  allocscope record -p 1234 --interval 30s -o heap.pb.gz      heap.1.pb.gz, heap.2.pb.gz, ...");
-  auto* pid = rec->add_option("-p,--pid", c.pid, "Attach to this running process");
+      "  allocscope record -p 1234 --interval 30s -o heap.pb.gz      heap.1.pb.gz, heap.2.pb.gz, ...\n"
+      "  allocscope record -p 12,34 -d 10 -o both.pb.gz              several processes in one recording");
+  auto* pid = rec->add_option("-p,--pid", c.pids, "Attach to this running process; repeat or separate by commas "
+                                                  "for several (-p 12,34)")
+                  ->delimiter(',')
+                  ->allow_extra_args(false);
   rec->add_option("-d,--duration", t.duration,
                   "Stop after this long (30, 30s, 500ms, 2m); default: until the target exits or Ctrl-C")
       ->check(parsed_by(parse_duration_ms, "duration"));

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <map>
 
 #include "allocator_probes.h"
@@ -219,26 +220,45 @@ int Recorder::run() {
     return 1;
   }
   session_ = std::move(*session);
-  auto target = config_.command.empty() ? Target::attach(config_.pid) : Target::launch(config_.command);
-  if (!target) {
-    error(target.error());
-    return 1;
+  std::vector<Target> targets;
+  if (!config_.command.empty()) {
+    auto t = Target::launch(config_.command);
+    if (!t) {
+      error(t.error());
+      return 1;
+    }
+    targets.push_back(std::move(*t));
   }
-  if (auto ok = attach_allocator(target->pid()); !ok) {
-    error(ok.error());
-    return 1;
+  for (pid_t pid : config_.pids) {
+    auto t = Target::attach(pid);
+    if (!t) {
+      error(t.error());
+      return 1;
+    }
+    targets.push_back(std::move(*t));
+  }
+  for (Target& t : targets) {
+    if (auto ok = attach_allocator(t.pid()); !ok) {
+      error(ok.error());
+      return 1;
+    }
   }
   install_stop_handlers();
-  if (target->launched()) {
-    if (auto ok = target->start(); !ok) {
+  Target& first = targets.front();
+  if (first.launched()) {
+    if (auto ok = first.start(); !ok) {
       error(ok.error());
       return 127;
     }
   }
-  symbolizer_.track(target->pid());  // after exec: the command's name and maps
+  std::string names;
+  for (Target& t : targets) {
+    symbolizer_.track(t.pid());  // after exec: the command's name and maps
+    names += (names.empty() ? "" : ", ") + std::to_string(t.pid()) + " (" + read_comm(t.pid()) + ")";
+  }
   if (!config_.quiet)
-    std::fprintf(stderr, "allocscope: recording process %d (%s); Ctrl-C to stop\n", target->pid(),
-                 read_comm(target->pid()).c_str());
+    std::fprintf(stderr, "allocscope: recording process%s %s; Ctrl-C to stop\n", targets.size() > 1 ? "es" : "",
+                 names.c_str());
 
   start_wall_ns_ = wall_ns();
   uint64_t start = now_ms(), interval_start = start;
@@ -259,7 +279,7 @@ int Recorder::run() {
       error(n.error());
       return 1;
     }
-    if (target->exited()) {
+    if (std::all_of(targets.begin(), targets.end(), [](Target& t) { return t.exited(); })) {
       target_gone = true;
       break;
     }
@@ -268,8 +288,8 @@ int Recorder::run() {
   session_->detach();
   while (session_->poll(0).value_or(0) > 0) {
   }
-  if (!config_.quiet && target_gone && !target->launched())
-    std::fprintf(stderr, "allocscope: process %d exited; inuse shows what it held at exit\n", target->pid());
+  if (!config_.quiet && target_gone && !first.launched())
+    std::fprintf(stderr, "allocscope: the traced processes exited; inuse shows what they held at exit\n");
 
   auto written = write(config_.interval_ms ? interval + 1 : 0, end - interval_start);
   if (!written)
@@ -278,10 +298,10 @@ int Recorder::run() {
     print_summary(end - start);
   // A signal is passed on to a launched command; after --duration it runs on
   // untraced and allocscope waits for it.
-  int status = target->finish(target_gone ? 0 : int(g_stop_signal));
+  int status = first.finish(target_gone ? 0 : int(g_stop_signal));
   if (!written)
     return 1;
-  return target->launched() ? status : 0;
+  return first.launched() ? status : 0;
 }
 
 }  // namespace

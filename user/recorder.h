@@ -15,7 +15,7 @@
 namespace allocscope {
 
 struct RecordConfig {
-  pid_t pid = 0;                     // -p: attach to this process
+  std::vector<pid_t> pids;           // -p: attach to these processes
   std::vector<std::string> command;  // -- CMD: launch and follow this
   uint64_t duration_ms = 0;          // 0: until the target exits or a signal
   std::vector<OutputSpec> outputs;   // default: allocscope.folded

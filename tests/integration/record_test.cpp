@@ -210,3 +210,39 @@ TEST(Record, InterruptWritesCompleteOutput) {
 
 }  // namespace
 }  // namespace allocscope::test
+
+namespace allocscope::test {
+namespace {
+
+// -p with several processes: one recording, each process its own root frame,
+// each exact; recording ends when the last one exits.
+TEST(Record, SeveralProcessesInOneRecording) {
+  REQUIRE_BPF();
+  const int scale = 1;
+  Child a(workload(scale, {"--wait"})), b(workload(scale, {"--wait"}));
+  ASSERT_TRUE(a.wait_for_line("ready", 10000));
+  ASSERT_TRUE(b.wait_for_line("ready", 10000));
+  std::string out = temp_path("two.folded");
+  Child recorder({ALLOCSCOPE_BIN, "record", "-p", std::to_string(a.pid()) + "," + std::to_string(b.pid()), "--rate",
+                  "1", "-o", out});
+  ASSERT_TRUE(recorder.wait_for_line("recording processes", 20000, true)) << recorder.err();
+  a.signal(SIGUSR1);
+  b.signal(SIGUSR1);
+  EXPECT_EQ(a.wait(), 0);
+  EXPECT_EQ(b.wait(), 0);
+  EXPECT_EQ(recorder.wait(60000), 0) << recorder.err();
+  Folded folded = read_folded(out);
+  std::remove(out.c_str());
+  for (pid_t pid : {a.pid(), b.pid()}) {
+    Folded mine;
+    for (const auto& [frames, value] : folded)
+      if (frames[0] == "alloc_sites (" + std::to_string(pid) + ")")
+        mine[frames] = value;
+    for (const site_spec& s : kSites)
+      EXPECT_EQ(site_value(mine, s.function, s.allocator), site_truth(s, kThreads, scale).bytes)
+          << s.function << " in " << pid;
+  }
+}
+
+}  // namespace
+}  // namespace allocscope::test
