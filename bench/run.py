@@ -47,12 +47,13 @@ class Bench:
             out = subprocess.run(["pgrep", "-n", "-x", name], capture_output=True, text=True)
             self.pid = int(out.stdout.split()[0])
 
-    def run(self):
-        os.kill(self.pid, signal.SIGUSR1)
+    def run(self, keys=("ns_per_pair", "ms"), signal_it=True):
+        if signal_it:
+            os.kill(self.pid, signal.SIGUSR1)
         out, _ = self.proc.communicate(timeout=1800)
         for line in out.splitlines():
             key, _, value = line.partition(" ")
-            if key in ("ns_per_pair", "ms"):
+            if key in keys:
                 return float(value)
         raise RuntimeError("no result from the benchmark: " + out)
 
@@ -156,6 +157,38 @@ def userspace_cost(build, smoke):
     print(f"| {gbps:.2f} GB/s | {cpu:.3f} s | {wall:.2f} s | {100 * cpu / wall:.2f} % | {usage.ru_maxrss / 1024:.1f} MiB |")
 
 
+def process_scaling(build, reps, smoke):
+    """Per-pair cost with 1, 10 and 100 traced processes (one thread each)."""
+    bench = os.path.join(build, "bench", "malloc_bench")
+    allocscope = os.path.join(build, "allocscope")
+    counts = [1, 3] if smoke else [1, 10, 100]
+    pairs = 20000 if smoke else 200000
+    results = {}
+    for _ in range(reps):
+        for n in counts:
+            for traced in (False, True):
+                benches = [Bench([bench, "--pairs", str(pairs)]) for _ in range(n)]
+                tracer = None
+                if traced:
+                    pids = ",".join(str(b.pid) for b in benches)
+                    tracer = subprocess.Popen([allocscope, "record", "-p", pids, "-o", "/dev/null"],
+                                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                    wait_for(tracer.stderr, "recording process", 120)
+                for b in benches:
+                    os.kill(b.pid, signal.SIGUSR1)
+                values = [b.run(("cpu_ns_per_pair",), signal_it=False) for b in benches]
+                if tracer:
+                    tracer.wait(timeout=120)
+                results.setdefault((n, traced), []).append(statistics.median(values))
+    print(f"\nprocesses traced at once, malloc_bench 1 thread each, {pairs} pairs; median across processes of "
+          "the CPU ns per pair (thread CPU time, so time-sharing the 2 CPUs does not count)")
+    print("\n| processes | untraced | allocscope | overhead ns |\n|---:|---:|---:|---:|")
+    for n in counts:
+        u = statistics.median(results[(n, False)])
+        t = statistics.median(results[(n, True)])
+        print(f"| {n} | {u:.0f} | {t:.0f} | {t - u:.0f} |")
+
+
 def cxx_table(build, reps, smoke):
     work = os.path.join(build, "bench", "cxx_workload")
     configs = [c for c in configurations(build, smoke) if "floor" not in c["name"] or "placed" in c["name"]]
@@ -190,6 +223,7 @@ def main():
     print(f"kernel {kernel}, {os.cpu_count()} CPUs, glibc {os.confstr('CS_GNU_LIBC_VERSION')}")
     overhead_table(args.build, args.reps, args.pairs, [1] if args.smoke else [1, 2], args.smoke)
     cxx_table(args.build, 1 if args.smoke else max(3, args.reps // 2), args.smoke)
+    process_scaling(args.build, 1 if args.smoke else 3, args.smoke)
     userspace_cost(args.build, args.smoke)
     print("\nuserspace aggregation (bench/profile_bench)\n")
     sys.stdout.flush()
