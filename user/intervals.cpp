@@ -32,7 +32,7 @@ double log1pmx(double x) {
 }
 
 // lgamma(z) - [(z - 1/2) ln z - z + ln(2 pi)/2], the Stirling remainder.
-// Asymptotic series for z >= 10 (error below 1e-17 there).
+// Asymptotic series for z >= 10 (truncation error below 1e-16 there).
 double stirling_delta(double z) {
   if (z < 10)
     return std::lgamma(z) - ((z - 0.5) * std::log(z) - z + kHalfLog2Pi);
@@ -83,9 +83,9 @@ double log_beta_factor(double a, double b, double x, double y) {
 // evaluated with the modified Lentz method. Converges fast for
 // x < (a + 1) / (a + b + 2).
 double beta_continued_fraction(double a, double b, double x) {
-  // f = 1 / (1 + d1 / (1 + ...)): after the first partial denominator,
-  // C = 1 + d1 / C_prev with C_prev -> infinity (so C = 1), D = 1 / 1.
-  double f = 1, c = 1, d = 1;
+  // g = 1 + d1 / (1 + d2 / (1 + ...)) by Lentz (f0 = C0 = 1, D0 = 0),
+  // and the fraction is 1 / g.
+  double f = 1, c = 1, d = 0;
   for (int j = 1; j < kMaxIterations; ++j) {
     int m = j / 2;
     double coef = (j % 2)
@@ -132,47 +132,76 @@ double gamma_density(double a, double x) {
   return std::exp(log_gamma_factor(a, x)) / x;
 }
 
-// Smallest integer k >= 0 with cdf(k) >= prob; cdf non-decreasing, guess a
-// rough location.
+// Smallest integer k >= 0 with cdf(k) >= prob, for a cdf that is
+// non-decreasing and defined (smooth) between the integers too, given a
+// guess of the answer. A bracket around the guess, then the Illinois
+// variant of regula falsi on the real line until the bracket is one wide:
+// from a good guess that is a handful of evaluations instead of the ~30 of
+// a bisection.
 template <class Cdf>
 uint64_t integer_quantile(const Cdf& cdf, double prob, double guess) {
   if (cdf(0.0) >= prob)
     return 0;
-  double lo = 0, hi;  // invariant: cdf(lo) < prob <= cdf(hi)
   guess = std::isfinite(guess) ? std::max(guess, 0.0) : 0.0;
-  double below = std::floor(guess * 0.97) - 16;
-  if (below > lo) {
-    if (cdf(below) < prob)
-      lo = below;
-    else
-      hi = below;
+  double step = std::max(16.0, guess * 1e-3);
+  // Invariant: f(a) < 0 <= f(b) with f = cdf - prob.
+  double a = std::max(0.0, guess - step), b = guess + step;
+  double fa = cdf(a) - prob, fb = cdf(b) - prob;
+  while (fa >= 0) {  // cdf(0) < prob, so this ends at 0 at the latest
+    b = a, fb = fa;
+    step *= 4;
+    a = std::max(0.0, a - step);
+    fa = cdf(a) - prob;
   }
-  if (lo > 0 || below <= 0) {  // hi not set yet: search upwards
-    hi = std::max(lo + 1, std::ceil(guess * 1.03) + 16);
-    while (cdf(hi) < prob) {
-      lo = hi;
-      hi = hi * 2 + 1;
-      if (hi > 9e15)  // beyond exact integers in a double: give up widening
-        return static_cast<uint64_t>(hi);
+  while (fb < 0) {
+    a = b, fa = fb;
+    step *= 4;
+    b += step;
+    if (b > 9e15)  // past the integers a double holds exactly
+      return static_cast<uint64_t>(b);
+    fb = cdf(b) - prob;
+  }
+  int side = 0;
+  for (int i = 0; i < 200 && b - a > 1; ++i) {
+    double x = (a * fb - b * fa) / (fb - fa);
+    if (!(x > a && x < b))
+      x = a + (b - a) / 2;
+    // Move at least half a unit so the bracket closes around the root.
+    x = std::clamp(x, a + 0.5, b - 0.5);
+    double fx = cdf(x) - prob;
+    if (fx < 0) {
+      a = x, fa = fx;
+      if (side < 0)
+        fb /= 2;
+      side = -1;
+    } else {
+      b = x, fb = fx;
+      if (side > 0)
+        fa /= 2;
+      side = 1;
     }
   }
-  while (hi - lo > 1) {
-    double mid = std::floor(lo + (hi - lo) / 2);
+  while (b - a > 1) {  // not reached in practice: bisect what is left
+    double mid = a + (b - a) / 2;
     if (cdf(mid) >= prob)
-      hi = mid;
+      b = mid;
     else
-      lo = mid;
+      a = mid;
   }
-  return static_cast<uint64_t>(hi);
+  // The answer is in (a, b] and b - a <= 1: floor(a) + 1, or the next one.
+  double k = std::floor(a) + 1;
+  if (k < b && cdf(k) < prob)
+    k += 1;
+  return static_cast<uint64_t>(k);
 }
 
 // The x > 0 with cdf(x) = prob for a continuous increasing cdf with density
-// pdf: safeguarded Newton inside a bracket.
+// pdf: Newton steps kept inside a shrinking bracket, bisection otherwise.
 template <class Cdf, class Pdf>
 double continuous_quantile(const Cdf& cdf, const Pdf& pdf, double prob, double guess) {
   double x = guess > 0 && std::isfinite(guess) ? guess : 1.0;
   double lo = 0, hi = std::numeric_limits<double>::infinity();
-  for (int i = 0; i < 400; ++i) {
+  for (int i = 0; i < 1000; ++i) {
     double c = cdf(x) - prob;
     if (c == 0)
       return x;
@@ -180,17 +209,19 @@ double continuous_quantile(const Cdf& cdf, const Pdf& pdf, double prob, double g
       lo = x;
     else
       hi = x;
-    double next;
+    if (lo > 0 && std::isfinite(hi) && hi - lo <= 1e-14 * hi)
+      return (lo + hi) / 2;
     double d = pdf(x);
-    if (d > 0 && std::isfinite(d))
-      next = x - c / d;
-    else
-      next = std::numeric_limits<double>::quiet_NaN();
-    if (!(next > lo && next < hi))
-      next = std::isfinite(hi) ? (lo > 0 ? std::sqrt(lo * hi) : (lo + hi) / 2) : x * 2;
-    if (!std::isfinite(hi) && !(next > x))
-      next = x * 2;
-    if (std::fabs(next - x) <= 1e-14 * x || (std::isfinite(hi) && hi - lo <= 1e-14 * hi))
+    double next = d > 0 && std::isfinite(d) ? x - c / d : std::numeric_limits<double>::quiet_NaN();
+    if (!(next > lo && next < hi)) {
+      if (!std::isfinite(hi))
+        next = x * 2;
+      else if (lo > 0)
+        next = std::sqrt(lo * hi);
+      else
+        next = hi / 16;
+    }
+    if (std::fabs(next - x) <= 1e-14 * x)
       return next;
     if (next < 1e-300)
       return 0;
@@ -207,6 +238,7 @@ double wilson_hilferty(double a, double prob) {
   return t > 0 ? a * t * t * t : 0.0;
 }
 
+// Confidence in [0, 1): 0 gives the median for both bounds.
 double clamp_confidence(double confidence) {
   if (!(confidence > 0))
     return 0;
@@ -228,45 +260,76 @@ double negbin_mixture_cdf(double k, double r, double p, double w) {
   return c0 - (1 - w) * step;
 }
 
+// Above this shape Gamma CDFs come from Wilson-Hilferty: its CDF error there
+// is below 1e-10 (5e-9 at 1e6, falling as 1/shape), and the exact series
+// would take ~sqrt(shape) terms per call.
+// (Such shapes come from allocations of ~15-27 R, sampled with p ~ 1.)
+constexpr double kWilsonHilfertyShape = 1e8;
+
+// P(X <= x) for X ~ Gamma(shape a, scale t); a = 0 is the point mass at 0.
+double gamma_cdf(double a, double t, double x) {
+  if (x < 0)
+    return 0;
+  if (a <= 0)
+    return 1;
+  if (a >= kWilsonHilfertyShape) {
+    double c = 1 / (9 * a);
+    return normal_cdf((std::cbrt(x / (a * t)) - (1 - c)) / std::sqrt(c));
+  }
+  return regularized_gamma_p(a, x / t);
+}
+
+// Its density, or NaN where only the approximation is used (the solver then
+// bisects).
+double gamma_pdf(double a, double t, double x) {
+  if (a <= 0)
+    return 0;
+  if (a >= kWilsonHilfertyShape)
+    return std::numeric_limits<double>::quiet_NaN();
+  return gamma_density(a, x / t) / t;
+}
+
+// Quantile of w Gamma(a0, t0) + (1 - w) Gamma(a1, t1), a1 > 0.
+double gamma_pair_quantile(double a0, double t0, double a1, double t1, double w, double prob) {
+  if (a0 <= 0 && w >= 1)
+    return 0;
+  if (a0 <= 0 && prob <= w)
+    return 0;
+  auto cdf = [&](double x) {
+    double c1 = w >= 1 ? 0 : gamma_cdf(a1, t1, x);
+    return w * gamma_cdf(a0, t0, x) + (1 - w) * c1;
+  };
+  auto pdf = [&](double x) {
+    double d1 = w >= 1 ? 0 : gamma_pdf(a1, t1, x);
+    return w * gamma_pdf(a0, t0, x) + (1 - w) * d1;
+  };
+  double guess = w >= 1 ? t0 * wilson_hilferty(a0, prob) : t1 * wilson_hilferty(a1, prob);
+  if (!(guess > 0))
+    guess = std::max(a1 * t1, 1e-300);
+  return continuous_quantile(cdf, pdf, prob, guess);
+}
+
 uint64_t negbin_mixture_quantile(double r, double p, double w, double prob) {
-  double shape = r + (1 - w);
-  double guess = wilson_hilferty(std::max(shape, 0.5), prob) * (1 - p) / p;
+  // For small p, failures * p / (1 - p) is close to Gamma(r) (the geometric
+  // tends to the exponential): its quantile is the starting guess.
+  double guess = gamma_pair_quantile(r, 1, r + 1, 1, w, prob) * (1 - p) / p;
   return integer_quantile([&](double k) { return negbin_mixture_cdf(k, r, p, w); }, prob, guess);
 }
 
-// Above this shape Gamma quantiles come from Wilson-Hilferty directly: its
-// relative error there is far below 1e-9 and the exact series would take
-// ~sqrt(shape) terms.
-constexpr double kWilsonHilfertyShape = 1e8;
-
-// Quantile of w Gamma(a) + (1 - w) Gamma(a + 1), a >= 0 (Gamma(0) = point
-// mass at 0), unit scale.
-double gamma_mixture_quantile(double a, double w, double prob) {
-  if (a <= 0) {
-    // w delta_0 + (1 - w) Exp(1)
-    if (prob <= w)
-      return 0;
-    return -std::log1p(-(prob - w) / (1 - w));
-  }
-  if (a >= kWilsonHilfertyShape) {
-    double x0 = wilson_hilferty(a, prob), x1 = wilson_hilferty(a + 1, prob);
-    return w * x0 + (1 - w) * x1;  // the two differ by ~1, tiny against a
-  }
-  auto cdf = [&](double x) {
-    double c0 = regularized_gamma_p(a, x);
-    if (w >= 1)
-      return c0;
-    // P(a + 1, x) = P(a, x) - x^a e^-x / Gamma(a + 1)
-    return c0 - (1 - w) * std::exp(log_gamma_factor(a, x)) / a;
-  };
-  auto pdf = [&](double x) {
-    double g0 = gamma_density(a, x);
-    return w >= 1 ? g0 : w * g0 + (1 - w) * g0 * x / a;
-  };
-  double guess = wilson_hilferty(a + (1 - w), prob);
-  if (!(guess > 0))
-    guess = std::max(a, 1e-3);
-  return continuous_quantile(cdf, pdf, prob, guess);
+// Camp-Paulson, for real k (the quantile search moves between integers).
+double camp_paulson_cdf(double k, double r, double p) {
+  if (k < 0)
+    return 0;
+  if (r <= 0)
+    return 1;
+  // P(failures <= k) = I_p(r, k+1) = P(F(2r, 2(k+1)) <= (k+1) p / (r q)),
+  // and Paulson: for F(n1, n2), P(F <= f) ~ Phi(((1 - 2/(9 n2)) f^(1/3)
+  // - (1 - 2/(9 n1))) / sqrt(2/(9 n2) f^(2/3) + 2/(9 n1))).
+  double f = (k + 1) * p / (r * (1 - p));
+  double c = std::cbrt(f);
+  double a1 = 1 / (9 * r), a2 = 1 / (9 * (k + 1));
+  double z = ((1 - a2) * c - (1 - a1)) / std::sqrt(a2 * c * c + a1);
+  return normal_cdf(z);
 }
 
 // Mixture weight on the s-sample distribution for each bound and method.
@@ -356,31 +419,19 @@ double normal_quantile(double prob) {
   return z;
 }
 
-double gamma_quantile(double shape, double prob) { return gamma_mixture_quantile(shape, 1.0, prob); }
+double gamma_quantile(double shape, double prob) {
+  return gamma_pair_quantile(shape, 1.0, shape, 1.0, 1.0, prob);
+}
 
 double negbin_cdf(double k, double r, double p) { return negbin_mixture_cdf(std::floor(k), r, p, 1.0); }
 
-double negbin_cdf_camp_paulson(double k, double r, double p) {
-  k = std::floor(k);
-  if (k < 0)
-    return 0;
-  if (r <= 0)
-    return 1;
-  // P(failures <= k) = I_p(r, k+1) = P(F(2r, 2(k+1)) <= (k+1) p / (r q)),
-  // and Paulson: for F(n1, n2), P(F <= f) ~ Phi(((1 - 2/(9 n2)) f^(1/3)
-  // - (1 - 2/(9 n1))) / sqrt(2/(9 n2) f^(2/3) + 2/(9 n1))).
-  double f = (k + 1) * p / (r * (1 - p));
-  double c = std::cbrt(f);
-  double a1 = 1 / (9 * r), a2 = 1 / (9 * (k + 1));
-  double z = ((1 - a2) * c - (1 - a1)) / std::sqrt(a2 * c * c + a1);
-  return normal_cdf(z);
-}
+double negbin_cdf_camp_paulson(double k, double r, double p) { return camp_paulson_cdf(std::floor(k), r, p); }
 
 uint64_t negbin_quantile(double r, double p, double prob, NegBinCdf cdf) {
   if (cdf == NegBinCdf::IncompleteBeta)
     return negbin_mixture_quantile(r, p, 1.0, prob);
-  double guess = wilson_hilferty(std::max(r, 0.5), prob) * (1 - p) / p;
-  return integer_quantile([&](double k) { return negbin_cdf_camp_paulson(k, r, p); }, prob, guess);
+  double guess = gamma_quantile(std::max(r, 1e-3), prob) * (1 - p) / p;
+  return integer_quantile([&](double k) { return camp_paulson_cdf(k, r, p); }, prob, guess);
 }
 
 double per_byte_probability(uint64_t rate) {
@@ -398,8 +449,6 @@ Interval bytes_interval(uint64_t samples, double u_bytes, uint64_t rate, double 
   if (rate <= 1)
     return {u_bytes, u_bytes};
   double c = clamp_confidence(confidence);
-  if (c <= 0)
-    return {u_bytes, u_bytes};
   double p = per_byte_probability(rate);
   double r = double(samples);
   double lo_prob = (1 - c) / 2, hi_prob = (1 + c) / 2;
@@ -418,8 +467,13 @@ Interval bytes_interval(uint64_t samples, double u_bytes, uint64_t rate, double 
 
 void IntervalStats::apply(uint64_t size, uint64_t offset, uint64_t rate, int sign) {
   if (is_exact_size(size, rate)) {
-    exact_objects += sign > 0 ? 1 : -1;
-    exact_bytes += sign > 0 ? size : -size;
+    if (sign > 0) {
+      ++exact_objects;
+      exact_bytes += size;
+    } else if (exact_objects > 0) {
+      --exact_objects;
+      exact_bytes -= std::min(size, exact_bytes);
+    }
     return;
   }
   if (size == 0)  // never sampled at rate > 1
@@ -430,6 +484,12 @@ void IntervalStats::apply(uint64_t size, uint64_t offset, uint64_t rate, int sig
   double inv = 1 / p, var = (1 - p) * inv * inv;
   if (sign > 0) {
     ++samples;
+    if (min_size == 0 || size < min_size) {
+      min_size = size;
+      min_size_count = 1;
+    } else if (size == min_size) {
+      ++min_size_count;
+    }
     u_bytes += u;
     ht_bytes += s * inv;
     ht_var_bytes += s * s * var;
@@ -437,6 +497,8 @@ void IntervalStats::apply(uint64_t size, uint64_t offset, uint64_t rate, int sig
     ht_var_objects += var;
     return;
   }
+  if (size == min_size && min_size_count > 0)
+    --min_size_count;  // at 0, min_size stays as a bound
   if (samples <= 1) {  // empty again: drop the rounding residue
     *this = IntervalStats{.samples = 0,
                           .u_bytes = 0,
@@ -444,6 +506,8 @@ void IntervalStats::apply(uint64_t size, uint64_t offset, uint64_t rate, int sig
                           .ht_var_bytes = 0,
                           .ht_objects = 0,
                           .ht_var_objects = 0,
+                          .min_size = min_size,
+                          .min_size_count = 0,
                           .exact_objects = exact_objects,
                           .exact_bytes = exact_bytes};
     return;
@@ -471,19 +535,39 @@ void IntervalStats::merge(const IntervalStats& o) {
   ht_var_bytes += o.ht_var_bytes;
   ht_objects += o.ht_objects;
   ht_var_objects += o.ht_var_objects;
+  if (o.min_size != 0) {
+    if (min_size == 0 || o.min_size < min_size) {
+      min_size = o.min_size;
+      min_size_count = o.min_size_count;
+    } else if (o.min_size == min_size) {
+      min_size_count += o.min_size_count;
+    }
+  }
   exact_objects += o.exact_objects;
   exact_bytes += o.exact_bytes;
 }
 
-double IntervalStats::object_weight() const {
-  if (samples == 0 || !(ht_objects > 0))
+double IntervalStats::max_object_weight(uint64_t rate) const {
+  if (min_size == 0)
     return 0;
-  return ht_var_objects / ht_objects;
+  return 1 / sample_probability(min_size, rate);
 }
 
+namespace {
+
+// A set whose samples were all of exact size and that never had a sample in
+// the random part: it showed nothing but allocations known exactly.
+bool only_exact(const IntervalStats& st) {
+  return st.samples == 0 && st.min_size == 0 && st.exact_objects > 0;
+}
+
+}  // namespace
+
 Interval bytes_interval(const IntervalStats& st, uint64_t rate, double confidence, IntervalMethod method) {
-  Interval r = bytes_interval(st.samples, double(st.u_bytes), rate, confidence, method);
   double exact = double(st.exact_bytes);
+  if (only_exact(st))
+    return {exact, exact};
+  Interval r = bytes_interval(st.samples, double(st.u_bytes), rate, confidence, method);
   return {exact + r.lo, exact + r.hi};
 }
 
@@ -491,21 +575,43 @@ Interval objects_interval(const IntervalStats& st, uint64_t rate, double confide
                           double empty_weight) {
   double exact = double(st.exact_objects);
   double c = clamp_confidence(confidence);
-  if (rate <= 1 || c <= 0)
+  if (rate <= 1 || only_exact(st))
     return {exact + st.ht_objects, exact + st.ht_objects};
   double lo_prob = (1 - c) / 2, hi_prob = (1 + c) / 2;
   if (st.samples == 0) {
-    double t = empty_weight > 0 ? empty_weight : 1 / sample_probability(1, rate);
+    // n unseen allocations of sampling probability p = 1/t all escape with
+    // probability (1 - p)^n: the largest n for which that is still at least
+    // the upper tail.
+    double seen = st.max_object_weight(rate);
+    double t = empty_weight > 0 ? empty_weight : seen > 0 ? seen : 1 / sample_probability(1, rate);
     double tail = method == IntervalMethod::Conservative ? (1 - c) / 2 : 1 - c;
-    return {exact, exact - t * std::log(tail)};
+    if (t <= 1)
+      return {exact, exact};
+    return {exact, exact + std::log(tail) / std::log1p(-1 / t)};
   }
   double y = st.ht_objects, v = st.ht_var_objects;
-  if (!(v > 0) || !(y > 0))
+  if (!(v > 0) || !(y > 0))  // every sample has p ~ 1: nothing random left
     return {exact + y, exact + y};
-  double shape = y * y / v, scale = v / y;
-  double lo = scale * gamma_mixture_quantile(shape, lower_weight(method), lo_prob);
-  double hi = scale * gamma_mixture_quantile(shape, upper_weight(method), hi_prob);
-  return {exact + lo, exact + hi};
+  // Fay-Feuer: Gamma with the estimate's mean y and variance v for s
+  // samples. For s + 1, one more sample of the heaviest weight seen, 1/pm:
+  // like the Garwood bound's extra count, it adds the unsampled allocations
+  // one more success would stand for, NegBin(1, pm): mean (1 - pm)/pm,
+  // variance (1 - pm)/pm^2 (~ the weight and its square for small sizes,
+  // ~0 for allocations sampled almost surely).
+  double e = std::max(st.max_object_weight(rate), 1.0);
+  double em = e - 1, ev = e * (e - 1);
+  double a0 = y * y / v, t0 = v / y;
+  double a1 = (y + em) * (y + em) / (v + ev), t1 = (v + ev) / (y + em);
+  // The upper bound stays the Fay-Feuer one even for MidP: with unequal
+  // weights the estimate's right tail is heavier than any gamma fitted to
+  // the samples shows (rarely sampled small allocations carry large
+  // weights), and mid-p there measurably undercovers (docs/estimates.md).
+  double upper_w = method == IntervalMethod::PlainNegBin ? 1.0 : 0.0;
+  double lo = gamma_pair_quantile(a0, t0, a1, t1, lower_weight(method), lo_prob);
+  double hi = gamma_pair_quantile(a0, t0, a1, t1, upper_w, hi_prob);
+  // The sampled allocations themselves certainly exist.
+  double seen = double(st.samples);
+  return {exact + std::max(lo, seen), exact + std::max(hi, seen)};
 }
 
 Interval normal_interval(double estimate, double variance, double confidence) {
