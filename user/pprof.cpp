@@ -1,5 +1,7 @@
 #include "pprof.h"
 
+#include "sample_labels.h"
+
 #include <google/protobuf/stubs/common.h>
 #include <zlib.h>
 
@@ -222,6 +224,13 @@ void add_samples(pb::Profile& p, StringTable& strings, const Recording& r) {
       pb::Label* comm = s->add_label();
       comm->set_key(comm_key);
       comm->set_str(strings.intern(rs.comm));
+    }
+    for (const NumLabel& extra : extra_labels(rs.totals)) {
+      pb::Label* l = s->add_label();
+      l->set_key(strings.intern(extra.key));
+      l->set_num(extra.num);
+      if (*extra.unit)
+        l->set_num_unit(strings.intern(extra.unit));
     }
   }
 }
@@ -484,6 +493,8 @@ class Decoder {
         return fail("pid label " + std::to_string(label.num()) + " out of range");
       else if (*key == "comm")
         rs.comm = *value;
+      else
+        apply_extra_label(*key, label.num(), rs.totals);
     }
     return {};
   }

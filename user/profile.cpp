@@ -33,6 +33,23 @@ double StackTotals::value(Metric m) const {
   return 0;
 }
 
+const IntervalStats& StackTotals::stats(Metric m) const {
+  return m == Metric::InuseSpace || m == Metric::InuseObjects ? live_stats : alloc_stats;
+}
+
+void StackTotals::merge(const StackTotals& o) {
+  alloc_objects += o.alloc_objects;
+  alloc_bytes += o.alloc_bytes;
+  live_objects += o.live_objects;
+  live_bytes += o.live_bytes;
+  samples += o.samples;
+  live_samples += o.live_samples;
+  alloc_stats.merge(o.alloc_stats);
+  live_stats.merge(o.live_stats);
+  lifetimes.merge(o.lifetimes);
+  live_ages.merge(o.live_ages);
+}
+
 Profile::Profile(uint64_t rate, size_t max_stacks, size_t max_live)
     : rate_(rate), max_stacks_(max_stacks), max_live_(max_live) {}
 
@@ -68,6 +85,7 @@ void Profile::on_alloc(const AllocSample& s) {
   t.alloc_objects += w.objects;
   t.alloc_bytes += w.bytes;
   ++t.samples;
+  t.alloc_stats.add_sample(s.size, s.offset, rate_);
 
   if (!s.live_tracked)
     return;
@@ -75,26 +93,38 @@ void Profile::on_alloc(const AllocSample& s) {
     ++counters_.live_full;
     return;
   }
-  live_.emplace(key, LiveEntry{*id, w.objects, w.bytes});
+  live_.emplace(key, LiveEntry{*id, w.objects, w.bytes, s.size, s.offset, s.ts_ns});
   t.live_objects += w.objects;
   t.live_bytes += w.bytes;
   ++t.live_samples;
+  t.live_stats.add_sample(s.size, s.offset, rate_);
 }
 
 void Profile::reset_alloc_totals() {
   for (StackRecord& s : stacks_) {
     s.totals.alloc_objects = s.totals.alloc_bytes = 0;
     s.totals.samples = 0;
+    s.totals.alloc_stats = {};
+    s.totals.lifetimes = {};
   }
 }
 
-void Profile::on_free(uint32_t pid, uint64_t addr) {
+void Profile::on_free(uint32_t pid, uint64_t addr, uint64_t ts_ns) {
   auto it = live_.find({pid, addr});
   if (it == live_.end()) {
     ++counters_.unmatched_frees;
     return;
   }
+  if (ts_ns >= it->second.ts_ns)
+    stacks_[it->second.stack].totals.lifetimes.add(ts_ns - it->second.ts_ns);
   remove_live(it);
+}
+
+std::vector<DurationHistogram> Profile::live_ages(uint64_t now_ns) const {
+  std::vector<DurationHistogram> ages(stacks_.size());
+  for (const auto& [key, e] : live_)
+    ages[e.stack].add(now_ns > e.ts_ns ? now_ns - e.ts_ns : 0);
+  return ages;
 }
 
 void Profile::remove_live(std::unordered_map<LiveKey, LiveEntry, LiveKeyHash>::iterator it) {
@@ -102,6 +132,7 @@ void Profile::remove_live(std::unordered_map<LiveKey, LiveEntry, LiveKeyHash>::i
   t.live_objects -= it->second.objects;
   t.live_bytes -= it->second.bytes;
   --t.live_samples;
+  t.live_stats.remove_sample(it->second.size, it->second.offset, rate_);
   live_.erase(it);
 }
 

@@ -10,6 +10,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "intervals.h"
+#include "lifetimes.h"
+
 namespace allocscope {
 
 enum class Metric { AllocSpace, AllocObjects, InuseSpace, InuseObjects };
@@ -20,8 +23,13 @@ struct StackTotals {
   double alloc_objects = 0, alloc_bytes = 0;
   double live_objects = 0, live_bytes = 0;
   uint64_t samples = 0, live_samples = 0;
+  IntervalStats alloc_stats = {}, live_stats = {};  // what the interval estimates need
+  DurationHistogram lifetimes = {};  // of sampled allocations freed
+  DurationHistogram live_ages = {};  // of samples still live (filled at snapshot)
 
   double value(Metric m) const;
+  const IntervalStats& stats(Metric m) const;
+  void merge(const StackTotals& other);
 };
 
 // A distinct stack: ips are innermost first, as the kernel gives them.
@@ -37,6 +45,8 @@ struct AllocSample {
   uint16_t fn = 0;
   uint64_t addr = 0;
   uint64_t size = 0;
+  uint64_t offset = 0;  // bytes before the sampled byte
+  uint64_t ts_ns = 0;   // CLOCK_MONOTONIC
   bool live_tracked = true;  // false when the kernel's live map was full
   std::span<const uint64_t> ips;
 };
@@ -53,7 +63,7 @@ class Profile {
   Profile(uint64_t rate, size_t max_stacks, size_t max_live);
 
   void on_alloc(const AllocSample& s);
-  void on_free(uint32_t pid, uint64_t addr);
+  void on_free(uint32_t pid, uint64_t addr, uint64_t ts_ns = 0);
   // Starts a new interval: alloc totals and sample counts to zero, the live
   // set (and its estimates) kept.
   void reset_alloc_totals();
@@ -62,6 +72,8 @@ class Profile {
   const std::vector<StackRecord>& stacks() const { return stacks_; }
   const ProfileCounters& counters() const { return counters_; }
   size_t live_count() const { return live_.size(); }
+  // Ages at `now_ns` of each stack's live samples, indexed like stacks().
+  std::vector<DurationHistogram> live_ages(uint64_t now_ns) const;
 
  private:
   struct LiveKey {
@@ -75,6 +87,7 @@ class Profile {
   struct LiveEntry {
     uint32_t stack;
     double objects, bytes;
+    uint64_t size, offset, ts_ns;
   };
 
   std::optional<uint32_t> intern(const AllocSample& s);

@@ -40,6 +40,12 @@ uint64_t now_ms() {
   return uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1000000;
 }
 
+uint64_t monotonic_ns() {  // the clock of bpf_ktime_get_ns
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000 + uint64_t(ts.tv_nsec);
+}
+
 int64_t wall_ns() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -60,7 +66,7 @@ class EventSink {
     as_event e;
     std::memcpy(&e, data.data(), sizeof e);
     if (e.kind == AS_EV_FREE) {
-      profile_.on_free(e.tgid, e.addr);
+      profile_.on_free(e.tgid, e.addr, e.ts_ns);
       return;
     }
     if (e.kind != AS_EV_ALLOC)
@@ -73,6 +79,8 @@ class EventSink {
                        .fn = e.fn,
                        .addr = e.addr,
                        .size = e.size,
+                       .offset = e.offset,
+                       .ts_ns = e.ts_ns,
                        .live_tracked = !(e.flags & AS_EVF_LIVE_DROPPED),
                        .ips = ips_});
     if (profile_.stacks().size() != before)
@@ -152,7 +160,8 @@ std::vector<std::pair<std::string, uint64_t>> Recorder::counters() const {
 }
 
 Recording Recorder::snapshot(uint64_t duration_ms) const {
-  RecordingMeta meta{config_.rate, start_wall_ns_, int64_t(duration_ms) * 1000000, config_.metric, counters()};
+  RecordingMeta meta{config_.rate,       start_wall_ns_, int64_t(duration_ms) * 1000000,
+                     config_.metric,     counters(),     monotonic_ns()};
   Recording r = build_recording(profile_, symbolizer_, meta, [this](uint32_t pid, int fn) {
     auto it = allocator_addresses_.find({pid, fn});
     return it == allocator_addresses_.end() ? 0 : it->second;

@@ -84,11 +84,14 @@ Recording build_recording(const Profile& profile, Symbolizer& symbolizer, const 
   r.default_metric = meta.metric;
   r.counters = meta.counters;
   Builder b(symbolizer, r);
-  for (const StackRecord& s : profile.stacks()) {
+  std::vector<DurationHistogram> ages = profile.live_ages(meta.now_ns);
+  for (size_t i = 0; i < profile.stacks().size(); ++i) {
+    const StackRecord& s = profile.stacks()[i];
     RecSample sample;
     sample.pid = s.pid;
     sample.comm = symbolizer.comm(pid_t(s.pid));
     sample.totals = s.totals;
+    sample.totals.live_ages = ages[i];
     sample.locations.push_back(b.allocator(s.pid, s.fn, allocator_address(s.pid, s.fn)));
     for (uint64_t ip : s.ips)
       sample.locations.push_back(b.frame(s.pid, ip));

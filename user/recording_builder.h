@@ -19,6 +19,7 @@ struct RecordingMeta {
   int64_t time_nanos = 0, duration_nanos = 0;
   Metric metric = Metric::AllocSpace;
   std::vector<std::pair<std::string, uint64_t>> counters;
+  uint64_t now_ns = 0;  // CLOCK_MONOTONIC at the snapshot: live samples' ages
 };
 
 // Runtime address of allocator entry point `fn` in process `pid`, 0 if unknown.
