@@ -3,7 +3,7 @@
 // Profile the recorder uses with synthetic samples (20-frame stacks).
 #include <chrono>
 #include <cstdio>
-#include <fstream>
+#include <malloc.h>
 #include <random>
 #include <vector>
 
@@ -13,19 +13,9 @@ using namespace allocscope;
 
 namespace {
 
-long rss_kib() {
-  std::ifstream in("/proc/self/status");
-  std::string key;
-  long value = 0;
-  while (in >> key) {
-    if (key == "VmRSS:") {
-      in >> value;
-      return value;
-    }
-    in.ignore(1 << 10, '\n');
-  }
-  return 0;
-}
+// Bytes in use by malloc: unlike RSS, not hidden by memory an earlier run
+// freed and malloc kept.
+double heap_in_use() { return double(mallinfo2().uordblks); }
 
 std::vector<std::vector<uint64_t>> make_stacks(size_t n, std::mt19937_64& rng) {
   std::vector<std::vector<uint64_t>> stacks(n, std::vector<uint64_t>(20));
@@ -42,9 +32,9 @@ double alloc_free_ns(size_t distinct, size_t events) {
   Profile p(512 * 1024, 1 << 22, 1 << 22);
   auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < events; ++i) {
-    p.on_alloc({.pid = 1, .fn = 0, .addr = 0x1000 + i * 16, .size = 64, .live_tracked = true,
-                .ips = stacks[i % distinct]});
-    p.on_free(1, 0x1000 + i * 16);
+    p.on_alloc({.pid = 1, .fn = 0, .addr = 0x1000 + i * 16, .size = 64, .offset = 0, .ts_ns = i,
+                .live_tracked = true, .ips = stacks[i % distinct]});
+    p.on_free(1, 0x1000 + i * 16, i + 1);
   }
   auto ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
   return ns / double(events);
@@ -54,12 +44,14 @@ double alloc_free_ns(size_t distinct, size_t events) {
 double bytes_per_live(size_t live) {
   std::mt19937_64 rng(2);
   auto stacks = make_stacks(100, rng);
-  long before = rss_kib();
   Profile p(512 * 1024, 1 << 22, 1 << 22);
-  for (size_t i = 0; i < live; ++i)
-    p.on_alloc({.pid = 1, .fn = 0, .addr = 0x1000 + i * 16, .size = 64, .live_tracked = true,
-                .ips = stacks[i % stacks.size()]});
-  return double(rss_kib() - before) * 1024.0 / double(live);
+  p.on_alloc({.pid = 1, .fn = 0, .addr = 0, .size = 64, .offset = 0, .ts_ns = 0, .live_tracked = true,
+              .ips = stacks[0]});
+  double before = heap_in_use();
+  for (size_t i = 1; i <= live; ++i)
+    p.on_alloc({.pid = 1, .fn = 0, .addr = 0x1000 + i * 16, .size = 64, .offset = 0, .ts_ns = i,
+                .live_tracked = true, .ips = stacks[i % stacks.size()]});
+  return (heap_in_use() - before) / double(live);
 }
 
 }  // namespace

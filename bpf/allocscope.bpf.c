@@ -16,6 +16,7 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u64 sample_rate = 512 * 1024; /* mean bytes between samples; 1 = every allocation */
 const volatile __u64 log2_table[AS_LOG2_TABLE_SIZE];
 const volatile bool use_sessions = false; /* entry decides whether the return runs */
+const volatile __u64 wakeup_bytes = 1 << 20; /* wake the reader only past this much pending data */
 
 extern bool bpf_session_is_return(void) __ksym __weak;
 
@@ -76,6 +77,14 @@ static __always_inline struct thread_state *thread_state(bool create) {
                               create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 }
 
+/* Submitting without a wakeup spares the traced thread an irq_work and the
+ * reader a context switch per event; the reader polls on a timer and is woken
+ * only when the buffer fills up. */
+static __always_inline __u64 submit_flags(void) {
+  return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+                                                                       : BPF_RB_NO_WAKEUP;
+}
+
 static __always_inline void free_address(__u64 addr) {
   struct as_live_key key = {.tgid = bpf_get_current_pid_tgid() >> 32, .addr = addr};
   /* Lookup first: a miss (the common case) takes no bucket lock. */
@@ -104,7 +113,7 @@ static __always_inline void free_address(__u64 addr) {
   e->offset = 0;
   e->nframes = 0;
   e->pad = 0;
-  bpf_ringbuf_submit(e, 0);
+  bpf_ringbuf_submit(e, submit_flags());
 }
 
 /* Entry of an allocating call; returns whether its return must be seen.
@@ -186,7 +195,7 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, struct thread_state 
   e->hdr.offset = st->pending_offset;
   e->hdr.nframes = n / 8;
   e->hdr.pad = 0;
-  bpf_ringbuf_submit(e, 0);
+  bpf_ringbuf_submit(e, submit_flags());
 }
 
 /* Return of an allocating call. */

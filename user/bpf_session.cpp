@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
@@ -156,6 +157,7 @@ Result<std::unique_ptr<BpfSession>> BpfSession::open(const SessionConfig& config
   s->configure_programs();
   s->skel_->rodata->use_sessions = s->mode_ == ProbeMode::Session;
   s->skel_->rodata->sample_rate = config.rate;
+  s->skel_->rodata->wakeup_bytes = config.ringbuf_bytes / 4;
   Log2Table table = make_log2_table();
   for (size_t i = 0; i < table.size(); ++i)
     s->skel_->rodata->log2_table[i] = table[i];
@@ -265,7 +267,11 @@ Result<int> BpfSession::poll(int timeout_ms) {
   int n = ring_buffer__poll(ring_, timeout_ms);
   if (n < 0 && n != -EINTR)
     return fail(errno_message("poll ring buffer", -n));
-  return n < 0 ? 0 : n;
+  // Events are mostly submitted without a wakeup: read what is there.
+  int more = ring_buffer__consume(ring_);
+  if (more < 0)
+    return fail(errno_message("read ring buffer", -more));
+  return std::max(n, 0) + more;
 }
 
 Counters BpfSession::counters() const {
