@@ -81,9 +81,14 @@ def measure(config, bench_argv):
     value = bench.run()
     usage = None
     if tracer:
-        if tracer.poll() is None:
+        if config.get("stop"):  # runs until told (memleak)
             tracer.send_signal(signal.SIGINT)
-        _, _, usage = os.wait4(tracer.pid, 0)
+        try:
+            _, status, usage = os.wait4(tracer.pid, 0)  # allocscope ends when the benchmark exits
+        except ChildProcessError:
+            status = 0
+        if status != 0 and not config.get("stop"):
+            raise RuntimeError(f"{config['name']}: the tracer failed (status {status})")
         tracer.returncode = 0
     return value, usage
 
@@ -103,7 +108,7 @@ def configurations(build, smoke):
     ]
     if not smoke:
         if shutil.which("memleak-bpfcc"):
-            configs.append({"name": "BCC memleak-bpfcc -p", "attach": memleak_tracer})
+            configs.append({"name": "BCC memleak-bpfcc -p", "attach": memleak_tracer, "stop": True})
         if shutil.which("heaptrack"):
             configs.append({"name": "heaptrack", "prefix": ("heaptrack", "-o", "/tmp/allocscope-bench-ht")})
     return configs

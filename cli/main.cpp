@@ -30,9 +30,18 @@ const CLI::Validator kFormat = parsed_by(parse_format, "format (folded, svg, ppr
 // Options kept as text by CLI11 and converted once parsing succeeded.
 struct Text {
   std::string rate = "512KiB", duration, metric = "alloc_space", ringbuf = "16MiB", probe_mode = "auto";
-  std::string format, interval, by = "function";
+  std::string format, interval, by = "function", sort = "value";
   std::vector<std::string> outputs;
 };
+
+// Options both subcommands share: how estimates and intervals are shown.
+void add_estimate_options(CLI::App* app, RenderOptions& o) {
+  app->add_option("--confidence", o.confidence, "Confidence level of the intervals shown (0.5 to 0.999)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.5, 0.999));
+  app->add_flag("--interval-in-frame", o.interval_in_frame,
+                "Folded output: append each stack's interval to its leaf frame (\"malloc 95% [1 MiB; 2 MiB]\")");
+}
 
 std::vector<OutputSpec> output_specs(const std::vector<std::string>& paths, const std::string& format,
                                      const std::string& fallback_path, Format fallback_format) {
@@ -86,7 +95,8 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, Text& t) {
                   "Also write numbered outputs every interval (30s, 5m); each holds that interval's "
                   "allocations and the live set at its end")
       ->check(parsed_by(parse_duration_ms, "interval"));
-  rec->add_flag("--icicle", c.icicle, "Flame graphs top-down (root at the top)");
+  rec->add_flag("--icicle", c.render.icicle, "Flame graphs top-down (root at the top)");
+  add_estimate_options(rec, c.render);
   rec->add_option("--max-live", c.max_live, "Capacity of the live-allocation tables (samples)")
       ->capture_default_str()
       ->check(CLI::Range(1u, 1u << 26));
@@ -162,10 +172,19 @@ CLI::App* add_report(CLI::App& app, ReportConfig& c, Text& t) {
   rep->add_option("--focus", c.focus, "Only stacks with a frame matching this regular expression");
   rep->add_option("--ignore", c.ignore, "Drop stacks with a frame matching this regular expression");
   rep->add_option("--top", c.render.top, "Rows of the top table")->capture_default_str();
-  rep->add_option("--by", t.by, "Top table rows: function or stack")
+  rep->add_option("--by", t.by, "Top table rows: function (as the allocator's direct caller), stack or process")
       ->capture_default_str()
-      ->check(CLI::IsMember({"function", "stack"}));
+      ->check(CLI::IsMember({"function", "stack", "process"}));
+  rep->add_option("--sort", t.sort, "Order of the rows: value (the metric), samples, lifetime (median) or name")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"value", "samples", "lifetime", "name"}));
+  rep->add_option("--long-lived", c.render.long_lived_share,
+                  "Long-lived: alive for more than this share of the recording (0 to 1)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  rep->add_flag("--json", [&t](int64_t) { t.format = "json"; }, "Same as --format json: the table's data for scripts");
   rep->add_flag("--icicle", c.render.icicle, "Flame graphs top-down");
+  add_estimate_options(rep, c.render);
   rep->callback([&c, &t] {
     if (c.input.empty())
       throw CLI::RequiredError("report needs a recording FILE");
@@ -178,7 +197,11 @@ CLI::App* add_report(CLI::App& app, ReportConfig& c, Text& t) {
 void finish_report(ReportConfig& c, Text& t) {
   if (!t.metric.empty())
     c.metric = *parse_metric(t.metric);
-  c.render.top_by = t.by == "stack" ? TopBy::Stack : TopBy::Function;
+  c.render.top_by = t.by == "stack" ? TopBy::Stack : t.by == "process" ? TopBy::Process : TopBy::Function;
+  c.render.sort = t.sort == "samples"    ? TopSort::Samples
+                  : t.sort == "lifetime" ? TopSort::Lifetime
+                  : t.sort == "name"     ? TopSort::Name
+                                         : TopSort::Value;
   Format fallback = c.diff_base.empty() ? Format::Top : Format::Svg;
   c.outputs = output_specs(t.outputs, c.diff_base.empty() ? t.format : "svg", "-", fallback);
 }

@@ -194,6 +194,10 @@ namespace {
 std::string attach_error(const std::string& what, pid_t pid, int err) {
   if (err == ESRCH || err == ENOENT)
     return what + " to process " + std::to_string(pid) + ": the process exited";
+  if (err == EINVAL)  // the kernel logs "ref_ctr_offset mismatch" in dmesg then
+    return errno_message(what + " to process " + std::to_string(pid), err) +
+           " (another tool, e.g. BCC's memleak, may hold a probe at the same address with a different "
+           "reference counter: stop it and retry)";
   return errno_message(what + " to process " + std::to_string(pid), err) + privilege_hint(err);
 }
 

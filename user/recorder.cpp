@@ -177,9 +177,8 @@ Result<void> Recorder::write(unsigned number, uint64_t duration_ms) {
   if (number)
     for (OutputSpec& o : outputs)
       o.path = numbered_path(o.path, number);
-  RenderOptions o;
+  RenderOptions o = config_.render;
   o.metric = config_.metric;
-  o.icicle = config_.icicle;
   o.tool = std::string("allocscope ") + ALLOCSCOPE_VERSION_STRING;
   return write_outputs(snapshot(duration_ms), outputs, o);
 }

@@ -20,7 +20,7 @@ struct RecordConfig {
   uint64_t duration_ms = 0;          // 0: until the target exits or a signal
   std::vector<OutputSpec> outputs;   // default: allocscope.folded
   uint64_t interval_ms = 0;          // > 0: numbered outputs every interval
-  bool icicle = false;               // svg: top-down
+  RenderOptions render;              // how outputs show estimates (metric set from `metric`)
   uint64_t rate = kDefaultRate;
   Metric metric = Metric::AllocSpace;
   uint32_t max_live = 1 << 18;

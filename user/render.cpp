@@ -11,6 +11,7 @@
 #include "flamegraph.h"
 #include "folded.h"
 #include "pprof.h"
+#include "table.h"
 #include "units.h"
 
 namespace allocscope {
@@ -33,20 +34,32 @@ double total(const Recording& r, Metric m) {
   return t;
 }
 
-std::string folded(const Recording& r, Metric m) {
+// "[lo; hi]" of a stack's estimate.
+std::string interval_text(const Recording& r, const RecSample& s, const RenderOptions& o) {
+  Estimate e = estimate(s.totals, o.metric, r.rate, o.confidence);
+  char pct[16];
+  std::snprintf(pct, sizeof pct, "%g%%", o.confidence * 100);
+  return std::string(pct) + " [" + amount(e.interval.lo, o.metric) + "; " + amount(e.interval.hi, o.metric) + "]";
+}
+
+std::string folded(const Recording& r, const RenderOptions& o) {
   std::vector<FoldedStack> stacks;
-  for (const RecSample& s : r.samples)
-    stacks.push_back({frame_names(r, s), s.totals.value(m)});
+  for (const RecSample& s : r.samples) {
+    std::vector<std::string> names = frame_names(r, s);
+    if (o.interval_in_frame)
+      names.back() += " " + interval_text(r, s, o);
+    stacks.push_back({names, s.totals.value(o.metric)});
+  }
   std::ostringstream out;
   write_folded(out, stacks);
   return out.str();
 }
 
-std::vector<FlameStack> flame_stacks(const Recording& r, Metric m) {
+std::vector<FlameStack> flame_stacks(const Recording& r, const RenderOptions& o) {
   std::vector<FlameStack> stacks;
   for (const RecSample& s : r.samples)
-    if (s.totals.value(m) > 0)
-      stacks.push_back({frame_names(r, s), s.totals.value(m)});
+    if (s.totals.value(o.metric) > 0)
+      stacks.push_back({frame_names(r, s), s.totals.value(o.metric), 0, interval_text(r, s, o)});
   return stacks;
 }
 
@@ -59,83 +72,59 @@ FlameOptions flame_options(const Recording& r, const RenderOptions& o, const std
   return f;
 }
 
-// Rows of the top table: name -> {flat, cum, samples}. Flat goes to the
-// allocator's direct caller; cum to every function on the stack, once.
-struct Row {
-  double flat = 0, cum = 0;
-  uint64_t samples = 0;
-};
-
-std::map<std::string, Row> top_rows(const Recording& r, const RenderOptions& o) {
-  std::map<std::string, Row> rows;
-  for (const RecSample& s : r.samples) {
-    double v = s.totals.value(o.metric);
-    std::vector<std::string> names = frame_names(r, s);
-    if (o.top_by == TopBy::Stack) {
-      std::string key;
-      for (size_t i = 1; i < names.size(); ++i)
-        key += (i > 1 ? ";" : "") + names[i];
-      Row& row = rows[key];
-      row.flat += v;
-      row.cum += v;
-      row.samples += s.totals.samples;
-      continue;
-    }
-    if (names.size() >= 3) {
-      Row& caller = rows[names[names.size() - 2]];
-      caller.flat += v;
-      caller.samples += s.totals.samples;
-    }
-    std::set<std::string> seen(names.begin() + 1, names.end() - 1);
-    for (const std::string& n : seen)
-      rows[n].cum += v;
-  }
-  return rows;
+nlohmann::ordered_json estimate_json(const StackTotals& t, Metric m, const Recording& r, const RenderOptions& o) {
+  Estimate e = estimate(t, m, r.rate, o.confidence);
+  return {{"estimate", e.value}, {"interval", {e.interval.lo, e.interval.hi}}};
 }
 
-std::string top(const Recording& r, const RenderOptions& o) {
-  auto rows = top_rows(r, o);
-  std::vector<std::pair<std::string, Row>> sorted(rows.begin(), rows.end());
-  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
-    return a.second.flat != b.second.flat ? a.second.flat > b.second.flat : a.second.cum > b.second.cum;
-  });
-  double t = total(r, o.metric);
-  std::ostringstream out;
-  out << metric_name(o.metric) << ": " << describe(r, o.metric) << "\n";
-  char line[160];
-  std::snprintf(line, sizeof line, "%12s %7s %12s %7s %8s  %s\n", "flat", "flat%", "cum", "cum%", "samples",
-                o.top_by == TopBy::Stack ? "stack" : "function (flat: as the allocator's direct caller)");
-  out << line;
-  for (size_t i = 0; i < sorted.size() && i < o.top; ++i) {
-    const auto& [name, row] = sorted[i];
-    std::snprintf(line, sizeof line, "%12s %6.2f%% %12s %6.2f%% %8llu  ", amount(row.flat, o.metric).c_str(),
-                  t > 0 ? 100 * row.flat / t : 0.0, amount(row.cum, o.metric).c_str(),
-                  t > 0 ? 100 * row.cum / t : 0.0, (unsigned long long)row.samples);
-    out << line << name << "\n";
-  }
-  return out.str();
+nlohmann::ordered_json lifetime_json(const StackTotals& t, const Recording& r, const RenderOptions& o) {
+  LifetimeSummary l = summarize_lifetimes(t, o.long_lived_share * double(r.duration_nanos));
+  return {{"freed_samples", l.freed},   {"median_ns", l.median_ns},  {"p90_ns", l.p90_ns},
+          {"max_ns", l.max_ns},         {"live_share", l.live_share}, {"long_lived_share", l.long_lived_share}};
 }
 
+nlohmann::ordered_json totals_json(const StackTotals& t, const Recording& r, const RenderOptions& o) {
+  nlohmann::ordered_json j;
+  for (Metric m : {Metric::AllocSpace, Metric::AllocObjects, Metric::InuseSpace, Metric::InuseObjects})
+    j[metric_name(m)] = estimate_json(t, m, r, o);
+  j["samples"] = t.samples;
+  j["live_samples"] = t.live_samples;
+  j["lifetime"] = lifetime_json(t, r, o);
+  return j;
+}
+
+// Everything the table shows (its rows, as chosen by --by, --sort and
+// --top), and every stack, for scripts.
 std::string json(const Recording& r, const RenderOptions& o) {
   nlohmann::ordered_json doc;
   doc["metric"] = metric_name(o.metric);
   doc["rate"] = r.rate;
+  doc["confidence"] = o.confidence;
   doc["duration_seconds"] = double(r.duration_nanos) / 1e9;
-  doc["total"] = total(r, o.metric);
+  StackTotals all;
+  for (const RecSample& s : r.samples)
+    all.merge(s.totals);
+  doc["total"] = all.value(o.metric);
+  doc["totals"] = totals_json(all, r, o);
   for (const auto& [name, value] : r.counters)
     doc["counters"][name] = value;
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const TableRow& row : table_rows(r, o)) {
+    nlohmann::ordered_json j = totals_json(row.flat, r, o);
+    j["name"] = row.name;
+    j["cum"] = row.cum;
+    rows.push_back(std::move(j));
+  }
+  doc["by"] = o.top_by == TopBy::Stack ? "stack" : o.top_by == TopBy::Process ? "process" : "function";
+  doc["rows"] = std::move(rows);
   nlohmann::ordered_json stacks = nlohmann::ordered_json::array();
   for (const RecSample& s : r.samples) {
     std::vector<std::string> names = frame_names(r, s);
-    stacks.push_back({{"pid", s.pid},
-                      {"comm", s.comm},
-                      {"frames", std::vector<std::string>(names.begin() + 1, names.end())},
-                      {"alloc_space", s.totals.alloc_bytes},
-                      {"alloc_objects", s.totals.alloc_objects},
-                      {"inuse_space", s.totals.live_bytes},
-                      {"inuse_objects", s.totals.live_objects},
-                      {"samples", s.totals.samples},
-                      {"live_samples", s.totals.live_samples}});
+    nlohmann::ordered_json j = totals_json(s.totals, r, o);
+    j["pid"] = s.pid;
+    j["comm"] = s.comm;
+    j["frames"] = std::vector<std::string>(names.begin() + 1, names.end());
+    stacks.push_back(std::move(j));
   }
   doc["stacks"] = std::move(stacks);
   return doc.dump(1) + "\n";
@@ -194,16 +183,16 @@ std::string describe(const Recording& r, Metric m) {
 
 std::string render(const Recording& r, Format f, const RenderOptions& o) {
   switch (f) {
-    case Format::Folded: return folded(r, o.metric);
+    case Format::Folded: return folded(r, o);
     case Format::Svg:
-      return render_flamegraph(flame_stacks(r, o.metric),
+      return render_flamegraph(flame_stacks(r, o),
                                flame_options(r, o, std::string("allocscope: ") + metric_name(o.metric)));
     case Format::Pprof: {
       Recording copy = r;
       copy.default_metric = o.metric;
       return encode_pprof(copy, o.tool);
     }
-    case Format::Top: return top(r, o);
+    case Format::Top: return render_table(r, o);
     case Format::Json: return json(r, o);
   }
   return "";

@@ -19,13 +19,18 @@ const char* format_name(Format f);
 // anything else (.folded, .stacks) -> folded.
 Format format_for_path(std::string_view path);
 
-enum class TopBy { Function, Stack };
+enum class TopBy { Function, Stack, Process };
+enum class TopSort { Value, Samples, Lifetime, Name };
 
 struct RenderOptions {
   Metric metric = Metric::AllocSpace;
-  bool icicle = false;      // svg: root at the top
+  double confidence = 0.95;  // of the intervals shown
+  bool icicle = false;       // svg: root at the top
+  bool interval_in_frame = false;  // folded: "[lo; hi]" appended to each leaf frame
   TopBy top_by = TopBy::Function;
-  size_t top = 20;          // top: rows
+  TopSort sort = TopSort::Value;
+  size_t top = 20;           // top: rows
+  double long_lived_share = 0.5;   // long-lived: alive for more than this share of the recording
   std::string tool = "allocscope";  // pprof: comment naming the tool and version
 };
 

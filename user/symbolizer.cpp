@@ -4,6 +4,8 @@
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <tuple>
@@ -145,8 +147,14 @@ void Symbolizer::prepare(pid_t pid, std::span<const uint64_t> ips) {
     if (!m || !m->is_file())
       continue;
     ModuleKey key = key_of(*m);
-    if (!modules_.contains(key))
-      modules_.emplace(key, std::make_unique<Module>(mapped_file_path(pid, *m), m->path));
+    if (modules_.contains(key))
+      continue;
+    // The process may be gone already (short-lived ones often are): then the
+    // file as this namespace sees it is the best guess left.
+    std::string path = mapped_file_path(pid, *m);
+    if (access(path.c_str(), R_OK) != 0)
+      path = m->path;
+    modules_.emplace(key, std::make_unique<Module>(path, m->path));
   }
 }
 
