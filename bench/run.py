@@ -218,7 +218,10 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--pairs", type=int, default=1000000)
     ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--sections", default="overhead,cxx,processes,userspace,aggregation",
+                    help="comma-separated subset of: overhead,cxx,processes,userspace,aggregation")
     args = ap.parse_args()
+    sections = set(args.sections.split(","))
     if args.smoke:
         args.reps, args.pairs = 1, 20000
     if os.geteuid() != 0:
@@ -226,14 +229,22 @@ def main():
         sys.exit(1 if os.environ.get("ALLOCSCOPE_REQUIRE_BPF") else 77)
     kernel = os.uname().release
     print(f"kernel {kernel}, {os.cpu_count()} CPUs, glibc {os.confstr('CS_GNU_LIBC_VERSION')}")
-    overhead_table(args.build, args.reps, args.pairs, [1] if args.smoke else [1, 2], args.smoke)
-    cxx_table(args.build, 1 if args.smoke else max(3, args.reps // 2), args.smoke)
-    process_scaling(args.build, 1 if args.smoke else 3, args.smoke)
-    userspace_cost(args.build, args.smoke)
-    print("\nuserspace aggregation (bench/profile_bench)\n")
-    sys.stdout.flush()
-    subprocess.run([os.path.join(args.build, "bench", "profile_bench")] + (["--smoke"] if args.smoke else []),
-                   check=True)
+    if "overhead" in sections:
+        overhead_table(args.build, args.reps, args.pairs, [1] if args.smoke else [1, 2], args.smoke)
+    if "cxx" in sections:
+        cxx_table(args.build, 1 if args.smoke else max(3, args.reps // 2), args.smoke)
+    if "processes" in sections:
+        process_scaling(args.build, 1 if args.smoke else 3, args.smoke)
+    if "userspace" in sections:
+        userspace_cost(args.build, args.smoke)
+    if "aggregation" in sections:
+        print("\nuserspace aggregation (bench/profile_bench)\n")
+        sys.stdout.flush()
+        subprocess.run([os.path.join(args.build, "bench", "profile_bench")] + (["--smoke"] if args.smoke else []),
+                       check=True)
+        print("\nDWARF unwinding (bench/unwind_bench)\n")
+        sys.stdout.flush()
+        subprocess.run([os.path.join(args.build, "bench", "unwind_bench")], check=True)
 
 
 if __name__ == "__main__":

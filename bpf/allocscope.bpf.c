@@ -17,6 +17,7 @@ const volatile __u64 sample_rate = 512 * 1024; /* mean bytes between samples; 1 
 const volatile __u64 log2_table[AS_LOG2_TABLE_SIZE];
 const volatile bool use_sessions = false; /* entry decides whether the return runs */
 const volatile __u64 wakeup_bytes = 1 << 20; /* wake the reader only past this much pending data */
+const volatile __u32 stack_bytes = 0;          /* DWARF mode: user stack bytes to copy; 0: frame pointers only */
 
 extern bool bpf_session_is_return(void) __ksym __weak;
 
@@ -50,6 +51,16 @@ struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
   __uint(max_entries, 1); /* set by userspace */
 } events SEC(".maps");
+
+/* Processes that have sent a sample: the first sample of a process wakes the
+ * reader at once, so that it reads the process's mappings while it lives
+ * (short-lived processes are otherwise gone before the next poll). */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 8192);
+  __type(key, __u32);
+  __type(value, __u8);
+} seen_processes SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -159,6 +170,68 @@ static __always_inline bool alloc_enter(enum as_fn fn, __u64 size, __u64 memptr)
   return true;
 }
 
+/* The caller's registers, in DWARF order, and up to `max` bytes of its stack,
+ * copied a page at a time: a read that crossed the end of the stack mapping
+ * would fail whole. `max` is a power of two the verifier knows (read-only
+ * data), and `dst` has 8 KiB of slack past it, which lets it bound each copy. */
+static __always_inline void snapshot(struct pt_regs *ctx, struct as_stack_snapshot *snap, __u8 *dst, __u64 max) {
+  snap->regs[0] = ctx->ax;
+  snap->regs[1] = ctx->dx;
+  snap->regs[2] = ctx->cx;
+  snap->regs[3] = ctx->bx;
+  snap->regs[4] = ctx->si;
+  snap->regs[5] = ctx->di;
+  snap->regs[6] = ctx->bp;
+  snap->regs[7] = ctx->sp;
+  snap->regs[8] = ctx->r8;
+  snap->regs[9] = ctx->r9;
+  snap->regs[10] = ctx->r10;
+  snap->regs[11] = ctx->r11;
+  snap->regs[12] = ctx->r12;
+  snap->regs[13] = ctx->r13;
+  snap->regs[14] = ctx->r14;
+  snap->regs[15] = ctx->r15;
+  snap->regs[16] = ctx->ip;
+  snap->sp = ctx->sp;
+  snap->pad = 0;
+  __u64 copied = 0;
+  for (int i = 0; i < AS_MAX_STACK_BYTES / 4096 + 1; i++) {
+    if (copied >= max)
+      break;
+    __u64 from = snap->sp + copied;
+    __u64 chunk = 4096 - (from & 4095), left = max - copied;
+    if (chunk > left)
+      chunk = left;
+    /* copied < max, a power of two: the masks only tell the verifier so. */
+    if (bpf_probe_read_user(dst + (copied & (max - 1)), chunk & 8191, (void *)from) != 0)
+      break;
+    copied += chunk;
+  }
+  snap->len = copied;
+}
+
+struct alloc_event_64k {
+  struct as_alloc_event e;
+  struct as_stack_snapshot snap;
+  __u8 stack[AS_MAX_STACK_BYTES + 8192];
+};
+
+/* Reserves an alloc event with room for a `bytes` stack snapshot (a
+ * constant: the verifier sizes the reservation). */
+#define RESERVE_WITH_STACK(bytes) \
+  bpf_ringbuf_reserve(&events, sizeof(struct as_alloc_event) + sizeof(struct as_stack_snapshot) + (bytes) + 8192, 0)
+
+static __always_inline struct as_alloc_event *reserve_alloc_event(void) {
+  switch (stack_bytes) { /* read-only: the verifier keeps one branch */
+    case 0: return bpf_ringbuf_reserve(&events, sizeof(struct as_alloc_event), 0);
+    case 4096: return RESERVE_WITH_STACK(4096);
+    case 8192: return RESERVE_WITH_STACK(8192);
+    case 16384: return RESERVE_WITH_STACK(16384);
+    case 32768: return RESERVE_WITH_STACK(32768);
+    default: return RESERVE_WITH_STACK(AS_MAX_STACK_BYTES);
+  }
+}
+
 static __always_inline void emit_alloc(struct pt_regs *ctx, struct thread_state *st, __u64 addr) {
   __u64 id = bpf_get_current_pid_tgid();
   struct as_live_key key = {.tgid = id >> 32, .addr = addr};
@@ -166,7 +239,7 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, struct thread_state 
   count(AS_CNT_SAMPLES);
   /* Reserve before the live insert so that a racing free's event is queued
    * after this one. */
-  struct as_alloc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+  struct as_alloc_event *e = reserve_alloc_event();
   if (!e) {
     count(AS_CNT_RINGBUF_DROPS);
     return;
@@ -184,6 +257,12 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, struct thread_state 
     count(AS_CNT_STACK_FAIL);
     n = 0;
   }
+  if (stack_bytes) {
+    struct alloc_event_64k *big = (void *)e;
+    __u64 max = stack_bytes > AS_MAX_STACK_BYTES ? AS_MAX_STACK_BYTES : stack_bytes;
+    snapshot(ctx, &big->snap, big->stack, max);
+    flags |= AS_EVF_SNAPSHOT;
+  }
   e->hdr.kind = AS_EV_ALLOC;
   e->hdr.tgid = id >> 32;
   e->hdr.tid = (__u32)id;
@@ -193,9 +272,14 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, struct thread_state 
   e->hdr.addr = addr;
   e->hdr.size = st->pending_size;
   e->hdr.offset = st->pending_offset;
-  e->hdr.nframes = n / 8;
+  e->hdr.nframes = (__u64)n / 8;
   e->hdr.pad = 0;
-  bpf_ringbuf_submit(e, submit_flags());
+  __u32 tgid = id >> 32;
+  __u8 one = 1;
+  bool first = !bpf_map_lookup_elem(&seen_processes, &tgid);
+  if (first)
+    bpf_map_update_elem(&seen_processes, &tgid, &one, BPF_ANY);
+  bpf_ringbuf_submit(e, first ? BPF_RB_FORCE_WAKEUP : submit_flags());
 }
 
 /* Return of an allocating call. */

@@ -50,7 +50,12 @@ enum as_event_kind {
 enum as_event_flags {
   AS_EVF_LIVE_DROPPED = 1, /* live map was full: this sample's free will not be seen */
   AS_EVF_STACK_FAILED = 2, /* bpf_get_stack failed: no frames */
+  AS_EVF_SNAPSHOT = 4,     /* a struct as_stack_snapshot follows the frames */
 };
+
+/* DWARF unwinding: the most user stack a sample may copy. */
+#define AS_MAX_STACK_BYTES (64 * 1024)
+#define AS_DWARF_REGS 17
 
 /* Per-CPU counters, summed by userspace. */
 enum as_counter {
@@ -95,6 +100,18 @@ struct as_alloc_event {
 };
 
 
+/* Registers and the top of the user stack at the allocator's return (the
+ * caller's state), for unwinding with call frame information; `len` stack
+ * bytes from `sp` upwards follow. Registers in DWARF x86-64 order: rax, rdx,
+ * rcx, rbx, rsi, rdi, rbp, rsp, r8-r15, rip. */
+struct as_stack_snapshot {
+  as_u64 regs[AS_DWARF_REGS]; /* register values */
+  as_u64 sp;                  /* user address of the first stack byte */
+  as_u32 len;                 /* stack bytes copied, bytes */
+  as_u32 pad;
+};
+
+AS_STATIC_ASSERT(sizeof(struct as_stack_snapshot) == 8 * AS_DWARF_REGS + 16, "as_stack_snapshot layout");
 AS_STATIC_ASSERT(sizeof(struct as_live_key) == 16, "as_live_key layout");
 AS_STATIC_ASSERT(sizeof(struct as_event) == 56, "as_event layout");
 AS_STATIC_ASSERT(sizeof(struct as_alloc_event) == 56 + 8 * AS_MAX_FRAMES, "as_alloc_event layout");

@@ -30,7 +30,7 @@ const CLI::Validator kFormat = parsed_by(parse_format, "format (folded, svg, ppr
 // Options kept as text by CLI11 and converted once parsing succeeded.
 struct Text {
   std::string rate = "512KiB", duration, metric = "alloc_space", ringbuf = "16MiB", probe_mode = "auto";
-  std::string format, interval, by = "function", sort = "value";
+  std::string format, interval, by = "function", sort = "value", unwind, stack_bytes = "16KiB";
   std::vector<std::string> outputs;
 };
 
@@ -39,6 +39,7 @@ void add_estimate_options(CLI::App* app, RenderOptions& o) {
   app->add_option("--confidence", o.confidence, "Confidence level of the intervals shown (0.5 to 0.999)")
       ->capture_default_str()
       ->check(CLI::Range(0.5, 0.999));
+  app->add_flag("--lines", o.lines, "Frames as 'function (file:line)' where debug info has lines (folded, SVG)");
   app->add_flag("--interval-in-frame", o.interval_in_frame,
                 "Folded output: append each stack's interval to its leaf frame (\"malloc 95% [1 MiB; 2 MiB]\")");
 }
@@ -111,6 +112,14 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, Text& t) {
             return n && *n >= 4096 && *n <= (1ULL << 30) && (*n & (*n - 1)) == 0;
           },
           "ring buffer size (power of two, 4 KiB to 1 GiB)"));
+  rec->add_option("--unwind", t.unwind,
+                  "How stacks are walked: fp (the kernel's frame-pointer walk), dwarf (call frame information "
+                  "on a copy of the stack: full stacks through code without frame pointers), auto (dwarf where it "
+                  "reaches further). Default: auto, fp in exact mode")
+      ->check(CLI::IsMember({"fp", "dwarf", "auto"}));
+  rec->add_option("--stack-bytes", t.stack_bytes, "User stack copied per sample for DWARF unwinding: 4KiB to 64KiB")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"4KiB", "8KiB", "16KiB", "32KiB", "64KiB", "4096", "8192", "16384", "32768", "65536"}));
   rec->add_flag("--no-free", c.no_free,
                 "Alloc-only: do not probe free (cheaper; the inuse metrics are then unavailable)");
   rec->add_option("--probe-mode", t.probe_mode,
@@ -145,6 +154,11 @@ void finish_record(RecordConfig& c, const Text& t) {
     c.duration_ms = *parse_duration_ms(t.duration);
   if (!t.interval.empty())
     c.interval_ms = *parse_duration_ms(t.interval);
+  // Exact mode samples every call: copying stacks for each would flood the
+  // ring buffer, so it walks frame pointers unless told otherwise.
+  std::string unwind = t.unwind.empty() ? (c.rate <= 1 ? "fp" : "auto") : t.unwind;
+  c.unwind = unwind == "fp" ? UnwindMode::Fp : unwind == "dwarf" ? UnwindMode::Dwarf : UnwindMode::Auto;
+  c.stack_bytes = static_cast<uint32_t>(*parse_bytes(t.stack_bytes));
   c.outputs = output_specs(t.outputs, t.format, "allocscope.folded", Format::Folded);
 }
 

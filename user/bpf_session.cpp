@@ -27,8 +27,10 @@ int print_libbpf(enum libbpf_print_level level, const char* fmt, va_list args) {
 }
 
 std::string privilege_hint(int err) {
-  if (err == EPERM || err == EACCES)
+  if ((err == EPERM || err == EACCES) && geteuid() != 0)
     return " (allocscope needs root, or CAP_BPF and CAP_PERFMON: try sudo)";
+  if (err == EACCES)
+    return " (the kernel's verifier refused a program: -v prints its log)";
   return "";
 }
 
@@ -158,6 +160,7 @@ Result<std::unique_ptr<BpfSession>> BpfSession::open(const SessionConfig& config
   s->skel_->rodata->use_sessions = s->mode_ == ProbeMode::Session;
   s->skel_->rodata->sample_rate = config.rate;
   s->skel_->rodata->wakeup_bytes = config.ringbuf_bytes / 4;
+  s->skel_->rodata->stack_bytes = config.stack_bytes;
   Log2Table table = make_log2_table();
   for (size_t i = 0; i < table.size(); ++i)
     s->skel_->rodata->log2_table[i] = table[i];

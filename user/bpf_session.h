@@ -33,6 +33,7 @@ struct SessionConfig {
   ProbeMode mode = ProbeMode::Auto;
   bool null_probes = false;    // programs that return at once: the overhead floor
   bool no_free = false;        // alloc-only: free is not probed
+  uint32_t stack_bytes = 0;    // user stack copied per sample for DWARF unwinding; 0: none
   bool verbose = false;        // libbpf's own messages
 };
 

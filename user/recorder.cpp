@@ -8,8 +8,10 @@
 #include <cstring>
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 
 #include "allocator_probes.h"
+#include "dwarf_unwinder.h"
 #include "pprof.h"
 #include "process.h"
 #include "recording_builder.h"
@@ -55,10 +57,11 @@ int64_t wall_ns() {
 void error(const std::string& message) { std::fprintf(stderr, "allocscope: %s\n", message.c_str()); }
 
 // Ring buffer records -> profile; new stacks are readied for symbolization
-// while their process is alive.
+// while their process is alive. Stack snapshots are unwound with DWARF CFI.
 class EventSink {
  public:
-  EventSink(Profile& profile, Symbolizer& symbolizer) : profile_(profile), symbolizer_(symbolizer) {}
+  EventSink(Profile& profile, Symbolizer& symbolizer, UnwindMode mode)
+      : profile_(profile), symbolizer_(symbolizer), mode_(mode) {}
 
   void operator()(std::span<const uint8_t> data) {
     if (data.size() < sizeof(as_event))
@@ -69,11 +72,13 @@ class EventSink {
       profile_.on_free(e.tgid, e.addr, e.ts_ns);
       return;
     }
-    if (e.kind != AS_EV_ALLOC)
+    if (e.kind != AS_EV_ALLOC || data.size() < sizeof(as_alloc_event))
       return;
-    size_t nframes = std::min<size_t>(e.nframes, (data.size() - sizeof e) / sizeof(uint64_t));
+    size_t nframes = std::min<size_t>(e.nframes, AS_MAX_FRAMES);
     ips_.resize(nframes);
     std::memcpy(ips_.data(), data.data() + sizeof e, nframes * sizeof(uint64_t));
+    if ((e.flags & AS_EVF_SNAPSHOT) && mode_ != UnwindMode::Fp)
+      unwind(e.tgid, data.subspan(sizeof(as_alloc_event)));
     size_t before = profile_.stacks().size();
     profile_.on_alloc({.pid = e.tgid,
                        .fn = e.fn,
@@ -87,10 +92,47 @@ class EventSink {
       symbolizer_.prepare(e.tgid, ips_);
   }
 
+  uint64_t unwinds() const { return unwinds_; }
+  uint64_t truncated() const { return truncated_; }
+
  private:
+  // Replaces the frame-pointer stack in ips_ with the DWARF unwind of the
+  // snapshot, unless (auto mode) the frame pointers reached further.
+  void unwind(uint32_t pid, std::span<const uint8_t> rest) {
+    as_stack_snapshot raw;
+    if (rest.size() < sizeof raw)
+      return;
+    std::memcpy(&raw, rest.data(), sizeof raw);
+    StackSnapshot snap;
+    std::copy(std::begin(raw.regs), std::end(raw.regs), snap.regs);
+    snap.sp = raw.sp;
+    snap.stack = rest.subspan(sizeof raw, std::min<size_t>(raw.len, rest.size() - sizeof raw));
+    auto& maps = maps_[pid];
+    if (maps.empty())
+      maps = read_maps(pid_t(pid)).value_or(std::vector<Mapping>{});
+    UnwindResult u = unwinder_.unwind(pid_t(pid), maps, snap);
+    if (u.truncated && u.stop_reason.find("no mapping") != std::string::npos) {  // dlopen since
+      if (auto fresh = read_maps(pid_t(pid)); fresh && !fresh->empty()) {
+        maps = std::move(*fresh);
+        u = unwinder_.unwind(pid_t(pid), maps, snap);
+      }
+    }
+    ++unwinds_;
+    truncated_ += u.truncated;
+    if (mode_ == UnwindMode::Auto && u.ips.size() < ips_.size())
+      return;
+    ips_ = std::move(u.ips);
+    if (u.truncated)
+      ips_.push_back(kTruncatedFrame);
+  }
+
   Profile& profile_;
   Symbolizer& symbolizer_;
+  UnwindMode mode_;
+  DwarfUnwinder unwinder_;
+  std::unordered_map<uint32_t, std::vector<Mapping>> maps_;
   std::vector<uint64_t> ips_;
+  uint64_t unwinds_ = 0, truncated_ = 0;
 };
 
 void print_placement(const std::string& path, const std::vector<ProbeTarget>& targets, ProbeMode mode) {
@@ -103,7 +145,7 @@ void print_placement(const std::string& path, const std::vector<ProbeTarget>& ta
 class Recorder {
  public:
   explicit Recorder(const RecordConfig& c)
-      : config_(c), profile_(c.rate, c.max_stacks, c.max_live), sink_(profile_, symbolizer_) {}
+      : config_(c), profile_(c.rate, c.max_stacks, c.max_live), sink_(profile_, symbolizer_, c.unwind) {}
 
   int run();
 
@@ -156,7 +198,9 @@ std::vector<std::pair<std::string, uint64_t>> Recorder::counters() const {
           {"dropped_ringbuf", k[AS_CNT_RINGBUF_DROPS]},
           {"dropped_live_map_full", k[AS_CNT_LIVE_FULL] + p.live_full},
           {"dropped_stack_read", k[AS_CNT_STACK_FAIL]},
-          {"dropped_stack_table_full", p.stacks_full}};
+          {"dropped_stack_table_full", p.stacks_full},
+          {"dwarf_unwinds", sink_.unwinds()},
+          {"dwarf_unwinds_truncated", sink_.truncated()}};
 }
 
 Recording Recorder::snapshot(uint64_t duration_ms) const {
@@ -221,6 +265,7 @@ int Recorder::run() {
                    .mode = config_.probe_mode,
                    .null_probes = config_.null_probes,
                    .no_free = config_.no_free,
+                   .stack_bytes = config_.unwind == UnwindMode::Fp ? 0 : config_.stack_bytes,
                    .verbose = config_.verbose};
   auto session = BpfSession::open(sc, std::ref(sink_));
   if (!session) {

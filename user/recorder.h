@@ -14,6 +14,10 @@
 
 namespace allocscope {
 
+// How stacks are walked: the kernel's frame-pointer walk, DWARF call frame
+// information on a copy of the stack, or DWARF where it reaches further.
+enum class UnwindMode { Fp, Dwarf, Auto };
+
 struct RecordConfig {
   std::vector<pid_t> pids;           // -p: attach to these processes
   std::vector<std::string> command;  // -- CMD: launch and follow this
@@ -27,6 +31,8 @@ struct RecordConfig {
   uint32_t max_stacks = 1 << 18;
   uint32_t ringbuf_bytes = 16 << 20;
   bool no_free = false;          // alloc-only: free is not probed
+  UnwindMode unwind = UnwindMode::Auto;
+  uint32_t stack_bytes = 16384;  // DWARF: user stack copied per sample
   ProbeMode probe_mode = ProbeMode::Auto;
   bool null_probes = false;      // benchmark floor: probes that do nothing
   bool naive_placement = false;  // benchmark: every probe on the entry instruction

@@ -56,7 +56,10 @@ struct Recording {
 };
 
 // Frame names of a sample, root first: "comm (pid)", callers outermost
-// first (inlined frames expanded), the allocator last.
-std::vector<std::string> frame_names(const Recording& r, const RecSample& s);
+// first (inlined frames expanded), the allocator last. With `lines`, each
+// frame whose position is known reads "function (file:line)", the file as
+// DWARF recorded it (often an absolute path), "?" for an unknown file or
+// line.
+std::vector<std::string> frame_names(const Recording& r, const RecSample& s, bool lines = false);
 
 }  // namespace allocscope

@@ -8,6 +8,14 @@
 namespace allocscope {
 namespace {
 
+// The root of a stack whose unwinding stopped short.
+FrameInfo truncated() {
+  FrameInfo f;
+  f.function = "[truncated]";
+  f.frames.push_back({"[truncated]", "", "", 0});
+  return f;
+}
+
 class Builder {
  public:
   Builder(Symbolizer& symbolizer, Recording& r) : sym_(symbolizer), r_(r) {}
@@ -17,8 +25,11 @@ class Builder {
     auto key = std::pair{pid, ip};
     if (auto it = locations_.find(key); it != locations_.end())
       return it->second;
-    FrameInfo f = sym_.describe(pid, ip);
-    return add_location(key, pid, ip - 1, f.mapping, f.build_id, f.function, f.system_name);
+    FrameInfo f = ip == kTruncatedFrame ? truncated() : sym_.describe(pid, ip);
+    RecLocation loc = located(pid, ip - 1, f.mapping, f.build_id);
+    for (const SourceFrame& s : f.frames)  // innermost first, as pprof wants
+      loc.lines.push_back({function(s.function, s.system_name, s.file), s.line});
+    return add_location(key, std::move(loc));
   }
 
   // The allocator entry point called: the leaf of every sample.
@@ -27,16 +38,20 @@ class Builder {
     if (auto it = locations_.find(key); it != locations_.end())
       return it->second;
     const Mapping* m = addr ? sym_.mapping_at(pid, addr) : nullptr;
-    return add_location(key, pid, addr, m, "", fn_name(fn), fn_name(fn));
+    RecLocation loc = located(pid, addr, m, "");
+    loc.lines.push_back({function(fn_name(fn), fn_name(fn), ""), 0});
+    return add_location(key, std::move(loc));
   }
 
  private:
-  uint32_t add_location(std::pair<uint32_t, uint64_t> key, uint32_t pid, uint64_t address, const Mapping* m,
-                        const std::string& build_id, const std::string& name, const std::string& system) {
+  RecLocation located(uint32_t pid, uint64_t address, const Mapping* m, const std::string& build_id) {
     RecLocation loc;
     loc.address = address;
     loc.mapping = m ? mapping(pid, *m, build_id) : -1;
-    loc.lines.push_back({function(name, system), 0});
+    return loc;
+  }
+
+  uint32_t add_location(std::pair<uint32_t, uint64_t> key, RecLocation loc) {
     uint32_t id = uint32_t(r_.locations.size());
     r_.locations.push_back(std::move(loc));
     locations_.emplace(key, id);
@@ -56,12 +71,13 @@ class Builder {
     return id;
   }
 
-  uint32_t function(const std::string& name, const std::string& system) {
-    auto key = std::pair{name, system};
+  // pprof keeps a line's file on its function, so one function per file.
+  uint32_t function(const std::string& name, const std::string& system, const std::string& file) {
+    auto key = std::tuple{name, system, file};
     if (auto it = functions_.find(key); it != functions_.end())
       return it->second;
     uint32_t id = uint32_t(r_.functions.size());
-    r_.functions.push_back({name, system, ""});
+    r_.functions.push_back({name, system, file});
     functions_.emplace(key, id);
     return id;
   }
@@ -70,7 +86,7 @@ class Builder {
   Recording& r_;
   std::map<std::pair<uint32_t, uint64_t>, uint32_t> locations_;
   std::map<std::pair<uint32_t, uint64_t>, int32_t> mappings_;
-  std::map<std::pair<std::string, std::string>, uint32_t> functions_;
+  std::map<std::tuple<std::string, std::string, std::string>, uint32_t> functions_;
 };
 
 }  // namespace

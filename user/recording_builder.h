@@ -22,6 +22,9 @@ struct RecordingMeta {
   uint64_t now_ns = 0;  // CLOCK_MONOTONIC at the snapshot: live samples' ages
 };
 
+// A stack frame value marking where an unwind stopped short: its root.
+inline constexpr uint64_t kTruncatedFrame = 0;
+
 // Runtime address of allocator entry point `fn` in process `pid`, 0 if unknown.
 using AllocatorAddress = std::function<uint64_t(uint32_t pid, int fn)>;
 

@@ -45,7 +45,7 @@ std::string interval_text(const Recording& r, const RecSample& s, const RenderOp
 std::string folded(const Recording& r, const RenderOptions& o) {
   std::vector<FoldedStack> stacks;
   for (const RecSample& s : r.samples) {
-    std::vector<std::string> names = frame_names(r, s);
+    std::vector<std::string> names = frame_names(r, s, o.lines);
     if (o.interval_in_frame)
       names.back() += " " + interval_text(r, s, o);
     stacks.push_back({names, s.totals.value(o.metric)});
@@ -59,7 +59,7 @@ std::vector<FlameStack> flame_stacks(const Recording& r, const RenderOptions& o)
   std::vector<FlameStack> stacks;
   for (const RecSample& s : r.samples)
     if (s.totals.value(o.metric) > 0)
-      stacks.push_back({frame_names(r, s), s.totals.value(o.metric), 0, interval_text(r, s, o)});
+      stacks.push_back({frame_names(r, s, o.lines), s.totals.value(o.metric), 0, interval_text(r, s, o)});
   return stacks;
 }
 
@@ -200,8 +200,8 @@ std::string render(const Recording& r, Format f, const RenderOptions& o) {
 
 // Frame names with the process named without its pid: two recordings of one
 // program are compared across runs, whose pids differ.
-std::vector<std::string> diff_frames(const Recording& r, const RecSample& s) {
-  std::vector<std::string> names = frame_names(r, s);
+std::vector<std::string> diff_frames(const Recording& r, const RecSample& s, bool lines) {
+  std::vector<std::string> names = frame_names(r, s, lines);
   names[0] = s.comm.empty() ? "?" : s.comm;
   return names;
 }
@@ -209,9 +209,9 @@ std::vector<std::string> diff_frames(const Recording& r, const RecSample& s) {
 std::string render_diff_svg(const Recording& base, const Recording& now, const RenderOptions& o) {
   std::map<std::vector<std::string>, std::pair<double, double>> merged;  // frames -> (now, base)
   for (const RecSample& s : now.samples)
-    merged[diff_frames(now, s)].first += s.totals.value(o.metric);
+    merged[diff_frames(now, s, o.lines)].first += s.totals.value(o.metric);
   for (const RecSample& s : base.samples)
-    merged[diff_frames(base, s)].second += s.totals.value(o.metric);
+    merged[diff_frames(base, s, o.lines)].second += s.totals.value(o.metric);
   std::vector<FlameStack> stacks;
   for (auto& [frames, v] : merged)
     stacks.push_back({frames, v.first, v.second});

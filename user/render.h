@@ -27,6 +27,7 @@ struct RenderOptions {
   double confidence = 0.95;  // of the intervals shown
   bool icicle = false;       // svg: root at the top
   bool interval_in_frame = false;  // folded: "[lo; hi]" appended to each leaf frame
+  bool lines = false;  // folded, svg, diff svg: frames as "function (file:line)" where known
   TopBy top_by = TopBy::Function;
   TopSort sort = TopSort::Value;
   size_t top = 20;           // top: rows

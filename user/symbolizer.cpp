@@ -7,8 +7,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
-#include <tuple>
+#include <utility>
 
 #include "process.h"
 
@@ -33,6 +34,10 @@ struct Symbolizer::Module {
   Elf* elf = nullptr;
   Dwarf_Addr bias = 0;
   std::string basename;
+  std::string build_id;  // hex, "" when unknown
+  // Per ELF address: a recording asks for the same return addresses in many
+  // stacks, and a DWARF scope walk is far dearer than a map lookup.
+  std::unordered_map<uint64_t, std::vector<SourceFrame>> frames;
 
   Module(const std::string& open_path, const std::string& shown_path) {
     static char* debuginfo_path = nullptr;
@@ -50,6 +55,7 @@ struct Symbolizer::Module {
     dwfl_report_end(dwfl, nullptr, nullptr);
     if (mod)
       elf = dwfl_module_getelf(mod, &bias);
+    build_id = read_build_id();
   }
   ~Module() {
     if (dwfl)
@@ -78,13 +84,35 @@ struct Symbolizer::Module {
       GElf_Off off;
       GElf_Sym sym;
       const char* name = dwfl_module_addrinfo(mod, vaddr + bias, &off, &sym, nullptr, nullptr, nullptr);
-      if (name)
-        return {demangle(name), name};
+      if (name) {
+        // Versioned .dynsym names ("__libc_start_main@@GLIBC_2.34") print
+        // without their version.
+        std::string plain(name, std::strcspn(name, "@"));
+        return {demangle(plain), plain};
+      }
     }
     return {};
   }
 
-  std::string build_id() const {
+  // Source frames at vaddr, innermost first; the outer one is named by the
+  // symbol table, as without DWARF ("" when neither knows it).
+  const std::vector<SourceFrame>& frames_at(uint64_t vaddr) {
+    auto [it, added] = frames.try_emplace(vaddr);
+    std::vector<SourceFrame>& f = it->second;
+    if (!added)
+      return f;
+    f = source_frames(mod, vaddr + bias);
+    if (f.empty())
+      f.emplace_back();
+    auto [name, system] = names_at(vaddr);
+    if (!name.empty()) {
+      f.back().function = std::move(name);
+      f.back().system_name = std::move(system);
+    }
+    return f;
+  }
+
+  std::string read_build_id() const {
     const unsigned char* bits = nullptr;
     GElf_Addr vaddr;
     int n = mod ? dwfl_module_build_id(mod, &bits, &vaddr) : 0;
@@ -105,6 +133,13 @@ std::string offset_name(const std::string& path, uint64_t offset) {
   std::snprintf(buf, sizeof buf, "+0x%llx", (unsigned long long)offset);
   std::string base = path.empty() ? "[anon]" : path.substr(path.rfind('/') + 1);
   return base + buf;
+}
+
+// A frame known by a name only (no symbol, no DWARF).
+FrameInfo named(FrameInfo info, std::string name) {
+  info.function = std::move(name);
+  info.frames = {{info.function, "", "", 0}};
+  return info;
 }
 
 }  // namespace
@@ -173,21 +208,20 @@ FrameInfo Symbolizer::describe(pid_t pid, uint64_t ip) {
   FrameInfo info;
   uint64_t addr = ip - 1;  // every frame is a return address: look up the call
   info.mapping = mapping_for(pid, addr, false);
-  if (!info.mapping) {
-    info.function = "[unknown]";
-    return info;
-  }
+  if (!info.mapping)
+    return named(std::move(info), "[unknown]");
   const Mapping& m = *info.mapping;
   auto mod = modules_.find(key_of(m));
   uint64_t vaddr;
-  if (mod == modules_.end() || !mod->second->offset_to_vaddr(m.file_offset(addr), &vaddr)) {
-    info.function = offset_name(m.path, m.file_offset(addr));
-    return info;
-  }
-  info.build_id = mod->second->build_id();
-  std::tie(info.function, info.system_name) = mod->second->names_at(vaddr);
-  if (info.function.empty())
-    info.function = offset_name(m.path, vaddr);
+  if (mod == modules_.end() || !mod->second->offset_to_vaddr(m.file_offset(addr), &vaddr))
+    return named(std::move(info), offset_name(m.path, m.file_offset(addr)));
+  info.build_id = mod->second->build_id;
+  info.frames = mod->second->frames_at(vaddr);
+  SourceFrame& outer = info.frames.back();
+  if (outer.function.empty())
+    outer.function = offset_name(m.path, vaddr);
+  info.function = outer.function;
+  info.system_name = outer.system_name;
   return info;
 }
 

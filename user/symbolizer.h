@@ -1,7 +1,9 @@
 // Turns user instruction pointers of (possibly exited) processes into
-// function names. Each process's mappings are snapshotted while it lives;
-// each binary is opened once (keyed by device and inode) through elfutils'
-// libdwfl, which also finds separate debug files by build id or debuglink.
+// function names and, where DWARF is present, source lines and inlined calls.
+// Each process's mappings are snapshotted while it lives; each binary is
+// opened once (keyed by device and inode) through elfutils' libdwfl, which
+// also finds separate debug files by build id or debuglink (and asks
+// debuginfod only when DEBUGINFOD_URLS is set).
 #pragma once
 
 #include <sys/types.h>
@@ -15,15 +17,22 @@
 #include <vector>
 
 #include "proc_maps.h"
+#include "source_frames.h"
 
 namespace allocscope {
 
 // What a return address resolves to.
 struct FrameInfo {
-  std::string function;     // demangled name, or "module+0xvaddr", or "[unknown]"
+  // The function the call is in (the address's symbol): demangled name, or
+  // "module+0xvaddr", or "[unknown]".
+  std::string function;
   std::string system_name;  // the symbol as in the binary ("" when unresolved)
+  // The call's source position, innermost first: with DWARF, one frame per
+  // inlined call plus the outer function; without, the outer function alone
+  // (no file, line 0). Never empty; back() names `function`.
+  std::vector<SourceFrame> frames;
   const Mapping* mapping = nullptr;  // the process's mapping that holds it
-  std::string build_id;     // hex, "" when unknown
+  std::string build_id;              // hex, "" when unknown
 };
 
 class Symbolizer {

@@ -1,0 +1,120 @@
+// Stacks through code without frame pointers: DWARF unwinding of sampled
+// stack snapshots against the kernel's frame-pointer walk.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <random>
+
+#include "cxx_sites_spec.h"
+#include "harness.h"
+#include "sampling.h"
+
+namespace allocscope::test {
+namespace {
+
+Folded record_folded(const std::vector<std::string>& options, const std::vector<std::string>& command) {
+  std::string out = temp_path("unwind.folded");
+  std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "-q", "-o", out};
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.push_back("--");
+  argv.insert(argv.end(), command.begin(), command.end());
+  RunResult r = run(argv);
+  EXPECT_EQ(r.status, 0) << r.err;
+  Folded folded = read_folded(out);
+  std::remove(out.c_str());
+  return folded;
+}
+
+bool has_in_order(const std::vector<std::string>& frames, const std::vector<std::string>& chain) {
+  auto at = frames.begin();
+  for (const std::string& want : chain) {
+    at = std::find(at, frames.end(), want);
+    if (at == frames.end())
+      return false;
+  }
+  return true;
+}
+
+struct CxxSite {
+  const char* function;
+  double size;
+  unsigned count;
+};
+const CxxSite kCxxSites[] = {{"cxx_site_new()", double(kNewSize), kNewCount},
+                             {"cxx_site_vector()", double(kVectorElements * sizeof(long)), kVectorCount},
+                             {"cxx_site_string()", double(kStringCapacity + 1), kStringCount}};
+
+// Demangled names carry their parameter lists.
+std::string with_args(const char* f) {
+  std::string s = f;
+  return s.substr(0, s.size() - 2) + "(unsigned int)";
+}
+
+// -O2 -fomit-frame-pointer C++: in DWARF mode every site's chain up to main
+// is there and its estimate is within 5 sigma; the frame-pointer walk from
+// inside operator new loses the callers (printed, for the record).
+TEST(Unwind, DwarfFindsFullChainsWithoutFramePointers) {
+  REQUIRE_BPF();
+  const unsigned scale = 20;
+  std::vector<std::string> cmd = {CXX_SITES_BIN, "--scale-pct", std::to_string(scale)};
+  Folded dwarf = record_folded({"--unwind", "dwarf"}, cmd);
+  Folded fp = record_folded({"--unwind", "fp"}, cmd);
+  for (const CxxSite& site : kCxxSites) {
+    std::vector<std::string> chain = {"main", "cxx_level1(unsigned int)", "cxx_level2(unsigned int)",
+                                      "cxx_level3(unsigned int)", with_args(site.function)};
+    double estimate = 0, fp_found = 0;
+    bool chain_found = false;
+    for (const auto& [frames, value] : dwarf) {
+      if (std::find(frames.begin(), frames.end(), with_args(site.function)) == frames.end())
+        continue;
+      estimate += value;
+      chain_found = chain_found || has_in_order(frames, chain);
+    }
+    for (const auto& [frames, value] : fp)
+      if (has_in_order(frames, chain))
+        fp_found += value;
+    double count = double(site.count * scale / 100);
+    double truth = count * site.size;
+    double z = (estimate - truth) / ht_sigma(count, site.size, double(kDefaultRate), true);
+    std::printf("  %-22s dwarf: chain %s, estimate %.0f of %.0f (z %+.2f); fp: %.0f bytes with the chain\n",
+                site.function, chain_found ? "complete" : "MISSING", estimate, truth, z, fp_found);
+    EXPECT_TRUE(chain_found) << site.function;
+    EXPECT_LT(std::fabs(z), 5.0) << site.function;
+  }
+}
+
+// A Debian binary built without frame pointers (sort): DWARF stacks reach
+// its caller __libc_start_main (unnamed frames as module+0xoffset on the
+// way); the frame-pointer walk mostly stops early. Both depths printed.
+TEST(Unwind, DebianBinaryWithoutFramePointers) {
+  REQUIRE_BPF();
+  std::string input = temp_path("sort-input.txt");
+  {
+    std::ofstream out(input);
+    std::mt19937_64 rng(7);
+    for (int i = 0; i < 300000; ++i)
+      out << rng() << " line " << i << "\n";
+  }
+  std::vector<std::string> cmd = {"/usr/bin/sort", "-o", "/dev/null", input};
+  auto depth_and_reach = [](const Folded& f) {
+    double frames = 0, stacks = 0, reached = 0;
+    for (const auto& [stack, value] : f) {
+      frames += double(stack.size());
+      ++stacks;
+      reached += std::find(stack.begin(), stack.end(), "__libc_start_main") != stack.end();
+    }
+    return std::pair{stacks ? frames / stacks : 0, stacks ? reached / stacks : 0};
+  };
+  auto [dwarf_depth, dwarf_reach] = depth_and_reach(record_folded({"--unwind", "dwarf", "--rate", "64KiB"}, cmd));
+  auto [fp_depth, fp_reach] = depth_and_reach(record_folded({"--unwind", "fp", "--rate", "64KiB"}, cmd));
+  std::remove(input.c_str());
+  std::printf("  sort: dwarf %.1f frames per stack, %.0f %% reach __libc_start_main; fp %.1f frames, %.0f %%\n",
+              dwarf_depth, 100 * dwarf_reach, fp_depth, 100 * fp_reach);
+  EXPECT_GE(dwarf_reach, 0.9);
+  EXPECT_GT(dwarf_depth, fp_depth);
+}
+
+}  // namespace
+}  // namespace allocscope::test

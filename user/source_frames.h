@@ -1,0 +1,27 @@
+// Where an address is in the source, from a module's DWARF: its file and
+// line, and the chain of inlined calls it sits in. System code (libdw).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+struct Dwfl_Module;  // elfutils/libdwfl.h, kept out of the symbolizer's includers
+
+namespace allocscope {
+
+// One function level at an address: the innermost is the code itself, each
+// further one the function that inlined the previous, at its call's line.
+struct SourceFrame {
+  std::string function;     // demangled
+  std::string system_name;  // linkage name or symbol ("" when unknown)
+  std::string file;         // as DWARF records it, often absolute; "" when unknown
+  int64_t line = 0;         // 0 when unknown
+};
+
+// Frames at module address `addr` (as dwfl sees it), innermost first; the
+// last is the concrete function, "" named when DWARF has a line table but no
+// function entry there. Empty without DWARF for the address.
+std::vector<SourceFrame> source_frames(Dwfl_Module* mod, uint64_t addr);
+
+}  // namespace allocscope
