@@ -250,6 +250,9 @@ void Recorder::print_summary(uint64_t elapsed_ms) const {
                  (unsigned long long)k[AS_CNT_SAMPLES], (unsigned long long)k[AS_CNT_FREES],
                  (unsigned long long)k[AS_CNT_NESTED], (unsigned long long)k[AS_CNT_FAILED_ALLOCS],
                  (unsigned long long)k[AS_CNT_RETURNS]);
+  if (sink_.unwinds())
+    std::fprintf(stderr, "allocscope: %llu stacks unwound with DWARF, %llu of them cut short ([truncated])\n",
+                 (unsigned long long)sink_.unwinds(), (unsigned long long)sink_.truncated());
   if (k[AS_CNT_RINGBUF_DROPS])
     error("warning: the ring buffer overflowed; estimates are low. Raise --ringbuf-size or --rate.");
   if (k[AS_CNT_LIVE_FULL] || p.live_full)

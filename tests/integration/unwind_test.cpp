@@ -116,5 +116,30 @@ TEST(Unwind, DebianBinaryWithoutFramePointers) {
   EXPECT_GT(dwarf_depth, fp_depth);
 }
 
+// A C workload with debug info whose allocation helper is inlined: the
+// helper is a frame of its own, with its file and line (from the marker).
+TEST(Unwind, InlinedHelperIsItsOwnFrameWithFileAndLine) {
+  REQUIRE_BPF();
+  auto line_of = [](const std::string& marker) {
+    std::ifstream src(INLINED_SRC);
+    std::string text;
+    for (int n = 1; std::getline(src, text); ++n)
+      if (text.find(marker) != std::string::npos)
+        return n;
+    return 0;
+  };
+  Folded folded = record_folded({"--rate", "1", "--lines"}, {INLINED_BIN});
+  std::string helper = "make_buffer (" + std::string(INLINED_SRC) + ":" + std::to_string(line_of("MARK_MAKE_BUFFER")) + ")";
+  std::string caller =
+      "site_inlined (" + std::string(INLINED_SRC) + ":" + std::to_string(line_of("MARK_SITE_INLINED")) + ")";
+  double blocks = 0;
+  for (const auto& [frames, value] : folded) {
+    size_t n = frames.size();
+    if (n >= 3 && frames[n - 1] == "malloc" && frames[n - 2] == helper && frames[n - 3] == caller)
+      blocks += value;
+  }
+  EXPECT_EQ(blocks, 100.0 * 4096) << "no ...;" << caller << ";" << helper << ";malloc stack";
+}
+
 }  // namespace
 }  // namespace allocscope::test
