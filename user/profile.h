@@ -18,6 +18,7 @@ namespace allocscope {
 enum class Metric { AllocSpace, AllocObjects, InuseSpace, InuseObjects };
 std::optional<Metric> parse_metric(std::string_view name);
 const char* metric_name(Metric m);
+inline bool metric_is_bytes(Metric m) { return m == Metric::AllocSpace || m == Metric::InuseSpace; }
 
 struct StackTotals {
   double alloc_objects = 0, alloc_bytes = 0;

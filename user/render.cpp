@@ -17,16 +17,6 @@
 namespace allocscope {
 namespace {
 
-bool is_bytes(Metric m) { return m == Metric::AllocSpace || m == Metric::InuseSpace; }
-
-std::string amount(double v, Metric m) {
-  if (is_bytes(m))
-    return format_bytes(v);
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f", v);
-  return buf;
-}
-
 double total(const Recording& r, Metric m) {
   double t = 0;
   for (const RecSample& s : r.samples)
@@ -39,7 +29,7 @@ std::string interval_text(const Recording& r, const RecSample& s, const RenderOp
   Estimate e = estimate(s.totals, o.metric, r.rate, o.confidence);
   char pct[16];
   std::snprintf(pct, sizeof pct, "%g%%", o.confidence * 100);
-  return std::string(pct) + " [" + amount(e.interval.lo, o.metric) + "; " + amount(e.interval.hi, o.metric) + "]";
+  return std::string(pct) + " [" + format_amount(e.interval.lo, o.metric) + "; " + format_amount(e.interval.hi, o.metric) + "]";
 }
 
 std::string folded(const Recording& r, const RenderOptions& o) {
@@ -67,7 +57,7 @@ FlameOptions flame_options(const Recording& r, const RenderOptions& o, const std
   FlameOptions f;
   f.title = title;
   f.subtitle = describe(r, o.metric);
-  f.unit = is_bytes(o.metric) ? "bytes" : "objects";
+  f.unit = metric_is_bytes(o.metric) ? "bytes" : "objects";
   f.icicle = o.icicle;
   return f;
 }
@@ -174,7 +164,7 @@ std::string describe(const Recording& r, Metric m) {
   char buf[160];
   std::snprintf(buf, sizeof buf, "rate %s, %.1f s, total %s %s",
                 r.rate <= 1 ? "1 (exact)" : format_bytes(double(r.rate)).c_str(), double(r.duration_nanos) / 1e9,
-                amount(total(r, m), m).c_str(), is_bytes(m) ? "" : "objects");
+                format_amount(total(r, m), m).c_str(), metric_is_bytes(m) ? "" : "objects");
   std::string s = buf;
   while (!s.empty() && s.back() == ' ')
     s.pop_back();

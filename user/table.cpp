@@ -11,16 +11,6 @@
 namespace allocscope {
 namespace {
 
-bool is_bytes(Metric m) { return m == Metric::AllocSpace || m == Metric::InuseSpace; }
-
-std::string amount(double v, Metric m) {
-  if (is_bytes(m))
-    return format_bytes(v);
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f", v);
-  return buf;
-}
-
 std::string stack_key(const std::vector<std::string>& names) {
   std::string key;
   for (size_t i = 1; i < names.size(); ++i)
@@ -60,9 +50,17 @@ double long_lived_ns(const Recording& r, const RenderOptions& o) {
 
 }  // namespace
 
+std::string format_amount(double v, Metric m) {
+  if (metric_is_bytes(m))
+    return format_bytes(v);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f", v);
+  return buf;
+}
+
 Estimate estimate(const StackTotals& t, Metric m, uint64_t rate, double confidence) {
   const IntervalStats& st = t.stats(m);
-  Interval iv = is_bytes(m) ? bytes_interval(st, rate, confidence) : objects_interval(st, rate, confidence);
+  Interval iv = metric_is_bytes(m) ? bytes_interval(st, rate, confidence) : objects_interval(st, rate, confidence);
   return {t.value(m), iv};
 }
 
@@ -144,10 +142,10 @@ std::string render_table(const Recording& r, const RenderOptions& o) {
     // estimate to bound.
     std::string interval = st.samples + st.exact_objects == 0
                                ? "-"
-                               : "[" + amount(e.interval.lo, o.metric) + "; " + amount(e.interval.hi, o.metric) + "]";
+                               : "[" + format_amount(e.interval.lo, o.metric) + "; " + format_amount(e.interval.hi, o.metric) + "]";
     std::snprintf(line, sizeof line, "%11s  %-25s %6.2f%% %11s %8llu %10s %5.0f%% %5.0f%%  ",
-                  amount(e.value, o.metric).c_str(), interval.c_str(), total > 0 ? 100 * e.value / total : 0.0,
-                  amount(row.cum != 0 ? row.cum : e.value, o.metric).c_str(),
+                  format_amount(e.value, o.metric).c_str(), interval.c_str(), total > 0 ? 100 * e.value / total : 0.0,
+                  format_amount(row.cum != 0 ? row.cum : e.value, o.metric).c_str(),
                   (unsigned long long)(st.samples + st.exact_objects),
                   l.freed ? format_duration_ns(l.median_ns).c_str() : "-", 100 * l.live_share,
                   100 * l.long_lived_share);

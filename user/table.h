@@ -41,6 +41,9 @@ std::vector<TableRow> table_rows(const Recording& r, const RenderOptions& o);
 
 std::string render_table(const Recording& r, const RenderOptions& o);
 
+// A metric's value for people: "1.5 MiB" for bytes, "1500" for objects.
+std::string format_amount(double value, Metric m);
+
 // "4.2 ms", "1.5 s": durations for people.
 std::string format_duration_ns(double ns);
 
