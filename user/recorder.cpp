@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "allocator_probes.h"
 #include "dwarf_unwinder.h"
@@ -79,6 +80,10 @@ class EventSink {
     std::memcpy(ips_.data(), data.data() + sizeof e, nframes * sizeof(uint64_t));
     if ((e.flags & AS_EVF_SNAPSHOT) && mode_ != UnwindMode::Fp)
       unwind(e.tgid, data.subspan(sizeof(as_alloc_event)));
+    // A process's first sample wakes us at once (see the BPF side): read its
+    // mappings while it most likely still lives.
+    if (refreshed_.insert(e.tgid).second)
+      symbolizer_.refresh(pid_t(e.tgid));
     size_t before = profile_.stacks().size();
     profile_.on_alloc({.pid = e.tgid,
                        .fn = e.fn,
@@ -131,6 +136,7 @@ class EventSink {
   UnwindMode mode_;
   DwarfUnwinder unwinder_;
   std::unordered_map<uint32_t, std::vector<Mapping>> maps_;
+  std::unordered_set<uint32_t> refreshed_;
   std::vector<uint64_t> ips_;
   uint64_t unwinds_ = 0, truncated_ = 0;
 };

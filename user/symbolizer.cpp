@@ -175,6 +175,12 @@ const Mapping* Symbolizer::mapping_for(pid_t pid, uint64_t ip, bool refresh) {
   return m;
 }
 
+void Symbolizer::refresh(pid_t pid) {
+  track(pid);
+  if (auto maps = read_maps(pid); maps && !maps->empty())
+    processes_[pid].maps = std::move(*maps);
+}
+
 void Symbolizer::prepare(pid_t pid, std::span<const uint64_t> ips) {
   track(pid);
   for (uint64_t ip : ips) {

@@ -44,6 +44,9 @@ class Symbolizer {
 
   // Snapshot the process's name and mappings (once).
   void track(pid_t pid);
+  // Re-read the process's mappings now (if it still lives): a snapshot taken
+  // right after exec lacks what the dynamic loader maps afterwards.
+  void refresh(pid_t pid);
   // Make sure every return address in `ips` can be symbolized later, while
   // the process may still be alive: refresh mappings, open binaries.
   void prepare(pid_t pid, std::span<const uint64_t> ips);

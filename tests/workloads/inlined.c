@@ -55,5 +55,8 @@ int main(int argc, char **argv) {
       return 1;
   printf("done\n");
   fflush(stdout);
+  /* Linger a moment: a tracer reads a process's mappings while it lives, and
+   * this one would otherwise be gone within a millisecond. */
+  usleep(200 * 1000);
   return 0;
 }
