@@ -78,12 +78,12 @@ class EventSink {
     size_t nframes = std::min<size_t>(e.nframes, AS_MAX_FRAMES);
     ips_.resize(nframes);
     std::memcpy(ips_.data(), data.data() + sizeof e, nframes * sizeof(uint64_t));
-    if ((e.flags & AS_EVF_SNAPSHOT) && mode_ != UnwindMode::Fp)
-      unwind(e.tgid, data.subspan(sizeof(as_alloc_event)));
     // A process's first sample wakes us at once (see the BPF side): read its
     // mappings while it most likely still lives.
     if (refreshed_.insert(e.tgid).second)
       symbolizer_.refresh(pid_t(e.tgid));
+    if ((e.flags & AS_EVF_SNAPSHOT) && mode_ != UnwindMode::Fp)
+      unwind(e.tgid, data.subspan(sizeof(as_alloc_event)));
     size_t before = profile_.stacks().size();
     profile_.on_alloc({.pid = e.tgid,
                        .fn = e.fn,
@@ -112,15 +112,10 @@ class EventSink {
     std::copy(std::begin(raw.regs), std::end(raw.regs), snap.regs);
     snap.sp = raw.sp;
     snap.stack = rest.subspan(sizeof raw, std::min<size_t>(raw.len, rest.size() - sizeof raw));
-    auto& maps = maps_[pid];
-    if (maps.empty())
-      maps = read_maps(pid_t(pid)).value_or(std::vector<Mapping>{});
-    UnwindResult u = unwinder_.unwind(pid_t(pid), maps, snap);
+    UnwindResult u = unwinder_.unwind(pid_t(pid), symbolizer_.maps(pid_t(pid)), snap);
     if (u.truncated && u.stop_reason.find("no mapping") != std::string::npos) {  // dlopen since
-      if (auto fresh = read_maps(pid_t(pid)); fresh && !fresh->empty()) {
-        maps = std::move(*fresh);
-        u = unwinder_.unwind(pid_t(pid), maps, snap);
-      }
+      symbolizer_.refresh(pid_t(pid));
+      u = unwinder_.unwind(pid_t(pid), symbolizer_.maps(pid_t(pid)), snap);
     }
     ++unwinds_;
     truncated_ += u.truncated;
@@ -135,7 +130,6 @@ class EventSink {
   Symbolizer& symbolizer_;
   UnwindMode mode_;
   DwarfUnwinder unwinder_;
-  std::unordered_map<uint32_t, std::vector<Mapping>> maps_;
   std::unordered_set<uint32_t> refreshed_;
   std::vector<uint64_t> ips_;
   uint64_t unwinds_ = 0, truncated_ = 0;

@@ -181,6 +181,11 @@ void Symbolizer::refresh(pid_t pid) {
     processes_[pid].maps = std::move(*maps);
 }
 
+const std::vector<Mapping>& Symbolizer::maps(pid_t pid) {
+  track(pid);
+  return processes_[pid].maps;
+}
+
 void Symbolizer::prepare(pid_t pid, std::span<const uint64_t> ips) {
   track(pid);
   for (uint64_t ip : ips) {
@@ -197,12 +202,6 @@ void Symbolizer::prepare(pid_t pid, std::span<const uint64_t> ips) {
       path = m->path;
     modules_.emplace(key, std::make_unique<Module>(path, m->path));
   }
-}
-
-std::string Symbolizer::process_label(pid_t pid) const {
-  auto it = processes_.find(pid);
-  std::string comm = it != processes_.end() && !it->second.comm.empty() ? it->second.comm : "?";
-  return comm + " (" + std::to_string(pid) + ")";
 }
 
 std::string Symbolizer::comm(pid_t pid) const {

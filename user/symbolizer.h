@@ -47,12 +47,12 @@ class Symbolizer {
   // Re-read the process's mappings now (if it still lives): a snapshot taken
   // right after exec lacks what the dynamic loader maps afterwards.
   void refresh(pid_t pid);
+  // The process's mappings as last read (empty when it was never readable).
+  const std::vector<Mapping>& maps(pid_t pid);
   // Make sure every return address in `ips` can be symbolized later, while
   // the process may still be alive: refresh mappings, open binaries.
   void prepare(pid_t pid, std::span<const uint64_t> ips);
 
-  // "comm (pid)".
-  std::string process_label(pid_t pid) const;
   // Name of the function holding return address `ip`: demangled symbol, or
   // "module+0xvaddr", or "[unknown]".
   std::string frame_name(pid_t pid, uint64_t ip);
