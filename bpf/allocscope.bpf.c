@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Allocation sampler: a per-thread byte countdown decides which allocations
  * are sampled; only sampled calls read a stack, touch the live map or emit
- * events. Userspace attaches these programs per process. */
+ * events. Userspace attaches these programs per process, or system-wide per
+ * C library file with the `processes` map deciding who is traced. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 
 #define AS_INLINE static __always_inline
 #include "allocscope.h"
@@ -18,6 +20,12 @@ const volatile __u64 log2_table[AS_LOG2_TABLE_SIZE];
 const volatile bool use_sessions = false; /* entry decides whether the return runs */
 const volatile __u64 wakeup_bytes = 1 << 20; /* wake the reader only past this much pending data */
 const volatile __u32 stack_bytes = 0;          /* DWARF mode: user stack bytes to copy; 0: frame pointers only */
+/* System-wide probes: which processes are traced (see process_traced). */
+const volatile bool filter_processes = false;
+const volatile bool trace_unknown = false;   /* processes without a verdict are traced (--all) */
+const volatile bool follow_children = false; /* members' forked children become members */
+const volatile __u64 cgroup_id = 0;          /* --cgroup: traced only inside this cgroup ... */
+const volatile __u32 cgroup_level = 0;       /* ... at this depth below the root; 0: no filter */
 
 extern bool bpf_session_is_return(void) __ksym __weak;
 
@@ -62,6 +70,30 @@ struct {
   __type(value, __u8);
 } seen_processes SEC(".maps");
 
+/* tgid -> enum as_process_verdict; capacity set by userspace. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u8);
+} processes SEC(".maps");
+
+/* Files (device, inode) already reported by an mmap event. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 4096);
+  __type(key, __u64[2]);
+  __type(value, __u8);
+} known_files SEC(".maps");
+
+/* Per-process count of samples lost to a full ring buffer. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 4096);
+  __type(key, __u32);
+  __type(value, __u64);
+} process_drops SEC(".maps");
+
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(max_entries, AS_CNT_COUNT);
@@ -86,6 +118,26 @@ static __always_inline __u64 draw_countdown(void) {
 static __always_inline struct thread_state *thread_state(bool create) {
   return bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0,
                               create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+}
+
+/* Whether samples of the current process are wanted. Per-process probes
+ * only reach traced processes; system-wide ones reach every process mapping
+ * the library, and this is asked only when a countdown fires. */
+static __always_inline bool process_traced(__u32 tgid) {
+  if (!filter_processes)
+    return true;
+  __u8 *v = bpf_map_lookup_elem(&processes, &tgid);
+  if (v ? *v == AS_PROC_IGNORED : !trace_unknown)
+    return false;
+  return !cgroup_level || bpf_get_current_ancestor_cgroup_id(cgroup_level) == cgroup_id;
+}
+
+static __always_inline void count_process_drop(__u32 tgid) {
+  __u64 one = 1, *n = bpf_map_lookup_elem(&process_drops, &tgid);
+  if (n)
+    __sync_fetch_and_add(n, 1);
+  else
+    bpf_map_update_elem(&process_drops, &tgid, &one, BPF_NOEXIST);
 }
 
 /* Submitting without a wakeup spares the traced thread an irq_work and the
@@ -162,6 +214,12 @@ static __always_inline bool alloc_enter(enum as_fn fn, __u64 size, __u64 memptr)
     st->pending_offset = st->countdown;
     st->countdown = draw_countdown();
   }
+  if (!process_traced(bpf_get_current_pid_tgid() >> 32)) {
+    count(AS_CNT_FILTERED);
+    if (always_return)
+      st->depth = 1;
+    return always_return;
+  }
   st->pending = 1;
   st->pending_fn = fn;
   st->pending_size = size;
@@ -232,6 +290,51 @@ static __always_inline struct as_alloc_event *reserve_alloc_event(void) {
   }
 }
 
+static long remember_vma(struct task_struct *task, struct vm_area_struct *vma, void *data) {
+  struct as_vma *v = data;
+  v->start = vma->vm_start;
+  v->end = vma->vm_end;
+  v->pgoff = (__u64)vma->vm_pgoff << 12;
+  struct file *f = vma->vm_file;
+  if (f) {
+    v->ino = BPF_CORE_READ(f, f_inode, i_ino);
+    v->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+  }
+  return 0;
+}
+
+struct vma_walk {
+  struct as_alloc_event *e;
+  struct task_struct *task;
+  __u32 nframes;
+};
+
+/* Names the mapping of frame i unless an earlier frame's mapping holds it. */
+static long name_frame_vma(__u64 i, void *data) {
+  struct vma_walk *w = data;
+  struct as_alloc_event *e = w->e;
+  if (i >= w->nframes || i >= AS_MAX_FRAMES)
+    return 1;
+  __u64 ip = e->frames[i];
+  __u32 n = e->nvmas;
+  for (__u32 j = 0; j < AS_MAX_VMAS; j++) {
+    if (j >= n)
+      break;
+    if (ip >= e->vmas[j].start && ip < e->vmas[j].end)
+      return 0;
+  }
+  if (n >= AS_MAX_VMAS)
+    return 1;
+  struct as_vma v = {};
+  if (bpf_find_vma(w->task, ip, remember_vma, &v, 0) != 0 || v.end == 0) {
+    count(AS_CNT_VMA_MISSES);
+    return 0;
+  }
+  e->vmas[n & (AS_MAX_VMAS - 1)] = v;
+  e->nvmas = n + 1;
+  return 0;
+}
+
 static __always_inline void emit_alloc(struct pt_regs *ctx, struct thread_state *st, __u64 addr) {
   __u64 id = bpf_get_current_pid_tgid();
   struct as_live_key key = {.tgid = id >> 32, .addr = addr};
@@ -242,6 +345,7 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, struct thread_state 
   struct as_alloc_event *e = reserve_alloc_event();
   if (!e) {
     count(AS_CNT_RINGBUF_DROPS);
+    count_process_drop(id >> 32);
     return;
   }
   __u16 flags = 0;
@@ -274,6 +378,11 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, struct thread_state 
   e->hdr.offset = st->pending_offset;
   e->hdr.nframes = (__u64)n / 8;
   e->hdr.pad = 0;
+  bpf_get_current_comm(e->comm, sizeof(e->comm));
+  e->nvmas = 0;
+  e->pad = 0;
+  struct vma_walk walk = {.e = e, .task = bpf_get_current_task_btf(), .nframes = e->hdr.nframes};
+  bpf_loop(AS_MAX_FRAMES, name_frame_vma, &walk, 0);
   __u32 tgid = id >> 32;
   __u8 one = 1;
   bool first = !bpf_map_lookup_elem(&seen_processes, &tgid);
@@ -391,6 +500,133 @@ CLASSIC_ENTRY(free_enter, AS_FN_FREE)
 SEC("uretprobe")
 int alloc_return(struct pt_regs *ctx) {
   alloc_exit(ctx);
+  return 0;
+}
+
+/* Process lifecycle. Events go only for processes userspace may hold
+ * samples of: members, or (--all) every process not ignored. */
+static __always_inline bool wanted(__u8 *verdict) {
+  return verdict ? *verdict == AS_PROC_MEMBER : trace_unknown;
+}
+
+struct file_id {
+  __u64 ino;
+  __u32 dev;
+  char name[32];
+};
+
+static __always_inline void identify(struct file *f, struct file_id *id) {
+  id->ino = BPF_CORE_READ(f, f_inode, i_ino);
+  id->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+  bpf_probe_read_kernel_str(id->name, sizeof(id->name), BPF_CORE_READ(f, f_path.dentry, d_name.name));
+}
+
+static __always_inline void emit_proc(__u32 kind, __u32 tgid, __u32 parent, const char *comm,
+                                      const struct file_id *file) {
+  struct as_proc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+  if (!e) {
+    count(AS_CNT_PROC_DROPS);
+    return;
+  }
+  __builtin_memset(e, 0, sizeof(*e));
+  e->kind = kind;
+  e->tgid = tgid;
+  e->parent = parent;
+  e->ts_ns = bpf_ktime_get_ns();
+  bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), comm);
+  if (file) {
+    e->ino = file->ino;
+    e->dev = file->dev;
+    __builtin_memcpy(e->name, file->name, sizeof(e->name));
+  }
+  /* Userspace must read the process while it lives: wake it now. */
+  bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child) {
+  if (child->pid != child->tgid) /* a new thread, not a process */
+    return 0;
+  __u32 ptgid = parent->tgid, ctgid = child->tgid;
+  __u8 *v = bpf_map_lookup_elem(&processes, &ptgid);
+  if (v && (*v == AS_PROC_IGNORED || follow_children)) {
+    __u8 copy = *v; /* a child of an ignored process has its name until exec */
+    if (bpf_map_update_elem(&processes, &ctgid, &copy, BPF_ANY) != 0)
+      count(AS_CNT_PROC_TABLE_FULL);
+  }
+  if (wanted(v) && (follow_children || trace_unknown))
+    emit_proc(AS_EV_FORK, ctgid, ptgid, child->comm, 0);
+  return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm) {
+  __u32 tgid = p->tgid;
+  __u8 *v = bpf_map_lookup_elem(&processes, &tgid);
+  if (v && *v == AS_PROC_IGNORED) { /* a new name: judged again */
+    bpf_map_delete_elem(&processes, &tgid);
+    v = 0;
+  }
+  /* A new program: a fresh countdown, no allocator call in progress. */
+  bpf_task_storage_delete(&threads, p);
+  if (wanted(v)) {
+    struct file_id id = {};
+    identify(bprm->file, &id);
+    emit_proc(AS_EV_EXEC, tgid, 0, p->comm, &id);
+  }
+  return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p, bool group_dead) {
+  if (!group_dead)
+    return 0;
+  __u32 tgid = p->tgid;
+  __u8 *v = bpf_map_lookup_elem(&processes, &tgid);
+  /* With --all, an ignored process's exit too: its id may come back. */
+  bool want = v ? (*v == AS_PROC_MEMBER || trace_unknown) : trace_unknown;
+  /* The process id may be reused: nothing of this process may carry over. */
+  bpf_map_delete_elem(&processes, &tgid);
+  bpf_map_delete_elem(&seen_processes, &tgid);
+  if (want)
+    emit_proc(AS_EV_EXIT, tgid, 0, p->comm, 0);
+  return 0;
+}
+
+static long identify_vma(struct task_struct *task, struct vm_area_struct *vma, void *data) {
+  if (vma->vm_file)
+    identify(vma->vm_file, data);
+  return 0;
+}
+
+static __always_inline bool c_library_name(const char *n) {
+  return (n[0] == 'l' && n[1] == 'i' && n[2] == 'b' && n[3] == 'c' && (n[4] == '.' || n[4] == '-')) ||
+         (n[0] == 'l' && n[1] == 'd' && n[2] == '-' && n[3] == 'm' && n[4] == 'u'); /* musl */
+}
+
+/* A C library file mapped executable for the first time (a container's, a
+ * copy run through its own loader): userspace probes it. Seen at the mmap
+ * syscall's exit, the one hook this needs that every kernel with BTF has
+ * (fentry and LSM programs may be locked down); the first instruction of
+ * the program rejects every other system call. */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(on_syscall_exit, struct pt_regs *regs, long ret) {
+  if (BPF_CORE_READ(regs, orig_ax) != 9 /* mmap */ || ret <= 0) /* an address, or -errno */
+    return 0;
+  if (!(BPF_CORE_READ(regs, dx) & 4 /* PROT_EXEC */))
+    return 0;
+  __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+  if (!wanted(bpf_map_lookup_elem(&processes, &tgid)))
+    return 0;
+  struct file_id id = {};
+  struct task_struct *t = bpf_get_current_task_btf();
+  if (bpf_find_vma(t, ret, identify_vma, &id, 0) != 0 || !id.ino || !c_library_name(id.name))
+    return 0;
+  __u64 key[2] = {id.dev, id.ino};
+  __u8 one = 1;
+  if (bpf_map_update_elem(&known_files, key, &one, BPF_NOEXIST) != 0)
+    return 0;
+  emit_proc(AS_EV_MMAP, tgid, 0, t->comm, &id);
   return 0;
 }
 

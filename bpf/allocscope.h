@@ -43,8 +43,18 @@ enum as_fn {
 };
 
 enum as_event_kind {
-  AS_EV_ALLOC = 1, /* a sampled allocation returned; frames follow the header */
-  AS_EV_FREE = 2,  /* a sampled (live-tracked) address was freed */
+  AS_EV_ALLOC = 1, /* a sampled allocation returned: struct as_alloc_event */
+  AS_EV_FREE = 2,  /* a sampled (live-tracked) address was freed: struct as_event */
+  AS_EV_FORK = 3,  /* a traced process forked: struct as_proc_event */
+  AS_EV_EXEC = 4,  /* a traced process ran a new program: struct as_proc_event */
+  AS_EV_EXIT = 5,  /* a traced process's last thread exited: struct as_proc_event */
+  AS_EV_MMAP = 6,  /* a traced process mapped a C library not seen before: struct as_proc_event */
+};
+
+/* Verdicts in the `processes` map (system-wide probes consult it). */
+enum as_process_verdict {
+  AS_PROC_MEMBER = 1,  /* traced, and so are the descendants it forks (-p, -- CMD, --children) */
+  AS_PROC_IGNORED = 2, /* not traced (allocscope itself, or judged by a filter); forgotten at exec */
 };
 
 enum as_event_flags {
@@ -67,7 +77,11 @@ enum as_counter {
   AS_CNT_NESTED = 5,         /* allocator calls made inside another one, not counted */
   AS_CNT_FAILED_ALLOCS = 6,  /* sampled trials whose allocation returned NULL */
   AS_CNT_RETURNS = 7,        /* runs of the return program */
-  AS_CNT_COUNT = 8,
+  AS_CNT_FILTERED = 8,       /* sampled trials of processes not traced (system-wide probes) */
+  AS_CNT_PROC_DROPS = 9,     /* process events (fork, exec, exit, mmap) lost: ring buffer full */
+  AS_CNT_PROC_TABLE_FULL = 10, /* forked children not followed: process table full */
+  AS_CNT_VMA_MISSES = 11,    /* frames whose mapping the kernel could not name */
+  AS_CNT_COUNT = 12,
 };
 
 /* Key of the live map: one sampled, not yet freed allocation. */
@@ -92,11 +106,45 @@ struct as_event {
   as_u32 pad;
 };
 
-/* An alloc event: return addresses, innermost first; the first is the
- * allocator's return into its direct caller. */
+#define AS_COMM_LEN 16
+/* Distinct mappings an alloc event names for its frames. */
+#define AS_MAX_VMAS 8
+
+/* A mapping holding some of an event's frames, read by the kernel at sample
+ * time: frames of processes that are gone by the time userspace looks can
+ * still be tied to their file. */
+struct as_vma {
+  as_u64 start, end; /* runtime address range */
+  as_u64 pgoff;      /* file offset of start, bytes */
+  as_u64 ino;        /* inode of the mapped file; 0: anonymous */
+  as_u32 dev;        /* device of the file, kernel encoding (major << 20 | minor) */
+  as_u32 pad;
+};
+
+/* An alloc event: the process's name, the mappings of its frames, return
+ * addresses innermost first; the first is the allocator's return into its
+ * direct caller. */
 struct as_alloc_event {
   struct as_event hdr;
+  char comm[AS_COMM_LEN];
+  as_u32 nvmas; /* valid entries in vmas */
+  as_u32 pad;
+  struct as_vma vmas[AS_MAX_VMAS];
   as_u64 frames[AS_MAX_FRAMES]; /* user instruction pointers */
+};
+
+/* Process lifecycle: fork (tgid is the child, parent its parent), exec (the
+ * new program's file), exit, and mmap of a new C library file (`name` its
+ * file name). */
+struct as_proc_event {
+  as_u32 kind;   /* enum as_event_kind */
+  as_u32 tgid;
+  as_u32 parent; /* fork: the parent's tgid */
+  as_u32 dev;    /* exec, mmap: the file's device, kernel encoding */
+  as_u64 ts_ns;
+  as_u64 ino;    /* exec, mmap: the file's inode */
+  char comm[AS_COMM_LEN];
+  char name[32]; /* mmap: the file's name, truncated */
 };
 
 
@@ -114,6 +162,9 @@ struct as_stack_snapshot {
 AS_STATIC_ASSERT(sizeof(struct as_stack_snapshot) == 8 * AS_DWARF_REGS + 16, "as_stack_snapshot layout");
 AS_STATIC_ASSERT(sizeof(struct as_live_key) == 16, "as_live_key layout");
 AS_STATIC_ASSERT(sizeof(struct as_event) == 56, "as_event layout");
-AS_STATIC_ASSERT(sizeof(struct as_alloc_event) == 56 + 8 * AS_MAX_FRAMES, "as_alloc_event layout");
+AS_STATIC_ASSERT(sizeof(struct as_vma) == 40, "as_vma layout");
+AS_STATIC_ASSERT(sizeof(struct as_alloc_event) == 56 + 24 + 40 * AS_MAX_VMAS + 8 * AS_MAX_FRAMES,
+                 "as_alloc_event layout");
+AS_STATIC_ASSERT(sizeof(struct as_proc_event) == 80, "as_proc_event layout");
 
 #endif

@@ -140,6 +140,25 @@ Result<void> BpfSession::configure_programs() {
         enable(entry_program(skel_, static_cast<as_fn>(fn)), 0);
     enable(p.alloc_return, 0);
   }
+  if (!config_.null_probes) {  // the floor measures the allocator probes alone
+    for (bpf_program* lifecycle : {p.on_fork, p.on_exec, p.on_exit})
+      enable(lifecycle, 0);
+    if (config_.filter_processes)
+      enable(p.on_syscall_exit, 0);
+  }
+  return {};
+}
+
+Result<void> BpfSession::attach_lifecycle() {
+  auto& p = skel_->progs;
+  for (bpf_program* prog : {p.on_fork, p.on_exec, p.on_exit, p.on_syscall_exit}) {
+    if (!bpf_program__autoload(prog))
+      continue;
+    bpf_link* link = bpf_program__attach(prog);
+    if (!link)
+      return fail(errno_message(std::string("attach ") + bpf_program__name(prog), errno) + privilege_hint(errno));
+    lifecycle_links_.emplace_back(link);
+  }
   return {};
 }
 
@@ -161,6 +180,12 @@ Result<std::unique_ptr<BpfSession>> BpfSession::open(const SessionConfig& config
   s->skel_->rodata->sample_rate = config.rate;
   s->skel_->rodata->wakeup_bytes = config.ringbuf_bytes / 4;
   s->skel_->rodata->stack_bytes = config.stack_bytes;
+  s->skel_->rodata->filter_processes = config.filter_processes;
+  s->skel_->rodata->trace_unknown = config.trace_unknown;
+  s->skel_->rodata->follow_children = config.follow_children;
+  s->skel_->rodata->cgroup_id = config.cgroup_id;
+  s->skel_->rodata->cgroup_level = config.cgroup_level;
+  bpf_map__set_max_entries(s->skel_->maps.processes, config.max_processes);
   Log2Table table = make_log2_table();
   for (size_t i = 0; i < table.size(); ++i)
     s->skel_->rodata->log2_table[i] = table[i];
@@ -171,6 +196,8 @@ Result<std::unique_ptr<BpfSession>> BpfSession::open(const SessionConfig& config
   s->ring_ = ring_buffer__new(bpf_map__fd(s->skel_->maps.events), on_event, &s->handler_, nullptr);
   if (!s->ring_)
     return fail(errno_message("create ring buffer", errno));
+  if (auto ok = s->attach_lifecycle(); !ok)
+    return fail(ok.error());
   return s;
 }
 
@@ -253,7 +280,7 @@ Result<void> BpfSession::attach_classic(pid_t pid, const std::string& path,
       bpf_program* prog = config_.null_probes ? skel_->progs.null_classic
                           : retprobe          ? skel_->progs.alloc_return
                                               : entry_program(skel_, t.fn);
-      bpf_link* link = bpf_program__attach_uprobe(prog, retprobe, pid, path.c_str(), t.offset);
+      bpf_link* link = bpf_program__attach_uprobe(prog, retprobe, pid ? pid : -1, path.c_str(), t.offset);
       if (!link)
         return fail(attach_error(std::string("attach ") + (retprobe ? "uretprobe " : "uprobe ") +
                                      fn_name(t.fn) + " (" + path + ")",
@@ -268,6 +295,41 @@ void BpfSession::detach() {
   raw_links_.clear();
   entry_links_.clear();
   return_links_.clear();
+  lifecycle_links_.clear();
+}
+
+Result<void> BpfSession::set_verdict(uint32_t tgid, uint8_t verdict) {
+  int fd = bpf_map__fd(skel_->maps.processes);
+  if (verdict == 0) {
+    bpf_map_delete_elem(fd, &tgid);
+    return {};
+  }
+  if (bpf_map_update_elem(fd, &tgid, &verdict, BPF_ANY) != 0)
+    return fail(errno_message("set process verdict (raise --max-processes)", errno));
+  return {};
+}
+
+void BpfSession::forget_live(uint32_t tgid, std::span<const uint64_t> addrs) {
+  int fd = bpf_map__fd(skel_->maps.live);
+  for (uint64_t addr : addrs) {
+    as_live_key key{.tgid = tgid, .pad = 0, .addr = addr};
+    bpf_map_delete_elem(fd, &key);
+  }
+}
+
+std::vector<std::pair<uint32_t, uint64_t>> BpfSession::process_drops() const {
+  std::vector<std::pair<uint32_t, uint64_t>> out;
+  int fd = bpf_map__fd(skel_->maps.process_drops);
+  uint32_t key, next;
+  uint32_t* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    uint64_t n = 0;
+    if (bpf_map_lookup_elem(fd, &next, &n) == 0)
+      out.emplace_back(next, n);
+    key = next;
+    prev = &key;
+  }
+  return out;
 }
 
 Result<int> BpfSession::poll(int timeout_ms) {

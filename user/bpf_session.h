@@ -35,6 +35,14 @@ struct SessionConfig {
   bool no_free = false;        // alloc-only: free is not probed
   uint32_t stack_bytes = 0;    // user stack copied per sample for DWARF unwinding; 0: none
   bool verbose = false;        // libbpf's own messages
+  // System-wide probes (attach with pid 0): the `processes` map decides who
+  // is traced. Per-process probes ignore these.
+  bool filter_processes = false;
+  bool trace_unknown = false;    // processes without a verdict are traced (--all)
+  bool follow_children = false;  // members' children become members at fork
+  uint64_t cgroup_id = 0;        // traced only inside this cgroup (with cgroup_level > 0)
+  uint32_t cgroup_level = 0;
+  uint32_t max_processes = 1 << 16;  // capacity of the process verdict table
 };
 
 bool kernel_has_uprobe_sessions();
@@ -50,8 +58,16 @@ class BpfSession {
   ~BpfSession();
 
   // Probes `targets` of the library at `library_path` (a path the kernel can
-  // open, e.g. through /proc/PID/root) in process `pid` only.
+  // open, e.g. through /proc/PID/root) in process `pid` only, or in every
+  // process that maps the file when pid is 0.
   Result<void> attach(pid_t pid, const std::string& library_path, const std::vector<ProbeTarget>& targets);
+  // Process verdicts (enum as_process_verdict) for system-wide probes and
+  // lifecycle events; 0 removes the verdict.
+  Result<void> set_verdict(uint32_t tgid, uint8_t verdict);
+  // Forgets live samples the kernel still tracks (their process is gone).
+  void forget_live(uint32_t tgid, std::span<const uint64_t> addrs);
+  // Samples lost to a full ring buffer, per process (bounded: the busiest).
+  std::vector<std::pair<uint32_t, uint64_t>> process_drops() const;
   // Removes every probe (entry probes first, so no call is left half-seen).
   void detach();
 
@@ -72,6 +88,7 @@ class BpfSession {
   using RawLink = std::unique_ptr<int, FdCloser>;
 
   Result<void> configure_programs();
+  Result<void> attach_lifecycle();
   Result<void> attach_session(pid_t pid, const std::string& path, const std::vector<ProbeTarget>& targets);
   Result<void> attach_classic(pid_t pid, const std::string& path, const std::vector<ProbeTarget>& targets);
 
@@ -82,6 +99,7 @@ class BpfSession {
   Handler handler_;
   std::vector<Link> entry_links_, return_links_;
   std::vector<RawLink> raw_links_;
+  std::vector<Link> lifecycle_links_;
 };
 
 }  // namespace allocscope

@@ -1,10 +1,15 @@
 #include "process.h"
 
+#include <dirent.h>
+#include <linux/magic.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -46,6 +51,43 @@ std::string mapped_file_path(pid_t pid, const Mapping& m) {
   if (access(via_map_files.c_str(), R_OK) == 0)
     return via_map_files;
   return "/proc/" + std::to_string(pid) + "/root" + m.path;
+}
+
+std::vector<pid_t> list_processes() {
+  std::vector<pid_t> pids;
+  DIR* dir = opendir("/proc");
+  if (!dir)
+    return pids;
+  while (dirent* d = readdir(dir)) {
+    char* end;
+    long pid = std::strtol(d->d_name, &end, 10);
+    if (*end == '\0' && pid > 0)
+      pids.push_back(pid_t(pid));
+  }
+  closedir(dir);
+  return pids;
+}
+
+Result<CgroupId> find_cgroup(const std::string& path) {
+  const std::string root = "/sys/fs/cgroup";
+  std::string rel = path.starts_with(root) ? path.substr(root.size()) : path;
+  while (!rel.empty() && rel.back() == '/')
+    rel.pop_back();
+  if (!rel.empty() && rel.front() != '/')
+    rel = "/" + rel;
+  struct statfs fs;
+  if (statfs(root.c_str(), &fs) != 0 || fs.f_type != CGROUP2_SUPER_MAGIC)
+    return fail("--cgroup needs cgroup v2 mounted at " + root);
+  struct stat st;
+  if (stat((root + rel).c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return fail("no such cgroup: " + path + " (looked for " + root + rel + ")");
+  CgroupId c;
+  c.id = st.st_ino;  // a cgroup v2 directory's inode number is the cgroup's id
+  for (char ch : rel)
+    c.level += ch == '/';
+  if (c.level == 0)
+    return fail("--cgroup " + path + " is the root cgroup: every process; use --all alone");
+  return c;
 }
 
 }  // namespace allocscope

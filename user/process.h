@@ -21,4 +21,15 @@ Result<std::vector<Mapping>> read_maps(pid_t pid);
 // it lives in another mount namespace or was deleted since.
 std::string mapped_file_path(pid_t pid, const Mapping& m);
 
+// Every process id in /proc.
+std::vector<pid_t> list_processes();
+
+// A cgroup v2 directory (a path under /sys/fs/cgroup, or as /proc/PID/cgroup
+// names it: "/system.slice/x.service"): its id and depth below the root.
+struct CgroupId {
+  uint64_t id = 0;
+  uint32_t level = 0;
+};
+Result<CgroupId> find_cgroup(const std::string& path);
+
 }  // namespace allocscope

@@ -70,10 +70,12 @@ std::optional<uint32_t> Profile::intern(const AllocSample& s) {
 }
 
 void Profile::on_alloc(const AllocSample& s) {
-  LiveKey key{s.pid, s.addr};
-  if (auto old = live_.find(key); old != live_.end()) {
-    ++counters_.replaced_live;  // its free was missed (e.g. before attach)
-    remove_live(old);
+  if (auto set = live_.find(s.pid); set != live_.end()) {
+    if (auto old = set->second.find(s.addr); old != set->second.end()) {
+      ++counters_.replaced_live;  // its free was missed (e.g. before attach)
+      unlive(old->second);
+      set->second.erase(old);
+    }
   }
   auto id = intern(s);
   if (!id) {
@@ -89,11 +91,12 @@ void Profile::on_alloc(const AllocSample& s) {
 
   if (!s.live_tracked)
     return;
-  if (live_.size() >= max_live_) {
+  if (live_count_ >= max_live_) {
     ++counters_.live_full;
     return;
   }
-  live_.emplace(key, LiveEntry{*id, w.objects, w.bytes, s.size, s.offset, s.ts_ns});
+  live_[s.pid].emplace(s.addr, LiveEntry{*id, w.objects, w.bytes, s.size, s.offset, s.ts_ns});
+  ++live_count_;
   t.live_objects += w.objects;
   t.live_bytes += w.bytes;
   ++t.live_samples;
@@ -110,30 +113,49 @@ void Profile::reset_alloc_totals() {
 }
 
 void Profile::on_free(uint32_t pid, uint64_t addr, uint64_t ts_ns) {
-  auto it = live_.find({pid, addr});
-  if (it == live_.end()) {
+  auto set = live_.find(pid);
+  auto it = set == live_.end() ? LiveSet::iterator() : set->second.find(addr);
+  if (set == live_.end() || it == set->second.end()) {
     ++counters_.unmatched_frees;
     return;
   }
   if (ts_ns >= it->second.ts_ns)
     stacks_[it->second.stack].totals.lifetimes.add(ts_ns - it->second.ts_ns);
-  remove_live(it);
+  unlive(it->second);
+  set->second.erase(it);
+  if (set->second.empty())
+    live_.erase(set);
+}
+
+std::vector<uint64_t> Profile::drop_process(uint32_t pid) {
+  std::vector<uint64_t> addrs;
+  auto set = live_.find(pid);
+  if (set == live_.end())
+    return addrs;
+  for (const auto& [addr, e] : set->second) {
+    addrs.push_back(addr);
+    unlive(e);
+  }
+  live_.erase(set);
+  return addrs;
 }
 
 std::vector<DurationHistogram> Profile::live_ages(uint64_t now_ns) const {
   std::vector<DurationHistogram> ages(stacks_.size());
-  for (const auto& [key, e] : live_)
-    ages[e.stack].add(now_ns > e.ts_ns ? now_ns - e.ts_ns : 0);
+  for (const auto& [pid, set] : live_)
+    for (const auto& [addr, e] : set)
+      ages[e.stack].add(now_ns > e.ts_ns ? now_ns - e.ts_ns : 0);
   return ages;
 }
 
-void Profile::remove_live(std::unordered_map<LiveKey, LiveEntry, LiveKeyHash>::iterator it) {
-  StackTotals& t = stacks_[it->second.stack].totals;
-  t.live_objects -= it->second.objects;
-  t.live_bytes -= it->second.bytes;
+// Takes a live sample out of its stack's totals (the caller erases it).
+void Profile::unlive(const LiveEntry& e) {
+  StackTotals& t = stacks_[e.stack].totals;
+  t.live_objects -= e.objects;
+  t.live_bytes -= e.bytes;
   --t.live_samples;
-  t.live_stats.remove_sample(it->second.size, it->second.offset, rate_);
-  live_.erase(it);
+  t.live_stats.remove_sample(e.size, e.offset, rate_);
+  --live_count_;
 }
 
 }  // namespace allocscope

@@ -65,6 +65,9 @@ class Profile {
 
   void on_alloc(const AllocSample& s);
   void on_free(uint32_t pid, uint64_t addr, uint64_t ts_ns = 0);
+  // The process ended (exit or exec): its memory is no longer in use. Returns
+  // the addresses of the live samples dropped.
+  std::vector<uint64_t> drop_process(uint32_t pid);
   // Starts a new interval: alloc totals and sample counts to zero, the live
   // set (and its estimates) kept.
   void reset_alloc_totals();
@@ -72,19 +75,11 @@ class Profile {
   uint64_t rate() const { return rate_; }
   const std::vector<StackRecord>& stacks() const { return stacks_; }
   const ProfileCounters& counters() const { return counters_; }
-  size_t live_count() const { return live_.size(); }
+  size_t live_count() const { return live_count_; }
   // Ages at `now_ns` of each stack's live samples, indexed like stacks().
   std::vector<DurationHistogram> live_ages(uint64_t now_ns) const;
 
  private:
-  struct LiveKey {
-    uint32_t pid;
-    uint64_t addr;
-    bool operator==(const LiveKey&) const = default;
-  };
-  struct LiveKeyHash {
-    size_t operator()(const LiveKey& k) const { return std::hash<uint64_t>()(k.addr * 31 + k.pid); }
-  };
   struct LiveEntry {
     uint32_t stack;
     double objects, bytes;
@@ -92,13 +87,16 @@ class Profile {
   };
 
   std::optional<uint32_t> intern(const AllocSample& s);
-  void remove_live(std::unordered_map<LiveKey, LiveEntry, LiveKeyHash>::iterator it);
+  // Live samples per process, so that an ended process drops its own at once.
+  using LiveSet = std::unordered_map<uint64_t, LiveEntry>;  // address -> sample
+  void unlive(const LiveEntry& e);
 
   uint64_t rate_;
   size_t max_stacks_, max_live_;
   std::vector<StackRecord> stacks_;
   std::unordered_map<std::string, uint32_t> index_;
-  std::unordered_map<LiveKey, LiveEntry, LiveKeyHash> live_;
+  std::unordered_map<uint32_t, LiveSet> live_;  // pid -> its live samples
+  size_t live_count_ = 0;
   ProfileCounters counters_;
 };
 

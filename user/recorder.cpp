@@ -6,8 +6,13 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
 #include <map>
+#include <optional>
+#include <regex>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -15,6 +20,7 @@
 #include "dwarf_unwinder.h"
 #include "pprof.h"
 #include "process.h"
+#include "progress.h"
 #include "recording_builder.h"
 #include "symbolizer.h"
 #include "target.h"
@@ -57,84 +63,6 @@ int64_t wall_ns() {
 
 void error(const std::string& message) { std::fprintf(stderr, "allocscope: %s\n", message.c_str()); }
 
-// Ring buffer records -> profile; new stacks are readied for symbolization
-// while their process is alive. Stack snapshots are unwound with DWARF CFI.
-class EventSink {
- public:
-  EventSink(Profile& profile, Symbolizer& symbolizer, UnwindMode mode)
-      : profile_(profile), symbolizer_(symbolizer), mode_(mode) {}
-
-  void operator()(std::span<const uint8_t> data) {
-    if (data.size() < sizeof(as_event))
-      return;
-    as_event e;
-    std::memcpy(&e, data.data(), sizeof e);
-    if (e.kind == AS_EV_FREE) {
-      profile_.on_free(e.tgid, e.addr, e.ts_ns);
-      return;
-    }
-    if (e.kind != AS_EV_ALLOC || data.size() < sizeof(as_alloc_event))
-      return;
-    size_t nframes = std::min<size_t>(e.nframes, AS_MAX_FRAMES);
-    ips_.resize(nframes);
-    std::memcpy(ips_.data(), data.data() + sizeof e, nframes * sizeof(uint64_t));
-    // A process's first sample wakes us at once (see the BPF side): read its
-    // mappings while it most likely still lives.
-    if (refreshed_.insert(e.tgid).second)
-      symbolizer_.refresh(pid_t(e.tgid));
-    if ((e.flags & AS_EVF_SNAPSHOT) && mode_ != UnwindMode::Fp)
-      unwind(e.tgid, data.subspan(sizeof(as_alloc_event)));
-    size_t before = profile_.stacks().size();
-    profile_.on_alloc({.pid = e.tgid,
-                       .fn = e.fn,
-                       .addr = e.addr,
-                       .size = e.size,
-                       .offset = e.offset,
-                       .ts_ns = e.ts_ns,
-                       .live_tracked = !(e.flags & AS_EVF_LIVE_DROPPED),
-                       .ips = ips_});
-    if (profile_.stacks().size() != before)
-      symbolizer_.prepare(e.tgid, ips_);
-  }
-
-  uint64_t unwinds() const { return unwinds_; }
-  uint64_t truncated() const { return truncated_; }
-
- private:
-  // Replaces the frame-pointer stack in ips_ with the DWARF unwind of the
-  // snapshot, unless (auto mode) the frame pointers reached further.
-  void unwind(uint32_t pid, std::span<const uint8_t> rest) {
-    as_stack_snapshot raw;
-    if (rest.size() < sizeof raw)
-      return;
-    std::memcpy(&raw, rest.data(), sizeof raw);
-    StackSnapshot snap;
-    std::copy(std::begin(raw.regs), std::end(raw.regs), snap.regs);
-    snap.sp = raw.sp;
-    snap.stack = rest.subspan(sizeof raw, std::min<size_t>(raw.len, rest.size() - sizeof raw));
-    UnwindResult u = unwinder_.unwind(pid_t(pid), symbolizer_.maps(pid_t(pid)), snap);
-    if (u.truncated && u.stop_reason.find("no mapping") != std::string::npos) {  // dlopen since
-      symbolizer_.refresh(pid_t(pid));
-      u = unwinder_.unwind(pid_t(pid), symbolizer_.maps(pid_t(pid)), snap);
-    }
-    ++unwinds_;
-    truncated_ += u.truncated;
-    if (mode_ == UnwindMode::Auto && u.ips.size() < ips_.size())
-      return;
-    ips_ = std::move(u.ips);
-    if (u.truncated)
-      ips_.push_back(kTruncatedFrame);
-  }
-
-  Profile& profile_;
-  Symbolizer& symbolizer_;
-  UnwindMode mode_;
-  DwarfUnwinder unwinder_;
-  std::unordered_set<uint32_t> refreshed_;
-  std::vector<uint64_t> ips_;
-  uint64_t unwinds_ = 0, truncated_ = 0;
-};
-
 void print_placement(const std::string& path, const std::vector<ProbeTarget>& targets, ProbeMode mode) {
   std::fprintf(stderr, "allocscope: %s probes in %s:\n", probe_mode_name(mode), path.c_str());
   for (const ProbeTarget& t : targets)
@@ -142,31 +70,157 @@ void print_placement(const std::string& path, const std::vector<ProbeTarget>& ta
                  t.instruction.c_str(), t.emulated ? "emulated" : "single-stepped");
 }
 
+using FileKey = std::pair<uint64_t, uint64_t>;  // device, inode
+
+FileKey file_key(const Mapping& m) { return {(uint64_t(m.dev_major) << 32) | m.dev_minor, m.inode}; }
+
+// The kernel's encoding of a device number (major << 20 | minor).
+FileKey file_key(uint32_t kernel_dev, uint64_t ino) {
+  return {(uint64_t(kernel_dev >> 20) << 32) | (kernel_dev & 0xfffff), ino};
+}
+
+// A C library mapped by a process that announced it (AS_EV_MMAP) before
+// /proc showed the mapping: looked for again until the deadline.
+struct PendingLibrary {
+  uint32_t tgid;
+  FileKey key;
+  uint64_t deadline_ms;
+};
+
 class Recorder {
  public:
-  explicit Recorder(const RecordConfig& c)
-      : config_(c), profile_(c.rate, c.max_stacks, c.max_live), sink_(profile_, symbolizer_, c.unwind) {}
-
+  explicit Recorder(const RecordConfig& c);
   int run();
 
  private:
-  Result<void> attach_allocator(pid_t pid);
+  bool children() const { return config_.children.value_or(!config_.command.empty()); }
+  // System-wide probes, one set per C library file, with the kernel's
+  // process table deciding who is traced; else probes per process.
+  bool system_wide() const { return config_.all || children(); }
+  SinkPolicy policy();
+  Result<void> open_session();
+  Result<std::vector<Target>> make_targets();
+  Result<void> attach_library(pid_t pid, const Mapping& libc);
+  Result<void> attach_process(pid_t pid);
+  Result<void> attach_every_process();
+  void find_pending_libraries(uint64_t now);
+  uint64_t allocator_address(uint32_t tgid, int fn);
   std::vector<std::pair<std::string, uint64_t>> counters() const;
+  uint64_t dropped() const;
   Recording snapshot(uint64_t duration_ms) const;
   Result<void> write(unsigned number, uint64_t duration_ms);
   void print_summary(uint64_t elapsed_ms) const;
+  void print_process_drops() const;
 
   const RecordConfig& config_;
   Profile profile_;
   mutable Symbolizer symbolizer_;
+  std::optional<std::regex> comm_filter_;
+  std::unordered_set<uint32_t> roots_;  // -p and -- CMD processes
   EventSink sink_;
   std::unique_ptr<BpfSession> session_;
-  std::map<std::pair<uint32_t, int>, uint64_t> allocator_addresses_;  // (pid, fn) -> entry
+  std::map<FileKey, std::array<uint64_t, AS_FN_COUNT>> allocator_offsets_;  // entry file offsets per library
+  std::vector<PendingLibrary> pending_;
+  uint64_t libraries_missed_ = 0;
   int64_t start_wall_ns_ = 0;
 };
 
-// Attaches the allocator probes of the C library `pid` maps.
-Result<void> Recorder::attach_allocator(pid_t pid) {
+Recorder::Recorder(const RecordConfig& c)
+    : config_(c), profile_(c.rate, c.max_stacks, c.max_live), sink_(profile_, symbolizer_, c.unwind, policy()) {
+  if (!c.comm.empty())
+    comm_filter_.emplace(c.comm, std::regex::extended | std::regex::nosubs);
+}
+
+SinkPolicy Recorder::policy() {
+  SinkPolicy p;
+  p.per_process = config_.per_process;
+  p.accept = [this](uint32_t, const std::string& comm) {
+    return !comm_filter_ || std::regex_search(comm, *comm_filter_);
+  };
+  p.reject = [this](uint32_t tgid) {
+    if (system_wide())
+      (void)session_->set_verdict(tgid, AS_PROC_IGNORED);  // spares it the sampled path
+  };
+  p.keeps_live_at_exit = [this](uint32_t tgid) { return roots_.contains(tgid); };
+  p.forget_live = [this](uint32_t tgid, std::span<const uint64_t> addrs) { session_->forget_live(tgid, addrs); };
+  p.new_library = [this](const as_proc_event& e) {
+    pending_.push_back({e.tgid, file_key(e.dev, e.ino), now_ms() + 1000});
+    find_pending_libraries(now_ms());
+  };
+  p.allocator_address = [this](uint32_t tgid, int fn) { return allocator_address(tgid, fn); };
+  return p;
+}
+
+Result<void> Recorder::open_session() {
+  SessionConfig sc{.rate = config_.rate,
+                   .max_live = config_.max_live,
+                   .ringbuf_bytes = config_.ringbuf_bytes,
+                   .mode = config_.probe_mode,
+                   .null_probes = config_.null_probes,
+                   .no_free = config_.no_free,
+                   .stack_bytes = config_.unwind == UnwindMode::Fp ? 0 : config_.stack_bytes,
+                   .verbose = config_.verbose,
+                   .filter_processes = system_wide(),
+                   .trace_unknown = config_.all && config_.pids.empty(),
+                   .follow_children = children(),
+                   .max_processes = config_.max_processes};
+  if (!config_.cgroup.empty()) {
+    auto cg = find_cgroup(config_.cgroup);
+    if (!cg)
+      return fail(cg.error());
+    sc.cgroup_id = cg->id;
+    sc.cgroup_level = cg->level;
+  }
+  auto session = BpfSession::open(sc, std::ref(sink_));
+  if (!session)
+    return fail(session.error());
+  session_ = std::move(*session);
+  // allocscope's own allocations are never sampled (system-wide probes see them).
+  return session_->set_verdict(uint32_t(getpid()), AS_PROC_IGNORED);
+}
+
+Result<std::vector<Target>> Recorder::make_targets() {
+  std::vector<Target> targets;
+  if (!config_.command.empty()) {
+    auto t = Target::launch(config_.command);
+    if (!t)
+      return fail(t.error());
+    targets.push_back(std::move(*t));
+  }
+  for (pid_t pid : config_.pids) {
+    auto t = Target::attach(pid);
+    if (!t)
+      return fail(t.error());
+    targets.push_back(std::move(*t));
+  }
+  for (Target& t : targets) {
+    roots_.insert(uint32_t(t.pid()));
+    if (auto ok = session_->set_verdict(uint32_t(t.pid()), AS_PROC_MEMBER); !ok)
+      return fail(ok.error());
+  }
+  return targets;
+}
+
+// Probes the C library `libc` of process `pid`: in that process alone, or
+// (system-wide) in every process, once per file.
+Result<void> Recorder::attach_library(pid_t pid, const Mapping& libc) {
+  FileKey key = file_key(libc);
+  if (system_wide() && allocator_offsets_.contains(key))
+    return {};
+  std::string path = mapped_file_path(pid, libc);
+  auto targets = find_allocator_probes(path, config_.naive_placement);
+  if (!targets)
+    return fail(targets.error());
+  if (config_.verbose)
+    print_placement(libc.path, *targets, session_->mode());
+  std::array<uint64_t, AS_FN_COUNT> entries{};
+  for (const ProbeTarget& t : *targets)
+    entries[t.fn] = t.offset - t.placed_at;
+  allocator_offsets_[key] = entries;
+  return session_->attach(system_wide() ? 0 : pid, path, *targets);
+}
+
+Result<void> Recorder::attach_process(pid_t pid) {
   auto maps = read_maps(pid);
   if (!maps) {
     if (!process_exists(pid))
@@ -177,17 +231,62 @@ Result<void> Recorder::attach_allocator(pid_t pid) {
   if (!libc)
     return fail("process " + std::to_string(pid) + " (" + read_comm(pid) +
                 ") maps no C library: statically linked, or not using a C library allocator");
-  std::string path = mapped_file_path(pid, *libc);
-  auto targets = find_allocator_probes(path, config_.naive_placement);
-  if (!targets)
-    return fail(targets.error());
-  if (config_.verbose)
-    print_placement(libc->path, *targets, session_->mode());
-  for (const ProbeTarget& t : *targets)
-    for (const Mapping& m : *maps)
-      if (m.inode == libc->inode && m.executable && t.offset >= m.offset && t.offset < m.offset + m.end - m.start)
-        allocator_addresses_[{uint32_t(pid), t.fn}] = m.start + (t.offset - t.placed_at - m.offset);
-  return session_->attach(pid, path, *targets);
+  return attach_library(pid, *libc);
+}
+
+// --all: every distinct C library file that a running process maps
+// (containers and chroots bring their own); later ones come as mmap events.
+Result<void> Recorder::attach_every_process() {
+  for (pid_t pid : list_processes()) {
+    if (pid == getpid())
+      continue;
+    auto maps = read_maps(pid);  // kernel threads and the just exited have none
+    const Mapping* libc = maps ? find_c_library(*maps) : nullptr;
+    if (!libc || allocator_offsets_.contains(file_key(*libc)))
+      continue;
+    if (auto ok = attach_library(pid, *libc); !ok) {
+      ++libraries_missed_;
+      error("warning: " + ok.error());
+    }
+  }
+  if (allocator_offsets_.empty())
+    return fail("no process maps a C library that could be probed");
+  return {};
+}
+
+void Recorder::find_pending_libraries(uint64_t now) {
+  std::erase_if(pending_, [&](const PendingLibrary& p) {
+    if (allocator_offsets_.contains(p.key))
+      return true;
+    auto maps = read_maps(pid_t(p.tgid));
+    if (maps)
+      for (const Mapping& m : *maps)
+        if (m.executable && file_key(m) == p.key) {
+          if (auto ok = attach_library(pid_t(p.tgid), m); !ok) {
+            ++libraries_missed_;
+            error("warning: " + ok.error());
+          } else if (config_.verbose) {
+            std::fprintf(stderr, "allocscope: probing %s, a new C library (process %u)\n", m.path.c_str(), p.tgid);
+          }
+          return true;
+        }
+    if (maps && now < p.deadline_ms)
+      return false;  // not mapped yet: the loader is on it
+    ++libraries_missed_;  // gone before we could read where
+    return true;
+  });
+}
+
+uint64_t Recorder::allocator_address(uint32_t tgid, int fn) {
+  for (const Mapping& m : symbolizer_.maps(pid_t(tgid))) {
+    auto lib = allocator_offsets_.find(file_key(m));
+    if (!m.executable || lib == allocator_offsets_.end())
+      continue;
+    uint64_t off = lib->second[fn];
+    if (off && off >= m.offset && off < m.offset + (m.end - m.start))
+      return m.start + (off - m.offset);
+  }
+  return 0;
 }
 
 std::vector<std::pair<std::string, uint64_t>> Recorder::counters() const {
@@ -195,21 +294,28 @@ std::vector<std::pair<std::string, uint64_t>> Recorder::counters() const {
   const ProfileCounters& p = profile_.counters();
   return {{"samples", k[AS_CNT_SAMPLES]},
           {"frees_seen", k[AS_CNT_FREES]},
+          {"processes", sink_.processes().instances()},
           {"dropped_ringbuf", k[AS_CNT_RINGBUF_DROPS]},
           {"dropped_live_map_full", k[AS_CNT_LIVE_FULL] + p.live_full},
           {"dropped_stack_read", k[AS_CNT_STACK_FAIL]},
           {"dropped_stack_table_full", p.stacks_full},
+          {"dropped_process_events", k[AS_CNT_PROC_DROPS]},
+          {"children_not_followed", k[AS_CNT_PROC_TABLE_FULL]},
+          {"libraries_not_probed", libraries_missed_},
           {"dwarf_unwinds", sink_.unwinds()},
           {"dwarf_unwinds_truncated", sink_.truncated()}};
+}
+
+uint64_t Recorder::dropped() const {
+  Counters k = session_->counters();
+  const ProfileCounters& p = profile_.counters();
+  return k[AS_CNT_RINGBUF_DROPS] + k[AS_CNT_LIVE_FULL] + p.live_full + k[AS_CNT_STACK_FAIL] + p.stacks_full;
 }
 
 Recording Recorder::snapshot(uint64_t duration_ms) const {
   RecordingMeta meta{config_.rate,       start_wall_ns_, int64_t(duration_ms) * 1000000,
                      config_.metric,     counters(),     monotonic_ns()};
-  Recording r = build_recording(profile_, symbolizer_, meta, [this](uint32_t pid, int fn) {
-    auto it = allocator_addresses_.find({pid, fn});
-    return it == allocator_addresses_.end() ? 0 : it->second;
-  });
+  Recording r = build_recording(profile_, symbolizer_, meta, sink_.origins());
   // Every output is written from what the saved pprof file holds (estimates
   // rounded), so `allocscope report` on it gives back the very same outputs.
   auto saved = decode_pprof(encode_pprof(r));
@@ -236,95 +342,116 @@ void Recorder::print_summary(uint64_t elapsed_ms) const {
   Counters k = session_->counters();
   const ProfileCounters& p = profile_.counters();
   std::fprintf(stderr,
-               "allocscope: %.1f s, rate %s, %llu samples, %zu stacks, est. %s allocated, %s live; "
+               "allocscope: %.1f s, rate %s, %llu samples, %zu stacks, %zu processes, est. %s allocated, %s live; "
                "drops: ringbuf %llu, live-map-full %llu, stack-read %llu, stack-table-full %llu\n",
                elapsed_ms / 1000.0, config_.rate <= 1 ? "1 (exact)" : format_bytes(double(config_.rate)).c_str(),
-               (unsigned long long)k[AS_CNT_SAMPLES], profile_.stacks().size(), format_bytes(alloc).c_str(),
-               format_bytes(live).c_str(), (unsigned long long)k[AS_CNT_RINGBUF_DROPS],
+               (unsigned long long)k[AS_CNT_SAMPLES], profile_.stacks().size(), sink_.processes().instances(),
+               format_bytes(alloc).c_str(), format_bytes(live).c_str(), (unsigned long long)k[AS_CNT_RINGBUF_DROPS],
                (unsigned long long)(k[AS_CNT_LIVE_FULL] + p.live_full), (unsigned long long)k[AS_CNT_STACK_FAIL],
                (unsigned long long)p.stacks_full);
   if (config_.verbose)
     std::fprintf(stderr,
                  "allocscope: kernel counters: samples=%llu frees=%llu nested=%llu failed_allocs=%llu "
-                 "returns=%llu\n",
+                 "returns=%llu filtered=%llu unnamed_frames=%llu\n",
                  (unsigned long long)k[AS_CNT_SAMPLES], (unsigned long long)k[AS_CNT_FREES],
                  (unsigned long long)k[AS_CNT_NESTED], (unsigned long long)k[AS_CNT_FAILED_ALLOCS],
-                 (unsigned long long)k[AS_CNT_RETURNS]);
+                 (unsigned long long)k[AS_CNT_RETURNS], (unsigned long long)k[AS_CNT_FILTERED],
+                 (unsigned long long)k[AS_CNT_VMA_MISSES]);
   if (sink_.unwinds())
     std::fprintf(stderr, "allocscope: %llu stacks unwound with DWARF, %llu of them cut short ([truncated])\n",
                  (unsigned long long)sink_.unwinds(), (unsigned long long)sink_.truncated());
+  print_process_drops();
   if (k[AS_CNT_RINGBUF_DROPS])
     error("warning: the ring buffer overflowed; estimates are low. Raise --ringbuf-size or --rate.");
   if (k[AS_CNT_LIVE_FULL] || p.live_full)
     error("warning: the live table was full; inuse estimates are low. Raise --max-live.");
   if (p.stacks_full)
     error("warning: the stack table was full; estimates are low. Raise --max-stacks.");
+  if (k[AS_CNT_PROC_DROPS])
+    error("warning: process events were lost (ring buffer full); some ended processes may show live bytes.");
+  if (k[AS_CNT_PROC_TABLE_FULL])
+    error("warning: the process table was full; some children were not followed. Raise --max-processes.");
+  if (libraries_missed_)
+    error("warning: " + std::to_string(libraries_missed_) + " C library file(s) could not be probed (-v tells why)");
+}
+
+// The processes that lost the most samples, by cause.
+void Recorder::print_process_drops() const {
+  std::map<uint32_t, ProcessDrops> drops = sink_.drops();
+  std::map<uint32_t, uint64_t> ringbuf;
+  for (auto [tgid, n] : session_->process_drops()) {
+    ringbuf[tgid] = n;
+    drops.try_emplace(tgid);
+  }
+  std::vector<std::pair<uint64_t, uint32_t>> worst;
+  for (const auto& [tgid, d] : drops)
+    worst.push_back({d.live_full + d.stack_read + d.stack_table_full + ringbuf[tgid], tgid});
+  std::sort(worst.rbegin(), worst.rend());
+  for (size_t i = 0; i < worst.size() && i < 5 && worst[i].first; ++i) {
+    const ProcessDrops& d = drops[worst[i].second];
+    std::fprintf(stderr, "allocscope:   drops in %s (%u): ringbuf %llu, live-map-full %llu, stack-read %llu, "
+                 "stack-table-full %llu\n", d.comm.empty() ? "?" : d.comm.c_str(), worst[i].second,
+                 (unsigned long long)ringbuf[worst[i].second], (unsigned long long)d.live_full,
+                 (unsigned long long)d.stack_read, (unsigned long long)d.stack_table_full);
+  }
 }
 
 int Recorder::run() {
-  SessionConfig sc{.rate = config_.rate,
-                   .max_live = config_.max_live,
-                   .ringbuf_bytes = config_.ringbuf_bytes,
-                   .mode = config_.probe_mode,
-                   .null_probes = config_.null_probes,
-                   .no_free = config_.no_free,
-                   .stack_bytes = config_.unwind == UnwindMode::Fp ? 0 : config_.stack_bytes,
-                   .verbose = config_.verbose};
-  auto session = BpfSession::open(sc, std::ref(sink_));
-  if (!session) {
-    error(session.error());
+  if (auto ok = open_session(); !ok) {
+    error(ok.error());
     return 1;
   }
-  session_ = std::move(*session);
-  std::vector<Target> targets;
-  if (!config_.command.empty()) {
-    auto t = Target::launch(config_.command);
-    if (!t) {
-      error(t.error());
-      return 1;
-    }
-    targets.push_back(std::move(*t));
+  auto made = make_targets();
+  if (!made) {
+    error(made.error());
+    return 1;
   }
-  for (pid_t pid : config_.pids) {
-    auto t = Target::attach(pid);
-    if (!t) {
-      error(t.error());
+  std::vector<Target> targets = std::move(*made);
+  if (config_.all) {
+    if (auto ok = attach_every_process(); !ok) {
+      error(ok.error());
       return 1;
     }
-    targets.push_back(std::move(*t));
   }
   for (Target& t : targets) {
-    if (auto ok = attach_allocator(t.pid()); !ok) {
+    if (auto ok = attach_process(t.pid()); !ok) {
       error(ok.error());
       return 1;
     }
   }
   install_stop_handlers();
-  Target& first = targets.front();
-  if (first.launched()) {
-    if (auto ok = first.start(); !ok) {
+  bool launched = !targets.empty() && targets.front().launched();
+  if (launched) {
+    if (auto ok = targets.front().start(); !ok) {
       error(ok.error());
       return 127;
     }
   }
   std::string names;
   for (Target& t : targets) {
-    symbolizer_.track(t.pid());  // after exec: the command's name and maps
+    symbolizer_.track(t.pid());  // after exec: the command's maps
     names += (names.empty() ? "" : ", ") + std::to_string(t.pid()) + " (" + read_comm(t.pid()) + ")";
   }
-  if (!config_.quiet)
-    std::fprintf(stderr, "allocscope: recording process%s %s; Ctrl-C to stop\n", targets.size() > 1 ? "es" : "",
-                 names.c_str());
+  if (!config_.quiet) {
+    if (config_.all && targets.empty())
+      std::fprintf(stderr, "allocscope: recording every process (%zu C librar%s); Ctrl-C to stop\n",
+                   allocator_offsets_.size(), allocator_offsets_.size() == 1 ? "y" : "ies");
+    else
+      std::fprintf(stderr, "allocscope: recording process%s %s%s; Ctrl-C to stop\n", targets.size() > 1 ? "es" : "",
+                   names.c_str(), children() ? " and its descendants" : "");
+  }
 
   start_wall_ns_ = wall_ns();
   uint64_t start = now_ms(), interval_start = start;
   unsigned interval = 0;
   bool target_gone = false;
+  ProgressReporter progress(!config_.quiet);
   while (!g_stop_signal) {
     uint64_t now = now_ms();
     if (config_.duration_ms && now - start >= config_.duration_ms)
       break;
     if (config_.interval_ms && now - interval_start >= config_.interval_ms) {
+      progress.finish();
       if (auto ok = write(++interval, now - interval_start); !ok)
         error(ok.error());
       profile_.reset_alloc_totals();  // the live set carries over
@@ -335,16 +462,21 @@ int Recorder::run() {
       error(n.error());
       return 1;
     }
-    if (std::all_of(targets.begin(), targets.end(), [](Target& t) { return t.exited(); })) {
+    if (!pending_.empty())
+      find_pending_libraries(now_ms());
+    progress.update({(now_ms() - start) / 1000.0, sink_.processes().instances(),
+                     session_->counters()[AS_CNT_SAMPLES], dropped()});
+    if (!targets.empty() && std::all_of(targets.begin(), targets.end(), [](Target& t) { return t.exited(); })) {
       target_gone = true;
       break;
     }
   }
+  progress.finish();
   uint64_t end = now_ms();
   session_->detach();
   while (session_->poll(0).value_or(0) > 0) {
   }
-  if (!config_.quiet && target_gone && !first.launched())
+  if (!config_.quiet && target_gone && !launched)
     std::fprintf(stderr, "allocscope: the traced processes exited; inuse shows what they held at exit\n");
 
   auto written = write(config_.interval_ms ? interval + 1 : 0, end - interval_start);
@@ -354,12 +486,11 @@ int Recorder::run() {
     print_summary(end - start);
   // A signal is passed on to a launched command; after --duration it runs on
   // untraced and allocscope waits for it.
-  int status = first.finish(target_gone ? 0 : int(g_stop_signal));
+  int status = launched ? targets.front().finish(target_gone ? 0 : int(g_stop_signal)) : 0;
   if (!written)
     return 1;
-  return first.launched() ? status : 0;
+  return status;
 }
-
 }  // namespace
 
 int record(const RecordConfig& config) { return Recorder(config).run(); }

@@ -4,23 +4,28 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "bpf_session.h"
+#include "event_sink.h"
 #include "outputs.h"
 #include "profile.h"
 #include "sampling.h"
 
 namespace allocscope {
 
-// How stacks are walked: the kernel's frame-pointer walk, DWARF call frame
-// information on a copy of the stack, or DWARF where it reaches further.
-enum class UnwindMode { Fp, Dwarf, Auto };
 
 struct RecordConfig {
-  std::vector<pid_t> pids;           // -p: attach to these processes
+  std::vector<pid_t> pids;           // -p: attach to these processes (with --all: only these)
   std::vector<std::string> command;  // -- CMD: launch and follow this
+  bool all = false;                  // --all: every process on the machine
+  std::optional<bool> children;      // follow descendants; default: with -- CMD
+  std::string comm;                  // --comm: only processes whose name matches (regex)
+  std::string cgroup;                // --cgroup: only processes in this cgroup
+  bool per_process = true;           // false: merge processes of one name
+  uint32_t max_processes = 1 << 16;  // capacity of the kernel's process table
   uint64_t duration_ms = 0;          // 0: until the target exits or a signal
   std::vector<OutputSpec> outputs;   // default: allocscope.folded
   uint64_t interval_ms = 0;          // > 0: numbered outputs every interval

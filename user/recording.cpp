@@ -16,7 +16,8 @@ std::string frame_name(const Recording& r, const RecLine& line, bool with_line) 
 
 std::vector<std::string> frame_names(const Recording& r, const RecSample& s, bool lines) {
   std::vector<std::string> names;
-  names.push_back((s.comm.empty() ? std::string("?") : s.comm) + " (" + std::to_string(s.pid) + ")");
+  std::string comm = s.comm.empty() ? std::string("?") : s.comm;
+  names.push_back(s.pid ? comm + " (" + std::to_string(s.pid) + ")" : comm);  // pid 0: merged by name
   for (auto loc = s.locations.rbegin(); loc != s.locations.rend(); ++loc) {
     const RecLocation& l = r.locations[*loc];
     for (auto line = l.lines.rbegin(); line != l.lines.rend(); ++line)

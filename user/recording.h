@@ -55,7 +55,8 @@ struct Recording {
   std::vector<RecSample> samples;
 };
 
-// Frame names of a sample, root first: "comm (pid)", callers outermost
+// Frame names of a sample, root first: "comm (pid)" ("comm" for pid 0:
+// processes merged by name), callers outermost
 // first (inlined frames expanded), the allocator last. With `lines`, each
 // frame whose position is known reads "function (file:line)", the file as
 // DWARF recorded it (often an absolute path), "?" for an unknown file or

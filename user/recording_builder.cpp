@@ -20,34 +20,34 @@ class Builder {
  public:
   Builder(Symbolizer& symbolizer, Recording& r) : sym_(symbolizer), r_(r) {}
 
-  // The caller's frame at return address `ip`.
-  uint32_t frame(uint32_t pid, uint64_t ip) {
-    auto key = std::pair{pid, ip};
+  // The caller's frame at return address `ip` in resolved mapping `map`.
+  uint32_t frame(uint32_t map, uint64_t ip) {
+    auto key = std::pair{map, ip};
     if (auto it = locations_.find(key); it != locations_.end())
       return it->second;
-    FrameInfo f = ip == kTruncatedFrame ? truncated() : sym_.describe(pid, ip);
-    RecLocation loc = located(pid, ip - 1, f.mapping, f.build_id);
+    FrameInfo f = ip == kTruncatedFrame ? truncated() : sym_.describe(map, ip);
+    RecLocation loc = located(map, ip - 1, f.mapping, f.build_id);
     for (const SourceFrame& s : f.frames)  // innermost first, as pprof wants
       loc.lines.push_back({function(s.function, s.system_name, s.file), s.line});
     return add_location(key, std::move(loc));
   }
 
   // The allocator entry point called: the leaf of every sample.
-  uint32_t allocator(uint32_t pid, int fn, uint64_t addr) {
-    auto key = std::pair{pid, addr ? addr : ~uint64_t(fn)};
+  uint32_t allocator(uint32_t map, int fn, uint64_t addr) {
+    auto key = std::pair{map, addr ? addr : ~uint64_t(fn)};
     if (auto it = locations_.find(key); it != locations_.end())
       return it->second;
-    const Mapping* m = addr ? sym_.mapping_at(pid, addr) : nullptr;
-    RecLocation loc = located(pid, addr, m, "");
+    const Mapping* m = addr ? sym_.mapping(map) : nullptr;
+    RecLocation loc = located(map, addr, m, "");
     loc.lines.push_back({function(fn_name(fn), fn_name(fn), ""), 0});
     return add_location(key, std::move(loc));
   }
 
  private:
-  RecLocation located(uint32_t pid, uint64_t address, const Mapping* m, const std::string& build_id) {
+  RecLocation located(uint32_t map, uint64_t address, const Mapping* m, const std::string& build_id) {
     RecLocation loc;
     loc.address = address;
-    loc.mapping = m ? mapping(pid, *m, build_id) : -1;
+    loc.mapping = m ? mapping(map, *m, build_id) : -1;
     return loc;
   }
 
@@ -58,8 +58,8 @@ class Builder {
     return id;
   }
 
-  int32_t mapping(uint32_t pid, const Mapping& m, const std::string& build_id) {
-    auto key = std::pair{pid, m.start};
+  int32_t mapping(uint32_t map, const Mapping& m, const std::string& build_id) {
+    auto key = map;
     if (auto it = mappings_.find(key); it != mappings_.end()) {
       if (r_.mappings[it->second].build_id.empty())
         r_.mappings[it->second].build_id = build_id;
@@ -85,14 +85,14 @@ class Builder {
   Symbolizer& sym_;
   Recording& r_;
   std::map<std::pair<uint32_t, uint64_t>, uint32_t> locations_;
-  std::map<std::pair<uint32_t, uint64_t>, int32_t> mappings_;
+  std::map<uint32_t, int32_t> mappings_;
   std::map<std::tuple<std::string, std::string, std::string>, uint32_t> functions_;
 };
 
 }  // namespace
 
 Recording build_recording(const Profile& profile, Symbolizer& symbolizer, const RecordingMeta& meta,
-                          const AllocatorAddress& allocator_address) {
+                          const std::vector<StackOrigin>& origins) {
   Recording r;
   r.rate = meta.rate;
   r.time_nanos = meta.time_nanos;
@@ -103,14 +103,15 @@ Recording build_recording(const Profile& profile, Symbolizer& symbolizer, const 
   std::vector<DurationHistogram> ages = profile.live_ages(meta.now_ns);
   for (size_t i = 0; i < profile.stacks().size(); ++i) {
     const StackRecord& s = profile.stacks()[i];
+    const StackOrigin& o = origins[i];
     RecSample sample;
-    sample.pid = s.pid;
-    sample.comm = symbolizer.comm(pid_t(s.pid));
+    sample.pid = o.pid;
+    sample.comm = o.comm;
     sample.totals = s.totals;
     sample.totals.live_ages = ages[i];
-    sample.locations.push_back(b.allocator(s.pid, s.fn, allocator_address(s.pid, s.fn)));
-    for (uint64_t ip : s.ips)
-      sample.locations.push_back(b.frame(s.pid, ip));
+    sample.locations.push_back(b.allocator(o.allocator_mapping, s.fn, o.allocator_addr));
+    for (size_t f = 0; f < s.ips.size(); ++f)
+      sample.locations.push_back(b.frame(f < o.mappings.size() ? o.mappings[f] : Symbolizer::kNoMapping, s.ips[f]));
     r.samples.push_back(std::move(sample));
   }
   return r;

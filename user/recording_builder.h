@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,10 +24,17 @@ struct RecordingMeta {
 // A stack frame value marking where an unwind stopped short: its root.
 inline constexpr uint64_t kTruncatedFrame = 0;
 
-// Runtime address of allocator entry point `fn` in process `pid`, 0 if unknown.
-using AllocatorAddress = std::function<uint64_t(uint32_t pid, int fn)>;
+// Where a profile stack came from, known when it was first sampled.
+struct StackOrigin {
+  uint32_t pid = 0;          // the process id shown; 0 merges processes by name
+  std::string comm;          // the process's name when sampled
+  std::vector<uint32_t> mappings;  // Symbolizer::resolve() of the stack's ips
+  uint64_t allocator_addr = 0;     // runtime address of the allocator called, 0 if unknown
+  uint32_t allocator_mapping = Symbolizer::kNoMapping;
+};
 
+// origins[i] describes profile.stacks()[i].
 Recording build_recording(const Profile& profile, Symbolizer& symbolizer, const RecordingMeta& meta,
-                          const AllocatorAddress& allocator_address);
+                          const std::vector<StackOrigin>& origins);
 
 }  // namespace allocscope

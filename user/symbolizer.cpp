@@ -4,7 +4,11 @@
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include <cstdio>
 #include <cstring>
@@ -154,11 +158,28 @@ Symbolizer::ModuleKey Symbolizer::key_of(const Mapping& m) {
 void Symbolizer::track(pid_t pid) {
   if (processes_.contains(pid))
     return;
-  Process p;
-  p.comm = read_comm(pid);
-  if (auto maps = read_maps(pid))
+  Process& p = processes_[pid];
+  if (auto maps = read_maps(pid)) {
     p.maps = std::move(*maps);
-  processes_.emplace(pid, std::move(p));
+    learn_paths(pid, p.maps);
+  }
+}
+
+// Remembers, per file, a path that opens it from here after the process is
+// gone: the path the process used, when it names the same file for us.
+void Symbolizer::learn_paths(pid_t pid, std::vector<Mapping>& maps) {
+  (void)pid;
+  for (Mapping& m : maps) {
+    if (!m.is_file() || m.deleted)
+      continue;
+    ModuleKey key = key_of(m);
+    if (paths_.contains(key))
+      continue;
+    struct stat st;
+    if (stat(m.path.c_str(), &st) == 0 && st.st_ino == m.inode && major(st.st_dev) == m.dev_major &&
+        minor(st.st_dev) == m.dev_minor)
+      paths_.emplace(key, m.path);
+  }
 }
 
 const Mapping* Symbolizer::mapping_for(pid_t pid, uint64_t ip, bool refresh) {
@@ -168,6 +189,7 @@ const Mapping* Symbolizer::mapping_for(pid_t pid, uint64_t ip, bool refresh) {
   const Mapping* m = find_mapping(it->second.maps, ip);
   if (!m && refresh) {  // mapped after the snapshot (dlopen, JIT)
     if (auto maps = read_maps(pid); maps && !maps->empty()) {
+      learn_paths(pid, *maps);
       it->second.maps = std::move(*maps);
       m = find_mapping(it->second.maps, ip);
     }
@@ -177,42 +199,82 @@ const Mapping* Symbolizer::mapping_for(pid_t pid, uint64_t ip, bool refresh) {
 
 void Symbolizer::refresh(pid_t pid) {
   track(pid);
-  if (auto maps = read_maps(pid); maps && !maps->empty())
+  if (auto maps = read_maps(pid); maps && !maps->empty()) {
+    learn_paths(pid, *maps);
     processes_[pid].maps = std::move(*maps);
+  }
 }
+
+void Symbolizer::add_mappings(pid_t pid, std::span<const Mapping> kernel_maps) {
+  std::vector<Mapping>& maps = processes_[pid].maps;
+  bool added = false;
+  for (const Mapping& k : kernel_maps) {
+    if (find_mapping(maps, k.start))
+      continue;
+    Mapping m = k;
+    if (auto p = paths_.find(key_of(m)); p != paths_.end())
+      m.path = p->second;
+    maps.push_back(std::move(m));
+    added = true;
+  }
+  if (added)
+    std::sort(maps.begin(), maps.end(), [](const Mapping& a, const Mapping& b) { return a.start < b.start; });
+}
+
+void Symbolizer::forget(pid_t pid) { processes_.erase(pid); }
 
 const std::vector<Mapping>& Symbolizer::maps(pid_t pid) {
   track(pid);
   return processes_[pid].maps;
 }
 
-void Symbolizer::prepare(pid_t pid, std::span<const uint64_t> ips) {
-  track(pid);
-  for (uint64_t ip : ips) {
-    const Mapping* m = mapping_for(pid, ip - 1, true);
-    if (!m || !m->is_file())
-      continue;
-    ModuleKey key = key_of(*m);
-    if (modules_.contains(key))
-      continue;
-    // The process may be gone already (short-lived ones often are): then the
-    // file as this namespace sees it is the best guess left.
-    std::string path = mapped_file_path(pid, *m);
-    if (access(path.c_str(), R_OK) != 0)
-      path = m->path;
-    modules_.emplace(key, std::make_unique<Module>(path, m->path));
+// Opens the binary behind `m` once: through the live process when it can
+// (exact even for deleted files and other mount namespaces), else by a path
+// known to hold the same file.
+void Symbolizer::open_module(pid_t pid, const Mapping& m) {
+  ModuleKey key = key_of(m);
+  if (modules_.contains(key))
+    return;
+  std::string path = mapped_file_path(pid, m);
+  if (access(path.c_str(), R_OK) != 0) {
+    auto known = paths_.find(key);
+    if (known == paths_.end())
+      return;  // gone, and nowhere else to be found: addresses stay as offsets
+    path = known->second;
   }
+  modules_.emplace(key, std::make_unique<Module>(path, m.path));
 }
 
-std::string Symbolizer::comm(pid_t pid) const {
-  auto it = processes_.find(pid);
-  return it != processes_.end() ? it->second.comm : "";
+uint32_t Symbolizer::intern(const Mapping& m) {
+  auto key = std::tuple{m.start, m.end, m.offset, m.inode};
+  auto [it, added] = mapping_ids_.try_emplace(key, uint32_t(mappings_.size()));
+  if (added)
+    mappings_.push_back(m);
+  return it->second;
 }
 
-FrameInfo Symbolizer::describe(pid_t pid, uint64_t ip) {
+uint32_t Symbolizer::resolve_address(pid_t pid, uint64_t addr) {
+  track(pid);
+  const Mapping* m = mapping_for(pid, addr, true);
+  if (!m)
+    return kNoMapping;
+  if (m->is_file())
+    open_module(pid, *m);
+  return intern(*m);
+}
+
+std::vector<uint32_t> Symbolizer::resolve(pid_t pid, std::span<const uint64_t> ips) {
+  std::vector<uint32_t> ids;
+  ids.reserve(ips.size());
+  for (uint64_t ip : ips)
+    ids.push_back(resolve_address(pid, ip - 1));  // a return address: look up the call
+  return ids;
+}
+
+FrameInfo Symbolizer::describe(uint32_t id, uint64_t ip) {
   FrameInfo info;
   uint64_t addr = ip - 1;  // every frame is a return address: look up the call
-  info.mapping = mapping_for(pid, addr, false);
+  info.mapping = mapping(id);
   if (!info.mapping)
     return named(std::move(info), "[unknown]");
   const Mapping& m = *info.mapping;
@@ -229,7 +291,5 @@ FrameInfo Symbolizer::describe(pid_t pid, uint64_t ip) {
   info.system_name = outer.system_name;
   return info;
 }
-
-std::string Symbolizer::frame_name(pid_t pid, uint64_t ip) { return describe(pid, ip).function; }
 
 }  // namespace allocscope

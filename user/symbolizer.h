@@ -1,9 +1,13 @@
 // Turns user instruction pointers of (possibly exited) processes into
 // function names and, where DWARF is present, source lines and inlined calls.
-// Each process's mappings are snapshotted while it lives; each binary is
-// opened once (keyed by device and inode) through elfutils' libdwfl, which
-// also finds separate debug files by build id or debuglink (and asks
-// debuginfod only when DEBUGINFOD_URLS is set).
+// A return address is first resolved, while its process is known, to the
+// mapping that held it (from /proc/PID/maps, or from the kernel's own record
+// of the sample's mappings when the process is gone); the mapping outlives
+// the process. Each binary is opened once, however many processes map it
+// (keyed by device and inode), through elfutils' libdwfl, which also finds
+// separate debug files by build id or debuglink (and asks debuginfod only
+// when DEBUGINFOD_URLS is set). An open binary stays readable when its file
+// is deleted or replaced.
 #pragma once
 
 #include <sys/types.h>
@@ -13,6 +17,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -42,38 +47,55 @@ class Symbolizer {
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;
 
-  // Snapshot the process's name and mappings (once).
+  static constexpr uint32_t kNoMapping = UINT32_MAX;
+
+  // Snapshot the process's mappings (once).
   void track(pid_t pid);
   // Re-read the process's mappings now (if it still lives): a snapshot taken
   // right after exec lacks what the dynamic loader maps afterwards.
   void refresh(pid_t pid);
-  // The process's mappings as last read (empty when it was never readable).
+  // Mappings the kernel read at sample time (see struct as_vma), for those
+  // the snapshot lacks: the process may be gone before /proc is read.
+  void add_mappings(pid_t pid, std::span<const Mapping> kernel_maps);
+  // The process ended (exit or exec): its current mappings are dropped;
+  // those already resolved to stay.
+  void forget(pid_t pid);
+  // The process's mappings as last known (empty when never readable).
   const std::vector<Mapping>& maps(pid_t pid);
-  // Make sure every return address in `ips` can be symbolized later, while
-  // the process may still be alive: refresh mappings, open binaries.
-  void prepare(pid_t pid, std::span<const uint64_t> ips);
+  // Resolves return addresses to the mappings that hold them (ids for
+  // describe(); kNoMapping when unknown) and opens their binaries, while
+  // the process is most likely alive.
+  std::vector<uint32_t> resolve(pid_t pid, std::span<const uint64_t> ips);
+  // Resolves one address that is not a return address (an entry point).
+  uint32_t resolve_address(pid_t pid, uint64_t addr);
 
-  // Name of the function holding return address `ip`: demangled symbol, or
-  // "module+0xvaddr", or "[unknown]".
-  std::string frame_name(pid_t pid, uint64_t ip);
-  FrameInfo describe(pid_t pid, uint64_t ip);
-  // The process's mapping that holds `addr`, from the snapshot.
-  const Mapping* mapping_at(pid_t pid, uint64_t addr) { return mapping_for(pid, addr, false); }
-  std::string comm(pid_t pid) const;
+  // The function holding return address `ip` of resolved mapping `id`.
+  FrameInfo describe(uint32_t mapping, uint64_t ip);
+  const Mapping* mapping(uint32_t id) const { return id < mappings_.size() ? &mappings_[id] : nullptr; }
+  // Processes with mappings held, binaries open, mappings resolved.
+  size_t processes() const { return processes_.size(); }
+  size_t modules() const { return modules_.size(); }
+  size_t resolved_mappings() const { return mappings_.size(); }
 
  private:
   struct Module;
   struct Process {
-    std::string comm;
-    std::vector<Mapping> maps;
+    std::vector<Mapping> maps;  // sorted by start
   };
   using ModuleKey = std::pair<uint64_t, uint64_t>;  // device, inode
 
   static ModuleKey key_of(const Mapping& m);
   const Mapping* mapping_for(pid_t pid, uint64_t ip, bool refresh);
+  void learn_paths(pid_t pid, std::vector<Mapping>& maps);
+  void open_module(pid_t pid, const Mapping& m);
+  uint32_t intern(const Mapping& m);
 
   std::unordered_map<pid_t, Process> processes_;
   std::map<ModuleKey, std::unique_ptr<Module>> modules_;
+  // Where each file (device, inode) was seen, as a path this process opens.
+  std::map<ModuleKey, std::string> paths_;
+  std::vector<Mapping> mappings_;  // resolved mappings, by id
+  std::map<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t>, uint32_t> mapping_ids_;  // start, end, offset, inode
 };
 
 std::string demangle(const std::string& name);

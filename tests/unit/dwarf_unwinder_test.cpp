@@ -71,10 +71,10 @@ Capture capture(size_t capacity = 64 * 1024) {
 std::vector<std::string> names(const std::vector<uint64_t>& ips) {
   Symbolizer sym;
   pid_t pid = getpid();
-  sym.prepare(pid, ips);  // every ip - 1: frame 0 is getcontext's return address
+  std::vector<uint32_t> maps = sym.resolve(pid, ips);  // every ip - 1: frame 0 is getcontext's return address
   std::vector<std::string> out;
-  for (uint64_t ip : ips)
-    out.push_back(sym.frame_name(pid, ip));
+  for (size_t i = 0; i < ips.size(); ++i)
+    out.push_back(sym.describe(maps[i], ips[i]).function);
   return out;
 }
 

@@ -96,8 +96,7 @@ struct InlinedSite {
 // FrameInfo::mapping points into `sym`, which must outlive it.
 FrameInfo describe(Symbolizer& sym, pid_t pid, uint64_t ip) {
   std::vector<uint64_t> ips{ip};
-  sym.prepare(pid, ips);
-  return sym.describe(pid, ip);
+  return sym.describe(sym.resolve(pid, ips)[0], ip);
 }
 
 // The executable mapping of the file ending in `suffix`, as soon as it is
@@ -149,9 +148,9 @@ TEST(Symbolizer, RepeatedLookupsGiveTheSameFrames) {
   ASSERT_GT(site.ip, 0u);
   Symbolizer sym;
   std::vector<uint64_t> ips{site.ip};
-  sym.prepare(site.child.pid(), ips);
-  FrameInfo first = sym.describe(site.child.pid(), site.ip);
-  FrameInfo again = sym.describe(site.child.pid(), site.ip);  // from the cache
+  uint32_t map = sym.resolve(site.child.pid(), ips)[0];
+  FrameInfo first = sym.describe(map, site.ip);
+  FrameInfo again = sym.describe(map, site.ip);  // from the cache
   ASSERT_EQ(first.frames.size(), again.frames.size());
   for (size_t i = 0; i < first.frames.size(); ++i) {
     EXPECT_EQ(first.frames[i].function, again.frames[i].function);
@@ -181,8 +180,7 @@ TEST(Symbolizer, WithoutDwarfOneFrameWithoutPosition) {
 
 TEST(Symbolizer, UnknownAddressIsOneUnknownFrame) {
   Symbolizer sym;
-  sym.track(getpid());
-  FrameInfo f = sym.describe(getpid(), 8);  // page zero is never mapped
+  FrameInfo f = describe(sym, getpid(), 8);  // page zero is never mapped
   ASSERT_EQ(f.frames.size(), 1u);
   EXPECT_EQ(f.function, "[unknown]");
   EXPECT_EQ(f.frames[0].function, "[unknown]");
@@ -222,10 +220,10 @@ TEST(SymbolizerRecording, InlinedCallsBecomeLinesOfOneLocation) {
   a.ips = ips;
   profile.on_alloc(a);
   Symbolizer sym;
-  sym.prepare(pid, ips);
+  StackOrigin origin{.pid = uint32_t(pid), .comm = "inlined", .mappings = sym.resolve(pid, ips)};
   RecordingMeta meta;
   meta.rate = 1;
-  Recording r = build_recording(profile, sym, meta, [](uint32_t, int) { return uint64_t(0); });
+  Recording r = build_recording(profile, sym, meta, {origin});
   ASSERT_EQ(r.samples.size(), 1u);
   const RecSample& s = r.samples[0];
   ASSERT_EQ(s.locations.size(), 2u);  // malloc, then the call site
