@@ -127,7 +127,7 @@ static __always_inline bool process_traced(__u32 tgid) {
   if (!filter_processes)
     return true;
   __u8 *v = bpf_map_lookup_elem(&processes, &tgid);
-  if (v ? *v == AS_PROC_IGNORED : !trace_unknown)
+  if (v ? *v != AS_PROC_MEMBER : !trace_unknown)
     return false;
   return !cgroup_level || bpf_get_current_ancestor_cgroup_id(cgroup_level) == cgroup_id;
 }
@@ -506,7 +506,7 @@ int alloc_return(struct pt_regs *ctx) {
 /* Process lifecycle. Events go only for processes userspace may hold
  * samples of: members, or (--all) every process not ignored. */
 static __always_inline bool wanted(__u8 *verdict) {
-  return verdict ? *verdict == AS_PROC_MEMBER : trace_unknown;
+  return verdict ? *verdict != AS_PROC_IGNORED : trace_unknown;
 }
 
 struct file_id {
@@ -549,7 +549,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child) {
     return 0;
   __u32 ptgid = parent->tgid, ctgid = child->tgid;
   __u8 *v = bpf_map_lookup_elem(&processes, &ptgid);
-  if (v && (*v == AS_PROC_IGNORED || follow_children)) {
+  if (v && (*v != AS_PROC_MEMBER || follow_children)) {
     __u8 copy = *v; /* a child of an ignored process has its name until exec */
     if (bpf_map_update_elem(&processes, &ctgid, &copy, BPF_ANY) != 0)
       count(AS_CNT_PROC_TABLE_FULL);
@@ -563,9 +563,12 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm) {
   __u32 tgid = p->tgid;
   __u8 *v = bpf_map_lookup_elem(&processes, &tgid);
-  if (v && *v == AS_PROC_IGNORED) { /* a new name: judged again */
+  /* A new name: judged again. */
+  if (v && *v == AS_PROC_IGNORED) {
     bpf_map_delete_elem(&processes, &tgid);
     v = 0;
+  } else if (v && *v == AS_PROC_MEMBER_IGNORED) {
+    *v = AS_PROC_MEMBER;
   }
   /* A new program: a fresh countdown, no allocator call in progress. */
   bpf_task_storage_delete(&threads, p);
@@ -584,7 +587,7 @@ int BPF_PROG(on_exit, struct task_struct *p, bool group_dead) {
   __u32 tgid = p->tgid;
   __u8 *v = bpf_map_lookup_elem(&processes, &tgid);
   /* With --all, an ignored process's exit too: its id may come back. */
-  bool want = v ? (*v == AS_PROC_MEMBER || trace_unknown) : trace_unknown;
+  bool want = v ? (*v != AS_PROC_IGNORED || trace_unknown) : trace_unknown;
   /* The process id may be reused: nothing of this process may carry over. */
   bpf_map_delete_elem(&processes, &tgid);
   bpf_map_delete_elem(&seen_processes, &tgid);

@@ -55,6 +55,7 @@ enum as_event_kind {
 enum as_process_verdict {
   AS_PROC_MEMBER = 1,  /* traced, and so are the descendants it forks (-p, -- CMD, --children) */
   AS_PROC_IGNORED = 2, /* not traced (allocscope itself, or judged by a filter); forgotten at exec */
+  AS_PROC_MEMBER_IGNORED = 3, /* a member whose program a filter rejected: a member again at exec */
 };
 
 enum as_event_flags {

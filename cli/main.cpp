@@ -2,6 +2,8 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,8 @@ struct Text {
   std::string rate = "512KiB", duration, metric = "alloc_space", ringbuf = "16MiB", probe_mode = "auto";
   std::string format, interval, by = "function", sort = "value", unwind, stack_bytes = "16KiB";
   std::vector<std::string> outputs;
+  bool children = false;
+  CLI::Option* children_flag = nullptr;  // given at all? (the default depends on -- CMD)
 };
 
 // Options both subcommands share: how estimates and intervals are shown.
@@ -63,7 +67,14 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, Text& t) {
       "  allocscope record -p 1234 --rate 1 -o exact.folded          exact mode: every allocation\n"
       "  allocscope record -p 1234 --metric inuse_space -o live.svg  what is still allocated at the end\n"
       "  allocscope record -p 1234 --interval 30s -o heap.pb.gz      heap.1.pb.gz, heap.2.pb.gz, ...\n"
-      "  allocscope record -p 12,34 -d 10 -o both.pb.gz              several processes in one recording");
+      "  allocscope record -p 12,34 -d 10 -o both.pb.gz              several processes in one recording\n"
+      "  allocscope record --all -d 60 -o host.folded                every process on the machine\n"
+      "  allocscope record --all --comm '^(nginx|php)' -o web.svg    every process whose name matches\n"
+      "  allocscope record --all --cgroup system.slice/foo.service   one systemd unit or container\n"
+      "  allocscope record -p 1234 --children -o tree.pb.gz          a process and what it forks and runs");
+  auto* all = rec->add_flag("-a,--all", c.all,
+                            "Every process on the machine that allocates through a C library, including those "
+                            "started while recording (not allocscope itself); -p then picks processes from them");
   auto* pid = rec->add_option("-p,--pid", c.pids, "Attach to this running process; repeat or separate by commas "
                                                   "for several (-p 12,34)")
                   ->delimiter(',')
@@ -132,11 +143,38 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, Text& t) {
   rec->add_flag("--naive-placement", c.naive_placement, "Every probe on its function's entry")->group("");
   rec->add_flag("-v,--verbose", c.verbose, "Print probe placement, kernel counters and libbpf's messages");
   rec->add_flag("-q,--quiet", c.quiet, "Print nothing but errors");
+  t.children_flag = rec->add_flag("--children,!--no-children", t.children,
+                "Follow every process the targets fork or run (default with -- CMD): system-wide probes, "
+                "each child traced from its first instruction");
+  rec->add_option("--comm", c.comm, "With --all or --children: only processes whose name matches this regular "
+                                    "expression (extended syntax)")
+      ->check([](const std::string& re) -> std::string {
+        try {
+          std::regex(re, std::regex::extended);
+          return "";
+        } catch (const std::regex_error& e) {
+          return std::string("invalid regular expression: ") + e.what();
+        }
+      });
+  rec->add_option("--cgroup", c.cgroup, "With --all or --children: only processes in this cgroup v2 or below it "
+                                        "(/sys/fs/cgroup/system.slice/x.service or system.slice/x.service)");
+  rec->add_option("--per-process", c.per_process,
+                  "false: merge the stacks of processes that have the same name (root frame 'comm' rather "
+                  "than 'comm (pid)')")
+      ->capture_default_str();
+  rec->add_option("--max-processes", c.max_processes,
+                  "Capacity of the kernel's table of followed and ignored processes")
+      ->capture_default_str()
+      ->check(CLI::Range(16u, 1u << 22));
   auto* cmd = rec->add_option("command", c.command, "Command to launch (after --)");
   pid->excludes(cmd);
-  rec->callback([&c, &t, pid, cmd] {
-    if (!*pid && !*cmd)
-      throw CLI::RequiredError("record needs -p PID or -- COMMAND");
+  all->excludes(cmd);
+  rec->callback([&c, &t, pid, cmd, all] {
+    if (!*pid && !*cmd && !*all)
+      throw CLI::RequiredError("record needs --all, -p PID or -- COMMAND");
+    bool children = *t.children_flag ? t.children : bool(*cmd);
+    if ((!c.comm.empty() || !c.cgroup.empty()) && !*all && !children)
+      throw CLI::ValidationError("--comm and --cgroup filter system-wide recordings: add --all or --children");
     if (c.no_free && t.metric.starts_with("inuse"))
       throw CLI::ValidationError("--metric " + t.metric + " needs free probed: drop --no-free");
   });
@@ -160,6 +198,8 @@ void finish_record(RecordConfig& c, const Text& t) {
   c.unwind = unwind == "fp" ? UnwindMode::Fp : unwind == "dwarf" ? UnwindMode::Dwarf : UnwindMode::Auto;
   c.stack_bytes = static_cast<uint32_t>(*parse_bytes(t.stack_bytes));
   c.outputs = output_specs(t.outputs, t.format, "allocscope.folded", Format::Folded);
+  if (*t.children_flag)
+    c.children = t.children;
 }
 
 CLI::App* add_report(CLI::App& app, ReportConfig& c, Text& t) {

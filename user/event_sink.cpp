@@ -167,6 +167,8 @@ void EventSink::on_process(const as_proc_event& e) {
     case AS_EV_EXEC:
       end_instance(e.tgid, false);
       symbolizer_.track(pid_t(e.tgid));  // the new program's file, while it runs
+      if (policy_.on_exec)
+        policy_.on_exec(e.tgid);
       break;
     case AS_EV_EXIT:
       end_instance(e.tgid, true);

@@ -39,6 +39,8 @@ struct SinkPolicy {
   std::function<bool(uint32_t tgid)> keeps_live_at_exit;
   // The kernel's live entries of an ended process, to delete.
   std::function<void(uint32_t tgid, std::span<const uint64_t> addrs)> forget_live;
+  // A process ran a new program.
+  std::function<void(uint32_t tgid)> on_exec;
   // A C library file mapped for the first time (AS_EV_MMAP).
   std::function<void(const as_proc_event&)> new_library;
   // Runtime address of allocator `fn` in process `tgid`, 0 if unknown.
@@ -60,6 +62,8 @@ class EventSink {
 
   const std::vector<StackOrigin>& origins() const { return origins_; }
   const ProcessTable& processes() const { return processes_; }
+  // Process instances with samples recorded (not filtered out).
+  uint64_t recorded_processes() const { return processes_.instances() - rejected_; }
   const std::map<uint32_t, ProcessDrops>& drops() const { return drops_; }
   uint64_t unwinds() const { return unwinds_; }
   uint64_t truncated() const { return truncated_; }

@@ -117,6 +117,8 @@ class Recorder {
   mutable Symbolizer symbolizer_;
   std::optional<std::regex> comm_filter_;
   std::unordered_set<uint32_t> roots_;  // -p and -- CMD processes
+  uint32_t launched_ = 0;               // the -- CMD process
+  bool launched_execed_ = false;        // ... has run the command (before: a fork of allocscope)
   EventSink sink_;
   std::unique_ptr<BpfSession> session_;
   std::map<FileKey, std::array<uint64_t, AS_FN_COUNT>> allocator_offsets_;  // entry file offsets per library
@@ -134,13 +136,19 @@ Recorder::Recorder(const RecordConfig& c)
 SinkPolicy Recorder::policy() {
   SinkPolicy p;
   p.per_process = config_.per_process;
-  p.accept = [this](uint32_t, const std::string& comm) {
+  p.accept = [this](uint32_t tgid, const std::string& comm) {
+    if (tgid == launched_ && !launched_execed_)
+      return false;  // allocscope's own fork, before it runs the command
     return !comm_filter_ || std::regex_search(comm, *comm_filter_);
   };
   p.reject = [this](uint32_t tgid) {
-    if (system_wide())
-      (void)session_->set_verdict(tgid, AS_PROC_IGNORED);  // spares it the sampled path
+    // Spares it the sampled path; a followed process stays followed, to be
+    // judged again when it runs another program.
+    bool member = !config_.all || !config_.pids.empty();
+    if (system_wide() && !roots_.contains(tgid))
+      (void)session_->set_verdict(tgid, member ? AS_PROC_MEMBER_IGNORED : AS_PROC_IGNORED);
   };
+  p.on_exec = [this](uint32_t tgid) { launched_execed_ |= tgid == launched_; };
   p.keeps_live_at_exit = [this](uint32_t tgid) { return roots_.contains(tgid); };
   p.forget_live = [this](uint32_t tgid, std::span<const uint64_t> addrs) { session_->forget_live(tgid, addrs); };
   p.new_library = [this](const as_proc_event& e) {
@@ -193,6 +201,8 @@ Result<std::vector<Target>> Recorder::make_targets() {
       return fail(t.error());
     targets.push_back(std::move(*t));
   }
+  if (!targets.empty() && targets.front().launched())
+    launched_ = uint32_t(targets.front().pid());
   for (Target& t : targets) {
     roots_.insert(uint32_t(t.pid()));
     if (auto ok = session_->set_verdict(uint32_t(t.pid()), AS_PROC_MEMBER); !ok)
@@ -294,7 +304,7 @@ std::vector<std::pair<std::string, uint64_t>> Recorder::counters() const {
   const ProfileCounters& p = profile_.counters();
   return {{"samples", k[AS_CNT_SAMPLES]},
           {"frees_seen", k[AS_CNT_FREES]},
-          {"processes", sink_.processes().instances()},
+          {"processes", sink_.recorded_processes()},
           {"dropped_ringbuf", k[AS_CNT_RINGBUF_DROPS]},
           {"dropped_live_map_full", k[AS_CNT_LIVE_FULL] + p.live_full},
           {"dropped_stack_read", k[AS_CNT_STACK_FAIL]},
@@ -341,11 +351,13 @@ void Recorder::print_summary(uint64_t elapsed_ms) const {
   }
   Counters k = session_->counters();
   const ProfileCounters& p = profile_.counters();
+  uint64_t n = sink_.recorded_processes();
+  std::string processes = std::to_string(n) + (n == 1 ? " process" : " processes");
   std::fprintf(stderr,
-               "allocscope: %.1f s, rate %s, %llu samples, %zu stacks, %zu processes, est. %s allocated, %s live; "
+               "allocscope: %.1f s, rate %s, %llu samples, %zu stacks, %s, est. %s allocated, %s live; "
                "drops: ringbuf %llu, live-map-full %llu, stack-read %llu, stack-table-full %llu\n",
                elapsed_ms / 1000.0, config_.rate <= 1 ? "1 (exact)" : format_bytes(double(config_.rate)).c_str(),
-               (unsigned long long)k[AS_CNT_SAMPLES], profile_.stacks().size(), sink_.processes().instances(),
+               (unsigned long long)k[AS_CNT_SAMPLES], profile_.stacks().size(), processes.c_str(),
                format_bytes(alloc).c_str(), format_bytes(live).c_str(), (unsigned long long)k[AS_CNT_RINGBUF_DROPS],
                (unsigned long long)(k[AS_CNT_LIVE_FULL] + p.live_full), (unsigned long long)k[AS_CNT_STACK_FAIL],
                (unsigned long long)p.stacks_full);
@@ -464,7 +476,7 @@ int Recorder::run() {
     }
     if (!pending_.empty())
       find_pending_libraries(now_ms());
-    progress.update({(now_ms() - start) / 1000.0, sink_.processes().instances(),
+    progress.update({(now_ms() - start) / 1000.0, sink_.recorded_processes(),
                      session_->counters()[AS_CNT_SAMPLES], dropped()});
     if (!targets.empty() && std::all_of(targets.begin(), targets.end(), [](Target& t) { return t.exited(); })) {
       target_gone = true;

@@ -1,0 +1,309 @@
+// Whole-machine and process-tree recording, with real BPF: short-lived
+// processes, a private copy of the C library, fork and exec, filters, churn.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "forker_spec.h"
+#include "harness.h"
+#include "process.h"
+
+namespace allocscope::test {
+namespace {
+
+constexpr double kZ = 5;  // standard deviations allowed: never flakes, still catches bias
+
+// "comm (pid)" -> pid; 0 for a root without one.
+uint32_t root_pid(const std::string& root) {
+  size_t open = root.rfind(" (");
+  return open == std::string::npos ? 0 : uint32_t(std::strtoul(root.c_str() + open + 2, nullptr, 10));
+}
+
+// Sum over the stacks of the processes `keep` selects that end in
+// `function;allocator`.
+template <typename Keep>
+double value_of(const Folded& f, const std::string& function, const std::string& allocator, Keep keep) {
+  double v = 0;
+  for (const auto& [frames, value] : f) {
+    size_t n = frames.size();
+    if (n >= 2 && frames[n - 2] == function && frames[n - 1] == allocator && keep(root_pid(frames[0])))
+      v += value;
+  }
+  return v;
+}
+
+Folded report_folded(const std::string& pprof, const std::string& metric) {
+  std::string out = temp_path("report-" + metric + ".folded");
+  RunResult r = run({ALLOCSCOPE_BIN, "report", pprof, "--metric", metric, "--format", "folded", "-o", out});
+  EXPECT_EQ(r.status, 0) << r.err;
+  Folded f = read_folded(out);
+  std::remove(out.c_str());
+  return f;
+}
+
+struct Estimate {
+  double value = 0, truth = 0, sigma2 = 0;
+  void add_site(const site_spec& s, double est, double truth_bytes, double truth_objects, double rate) {
+    value += est;
+    truth += truth_bytes;
+    double sd = ht_sigma(truth_objects, double(s.size), rate, true);
+    sigma2 += sd * sd;
+  }
+  double z() const { return sigma2 > 0 ? (value - truth) / std::sqrt(sigma2) : (value == truth ? 0 : INFINITY); }
+};
+
+// While --all records, 300 short-lived processes run the workload beside a
+// long-lived one: every short one is symbolized although it is gone before
+// the dump, their total is estimated without bias, and, having exited, they
+// hold nothing in use, while the long-lived one still does.
+TEST(AllProcesses, ShortLivedProcessesAreSymbolizedCountedAndReleased) {
+  REQUIRE_BPF();
+  constexpr int kRuns = 300, kScale = 1, kLongScale = 20;
+  constexpr double kRate = 64 * 1024;
+  std::string pprof = temp_path("all.pb.gz");
+  Child long_lived({WORKLOAD_BIN, "--threads", "1", "--scale-pct", std::to_string(kLongScale), "--wait", "--hold"});
+  ASSERT_TRUE(long_lived.wait_for_line("ready", 10000));
+  Child rec({ALLOCSCOPE_BIN, "record", "--all", "--rate", "64KiB", "-o", pprof});
+  ASSERT_TRUE(rec.wait_for_line("recording every process", 60000, true)) << rec.err();
+  long_lived.signal(SIGUSR1);
+  std::string script = "for i in $(seq " + std::to_string(kRuns) + "); do " + WORKLOAD_BIN +
+                       " --threads 1 --scale-pct " + std::to_string(kScale) + " >/dev/null || exit 1; done";
+  auto started = std::chrono::steady_clock::now();
+  RunResult runs = run({"/bin/sh", "-c", script});
+  double each_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count() / kRuns;
+  ASSERT_EQ(runs.status, 0) << runs.err;
+  ASSERT_TRUE(long_lived.wait_for_line("done", 60000));
+  rec.signal(SIGINT);
+  ASSERT_EQ(rec.wait(), 0) << rec.err();
+  long_lived.signal(SIGUSR1);
+  long_lived.wait();
+
+  uint32_t long_pid = uint32_t(long_lived.pid());
+  Folded alloc = report_folded(pprof, "alloc_space");
+  std::set<uint32_t> short_pids;
+  int unnamed = 0;
+  std::string example;
+  for (const auto& [frames, value] : alloc) {
+    if (!frames[0].starts_with("alloc_sites (") || root_pid(frames[0]) == long_pid)
+      continue;
+    short_pids.insert(root_pid(frames[0]));
+    for (const std::string& f : frames)
+      if (f.starts_with("alloc_sites+0x") || f == "[unknown]") {
+        ++unnamed;
+        for (const std::string& g : frames)
+          example += g + ";";
+      }
+  }
+  std::printf("  %zu short-lived processes sampled (%.1f ms each), %d unnamed frames\n", short_pids.size(), each_ms,
+              unnamed);
+  EXPECT_EQ(short_pids.size(), size_t(kRuns));
+  EXPECT_EQ(unnamed, 0) << example;
+
+  auto is_short = [&](uint32_t pid) { return short_pids.contains(pid); };
+  Estimate total;
+  for (const site_spec& s : kSites) {
+    Truth t = site_truth(s, 1, kScale);
+    total.add_site(s, value_of(alloc, s.function, s.allocator, is_short), kRuns * t.bytes, kRuns * t.objects, kRate);
+  }
+  std::printf("  short-lived alloc_space: estimate %.0f, truth %.0f, z %.2f\n", total.value, total.truth, total.z());
+  EXPECT_LT(std::fabs(total.z()), kZ);
+
+  Folded inuse = report_folded(pprof, "inuse_space");
+  double short_inuse = 0;
+  Estimate long_inuse;
+  for (const auto& [frames, value] : inuse)
+    if (is_short(root_pid(frames[0])))
+      short_inuse += value;
+  for (const site_spec& s : kSites) {
+    Truth t = site_truth(s, 1, kLongScale);
+    long_inuse.add_site(s, value_of(inuse, s.function, s.allocator, [&](uint32_t p) { return p == long_pid; }),
+                        t.live_bytes, t.live_objects, kRate);
+  }
+  std::printf("  inuse: short-lived %.0f B; long-lived estimate %.0f, truth %.0f, z %.2f\n", short_inuse,
+              long_inuse.value, long_inuse.truth, long_inuse.z());
+  EXPECT_EQ(short_inuse, 0);
+  EXPECT_LT(std::fabs(long_inuse.z()), kZ);
+  std::remove(pprof.c_str());
+}
+
+// A program run through its own copy of the dynamic loader and C library
+// (another file, as in a container) after recording began is found at its
+// mmap and sampled.
+TEST(AllProcesses, PrivateCopyOfTheCLibraryIsSampled) {
+  REQUIRE_BPF();
+  namespace fs = std::filesystem;
+  fs::path dir = temp_path("libc-copy");
+  fs::create_directories(dir);
+  fs::copy_file(fs::canonical("/lib/x86_64-linux-gnu/libc.so.6"), dir / "libc.so.6",
+                fs::copy_options::overwrite_existing);
+  fs::copy_file(fs::canonical("/lib64/ld-linux-x86-64.so.2"), dir / "ld-linux-x86-64.so.2",
+                fs::copy_options::overwrite_existing);
+  fs::permissions(dir / "ld-linux-x86-64.so.2", fs::perms::owner_all, fs::perm_options::add);
+  std::string folded_path = temp_path("copy.folded");
+  Child rec({ALLOCSCOPE_BIN, "record", "--all", "-v", "--rate", "64KiB", "-o", folded_path});
+  ASSERT_TRUE(rec.wait_for_line("recording every process", 60000, true)) << rec.err();
+  constexpr int kScale = 20;
+  Child w({(dir / "ld-linux-x86-64.so.2").string(), "--library-path", dir.string(), WORKLOAD_BIN, "--threads", "1",
+           "--scale-pct", std::to_string(kScale), "--wait"});
+  ASSERT_TRUE(w.wait_for_line("ready", 10000));
+  auto maps = read_text_file("/proc/" + std::to_string(w.pid()) + "/maps");
+  ASSERT_TRUE(maps && maps->find((dir / "libc.so.6").string()) != std::string::npos) << "not using the copy";
+  EXPECT_TRUE(rec.wait_for_line("a new C library", 10000, true)) << rec.err();
+  w.signal(SIGUSR1);
+  EXPECT_EQ(w.wait(), 0);
+  rec.signal(SIGINT);
+  ASSERT_EQ(rec.wait(), 0) << rec.err();
+
+  Folded f = read_folded(folded_path);
+  Estimate total;
+  for (const site_spec& s : kSites) {
+    Truth t = site_truth(s, 1, kScale);
+    total.add_site(s, value_of(f, s.function, s.allocator, [&](uint32_t p) { return p == uint32_t(w.pid()); }),
+                   t.bytes, t.objects, 64 * 1024);
+  }
+  std::printf("  copy of libc: estimate %.0f, truth %.0f, z %.2f\n", total.value, total.truth, total.z());
+  EXPECT_GT(total.value, 0);
+  EXPECT_LT(std::fabs(total.z()), kZ);
+  fs::remove_all(dir);
+  std::remove(folded_path.c_str());
+}
+
+// A forked child frees its copies of the parent's sampled addresses: the
+// parent keeps them live. The child is followed (-- CMD follows
+// descendants) and, having exited, holds nothing live. Exact mode: exact
+// figures.
+TEST(Children, ForkedChildNeverFreesTheParentsSamples) {
+  REQUIRE_BPF();
+  std::string pprof = temp_path("fork.pb.gz");
+  RunResult r = run({ALLOCSCOPE_BIN, "record", "-q", "--rate", "1", "-o", pprof, "--", FORKER_BIN});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("child exited 0"), std::string::npos) << r.out;
+  auto any = [](uint32_t) { return true; };
+  Folded alloc = report_folded(pprof, "alloc_space"), inuse = report_folded(pprof, "inuse_space");
+  EXPECT_EQ(value_of(alloc, "parent_keep", "malloc", any), FORKER_KEPT * FORKER_KEPT_SIZE);
+  EXPECT_EQ(value_of(inuse, "parent_keep", "malloc", any), FORKER_KEPT * FORKER_KEPT_SIZE);
+  EXPECT_EQ(value_of(alloc, "child_keep", "malloc", any), FORKER_CHILD * FORKER_CHILD_SIZE);
+  EXPECT_EQ(value_of(inuse, "child_keep", "malloc", any), 0);
+  std::set<uint32_t> parent, child;
+  for (const auto& [frames, v] : alloc)
+    (std::find(frames.begin(), frames.end(), "child_keep") != frames.end() ? child : parent)
+        .insert(root_pid(frames[0]));
+  EXPECT_EQ(child.size(), 1u);
+  EXPECT_FALSE(parent.contains(*child.begin())) << "the child's samples are under their own pid";
+  std::remove(pprof.c_str());
+}
+
+// A shell script that runs the real program twice: both runs are followed
+// from their first allocation (exact mode counts every one), and the
+// script's exit status comes back; --no-children sees only the shell.
+TEST(Children, ProgramsAShellRunsAreFollowedFromTheStart) {
+  REQUIRE_BPF();
+  std::string out = temp_path("tree.folded");
+  std::string script = std::string(WORKLOAD_BIN) + " --threads 1 --scale-pct 1 >/dev/null; " + WORKLOAD_BIN +
+                       " --threads 1 --scale-pct 1 >/dev/null; exit 3";
+  for (bool follow : {true, false}) {
+    SCOPED_TRACE(follow ? "children" : "no children");
+    RunResult r = run({ALLOCSCOPE_BIN, "record", "-q", "--rate", "1", follow ? "--children" : "--no-children", "-o",
+                       out, "--", "/bin/sh", "-c", script});
+    EXPECT_EQ(r.status, 3) << r.err;
+    Folded f = read_folded(out);
+    std::set<uint32_t> pids;
+    for (const auto& [frames, v] : f)
+      if (frames[0].starts_with("alloc_sites ("))
+        pids.insert(root_pid(frames[0]));
+    EXPECT_EQ(pids.size(), follow ? 2u : 0u);
+    for (const site_spec& s : kSites) {
+      Truth t = site_truth(s, 1, 1);
+      EXPECT_EQ(value_of(f, s.function, s.allocator, [](uint32_t) { return true; }), follow ? 2 * t.bytes : 0)
+          << s.function;
+    }
+  }
+  std::remove(out.c_str());
+}
+
+// --comm keeps only the processes it names; --per-process=false merges
+// them under their name.
+TEST(AllProcesses, CommFilterAndMergedProcesses) {
+  REQUIRE_BPF();
+  std::string out = temp_path("comm.folded");
+  Child rec({ALLOCSCOPE_BIN, "record", "--all", "--comm", "^alloc_sites$", "--per-process=false", "--rate", "16KiB",
+             "-o", out});
+  ASSERT_TRUE(rec.wait_for_line("recording every process", 60000, true)) << rec.err();
+  std::string script = "for i in 1 2 3 4; do " + std::string(WORKLOAD_BIN) +
+                       " --threads 1 --scale-pct 2 >/dev/null; ls / >/dev/null; done";
+  ASSERT_EQ(run({"/bin/sh", "-c", script}).status, 0);
+  rec.signal(SIGINT);
+  ASSERT_EQ(rec.wait(), 0) << rec.err();
+  Folded f = read_folded(out);
+  ASSERT_FALSE(f.empty());
+  std::set<std::string> roots;
+  for (const auto& [frames, v] : f)
+    roots.insert(frames[0]);
+  EXPECT_EQ(roots, std::set<std::string>{"alloc_sites"});
+  std::remove(out.c_str());
+}
+
+uint64_t rss_kib(pid_t pid) {
+  auto status = read_text_file("/proc/" + std::to_string(pid) + "/status");
+  if (!status)
+    return 0;
+  size_t at = status->find("VmRSS:");
+  return at == std::string::npos ? 0 : std::strtoull(status->c_str() + at + 6, nullptr, 10);
+}
+
+// About a minute of process churn under --all with a small stack table:
+// allocscope's memory stays bounded, nothing crashes, and the counters add
+// up: every sample the kernel took reached a stack or is counted as dropped.
+TEST(AllProcesses, ChurnSoakStaysBoundedAndCountsDrops) {
+  REQUIRE_BPF();
+  constexpr int kSeconds = 45;
+  constexpr uint64_t kRssBoundKib = 160 * 1024;
+  std::string out = temp_path("soak.json");
+  Child rec({ALLOCSCOPE_BIN, "record", "--all", "--rate", "16KiB", "--max-stacks", "400", "--format", "json", "-o",
+             out});
+  ASSERT_TRUE(rec.wait_for_line("recording every process", 60000, true)) << rec.err();
+  std::string script = "end=$(($(date +%s) + " + std::to_string(kSeconds) + ")); n=0; while [ $(date +%s) -lt $end ]; do " +
+                       WORKLOAD_BIN + " --threads 1 --scale-pct 1 >/dev/null & " + WORKLOAD_BIN +
+                       " --threads 2 --scale-pct 1 >/dev/null & /bin/true; wait; n=$((n + 3)); done; echo $n";
+  Child churn({"/bin/sh", "-c", script});
+  uint64_t max_rss = 0;
+  for (int i = 0; i < kSeconds; ++i) {  // the churn's length
+    max_rss = std::max(max_rss, rss_kib(rec.pid()));
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  ASSERT_EQ(churn.wait(), 0);
+  max_rss = std::max(max_rss, rss_kib(rec.pid()));
+  int processes = std::atoi(churn.out().c_str());
+  rec.signal(SIGINT);
+  ASSERT_EQ(rec.wait(), 0) << rec.err();
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(out));
+  const auto& c = j["counters"];
+  uint64_t kernel = c["samples"], kept = j["totals"]["samples"];
+  uint64_t ringbuf = c["dropped_ringbuf"], table = c["dropped_stack_table_full"];
+  std::printf("  %d processes run, %llu seen; max RSS %.1f MiB; samples %llu = %llu in stacks + %llu ringbuf + %llu "
+              "stack table full\n",
+              processes, (unsigned long long)c["processes"].get<uint64_t>(), max_rss / 1024.0,
+              (unsigned long long)kernel, (unsigned long long)kept, (unsigned long long)ringbuf,
+              (unsigned long long)table);
+  EXPECT_GE(processes, 1000);
+  EXPECT_GE(c["processes"].get<uint64_t>(), uint64_t(processes) * 2 / 3);
+  EXPECT_LT(max_rss, kRssBoundKib);
+  EXPECT_GT(table, 0u) << "the stack table cap was never reached";
+  EXPECT_EQ(kernel, kept + ringbuf + table);
+  EXPECT_NE(rec.err().find("the stack table was full"), std::string::npos);
+  std::remove(out.c_str());
+}
+
+}  // namespace
+}  // namespace allocscope::test
