@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-PACKAGES=(build-essential cmake pkg-config clang llvm libbpf-dev bpftool libelf-dev libdw-dev
+PACKAGES=(build-essential cmake pkg-config clang llvm libbpf-dev bpftool libelf-dev libdw-dev libjemalloc-dev
           libcli11-dev libgtest-dev libcapstone-dev nlohmann-json3-dev util-linux libprotobuf-dev protobuf-compiler zlib1g-dev golang-go chromium)
 BUILD=${BUILD_DIR:-build}
 

@@ -101,10 +101,12 @@ struct {
   __type(value, __u64);
 } counters SEC(".maps");
 
+/* Atomic although per CPU: uprobe programs can be preempted, and another
+ * run on the same CPU would otherwise lose an increment. */
 static __always_inline void count(__u32 which) {
   __u64 *c = bpf_map_lookup_elem(&counters, &which);
   if (c)
-    *c += 1;
+    __sync_fetch_and_add(c, 1);
 }
 
 static __always_inline __u64 draw_countdown(void) {
@@ -326,10 +328,13 @@ static long name_frame_vma(__u64 i, void *data) {
   if (n >= AS_MAX_VMAS)
     return 1;
   struct as_vma v = {};
-  if (bpf_find_vma(w->task, ip, remember_vma, &v, 0) != 0 || v.end == 0) {
+  long err = bpf_find_vma(w->task, ip, remember_vma, &v, 0);
+  if (err == -16) { /* EBUSY: the mmap lock is taken; the next frames would wait as well */
     count(AS_CNT_VMA_MISSES);
-    return 0;
+    return 1;
   }
+  if (err || v.end == 0) /* else no mapping: a bogus frame past the stack's end */
+    return 0;
   e->vmas[n & (AS_MAX_VMAS - 1)] = v;
   e->nvmas = n + 1;
   return 0;

@@ -81,7 +81,7 @@ enum as_counter {
   AS_CNT_FILTERED = 8,       /* sampled trials of processes not traced (system-wide probes) */
   AS_CNT_PROC_DROPS = 9,     /* process events (fork, exec, exit, mmap) lost: ring buffer full */
   AS_CNT_PROC_TABLE_FULL = 10, /* forked children not followed: process table full */
-  AS_CNT_VMA_MISSES = 11,    /* frames whose mapping the kernel could not name */
+  AS_CNT_VMA_MISSES = 11,    /* frames whose mapping the kernel could not read (mmap lock busy) */
   AS_CNT_COUNT = 12,
 };
 

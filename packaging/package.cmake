@@ -2,6 +2,6 @@
 set(CPACK_PACKAGE_NAME allocscope)
 set(CPACK_PACKAGE_CONTACT "allocscope developers")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "eBPF heap allocation sampler for Linux")
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "libbpf1, libelf1, libdw1")
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libbpf1, libelf1, libdw1, libjemalloc2")
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 include(CPack)
