@@ -209,8 +209,13 @@ void Symbolizer::add_mappings(pid_t pid, std::span<const Mapping> kernel_maps) {
   std::vector<Mapping>& maps = processes_[pid].maps;
   bool added = false;
   for (const Mapping& k : kernel_maps) {
-    if (find_mapping(maps, k.start))
+    const Mapping* known = find_mapping(maps, k.start);
+    if (known && known->start == k.start && known->end == k.end && known->inode == k.inode &&
+        known->offset == k.offset)
       continue;
+    // The kernel's view at sample time wins over a snapshot taken before the
+    // range was unmapped and mapped again.
+    std::erase_if(maps, [&](const Mapping& m) { return m.start < k.end && k.start < m.end; });
     Mapping m = k;
     if (auto p = paths_.find(key_of(m)); p != paths_.end())
       m.path = p->second;
@@ -221,7 +226,10 @@ void Symbolizer::add_mappings(pid_t pid, std::span<const Mapping> kernel_maps) {
     std::sort(maps.begin(), maps.end(), [](const Mapping& a, const Mapping& b) { return a.start < b.start; });
 }
 
-void Symbolizer::forget(pid_t pid) { processes_.erase(pid); }
+void Symbolizer::forget(pid_t pid) {
+  processes_.erase(pid);
+  perf_maps_.erase(pid);
+}
 
 const std::vector<Mapping>& Symbolizer::maps(pid_t pid) {
   track(pid);
@@ -245,12 +253,30 @@ void Symbolizer::open_module(pid_t pid, const Mapping& m) {
   modules_.emplace(key, std::make_unique<Module>(path, m.path));
 }
 
-uint32_t Symbolizer::intern(const Mapping& m) {
-  auto key = std::tuple{m.start, m.end, m.offset, m.inode};
+uint32_t Symbolizer::intern(pid_t pid, const Mapping& m) {
+  auto key = std::tuple{m.start, m.end, m.offset, m.inode, m.inode ? 0 : pid};
   auto [it, added] = mapping_ids_.try_emplace(key, uint32_t(mappings_.size()));
   if (added)
     mappings_.push_back(m);
   return it->second;
+}
+
+// Reads the process's perf map when first needed, and again when it grew
+// (the JIT named more code since) and `addr` is not in it.
+void Symbolizer::load_perf_map(pid_t pid, uint64_t addr) {
+  std::shared_ptr<PerfMap>& map = perf_maps_[pid];
+  if (!map)
+    map = std::make_shared<PerfMap>();
+  if (find_jit_symbol(map->symbols, addr))
+    return;
+  std::string path = "/tmp/perf-" + std::to_string(pid) + ".map";
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0 || st.st_size == map->size)
+    return;
+  if (auto text = read_text_file(path)) {
+    map->symbols = parse_perf_map(*text);
+    map->size = st.st_size;
+  }
 }
 
 uint32_t Symbolizer::resolve_address(pid_t pid, uint64_t addr) {
@@ -260,7 +286,12 @@ uint32_t Symbolizer::resolve_address(pid_t pid, uint64_t addr) {
     return kNoMapping;
   if (m->is_file())
     open_module(pid, *m);
-  return intern(*m);
+  uint32_t id = intern(pid, *m);
+  if (!m->inode && m->executable) {  // JIT code, perhaps named in a perf map
+    load_perf_map(pid, addr);
+    jit_[id] = perf_maps_[pid];
+  }
+  return id;
 }
 
 std::vector<uint32_t> Symbolizer::resolve(pid_t pid, std::span<const uint64_t> ips) {
@@ -278,6 +309,9 @@ FrameInfo Symbolizer::describe(uint32_t id, uint64_t ip) {
   if (!info.mapping)
     return named(std::move(info), "[unknown]");
   const Mapping& m = *info.mapping;
+  if (auto jit = jit_.find(id); jit != jit_.end())
+    if (const JitSymbol* sym = find_jit_symbol(jit->second->symbols, addr))
+      return named(std::move(info), sym->name);
   auto mod = modules_.find(key_of(m));
   uint64_t vaddr;
   if (mod == modules_.end() || !mod->second->offset_to_vaddr(m.file_offset(addr), &vaddr))

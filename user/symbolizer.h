@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "perf_map.h"
 #include "proc_maps.h"
 #include "source_frames.h"
 
@@ -88,14 +89,24 @@ class Symbolizer {
   const Mapping* mapping_for(pid_t pid, uint64_t ip, bool refresh);
   void learn_paths(pid_t pid, std::vector<Mapping>& maps);
   void open_module(pid_t pid, const Mapping& m);
-  uint32_t intern(const Mapping& m);
+  uint32_t intern(pid_t pid, const Mapping& m);
+  void load_perf_map(pid_t pid, uint64_t addr);
 
   std::unordered_map<pid_t, Process> processes_;
   std::map<ModuleKey, std::unique_ptr<Module>> modules_;
   // Where each file (device, inode) was seen, as a path this process opens.
   std::map<ModuleKey, std::string> paths_;
   std::vector<Mapping> mappings_;  // resolved mappings, by id
-  std::map<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t>, uint32_t> mapping_ids_;  // start, end, offset, inode
+  // start, end, offset, inode, and the pid for anonymous mappings (JIT code)
+  std::map<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t, pid_t>, uint32_t> mapping_ids_;
+  // /tmp/perf-PID.map of processes with anonymous code, by pid while they
+  // run and by resolved mapping id after.
+  struct PerfMap {
+    std::vector<JitSymbol> symbols;
+    int64_t size = -1;  // of the file when read
+  };
+  std::unordered_map<pid_t, std::shared_ptr<PerfMap>> perf_maps_;
+  std::unordered_map<uint32_t, std::shared_ptr<PerfMap>> jit_;
 };
 
 std::string demangle(const std::string& name);

@@ -1,0 +1,99 @@
+// Symbolization that survives what processes do to their code: libraries
+// loaded with dlopen and JIT code after recording began, binaries deleted or
+// replaced on disk while they run. Real BPF.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "harness.h"
+
+namespace allocscope::test {
+namespace {
+
+// Lines whose allocator's direct caller is `caller`.
+double caller_value(const Folded& f, const std::string& caller) {
+  double v = 0;
+  for (const auto& [frames, value] : f)
+    if (frames.size() >= 2 && frames[frames.size() - 2] == caller)
+      v += value;
+  return v;
+}
+
+bool has_frame(const Folded& f, const std::string& name) {
+  for (const auto& [frames, value] : f)
+    for (const std::string& frame : frames)
+      if (frame == name)
+        return true;
+  return false;
+}
+
+TEST(Symbols, CodeLoadedAfterAttachIsNamed) {
+  REQUIRE_BPF();
+  Child w({LATE_CODE_BIN});
+  ASSERT_TRUE(w.wait_for_line("ready", 10000));
+  std::string out = temp_path("late.folded");
+  Child rec({ALLOCSCOPE_BIN, "record", "-p", std::to_string(w.pid()), "--rate", "1", "--unwind", "auto", "-o", out});
+  ASSERT_TRUE(rec.wait_for_line("recording process", 60000, true)) << rec.err();
+  w.signal(SIGUSR1);
+  ASSERT_TRUE(w.wait_for_line("done", 10000));
+  rec.signal(SIGINT);
+  ASSERT_EQ(rec.wait(), 0) << rec.err();
+  w.signal(SIGUSR1);
+  EXPECT_EQ(w.wait(), 0);
+  Folded f = read_folded(out);
+  std::string all;
+  for (const auto& [frames, value] : f) {
+    for (const std::string& frame : frames)
+      all += frame + ";";
+    all += " " + std::to_string(value) + "\n";
+  }
+  SCOPED_TRACE(all);
+  // JIT code: named from /tmp/perf-PID.map, exact counts in exact mode.
+  EXPECT_EQ(caller_value(f, "jit_stub"), 10 * 5000);
+  // zlib, dlopen'ed after attach: its exported entry points name the frames.
+  EXPECT_TRUE(has_frame(f, "deflateInit2_"));
+  EXPECT_TRUE(has_frame(f, "start_deflate"));
+  std::remove(out.c_str());
+}
+
+// The binary is deleted and another file put at its path while it runs:
+// frames are still named from the file the process maps.
+TEST(Symbols, DeletedAndReplacedBinaryIsNamed) {
+  REQUIRE_BPF();
+  namespace fs = std::filesystem;
+  fs::path bin = temp_path("replaced-workload");
+  fs::copy_file(WORKLOAD_BIN, bin, fs::copy_options::overwrite_existing);
+  constexpr int kScale = 20;
+  Child w({bin.string(), "--threads", "1", "--scale-pct", std::to_string(kScale), "--wait", "--hold"});
+  ASSERT_TRUE(w.wait_for_line("ready", 10000));
+  fs::remove(bin);
+  fs::copy_file("/bin/true", bin);
+  std::string out = temp_path("replaced.folded");
+  Child rec({ALLOCSCOPE_BIN, "record", "-p", std::to_string(w.pid()), "--rate", "64KiB", "-o", out});
+  ASSERT_TRUE(rec.wait_for_line("recording process", 60000, true)) << rec.err();
+  w.signal(SIGUSR1);
+  ASSERT_TRUE(w.wait_for_line("done", 60000));
+  rec.signal(SIGINT);
+  ASSERT_EQ(rec.wait(), 0) << rec.err();
+  w.signal(SIGUSR1);
+  w.wait();
+  Folded f = read_folded(out);
+  double estimate = 0, truth = 0, variance = 0;
+  for (const site_spec& s : kSites) {
+    Truth t = site_truth(s, 1, kScale);
+    estimate += site_value(f, s.function, s.allocator);
+    truth += t.bytes;
+    variance += std::pow(ht_sigma(t.objects, double(s.size), 64 * 1024, true), 2);
+  }
+  double z = (estimate - truth) / std::sqrt(variance);
+  std::printf("  replaced binary: estimate %.0f, truth %.0f, z %.2f\n", estimate, truth, z);
+  EXPECT_LT(std::fabs(z), 5);
+  fs::remove(bin);
+  std::remove(out.c_str());
+}
+
+}  // namespace
+}  // namespace allocscope::test
