@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <unordered_map>
 
 namespace allocscope {
 
@@ -66,6 +67,31 @@ std::vector<pid_t> list_processes() {
   }
   closedir(dir);
   return pids;
+}
+
+pid_t parent_from_stat(std::string_view stat) {
+  size_t close = stat.rfind(')');  // the name may hold spaces and parentheses
+  if (close == std::string_view::npos || close + 4 >= stat.size())
+    return 0;
+  std::string_view rest = stat.substr(close + 4);  // past ") S "
+  return pid_t(std::strtol(std::string(rest.substr(0, rest.find(' '))).c_str(), nullptr, 10));
+}
+
+std::vector<pid_t> descendants_of(const std::vector<pid_t>& roots) {
+  std::unordered_map<pid_t, std::vector<pid_t>> children;
+  for (pid_t pid : list_processes())
+    if (auto stat = read_text_file("/proc/" + std::to_string(pid) + "/stat"))
+      children[parent_from_stat(*stat)].push_back(pid);
+  std::vector<pid_t> out, todo = roots;
+  while (!todo.empty()) {
+    pid_t p = todo.back();
+    todo.pop_back();
+    for (pid_t c : children[p]) {
+      out.push_back(c);
+      todo.push_back(c);
+    }
+  }
+  return out;
 }
 
 Result<CgroupId> find_cgroup(const std::string& path) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "proc_maps.h"
@@ -23,6 +24,13 @@ std::string mapped_file_path(pid_t pid, const Mapping& m);
 
 // Every process id in /proc.
 std::vector<pid_t> list_processes();
+
+// The processes now running below `roots` in the process tree (children,
+// their children, ...), from each process's parent in /proc/PID/stat.
+std::vector<pid_t> descendants_of(const std::vector<pid_t>& roots);
+
+// The parent process id field of a /proc/PID/stat line; 0 if malformed.
+pid_t parent_from_stat(std::string_view stat);
 
 // A cgroup v2 directory (a path under /sys/fs/cgroup, or as /proc/PID/cgroup
 // names it: "/system.slice/x.service"): its id and depth below the root.

@@ -208,6 +208,12 @@ Result<std::vector<Target>> Recorder::make_targets() {
     if (auto ok = session_->set_verdict(uint32_t(t.pid()), AS_PROC_MEMBER); !ok)
       return fail(ok.error());
   }
+  // Children forked before recording began: followed too (new ones are
+  // marked by the kernel at fork).
+  if (children() && !config_.pids.empty())
+    for (pid_t child : descendants_of(config_.pids))
+      if (auto ok = session_->set_verdict(uint32_t(child), AS_PROC_MEMBER); !ok)
+        return fail(ok.error());
   return targets;
 }
 

@@ -232,6 +232,38 @@ TEST(Children, ProgramsAShellRunsAreFollowedFromTheStart) {
   std::remove(out.c_str());
 }
 
+// -p SHELL --children: the program the shell already runs is followed as
+// well as anything it starts later; exact mode counts every allocation.
+TEST(Children, AttachedProcessTreeIsFollowed) {
+  REQUIRE_BPF();
+  std::string script = std::string(WORKLOAD_BIN) + " --threads 1 --scale-pct 1 --wait; " + WORKLOAD_BIN +
+                       " --threads 1 --scale-pct 1 >/dev/null";
+  Child shell({"/bin/sh", "-c", script});
+  ASSERT_TRUE(shell.wait_for_line("ready", 10000));
+  auto children = read_text_file("/proc/" + std::to_string(shell.pid()) + "/task/" + std::to_string(shell.pid()) +
+                                 "/children");
+  ASSERT_TRUE(children.has_value());
+  pid_t waiting = pid_t(std::atoi(children->c_str()));
+  ASSERT_GT(waiting, 0);
+  std::string out = temp_path("attached-tree.folded");
+  Child rec({ALLOCSCOPE_BIN, "record", "-p", std::to_string(shell.pid()), "--children", "--rate", "1", "-o", out});
+  ASSERT_TRUE(rec.wait_for_line("recording process", 60000, true)) << rec.err();
+  kill(waiting, SIGUSR1);
+  EXPECT_EQ(shell.wait(), 0);
+  EXPECT_EQ(rec.wait(), 0) << rec.err();  // stops when the shell exits
+  Folded f = read_folded(out);
+  std::set<uint32_t> pids;
+  for (const auto& [frames, v] : f)
+    if (frames[0].starts_with("alloc_sites ("))
+      pids.insert(root_pid(frames[0]));
+  EXPECT_EQ(pids.size(), 2u);
+  EXPECT_TRUE(pids.contains(uint32_t(waiting)));
+  for (const site_spec& s : kSites)
+    EXPECT_EQ(value_of(f, s.function, s.allocator, [](uint32_t) { return true; }), 2 * site_truth(s, 1, 1).bytes)
+        << s.function;
+  std::remove(out.c_str());
+}
+
 // --comm keeps only the processes it names; --per-process=false merges
 // them under their name.
 TEST(AllProcesses, CommFilterAndMergedProcesses) {

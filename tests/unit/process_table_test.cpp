@@ -1,0 +1,62 @@
+#include "process_table.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "process.h"
+#include "profile.h"
+
+namespace allocscope {
+namespace {
+
+TEST(ProcessTable, ExecAndExitStartNewInstances) {
+  ProcessTable t;
+  uint32_t sh = t.current(100, "sh");
+  EXPECT_EQ(t.current(100, "other name"), sh);  // the same run: the first name stays
+  EXPECT_EQ(t.end(100), sh);                    // exec
+  uint32_t prog = t.current(100, "prog");
+  EXPECT_NE(prog, sh);
+  EXPECT_EQ(t.instance(prog).comm, "prog");
+  EXPECT_TRUE(t.instance(sh).ended);
+  EXPECT_EQ(t.end(100), prog);                  // exit
+  EXPECT_FALSE(t.find(100).has_value());
+  EXPECT_FALSE(t.end(100).has_value());
+  uint32_t reused = t.current(100, "prog");     // the pid comes back: a new process
+  EXPECT_NE(reused, prog);
+  EXPECT_EQ(t.instances(), 3u);
+  EXPECT_EQ(t.running(), 1u);
+}
+
+// An ended process's live samples leave the inuse totals; another
+// process's samples at the same addresses stay.
+TEST(ProcessTable, DroppedProcessReleasesOnlyItsOwnLiveSamples) {
+  Profile p(1, 16, 16);
+  std::vector<uint64_t> ips{0x1000};
+  for (uint32_t pid : {1u, 2u})
+    for (uint64_t addr : {0xa0u, 0xb0u})
+      p.on_alloc({.pid = pid, .fn = 0, .addr = addr, .size = 100, .offset = 0, .ts_ns = 0, .live_tracked = true,
+                  .ips = ips});
+  std::vector<uint64_t> dropped = p.drop_process(1);
+  std::sort(dropped.begin(), dropped.end());
+  EXPECT_EQ(dropped, (std::vector<uint64_t>{0xa0, 0xb0}));
+  EXPECT_EQ(p.live_count(), 2u);
+  double live = 0;
+  for (const StackRecord& s : p.stacks())
+    live += s.totals.live_bytes;
+  EXPECT_EQ(live, 200);
+  p.on_free(1, 0xa0);  // too late: nothing left to free
+  EXPECT_EQ(p.counters().unmatched_frees, 1u);
+  p.on_free(2, 0xa0);
+  EXPECT_EQ(p.live_count(), 1u);
+  EXPECT_TRUE(p.drop_process(3).empty());
+}
+
+TEST(ProcStat, ParentFieldPastAnOddName) {
+  EXPECT_EQ(parent_from_stat("1234 (a) b (c)) S 77 1234 1234 0 -1"), 77);
+  EXPECT_EQ(parent_from_stat("1 (init) S 0 1 1"), 0);
+  EXPECT_EQ(parent_from_stat("garbage"), 0);
+}
+
+}  // namespace
+}  // namespace allocscope
