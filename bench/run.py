@@ -163,20 +163,22 @@ def userspace_cost(build, smoke):
 
 
 def process_scaling(build, reps, smoke):
-    """Per-pair cost with 1, 10 and 100 traced processes (one thread each)."""
+    """Per-pair cost with 1, 10 and 100 traced processes (one thread each):
+    probes per process (-p) against one system-wide probe set (--all -p)."""
     bench = os.path.join(build, "bench", "malloc_bench")
     allocscope = os.path.join(build, "allocscope")
     counts = [1, 3] if smoke else [1, 10, 100]
     pairs = 20000 if smoke else 200000
+    modes = {"untraced": None, "per-process": [], "system-wide": ["--all"]}
     results = {}
     for _ in range(reps):
         for n in counts:
-            for traced in (False, True):
+            for mode, extra in modes.items():
                 benches = [Bench([bench, "--pairs", str(pairs)]) for _ in range(n)]
                 tracer = None
-                if traced:
+                if extra is not None:
                     pids = ",".join(str(b.pid) for b in benches)
-                    tracer = subprocess.Popen([allocscope, "record", "-p", pids, "-o", "/dev/null"],
+                    tracer = subprocess.Popen([allocscope, "record", "-p", pids, "-o", "/dev/null"] + extra,
                                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                     wait_for(tracer.stderr, "recording process", 120)
                 for b in benches:
@@ -184,14 +186,16 @@ def process_scaling(build, reps, smoke):
                 values = [b.run(("cpu_ns_per_pair",), signal_it=False) for b in benches]
                 if tracer:
                     tracer.wait(timeout=120)
-                results.setdefault((n, traced), []).append(statistics.median(values))
+                results.setdefault((n, mode), []).append(statistics.median(values))
     print(f"\nprocesses traced at once, malloc_bench 1 thread each, {pairs} pairs; median across processes of "
           "the CPU ns per pair (thread CPU time, so time-sharing the 2 CPUs does not count)")
-    print("\n| processes | untraced | allocscope | overhead ns |\n|---:|---:|---:|---:|")
+    print("\n| processes | untraced | -p (per-process probes) | overhead ns | --all -p (system-wide) | overhead ns |")
+    print("|---:|---:|---:|---:|---:|---:|")
     for n in counts:
-        u = statistics.median(results[(n, False)])
-        t = statistics.median(results[(n, True)])
-        print(f"| {n} | {u:.0f} | {t:.0f} | {t - u:.0f} |")
+        u = statistics.median(results[(n, "untraced")])
+        p = statistics.median(results[(n, "per-process")])
+        w = statistics.median(results[(n, "system-wide")])
+        print(f"| {n} | {u:.0f} | {p:.0f} | {p - u:.0f} | {w:.0f} | {w - u:.0f} |")
 
 
 def cxx_table(build, reps, smoke):

@@ -95,5 +95,32 @@ TEST(Symbols, DeletedAndReplacedBinaryIsNamed) {
   std::remove(out.c_str());
 }
 
+// A binary that exists only in another mount namespace (a private tmpfs, as
+// in a container) is named through the process, not through a path.
+TEST(Symbols, BinaryInAnotherMountNamespaceIsNamed) {
+  REQUIRE_BPF();
+  std::string dir = temp_path("mntns");
+  std::filesystem::create_directories(dir);
+  std::string script = "mount -t tmpfs none " + dir + " && cp " + WORKLOAD_BIN + " " + dir +
+                       "/hidden_workload && exec " + dir + "/hidden_workload --threads 1 --scale-pct 5 --wait";
+  Child w({"unshare", "-m", "--propagation", "private", "/bin/sh", "-c", script});
+  ASSERT_TRUE(w.wait_for_line("ready", 10000)) << w.err();
+  ASSERT_FALSE(std::filesystem::exists(dir + "/hidden_workload")) << "the tmpfs should be private";
+  std::string out = temp_path("mntns.folded");
+  Child rec({ALLOCSCOPE_BIN, "record", "-p", std::to_string(w.pid()), "--rate", "64KiB", "-o", out});
+  ASSERT_TRUE(rec.wait_for_line("recording process", 60000, true)) << rec.err();
+  w.signal(SIGUSR1);
+  EXPECT_EQ(w.wait(), 0);
+  EXPECT_EQ(rec.wait(), 0) << rec.err();
+  Folded f = read_folded(out);
+  EXPECT_GT(site_value(f, "site_malloc_small", "malloc"), 0);
+  EXPECT_GT(site_value(f, "site_large", "malloc"), 0);
+  for (const auto& [frames, value] : f)
+    for (const std::string& frame : frames)
+      EXPECT_FALSE(frame.starts_with("hidden_workload+0x")) << frame;
+  std::filesystem::remove_all(dir);
+  std::remove(out.c_str());
+}
+
 }  // namespace
 }  // namespace allocscope::test
