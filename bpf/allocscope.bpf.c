@@ -480,6 +480,17 @@ int alloc_session(struct pt_regs *ctx) {
   return enter(ctx, bpf_get_attach_cookie(ctx)) ? 0 : 1;
 }
 
+/* malloc, the hottest entry point, has a session link of its own: no
+ * cookie to read and no dispatch. */
+SEC("uprobe")
+int malloc_session(struct pt_regs *ctx) {
+  if (bpf_session_is_return()) {
+    alloc_exit(ctx);
+    return 0;
+  }
+  return alloc_enter(AS_FN_MALLOC, PT_REGS_PARM1(ctx), 0) ? 0 : 1;
+}
+
 /* free through a uprobe_multi link (placed after free's NULL check). */
 SEC("uprobe")
 int free_multi(struct pt_regs *ctx) {

@@ -130,6 +130,8 @@ Result<void> BpfSession::configure_programs() {
   auto& p = skel_->progs;
   if (mode_ == ProbeMode::Session) {
     enable(config_.null_probes ? p.null_session : p.alloc_session, kTraceUprobeSession);
+    if (!config_.null_probes)
+      enable(p.malloc_session, kTraceUprobeSession);
     if (!config_.no_free)
       enable(config_.null_probes ? p.null_multi : p.free_multi, kTraceUprobeMulti);
   } else if (config_.null_probes) {
@@ -233,14 +235,17 @@ std::string attach_error(const std::string& what, pid_t pid, int err) {
 
 }  // namespace
 
-// One session link for the allocating entry points (cookie = enum as_fn) and
-// one uprobe_multi link for free: two links, two grace periods at detach.
+// A session link for malloc, one for the other allocating entry points
+// (cookie = enum as_fn) and a uprobe_multi link for free.
 Result<void> BpfSession::attach_session(pid_t pid, const std::string& path,
                                         const std::vector<ProbeTarget>& targets) {
-  std::vector<uint64_t> offsets, cookies, free_offsets, free_cookies;
+  std::vector<uint64_t> offsets, cookies, malloc_offsets, malloc_cookies, free_offsets, free_cookies;
   for (const ProbeTarget& t : targets) {
-    (t.fn == AS_FN_FREE ? free_offsets : offsets).push_back(t.offset);
-    (t.fn == AS_FN_FREE ? free_cookies : cookies).push_back(t.fn);
+    bool own = t.fn == AS_FN_FREE || t.fn == AS_FN_MALLOC;
+    auto& o = t.fn == AS_FN_FREE ? free_offsets : own ? malloc_offsets : offsets;
+    auto& c = t.fn == AS_FN_FREE ? free_cookies : own ? malloc_cookies : cookies;
+    o.push_back(t.offset);
+    c.push_back(t.fn);
   }
   auto& p = skel_->progs;
   struct Part {
@@ -251,6 +256,8 @@ Result<void> BpfSession::attach_session(pid_t pid, const std::string& path,
     const char* what;
   };
   Part parts[] = {
+      {config_.null_probes ? p.null_session : p.malloc_session, kTraceUprobeSession, malloc_offsets, malloc_cookies,
+       "malloc session probe"},
       {config_.null_probes ? p.null_session : p.alloc_session, kTraceUprobeSession, offsets, cookies,
        "allocator session probes"},
       {config_.null_probes ? p.null_multi : p.free_multi, kTraceUprobeMulti, free_offsets, free_cookies,
