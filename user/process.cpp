@@ -1,14 +1,13 @@
 #include "process.h"
 
 #include <dirent.h>
-#include <linux/magic.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -94,16 +93,32 @@ std::vector<pid_t> descendants_of(const std::vector<pid_t>& roots) {
   return out;
 }
 
+std::string cgroup2_mount(std::string_view mountinfo) {
+  while (!mountinfo.empty()) {
+    size_t nl = mountinfo.find('\n');
+    std::string_view line = mountinfo.substr(0, nl);
+    mountinfo.remove_prefix(nl == std::string_view::npos ? mountinfo.size() : nl + 1);
+    size_t dash = line.find(" - ");
+    if (dash == std::string_view::npos || !line.substr(dash + 3).starts_with("cgroup2 "))
+      continue;
+    std::string_view f = line;  // id parent major:minor root MOUNTPOINT ...
+    for (int i = 0; i < 4 && !f.empty(); ++i)
+      f.remove_prefix(std::min(f.size(), f.find(' ') + 1));
+    return std::string(f.substr(0, f.find(' ')));
+  }
+  return "";
+}
+
 Result<CgroupId> find_cgroup(const std::string& path) {
-  const std::string root = "/sys/fs/cgroup";
-  std::string rel = path.starts_with(root) ? path.substr(root.size()) : path;
+  auto mountinfo = read_text_file("/proc/self/mountinfo");
+  std::string root = mountinfo ? cgroup2_mount(*mountinfo) : "";
+  if (root.empty())
+    return fail("--cgroup needs cgroup v2 (the unified hierarchy) mounted");
+  std::string rel = path.starts_with(root + "/") || path == root ? path.substr(root.size()) : path;
   while (!rel.empty() && rel.back() == '/')
     rel.pop_back();
   if (!rel.empty() && rel.front() != '/')
     rel = "/" + rel;
-  struct statfs fs;
-  if (statfs(root.c_str(), &fs) != 0 || fs.f_type != CGROUP2_SUPER_MAGIC)
-    return fail("--cgroup needs cgroup v2 mounted at " + root);
   struct stat st;
   if (stat((root + rel).c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     return fail("no such cgroup: " + path + " (looked for " + root + rel + ")");

@@ -32,12 +32,15 @@ std::vector<pid_t> descendants_of(const std::vector<pid_t>& roots);
 // The parent process id field of a /proc/PID/stat line; 0 if malformed.
 pid_t parent_from_stat(std::string_view stat);
 
-// A cgroup v2 directory (a path under /sys/fs/cgroup, or as /proc/PID/cgroup
-// names it: "/system.slice/x.service"): its id and depth below the root.
+// A cgroup v2 directory (a path under the cgroup2 mount, e.g.
+// /sys/fs/cgroup/system.slice/x.service, or as /proc/PID/cgroup names it:
+// "/system.slice/x.service"): its id and depth below the root.
 struct CgroupId {
   uint64_t id = 0;
   uint32_t level = 0;
 };
 Result<CgroupId> find_cgroup(const std::string& path);
+// Where /proc/self/mountinfo (its text) has cgroup v2 mounted; "" if nowhere.
+std::string cgroup2_mount(std::string_view mountinfo);
 
 }  // namespace allocscope

@@ -14,8 +14,8 @@ std::string progress_line(const ProgressFigures& f) {
   return buf;
 }
 
-ProgressReporter::ProgressReporter(bool enabled, double plain_every_s)
-    : enabled_(enabled), tty_(isatty(STDERR_FILENO)), plain_every_s_(plain_every_s) {}
+ProgressReporter::ProgressReporter(bool enabled, FILE* out, double plain_every_s)
+    : enabled_(enabled), out_(out), tty_(isatty(fileno(out))), plain_every_s_(plain_every_s) {}
 
 void ProgressReporter::update(const ProgressFigures& f) {
   if (!enabled_)
@@ -23,19 +23,19 @@ void ProgressReporter::update(const ProgressFigures& f) {
   if (tty_) {
     if (f.elapsed_s - last_s_ < 1 && drawn_)
       return;
-    std::fprintf(stderr, "\r%s\033[K", progress_line(f).c_str());
+    std::fprintf(out_, "\r%s\033[K", progress_line(f).c_str());
     drawn_ = true;
   } else {
     if (f.elapsed_s - last_s_ < plain_every_s_)
       return;
-    std::fprintf(stderr, "%s\n", progress_line(f).c_str());
+    std::fprintf(out_, "%s\n", progress_line(f).c_str());
   }
   last_s_ = f.elapsed_s;
 }
 
 void ProgressReporter::finish() {
   if (drawn_)
-    std::fputc('\n', stderr);
+    std::fputc('\n', out_);
   drawn_ = false;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 namespace allocscope {
@@ -19,12 +20,14 @@ std::string progress_line(const ProgressFigures& f);
 // plain line every `plain_every_s`.
 class ProgressReporter {
  public:
-  explicit ProgressReporter(bool enabled, double plain_every_s = 10);
+  explicit ProgressReporter(bool enabled, FILE* out = stderr, double plain_every_s = 10);
   void update(const ProgressFigures& f);
   void finish();  // ends the in-place line before other output
 
  private:
-  bool enabled_, tty_;
+  bool enabled_;
+  FILE* out_;
+  bool tty_;
   double plain_every_s_, last_s_ = 0;
   bool drawn_ = false;
 };

@@ -286,6 +286,36 @@ TEST(AllProcesses, CommFilterAndMergedProcesses) {
   std::remove(out.c_str());
 }
 
+// --cgroup: the kernel samples only processes inside that cgroup.
+TEST(AllProcesses, CgroupFilterKeepsOnlyItsProcesses) {
+  REQUIRE_BPF();
+  auto mountinfo = read_text_file("/proc/self/mountinfo");
+  std::string root = mountinfo ? cgroup2_mount(*mountinfo) : "";
+  ASSERT_FALSE(root.empty()) << "no cgroup v2 hierarchy";
+  std::string name = "allocscope-test-" + std::to_string(getpid());
+  std::filesystem::create_directory(root + "/" + name);
+  Child inside({WORKLOAD_BIN, "--threads", "1", "--scale-pct", "2", "--wait"});
+  Child outside({WORKLOAD_BIN, "--threads", "1", "--scale-pct", "2", "--wait"});
+  ASSERT_TRUE(inside.wait_for_line("ready", 10000) && outside.wait_for_line("ready", 10000));
+  std::ofstream(root + "/" + name + "/cgroup.procs") << inside.pid() << "\n";
+  std::string out = temp_path("cgroup.folded");
+  Child rec({ALLOCSCOPE_BIN, "record", "--all", "--cgroup", name, "--rate", "16KiB", "-o", out});
+  ASSERT_TRUE(rec.wait_for_line("recording every process", 60000, true)) << rec.err();
+  inside.signal(SIGUSR1);
+  outside.signal(SIGUSR1);
+  EXPECT_EQ(inside.wait(), 0);
+  EXPECT_EQ(outside.wait(), 0);
+  rec.signal(SIGINT);
+  EXPECT_EQ(rec.wait(), 0) << rec.err();
+  std::filesystem::remove(root + "/" + name);
+  Folded f = read_folded(out);
+  std::set<std::string> roots;
+  for (const auto& [frames, v] : f)
+    roots.insert(frames[0]);
+  EXPECT_EQ(roots, std::set<std::string>{"alloc_sites (" + std::to_string(inside.pid()) + ")"});
+  std::remove(out.c_str());
+}
+
 uint64_t rss_kib(pid_t pid) {
   auto status = read_text_file("/proc/" + std::to_string(pid) + "/status");
   if (!status)

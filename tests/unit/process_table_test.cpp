@@ -58,5 +58,15 @@ TEST(ProcStat, ParentFieldPastAnOddName) {
   EXPECT_EQ(parent_from_stat("garbage"), 0);
 }
 
+TEST(ProcMounts, FindsTheCgroup2MountAmongV1Ones) {
+  std::string info =
+      "30 22 0:26 / /sys/fs/cgroup ro,nosuid shared:9 - tmpfs tmpfs ro,mode=755\n"
+      "31 30 0:27 / /sys/fs/cgroup/unified rw,nosuid shared:10 - cgroup2 cgroup2 rw,nsdelegate\n"
+      "32 30 0:28 / /sys/fs/cgroup/memory rw shared:11 - cgroup cgroup rw,memory\n";
+  EXPECT_EQ(cgroup2_mount(info), "/sys/fs/cgroup/unified");
+  EXPECT_EQ(cgroup2_mount("25 1 0:22 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"), "/sys/fs/cgroup");
+  EXPECT_EQ(cgroup2_mount("32 30 0:28 / /x rw - cgroup cgroup rw,memory\n"), "");
+}
+
 }  // namespace
 }  // namespace allocscope
