@@ -56,6 +56,14 @@ struct {
 } live SEC(".maps");
 
 struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(map_flags, BPF_F_MMAPABLE);
+  __uint(max_entries, 1 << AS_LIVE_FILTER_BITS);
+  __type(key, __u32);
+  __type(value, __u32);
+} live_filter SEC(".maps");
+
+struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
   __uint(max_entries, 1); /* set by userspace */
 } events SEC(".maps");
@@ -152,8 +160,10 @@ static __always_inline __u64 submit_flags(void) {
 
 static __always_inline void free_address(__u64 addr) {
   struct as_live_key key = {.tgid = bpf_get_current_pid_tgid() >> 32, .addr = addr};
-  /* Lookup first: a miss (the common case) takes no bucket lock. */
-  if (!addr || !bpf_map_lookup_elem(&live, &key))
+  __u32 slot = as_live_slot(key.tgid, addr);
+  __u32 *live_here = bpf_map_lookup_elem(&live_filter, &slot);
+  /* The filter, then a lookup: a miss (the common case) takes no bucket lock. */
+  if (!addr || !live_here || !*live_here || !bpf_map_lookup_elem(&live, &key))
     return;
   struct as_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
   if (bpf_map_delete_elem(&live, &key) != 0) { /* a racing free got it first */
@@ -161,6 +171,7 @@ static __always_inline void free_address(__u64 addr) {
       bpf_ringbuf_discard(e, 0);
     return;
   }
+  __sync_fetch_and_add(live_here, -1); /* 32-bit atomics: add only */
   count(AS_CNT_FREES);
   if (!e) {
     count(AS_CNT_RINGBUF_DROPS);
@@ -354,9 +365,17 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, struct thread_state 
     return;
   }
   __u16 flags = 0;
+  /* Counted before the insert: a free of this address, which can only come
+   * after this return, then finds the slot raised. */
+  __u32 slot = as_live_slot(key.tgid, addr);
+  __u32 *live_here = bpf_map_lookup_elem(&live_filter, &slot);
+  if (live_here)
+    __sync_fetch_and_add(live_here, 1);
   if (bpf_map_update_elem(&live, &key, &now, BPF_ANY) != 0) {
     flags |= AS_EVF_LIVE_DROPPED;
     count(AS_CNT_LIVE_FULL);
+    if (live_here)
+      __sync_fetch_and_add(live_here, -1); /* 32-bit atomics: add only */
   }
   /* At the return the registers are the caller's: the walk starts at the
    * allocator's direct caller, whatever the allocator's prologue. */

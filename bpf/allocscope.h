@@ -85,6 +85,16 @@ enum as_counter {
   AS_CNT_COUNT = 12,
 };
 
+/* The live filter: counters of live samples per hash slot, which lets a
+ * free of an address never sampled (nearly every free) skip the live map.
+ * Userspace, deleting live keys itself, decrements the same slot. */
+#define AS_LIVE_FILTER_BITS 20
+
+static inline as_u32 as_live_slot(as_u32 tgid, as_u64 addr) {
+  as_u64 h = ((addr >> 4) ^ ((as_u64)tgid << 40)) * 0x9E3779B97F4A7C15ULL;
+  return (as_u32)(h >> (64 - AS_LIVE_FILTER_BITS));
+}
+
 /* Key of the live map: one sampled, not yet freed allocation. */
 struct as_live_key {
   as_u32 tgid;

@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -200,11 +201,20 @@ Result<std::unique_ptr<BpfSession>> BpfSession::open(const SessionConfig& config
     return fail(errno_message("create ring buffer", errno));
   if (auto ok = s->attach_lifecycle(); !ok)
     return fail(ok.error());
+  // Array elements are 8-byte aligned: counter i is at byte 8 * i.
+  s->live_filter_bytes_ = size_t(bpf_map__max_entries(s->skel_->maps.live_filter)) * 8;
+  void* filter = mmap(nullptr, s->live_filter_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED,
+                      bpf_map__fd(s->skel_->maps.live_filter), 0);
+  if (filter == MAP_FAILED)
+    return fail(errno_message("map the live filter", errno));
+  s->live_filter_ = static_cast<uint8_t*>(filter);
   return s;
 }
 
 BpfSession::~BpfSession() {
   detach();
+  if (live_filter_)
+    munmap(live_filter_, live_filter_bytes_);
   if (ring_)
     ring_buffer__free(ring_);
   if (skel_)
@@ -320,7 +330,10 @@ void BpfSession::forget_live(uint32_t tgid, std::span<const uint64_t> addrs) {
   int fd = bpf_map__fd(skel_->maps.live);
   for (uint64_t addr : addrs) {
     as_live_key key{.tgid = tgid, .pad = 0, .addr = addr};
-    bpf_map_delete_elem(fd, &key);
+    if (bpf_map_delete_elem(fd, &key) != 0)
+      continue;  // freed meanwhile: the kernel lowered the filter
+    auto* slot = reinterpret_cast<uint32_t*>(live_filter_ + size_t(as_live_slot(tgid, addr)) * 8);
+    __atomic_fetch_sub(slot, 1, __ATOMIC_RELAXED);
   }
 }
 

@@ -100,6 +100,8 @@ class BpfSession {
   std::vector<Link> entry_links_, return_links_;
   std::vector<RawLink> raw_links_;
   std::vector<Link> lifecycle_links_;
+  uint8_t* live_filter_ = nullptr;  // the kernel's live filter, mapped here
+  size_t live_filter_bytes_ = 0;
 };
 
 }  // namespace allocscope
