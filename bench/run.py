@@ -114,9 +114,16 @@ def configurations(build, smoke):
     return configs
 
 
+ONLY = []
+
+
+def selected(configs):
+    return [c for c in configs if c["name"] == "untraced" or not ONLY or any(w in c["name"] for w in ONLY)]
+
+
 def overhead_table(build, reps, pairs, threads_list, smoke):
     bench = os.path.join(build, "bench", "malloc_bench")
-    configs = configurations(build, smoke)
+    configs = selected(configurations(build, smoke))
     results = {}
     for rnd in range(reps):  # interleaved rounds: drift hits every configuration alike
         for threads in threads_list:
@@ -200,7 +207,7 @@ def process_scaling(build, reps, smoke):
 
 def cxx_table(build, reps, smoke):
     work = os.path.join(build, "bench", "cxx_workload")
-    configs = [c for c in configurations(build, smoke) if "floor" not in c["name"] or "placed" in c["name"]]
+    configs = selected([c for c in configurations(build, smoke) if "floor" not in c["name"] or "placed" in c["name"]])
     rounds = "1" if smoke else "10"
     results = {}
     for _ in range(reps):
@@ -222,10 +229,15 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--pairs", type=int, default=1000000)
     ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--only", default="",
+                    help="overhead and cxx sections: only the configurations whose name contains one of these "
+                         "comma-separated words (untraced is always run)")
     ap.add_argument("--sections", default="overhead,cxx,processes,userspace,aggregation",
                     help="comma-separated subset of: overhead,cxx,processes,userspace,aggregation")
     args = ap.parse_args()
     sections = set(args.sections.split(","))
+    global ONLY
+    ONLY = [w for w in args.only.split(",") if w]
     if args.smoke:
         args.reps, args.pairs = 1, 20000
     if os.geteuid() != 0:
