@@ -616,8 +616,10 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 }
 
 SEC("tp_btf/sched_process_exit")
-int BPF_PROG(on_exit, struct task_struct *p, bool group_dead) {
-  if (!group_dead)
+int BPF_PROG(on_exit, struct task_struct *p) {
+  /* The last thread out: do_exit has counted it out of signal->live by now
+   * (read here rather than taken as the tracepoint's newer second argument). */
+  if (BPF_CORE_READ(p, signal, live.counter) != 0)
     return 0;
   __u32 tgid = p->tgid;
   __u8 *v = bpf_map_lookup_elem(&processes, &tgid);

@@ -85,6 +85,7 @@ struct PendingLibrary {
   uint32_t tgid;
   FileKey key;
   uint64_t deadline_ms;
+  uint64_t mapped_ns;  // when the process mapped it (CLOCK_MONOTONIC)
 };
 
 class Recorder {
@@ -152,7 +153,7 @@ SinkPolicy Recorder::policy() {
   p.keeps_live_at_exit = [this](uint32_t tgid) { return roots_.contains(tgid); };
   p.forget_live = [this](uint32_t tgid, std::span<const uint64_t> addrs) { session_->forget_live(tgid, addrs); };
   p.new_library = [this](const as_proc_event& e) {
-    pending_.push_back({e.tgid, file_key(e.dev, e.ino), now_ms() + 1000});
+    pending_.push_back({e.tgid, file_key(e.dev, e.ino), now_ms() + 1000, e.ts_ns});
     find_pending_libraries(now_ms());
   };
   p.allocator_address = [this](uint32_t tgid, int fn) { return allocator_address(tgid, fn); };
@@ -281,8 +282,9 @@ void Recorder::find_pending_libraries(uint64_t now) {
           if (auto ok = attach_library(pid_t(p.tgid), m); !ok) {
             ++libraries_missed_;
             error("warning: " + ok.error());
-          } else if (config_.verbose) {
-            std::fprintf(stderr, "allocscope: probing %s, a new C library (process %u)\n", m.path.c_str(), p.tgid);
+          } else if (config_.verbose) {  // the gap: its allocations before now were not seen
+            std::fprintf(stderr, "allocscope: probing %s, a new C library (process %u), %.1f ms after it was mapped\n",
+                         m.path.c_str(), p.tgid, (monotonic_ns() - p.mapped_ns) / 1e6);
           }
           return true;
         }

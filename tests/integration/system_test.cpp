@@ -160,6 +160,9 @@ TEST(AllProcesses, PrivateCopyOfTheCLibraryIsSampled) {
   auto maps = read_text_file("/proc/" + std::to_string(w.pid()) + "/maps");
   ASSERT_TRUE(maps && maps->find((dir / "libc.so.6").string()) != std::string::npos) << "not using the copy";
   EXPECT_TRUE(rec.wait_for_line("a new C library", 10000, true)) << rec.err();
+  size_t gap = rec.err().find("a new C library");
+  if (gap != std::string::npos)
+    std::printf("  %s\n", rec.err().substr(gap, rec.err().find('\n', gap) - gap).c_str());
   w.signal(SIGUSR1);
   EXPECT_EQ(w.wait(), 0);
   rec.signal(SIGINT);
