@@ -76,7 +76,7 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, Text& t) {
                             "Every process on the machine that allocates through a C library, including those "
                             "started while recording (not allocscope itself); -p then picks processes from them");
   auto* pid = rec->add_option("-p,--pid", c.pids, "Attach to this running process; repeat or separate by commas "
-                                                  "for several (-p 12,34)")
+                                                  "for several (-p 12,34); with --all: record only these")
                   ->delimiter(',')
                   ->allow_extra_args(false);
   rec->add_option("-d,--duration", t.duration,
@@ -141,8 +141,6 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, Text& t) {
   // Benchmark switches (BENCHMARKS.md): not for everyday use.
   rec->add_flag("--null-probes", c.null_probes, "Probes that do nothing: the overhead floor")->group("");
   rec->add_flag("--naive-placement", c.naive_placement, "Every probe on its function's entry")->group("");
-  rec->add_flag("-v,--verbose", c.verbose, "Print probe placement, kernel counters and libbpf's messages");
-  rec->add_flag("-q,--quiet", c.quiet, "Print nothing but errors");
   t.children_flag = rec->add_flag("--children,!--no-children", t.children,
                 "Follow every process the targets fork or run (default with -- CMD): system-wide probes, "
                 "each child traced from its first instruction");
@@ -166,6 +164,8 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, Text& t) {
                   "Capacity of the kernel's table of followed and ignored processes")
       ->capture_default_str()
       ->check(CLI::Range(16u, 1u << 22));
+  rec->add_flag("-v,--verbose", c.verbose, "Print probe placement, kernel counters and libbpf's messages");
+  rec->add_flag("-q,--quiet", c.quiet, "Print nothing but errors (no progress line, no summary)");
   auto* cmd = rec->add_option("command", c.command, "Command to launch (after --)");
   pid->excludes(cmd);
   all->excludes(cmd);

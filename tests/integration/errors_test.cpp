@@ -30,6 +30,15 @@ TEST(Errors, BadOptionValues) {
   expect_failure({"--metric", "bytes", "-p", "1"}, "metric", 2);
   expect_failure({"-d", "soon", "-p", "1"}, "duration", 2);
   expect_failure({}, "-p PID or -- COMMAND", 2);
+  expect_failure({"--comm", "x", "-p", "1"}, "add --all or --children", 2);
+  expect_failure({"--all", "--comm", "a(", "-d", "1"}, "invalid regular expression", 2);
+  expect_failure({"--all", "--", "/bin/true"}, "--all excludes command", 2);
+  expect_failure({"--all", "--max-processes", "3"}, "max-processes", 2);
+}
+
+TEST(Errors, NoSuchCgroup) {
+  REQUIRE_BPF();
+  expect_failure({"--all", "--cgroup", "no/such/cgroup"}, "no such cgroup: no/such/cgroup");
 }
 
 TEST(Errors, NoSuchProcess) {
