@@ -20,6 +20,7 @@ const volatile __u64 log2_table[AS_LOG2_TABLE_SIZE];
 const volatile bool use_sessions = false; /* entry decides whether the return runs */
 const volatile __u64 wakeup_bytes = 1 << 20; /* wake the reader only past this much pending data */
 const volatile __u32 stack_bytes = 0;          /* DWARF mode: user stack bytes to copy; 0: frame pointers only */
+const volatile bool track_live = true;         /* false (--no-free): no free is seen, keep no live entries */
 /* System-wide probes: which processes are traced (see process_traced). */
 const volatile bool filter_processes = false;
 const volatile bool trace_unknown = false;   /* processes without a verdict are traced (--all) */
@@ -328,7 +329,7 @@ static long name_frame_vma(__u64 i, void *data) {
   struct as_alloc_event *e = w->e;
   if (i >= w->nframes || i >= AS_MAX_FRAMES)
     return 1;
-  __u64 ip = e->frames[i];
+  __u64 ip = e->frames[i] - 1; /* a return address: the call is before it */
   __u32 n = e->nvmas;
   for (__u32 j = 0; j < AS_MAX_VMAS; j++) {
     if (j >= n)
@@ -364,7 +365,8 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, struct thread_state 
     count_process_drop(id >> 32);
     return;
   }
-  __u16 flags = 0;
+  __u16 flags = track_live ? 0 : AS_EVF_LIVE_DROPPED;
+  if (track_live) {
   /* Counted before the insert: a free of this address, which can only come
    * after this return, then finds the slot raised. */
   __u32 slot = as_live_slot(key.tgid, addr);
@@ -376,6 +378,7 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, struct thread_state 
     count(AS_CNT_LIVE_FULL);
     if (live_here)
       __sync_fetch_and_add(live_here, -1); /* 32-bit atomics: add only */
+  }
   }
   /* At the return the registers are the caller's: the walk starts at the
    * allocator's direct caller, whatever the allocator's prologue. */
@@ -402,10 +405,12 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, struct thread_state 
   e->hdr.offset = st->pending_offset;
   e->hdr.nframes = (__u64)n / 8;
   e->hdr.pad = 0;
-  bpf_get_current_comm(e->comm, sizeof(e->comm));
+  /* The process's name (its main thread's), not this thread's. */
+  struct task_struct *task = bpf_get_current_task_btf();
+  bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), task->group_leader->comm);
   e->nvmas = 0;
   e->pad = 0;
-  struct vma_walk walk = {.e = e, .task = bpf_get_current_task_btf(), .nframes = e->hdr.nframes};
+  struct vma_walk walk = {.e = e, .task = task, .nframes = e->hdr.nframes};
   bpf_loop(AS_MAX_FRAMES, name_frame_vma, &walk, 0);
   __u32 tgid = id >> 32;
   __u8 one = 1;
@@ -557,7 +562,7 @@ static __always_inline void identify(struct file *f, struct file_id *id) {
 }
 
 static __always_inline void emit_proc(__u32 kind, __u32 tgid, __u32 parent, const char *comm,
-                                      const struct file_id *file) {
+                                      const struct file_id *file, __u64 addr) {
   struct as_proc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
   if (!e) {
     count(AS_CNT_PROC_DROPS);
@@ -568,6 +573,7 @@ static __always_inline void emit_proc(__u32 kind, __u32 tgid, __u32 parent, cons
   e->tgid = tgid;
   e->parent = parent;
   e->ts_ns = bpf_ktime_get_ns();
+  e->addr = addr;
   bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), comm);
   if (file) {
     e->ino = file->ino;
@@ -590,7 +596,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child) {
       count(AS_CNT_PROC_TABLE_FULL);
   }
   if (wanted(v) && (follow_children || trace_unknown))
-    emit_proc(AS_EV_FORK, ctgid, ptgid, child->comm, 0);
+    emit_proc(AS_EV_FORK, ctgid, ptgid, child->comm, 0, 0);
   return 0;
 }
 
@@ -610,7 +616,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
   if (wanted(v)) {
     struct file_id id = {};
     identify(bprm->file, &id);
-    emit_proc(AS_EV_EXEC, tgid, 0, p->comm, &id);
+    emit_proc(AS_EV_EXEC, tgid, 0, p->comm, &id, 0);
   }
   return 0;
 }
@@ -629,7 +635,7 @@ int BPF_PROG(on_exit, struct task_struct *p) {
   bpf_map_delete_elem(&processes, &tgid);
   bpf_map_delete_elem(&seen_processes, &tgid);
   if (want)
-    emit_proc(AS_EV_EXIT, tgid, 0, p->comm, 0);
+    emit_proc(AS_EV_EXIT, tgid, 0, p->comm, 0, 0);
   return 0;
 }
 
@@ -666,7 +672,7 @@ int BPF_PROG(on_syscall_exit, struct pt_regs *regs, long ret) {
   __u8 one = 1;
   if (bpf_map_update_elem(&known_files, key, &one, BPF_NOEXIST) != 0)
     return 0;
-  emit_proc(AS_EV_MMAP, tgid, 0, t->comm, &id);
+  emit_proc(AS_EV_MMAP, tgid, 0, t->comm, &id, ret);
   return 0;
 }
 

@@ -154,6 +154,7 @@ struct as_proc_event {
   as_u32 dev;    /* exec, mmap: the file's device, kernel encoding */
   as_u64 ts_ns;
   as_u64 ino;    /* exec, mmap: the file's inode */
+  as_u64 addr;   /* mmap: where the file was mapped */
   char comm[AS_COMM_LEN];
   char name[32]; /* mmap: the file's name, truncated */
 };
@@ -176,6 +177,6 @@ AS_STATIC_ASSERT(sizeof(struct as_event) == 56, "as_event layout");
 AS_STATIC_ASSERT(sizeof(struct as_vma) == 40, "as_vma layout");
 AS_STATIC_ASSERT(sizeof(struct as_alloc_event) == 56 + 24 + 40 * AS_MAX_VMAS + 8 * AS_MAX_FRAMES,
                  "as_alloc_event layout");
-AS_STATIC_ASSERT(sizeof(struct as_proc_event) == 80, "as_proc_event layout");
+AS_STATIC_ASSERT(sizeof(struct as_proc_event) == 88, "as_proc_event layout");
 
 #endif

@@ -183,6 +183,7 @@ Result<std::unique_ptr<BpfSession>> BpfSession::open(const SessionConfig& config
   s->skel_->rodata->sample_rate = config.rate;
   s->skel_->rodata->wakeup_bytes = config.ringbuf_bytes / 4;
   s->skel_->rodata->stack_bytes = config.stack_bytes;
+  s->skel_->rodata->track_live = !config.no_free;
   s->skel_->rodata->filter_processes = config.filter_processes;
   s->skel_->rodata->trace_unknown = config.trace_unknown;
   s->skel_->rodata->follow_children = config.follow_children;
@@ -273,14 +274,17 @@ Result<void> BpfSession::attach_session(pid_t pid, const std::string& path,
       {config_.null_probes ? p.null_multi : p.free_multi, kTraceUprobeMulti, free_offsets, free_cookies,
        "free probe"},
   };
+  std::vector<RawLink> made;  // all or nothing: free without malloc's links, or the reverse, would mislead
   for (const Part& part : parts) {
     if (part.offsets.empty())
       continue;
     int fd = create_uprobe_multi_link(bpf_program__fd(part.prog), part.type, path, part.offsets, part.cookies, pid);
     if (fd < 0)
       return fail(attach_error(std::string("attach ") + part.what + " (" + path + ")", pid, errno));
-    raw_links_.emplace_back(new int(fd));
+    made.emplace_back(new int(fd));
   }
+  for (RawLink& l : made)
+    raw_links_.push_back(std::move(l));
   return {};
 }
 
@@ -335,6 +339,11 @@ void BpfSession::forget_live(uint32_t tgid, std::span<const uint64_t> addrs) {
     auto* slot = reinterpret_cast<uint32_t*>(live_filter_ + size_t(as_live_slot(tgid, addr)) * 8);
     __atomic_fetch_sub(slot, 1, __ATOMIC_RELAXED);
   }
+}
+
+void BpfSession::forget_file(uint32_t kernel_dev, uint64_t ino) {
+  uint64_t key[2] = {kernel_dev, ino};
+  bpf_map_delete_elem(bpf_map__fd(skel_->maps.known_files), key);
 }
 
 std::vector<std::pair<uint32_t, uint64_t>> BpfSession::process_drops() const {

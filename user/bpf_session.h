@@ -66,6 +66,9 @@ class BpfSession {
   Result<void> set_verdict(uint32_t tgid, uint8_t verdict);
   // Forgets live samples the kernel still tracks (their process is gone).
   void forget_live(uint32_t tgid, std::span<const uint64_t> addrs);
+  // A C library file the kernel reported (AS_EV_MMAP) but that could not be
+  // probed: reported again the next time a process maps it.
+  void forget_file(uint32_t kernel_dev, uint64_t ino);
   // Samples lost to a full ring buffer, per process (bounded: the busiest).
   std::vector<std::pair<uint32_t, uint64_t>> process_drops() const;
   // Removes every probe (entry probes first, so no call is left half-seen).

@@ -15,7 +15,7 @@ Mapping kernel_mapping(const as_vma& v) {
   Mapping m;
   m.start = v.start;
   m.end = v.end;
-  m.offset = v.pgoff;
+  m.offset = v.ino ? v.pgoff : 0;  // as /proc shows anonymous memory
   m.dev_major = v.dev >> 20;
   m.dev_minor = v.dev & 0xfffff;
   m.inode = v.ino;
@@ -87,8 +87,10 @@ void EventSink::on_alloc(std::span<const uint8_t> data) {
   std::memcpy(comm_raw, raw->comm, sizeof comm_raw);
   std::string comm = comm_of(comm_raw);
   auto id = instance_for(e.tgid, comm);
-  if (!id)
+  if (!id) {
+    forget_untracked(e.tgid, e.addr, e.flags);
     return;
+  }
   uint32_t nvmas;
   std::memcpy(&nvmas, &raw->nvmas, sizeof nvmas);
   kernel_maps_.clear();
@@ -115,7 +117,17 @@ void EventSink::on_alloc(std::span<const uint8_t> data) {
                      .ips = ips_});
   if (profile_.stacks().size() != before)
     origins_.push_back(origin(e.tgid, comm, e.fn));
+  const ProfileCounters& now = profile_.counters();
+  if (now.stacks_full != counted.stacks_full || now.live_full != counted.live_full)
+    forget_untracked(e.tgid, e.addr, e.flags);
   count_drops(e.tgid, comm, e.flags & AS_EVF_LIVE_DROPPED, e.flags & AS_EVF_STACK_FAILED, counted);
+}
+
+// A sample the kernel tracks live but this side does not (filtered out, or a
+// table full): its kernel entry would outlive the process.
+void EventSink::forget_untracked(uint32_t tgid, uint64_t addr, uint16_t flags) {
+  if (!(flags & AS_EVF_LIVE_DROPPED) && policy_.forget_live)
+    policy_.forget_live(tgid, std::span<const uint64_t>(&addr, 1));
 }
 
 StackOrigin EventSink::origin(uint32_t tgid, const std::string& comm, uint16_t fn) {
@@ -148,6 +160,8 @@ void EventSink::count_drops(uint32_t tgid, const std::string& comm, bool live_fu
 
 void EventSink::end_instance(uint32_t tgid, bool exited) {
   auto id = processes_.end(tgid);
+  if (id && rejected_instances_[*id] && policy_.unreject)
+    policy_.unreject(tgid, exited);
   symbolizer_.forget(pid_t(tgid));
   unwinder_.forget(pid_t(tgid));
   if (!id)

@@ -41,6 +41,8 @@ struct SinkPolicy {
   std::function<void(uint32_t tgid, std::span<const uint64_t> addrs)> forget_live;
   // A process ran a new program.
   std::function<void(uint32_t tgid)> on_exec;
+  // A process that `reject` was told of has exec'ed or exited.
+  std::function<void(uint32_t tgid, bool exited)> unreject;
   // A C library file mapped for the first time (AS_EV_MMAP).
   std::function<void(const as_proc_event&)> new_library;
   // Runtime address of allocator `fn` in process `tgid`, 0 if unknown.
@@ -74,6 +76,7 @@ class EventSink {
   void on_alloc(std::span<const uint8_t> data);
   void on_process(const as_proc_event& e);
   void end_instance(uint32_t tgid, bool exited);
+  void forget_untracked(uint32_t tgid, uint64_t addr, uint16_t flags);
   std::optional<uint32_t> instance_for(uint32_t tgid, const std::string& comm);
   void unwind(uint32_t pid, std::span<const uint8_t> rest);
   void count_drops(uint32_t tgid, const std::string& comm, bool live_full, bool stack_read,

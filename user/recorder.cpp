@@ -83,9 +83,11 @@ FileKey file_key(uint32_t kernel_dev, uint64_t ino) {
 // /proc showed the mapping: looked for again until the deadline.
 struct PendingLibrary {
   uint32_t tgid;
-  FileKey key;
+  uint64_t addr;        // where it was mapped; 0: any mapping of `key`
+  FileKey key;          // the file as the kernel's vma names it (overlayfs: the backing file)
+  uint32_t kernel_dev;  // ... in the kernel's encoding, to report it again if it is given up
   uint64_t deadline_ms;
-  uint64_t mapped_ns;  // when the process mapped it (CLOCK_MONOTONIC)
+  uint64_t mapped_ns;   // when the process mapped it (CLOCK_MONOTONIC)
 };
 
 class Recorder {
@@ -149,12 +151,29 @@ SinkPolicy Recorder::policy() {
     if (system_wide() && !roots_.contains(tgid))
       (void)session_->set_verdict(tgid, member ? AS_PROC_MEMBER_IGNORED : AS_PROC_IGNORED);
   };
-  p.on_exec = [this](uint32_t tgid) { launched_execed_ |= tgid == launched_; };
   p.keeps_live_at_exit = [this](uint32_t tgid) { return roots_.contains(tgid); };
   p.forget_live = [this](uint32_t tgid, std::span<const uint64_t> addrs) { session_->forget_live(tgid, addrs); };
   p.new_library = [this](const as_proc_event& e) {
-    pending_.push_back({e.tgid, file_key(e.dev, e.ino), now_ms() + 1000, e.ts_ns});
+    pending_.push_back({e.tgid, e.addr, file_key(e.dev, e.ino), e.dev, now_ms() + 1000, e.ts_ns});
     find_pending_libraries(now_ms());
+  };
+  p.on_exec = [this](uint32_t tgid) {
+    launched_execed_ |= tgid == launched_;
+    // A C library the kernel mapped itself (musl's, as the interpreter) shows
+    // no mmap: look in the new program's mappings.
+    if (system_wide())
+      if (const Mapping* libc = find_c_library(symbolizer_.maps(pid_t(tgid))))
+        if (!allocator_offsets_.contains(file_key(*libc)))
+          pending_.push_back({tgid, libc->start, file_key(*libc), 0, now_ms() + 1000, monotonic_ns()});
+  };
+  p.unreject = [this](uint32_t tgid, bool exited) {
+    // The verdict was written for the program that was sampled; the process
+    // has since run another or exited, so whatever the kernel did at that
+    // moment is done again here, after the write.
+    if (!system_wide() || roots_.contains(tgid))
+      return;
+    bool member = !config_.all || !config_.pids.empty();
+    (void)session_->set_verdict(tgid, exited || !member ? 0 : AS_PROC_MEMBER);
   };
   p.allocator_address = [this](uint32_t tgid, int fn) { return allocator_address(tgid, fn); };
   return p;
@@ -230,11 +249,13 @@ Result<void> Recorder::attach_library(pid_t pid, const Mapping& libc) {
     return fail(targets.error());
   if (config_.verbose)
     print_placement(libc.path, *targets, session_->mode());
+  if (auto ok = session_->attach(system_wide() ? 0 : pid, path, *targets); !ok)
+    return ok;
   std::array<uint64_t, AS_FN_COUNT> entries{};
   for (const ProbeTarget& t : *targets)
     entries[t.fn] = t.offset - t.placed_at;
   allocator_offsets_[key] = entries;
-  return session_->attach(system_wide() ? 0 : pid, path, *targets);
+  return {};
 }
 
 Result<void> Recorder::attach_process(pid_t pid) {
@@ -267,7 +288,7 @@ Result<void> Recorder::attach_every_process() {
     }
   }
   if (allocator_offsets_.empty())
-    return fail("no process maps a C library that could be probed");
+    return fail("no C library could be probed (see the warnings above)");
   return {};
 }
 
@@ -278,9 +299,15 @@ void Recorder::find_pending_libraries(uint64_t now) {
     auto maps = read_maps(pid_t(p.tgid));
     if (maps)
       for (const Mapping& m : *maps)
-        if (m.executable && file_key(m) == p.key) {
+        // By address: /proc names an overlayfs file by the overlay's inode,
+        // the kernel's vma by the backing file's.
+        if (m.executable && (p.addr ? m.start <= p.addr && p.addr < m.end : file_key(m) == p.key)) {
+          if (allocator_offsets_.contains(file_key(m)))
+            return true;
           if (auto ok = attach_library(pid_t(p.tgid), m); !ok) {
             ++libraries_missed_;
+            if (p.kernel_dev)
+              session_->forget_file(p.kernel_dev, p.key.second);
             error("warning: " + ok.error());
           } else if (config_.verbose) {  // the gap: its allocations before now were not seen
             std::fprintf(stderr, "allocscope: probing %s, a new C library (process %u), %.1f ms after it was mapped\n",
@@ -290,7 +317,9 @@ void Recorder::find_pending_libraries(uint64_t now) {
         }
     if (maps && now < p.deadline_ms)
       return false;  // not mapped yet: the loader is on it
-    ++libraries_missed_;  // gone before we could read where
+    ++libraries_missed_;  // gone before we could read where: the next process to map it tells again
+    if (p.kernel_dev)
+      session_->forget_file(p.kernel_dev, p.key.second);
     return true;
   });
 }

@@ -206,6 +206,12 @@ void Symbolizer::refresh(pid_t pid) {
 }
 
 void Symbolizer::add_mappings(pid_t pid, std::span<const Mapping> kernel_maps) {
+  // A file not seen before: /proc tells its path while the process lives.
+  for (const Mapping& k : kernel_maps)
+    if (k.inode && !paths_.contains(key_of(k)) && !find_mapping(processes_[pid].maps, k.start)) {
+      refresh(pid);
+      break;
+    }
   std::vector<Mapping>& maps = processes_[pid].maps;
   bool added = false;
   for (const Mapping& k : kernel_maps) {
