@@ -76,6 +76,23 @@ pid_t parent_from_stat(std::string_view stat) {
   return pid_t(std::strtol(std::string(rest.substr(0, rest.find(' '))).c_str(), nullptr, 10));
 }
 
+double process_start_time(pid_t pid) {
+  auto stat = read_text_file("/proc/" + std::to_string(pid) + "/stat");
+  auto machine = read_text_file("/proc/stat");
+  if (!stat || !machine)
+    return 0;
+  size_t close = stat->rfind(')');
+  size_t btime = machine->find("\nbtime ");
+  if (close == std::string::npos || btime == std::string::npos)
+    return 0;
+  std::istringstream fields(stat->substr(close + 2));  // field 3 (state) onwards
+  std::string f;
+  for (int i = 3; i <= 22 && fields >> f; ++i) {
+  }
+  double ticks = std::strtod(f.c_str(), nullptr);  // field 22: start, clock ticks after boot
+  return std::strtod(machine->c_str() + btime + 7, nullptr) + ticks / double(sysconf(_SC_CLK_TCK));
+}
+
 std::vector<pid_t> descendants_of(const std::vector<pid_t>& roots) {
   std::unordered_map<pid_t, std::vector<pid_t>> children;
   for (pid_t pid : list_processes())

@@ -32,6 +32,9 @@ std::vector<pid_t> descendants_of(const std::vector<pid_t>& roots);
 // The parent process id field of a /proc/PID/stat line; 0 if malformed.
 pid_t parent_from_stat(std::string_view stat);
 
+// When the process started, seconds since the epoch; 0 when unknown.
+double process_start_time(pid_t pid);
+
 // A cgroup v2 directory (a path under the cgroup2 mount, e.g.
 // /sys/fs/cgroup/system.slice/x.service, or as /proc/PID/cgroup names it:
 // "/system.slice/x.service"): its id and depth below the root.

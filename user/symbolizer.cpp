@@ -279,6 +279,9 @@ void Symbolizer::load_perf_map(pid_t pid, uint64_t addr) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0 || st.st_size == map->size)
     return;
+  // Left over by an earlier process with this pid: it names other code.
+  if (double started = process_start_time(pid); started > 0 && double(st.st_mtime) + 2 < started)
+    return;
   if (auto text = read_text_file(path)) {
     map->symbols = parse_perf_map(*text);
     map->size = st.st_size;

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <ctime>
 
 #include "process.h"
 #include "profile.h"
@@ -56,6 +59,14 @@ TEST(ProcStat, ParentFieldPastAnOddName) {
   EXPECT_EQ(parent_from_stat("1234 (a) b (c)) S 77 1234 1234 0 -1"), 77);
   EXPECT_EQ(parent_from_stat("1 (init) S 0 1 1"), 0);
   EXPECT_EQ(parent_from_stat("garbage"), 0);
+}
+
+TEST(ProcStat, StartTimeOfThisProcessIsRecent) {
+  double started = process_start_time(getpid());
+  double now = double(time(nullptr));
+  EXPECT_GT(started, now - 3600);  // the test binary started within the hour
+  EXPECT_LE(started, now + 1);
+  EXPECT_EQ(process_start_time(999999999), 0);
 }
 
 TEST(ProcMounts, FindsTheCgroup2MountAmongV1Ones) {
