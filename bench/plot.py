@@ -64,10 +64,11 @@ def number(cell):
 
 # ---------------------------------------------------------------- scales
 
-def nice(v, up):
-    """The nearest 1-2-5 x 10^k value at or above (up) / below v (v > 0)."""
+def nice(v, up, mantissas=(1, 2, 5)):
+    """The nearest 1-2-5 x 10^k value (or other mantissas) at or above (up) /
+    below v (v > 0)."""
     exp = math.floor(math.log10(v))
-    steps = [m * 10.0 ** e for e in (exp - 1, exp, exp + 1) for m in (1, 2, 5)]
+    steps = [m * 10.0 ** e for e in (exp - 1, exp, exp + 1) for m in mantissas]
     return min(s for s in steps if s >= v * (1 - 1e-9)) if up else \
         max(s for s in steps if s <= v * (1 + 1e-9))
 
@@ -84,16 +85,19 @@ class Scale:
         return self.a + t * (self.b - self.a)
 
     def ticks(self):
-        """1-2-5 ticks (log; decades only if that would be crowded) or about
-        five evenly spaced round ticks (linear)."""
+        """Log: 1-2-5 ticks, decades only if crowded, 1-1.5-2-3-5-7 if sparse.
+        Linear: about five evenly spaced round ticks."""
         if self.log:
-            out, v = [], nice(self.lo, up=True)
-            while v <= self.hi * (1 + 1e-9):
-                out.append(v)
-                v = nice(v * 1.01, up=True)
+            def steps(mantissas):
+                out, v = [], nice(self.lo, True, mantissas)
+                while v <= self.hi * (1 + 1e-9):
+                    out.append(v)
+                    v = nice(v * 1.001, True, mantissas)
+                return out
+            out = steps((1, 2, 5))
             if len(out) > 9:
                 out = [v for v in out if math.log10(v).is_integer()]
-            return out
+            return out if len(out) >= 4 else steps((1, 1.5, 2, 3, 5, 7))
         step = nice((self.hi - self.lo) / 5, up=True)
         first = math.ceil(self.lo / step)
         return [i * step for i in range(first, int(self.hi / step + 1e-9) + 1)]
@@ -146,9 +150,10 @@ class Svg:
             '<?xml version="1.0" encoding="UTF-8"?>',
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.width}" height="{round(self.height)}" '
             f'viewBox="0 0 {self.width} {round(self.height)}">',
-            "<style>text{font-family:sans-serif;font-size:12px;fill:#222}"
+            "<style>svg{fill:#222}text{font-family:sans-serif;font-size:12px}"
             ".title{font-size:15px;font-weight:bold}.group{font-weight:bold}"
-            ".note{fill:#555}.tick{fill:#555;font-size:11px}</style>",
+            ".note{fill:#555}.tick{fill:#555;font-size:11px}"
+            ".halo{paint-order:stroke;stroke:#fff;stroke-width:4px;stroke-linejoin:round}</style>",
             f'<rect width="100%" height="100%" fill="#fff"/>',
             *self.parts, "</svg>", ""])
 
@@ -178,14 +183,17 @@ def overhead_chart(table):
     svg = Svg(WIDTH, height)
     y = svg.heading("Tracing overhead per malloc+free pair (median minus untraced)", table["caption"])
 
-    lx = left  # legend: bar colours and the floor line
-    for label, color in (("floor (null probes)", COLORS["floor"]), ("allocscope", COLORS["allocscope"]),
-                         ("other tools", COLORS["other"])):
+    lx = 12  # legend: bar colours and the floor line
+    present = {category(name) for g in groups.values() for name, _, _ in g}
+    for label, key in (("null-probe floors", "floor"), ("allocscope", "allocscope"), ("other tools", "other")):
+        if key not in present:
+            continue
+        color = COLORS[key]
         svg.add("rect", x=lx, y=y - 10, width=12, height=12, fill=color)
         svg.text(lx + 17, y, label)
-        lx += 34 + CHAR_W * len(label)
+        lx += 36 + CHAR_W * len(label)
     svg.line(lx, y - 4, lx + 18, y - 4, REF_COLOR, stroke_width=2, stroke_dasharray="5,3")
-    svg.text(lx + 24, y, f"floor: {FLOOR}")
+    svg.text(lx + 24, y, f'reference: "{FLOOR}"')
     y += 24
 
     for threads, rows in groups.items():
@@ -194,23 +202,26 @@ def overhead_chart(table):
         for t in x.ticks():
             svg.line(x(t), top, x(t), bottom, GRID_COLOR)
             svg.text(x(t), bottom + 15, fmt(t), class_="tick", text_anchor="middle")
+        labels = []  # drawn last, over the floor line
         for i, (name, ov, xfloor) in enumerate(rows):
             by = top + i * row_h + (row_h - bar_h) / 2
-            end = x(ov)
+            end, color = x(ov), COLORS[category(name)]
             svg.text(left - 8, by + bar_h - 3, name, text_anchor="end")
-            svg.add("rect", x=left, y=round(by, 1), width=round(end - left, 1), height=bar_h,
-                    fill=COLORS[category(name)])
+            svg.add("rect", x=left, y=round(by, 1), width=round(end - left, 1), height=bar_h, fill=color)
             label = f"{fmt(ov)} ns" + (f"  ×{xfloor:.2f} floor" if xfloor is not None else "")
             if end + 6 + CHAR_W * len(label) <= WIDTH - 4:
-                svg.text(end + 6, by + bar_h - 3, label)
+                labels.append((end + 6, by + bar_h - 3, label, {}))
             else:  # no room to the right: inside the bar's end
-                svg.text(end - 6, by + bar_h - 3, label, text_anchor="end", fill="#fff")
+                labels.append((end - 6, by + bar_h - 3, label,
+                               {"text_anchor": "end", "fill": "#fff", "style": f"stroke:{color}"}))
         svg.line(left, bottom, right, bottom, "#888")
         floor = next((ov for name, ov, _ in rows if name == FLOOR), None)
         if floor:
-            svg.line(x(floor), top - 6, x(floor), bottom, REF_COLOR, stroke_width=2,
+            svg.line(x(floor), top - 4, x(floor), bottom, REF_COLOR, stroke_width=2,
                      stroke_dasharray="5,3")
-            svg.text(x(floor) + 5, top - 2, f"floor {fmt(floor)} ns", fill=REF_COLOR)
+            svg.text(x(floor) + 5, y + 12, f"floor {fmt(floor)} ns", fill=REF_COLOR)
+        for lx, ly, label, attrs in labels:
+            svg.text(lx, ly, label, class_="halo", **attrs)
         y = bottom + 40
 
     svg.text((left + right) / 2, y - 6, "overhead per malloc+free pair, ns (log scale)",
@@ -252,12 +263,13 @@ def processes_chart(table):
         pts = [(x(a), y(b)) for a, b in zip(xs, vs) if b and b > 0]
         svg.add("polyline", points=" ".join(f"{px:.1f},{py:.1f}" for px, py in pts),
                 fill="none", stroke=color, stroke_width=2)
-        for (px, py), v in zip(pts, [b for b in vs if b and b > 0]):
+        for j, ((px, py), v) in enumerate(zip(pts, [b for b in vs if b and b > 0])):
+            above = v >= max(s[1][j] or 0 for s in series)
             if k % 2:
                 svg.add("rect", x=round(px - 4.5, 1), y=round(py - 4.5, 1), width=9, height=9, fill=color)
             else:
                 svg.add("circle", cx=round(px, 1), cy=round(py, 1), r=5, fill=color)
-            svg.text(px + 8, py + (16 if k % 2 else -8), f"{fmt(v)}", fill=color)
+            svg.text(px + 8, py + (-8 if above else 16), fmt(v), fill=color, class_="halo")
         ly = top + 20 + 20 * k  # legend, top left inside the plot
         svg.line(left + 14, ly - 4, left + 40, ly - 4, color, stroke_width=2)
         if k % 2:
