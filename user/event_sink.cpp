@@ -176,7 +176,18 @@ void EventSink::end_instance(uint32_t tgid, bool exited) {
     policy_.forget_live(tgid, addrs);
 }
 
+std::string EventSink::last_name(uint32_t tgid) const {
+  auto it = last_names_.find(tgid);
+  return it == last_names_.end() ? "" : it->second;
+}
+
 void EventSink::on_process(const as_proc_event& e) {
+  if (e.kind == AS_EV_EXEC || e.kind == AS_EV_EXIT) {
+    constexpr size_t kMaxNames = 4096;  // only the drop report asks; forget the oldest batch
+    if (last_names_.size() >= kMaxNames)
+      last_names_.clear();
+    last_names_[e.tgid] = comm_of(e.comm);
+  }
   switch (e.kind) {
     case AS_EV_EXEC:
       end_instance(e.tgid, false);

@@ -12,6 +12,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -70,6 +71,9 @@ class EventSink {
   uint64_t unwinds() const { return unwinds_; }
   uint64_t truncated() const { return truncated_; }
   uint64_t rejected() const { return rejected_; }
+  // The name a process had at its last exec or exit, for processes that
+  // sent no sample (all lost); "" when not known.
+  std::string last_name(uint32_t tgid) const;
   uint64_t ended() const { return ended_; }
 
  private:
@@ -92,6 +96,7 @@ class EventSink {
   std::vector<bool> rejected_instances_;  // by instance id
   std::vector<StackOrigin> origins_;      // by stack index
   std::map<uint32_t, ProcessDrops> drops_;
+  std::unordered_map<uint32_t, std::string> last_names_;  // bounded: see on_process
   std::vector<uint64_t> ips_;
   std::vector<Mapping> kernel_maps_;
   uint64_t unwinds_ = 0, truncated_ = 0, rejected_ = 0, ended_ = 0;

@@ -25,6 +25,8 @@ class ProcessTable {
   uint32_t current(uint32_t tgid, std::string_view comm);
   // The current instance of `tgid`, if it has one.
   std::optional<uint32_t> find(uint32_t tgid) const;
+  // The latest instance of `tgid`, running or ended.
+  std::optional<uint32_t> latest(uint32_t tgid) const;
   // Ends the current instance of `tgid` (exit or exec) and returns it.
   std::optional<uint32_t> end(uint32_t tgid);
   const ProcessInstance& instance(uint32_t id) const { return instances_[id]; }
@@ -34,6 +36,7 @@ class ProcessTable {
  private:
   std::vector<ProcessInstance> instances_;
   std::unordered_map<uint32_t, uint32_t> current_;  // tgid -> instance
+  std::unordered_map<uint32_t, uint32_t> latest_;   // tgid -> instance, ended ones too
 };
 
 }  // namespace allocscope

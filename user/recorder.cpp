@@ -430,7 +430,13 @@ void Recorder::print_process_drops() const {
   std::map<uint32_t, uint64_t> ringbuf;
   for (auto [tgid, n] : session_->process_drops()) {
     ringbuf[tgid] = n;
-    drops.try_emplace(tgid);
+    ProcessDrops& d = drops[tgid];
+    if (d.comm.empty()) {  // lost every sample it sent: named from its instance, or /proc
+      auto id = sink_.processes().latest(tgid);
+      d.comm = id ? sink_.processes().instance(*id).comm : sink_.last_name(tgid);
+      if (d.comm.empty())
+        d.comm = read_comm(pid_t(tgid));
+    }
   }
   std::vector<std::pair<uint64_t, uint32_t>> worst;
   for (const auto& [tgid, d] : drops)

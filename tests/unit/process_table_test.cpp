@@ -29,6 +29,10 @@ TEST(ProcessTable, ExecAndExitStartNewInstances) {
   EXPECT_NE(reused, prog);
   EXPECT_EQ(t.instances(), 3u);
   EXPECT_EQ(t.running(), 1u);
+  EXPECT_EQ(t.latest(100), reused);
+  t.end(100);
+  EXPECT_EQ(t.latest(100), reused);  // ended, still the latest
+  EXPECT_FALSE(t.latest(101).has_value());
 }
 
 // An ended process's live samples leave the inuse totals; another
