@@ -160,7 +160,8 @@ static __always_inline __u64 submit_flags(void) {
 }
 
 static __always_inline void free_address(__u64 addr) {
-  struct as_live_key key = {.tgid = bpf_get_current_pid_tgid() >> 32, .addr = addr};
+  __u64 id = bpf_get_current_pid_tgid();
+  struct as_live_key key = {.tgid = id >> 32, .addr = addr};
   __u32 slot = as_live_slot(key.tgid, addr);
   __u32 *live_here = bpf_map_lookup_elem(&live_filter, &slot);
   /* The filter, then a lookup: a miss (the common case) takes no bucket lock. */
@@ -178,7 +179,6 @@ static __always_inline void free_address(__u64 addr) {
     count(AS_CNT_RINGBUF_DROPS);
     return;
   }
-  __u64 id = bpf_get_current_pid_tgid();
   e->kind = AS_EV_FREE;
   e->tgid = id >> 32;
   e->tid = (__u32)id;

@@ -59,20 +59,18 @@ void EventSink::operator()(std::span<const uint8_t> data) {
 
 // The instance a sample of `tgid` belongs to; nullopt when filtered out.
 std::optional<uint32_t> EventSink::instance_for(uint32_t tgid, const std::string& comm) {
-  size_t before = processes_.instances();
-  uint32_t id = processes_.current(tgid, comm);
-  if (processes_.instances() != before) {  // first sample: read its mappings while it lives
-    bool accepted = !policy_.accept || policy_.accept(tgid, comm);
-    rejected_instances_.push_back(!accepted);
-    if (!accepted) {
-      ++rejected_;
+  bool made;
+  uint32_t id = processes_.current(tgid, comm, &made);
+  if (made) {  // first sample: judge it, and read its mappings while it lives
+    if (policy_.accept && !policy_.accept(tgid, comm)) {
+      processes_.reject(id);
       if (policy_.reject)
         policy_.reject(tgid);
     } else {
       symbolizer_.refresh(pid_t(tgid));
     }
   }
-  if (rejected_instances_[id])
+  if (processes_.instance(id).rejected)
     return std::nullopt;
   return id;
 }
@@ -160,13 +158,12 @@ void EventSink::count_drops(uint32_t tgid, const std::string& comm, bool live_fu
 
 void EventSink::end_instance(uint32_t tgid, bool exited) {
   auto id = processes_.end(tgid);
-  if (id && rejected_instances_[*id] && policy_.unreject)
+  if (id && processes_.instance(*id).rejected && policy_.unreject)
     policy_.unreject(tgid, exited);
   symbolizer_.forget(pid_t(tgid));
   unwinder_.forget(pid_t(tgid));
   if (!id)
     return;
-  ++ended_;
   // A root that exits keeps what it never freed; memory of a program
   // replaced by exec, or of any other process that exits, is released.
   if (exited && policy_.keeps_live_at_exit && policy_.keeps_live_at_exit(tgid))

@@ -66,15 +66,13 @@ class EventSink {
   const std::vector<StackOrigin>& origins() const { return origins_; }
   const ProcessTable& processes() const { return processes_; }
   // Process instances with samples recorded (not filtered out).
-  uint64_t recorded_processes() const { return processes_.instances() - rejected_; }
+  uint64_t recorded_processes() const { return processes_.instances() - processes_.rejected(); }
   const std::map<uint32_t, ProcessDrops>& drops() const { return drops_; }
   uint64_t unwinds() const { return unwinds_; }
   uint64_t truncated() const { return truncated_; }
-  uint64_t rejected() const { return rejected_; }
   // The name a process had at its last exec or exit, for processes that
   // sent no sample (all lost); "" when not known.
   std::string last_name(uint32_t tgid) const;
-  uint64_t ended() const { return ended_; }
 
  private:
   void on_alloc(std::span<const uint8_t> data);
@@ -93,13 +91,12 @@ class EventSink {
   SinkPolicy policy_;
   DwarfUnwinder unwinder_;
   ProcessTable processes_;
-  std::vector<bool> rejected_instances_;  // by instance id
   std::vector<StackOrigin> origins_;      // by stack index
   std::map<uint32_t, ProcessDrops> drops_;
   std::unordered_map<uint32_t, std::string> last_names_;  // bounded: see on_process
   std::vector<uint64_t> ips_;
   std::vector<Mapping> kernel_maps_;
-  uint64_t unwinds_ = 0, truncated_ = 0, rejected_ = 0, ended_ = 0;
+  uint64_t unwinds_ = 0, truncated_ = 0;
 };
 
 }  // namespace allocscope

@@ -2,20 +2,25 @@
 
 namespace allocscope {
 
-uint32_t ProcessTable::current(uint32_t tgid, std::string_view comm) {
-  auto [it, added] = current_.try_emplace(tgid, uint32_t(instances_.size()));
-  if (added) {
-    instances_.push_back({tgid, std::string(comm), false});
-    latest_[tgid] = it->second;
-  }
-  return it->second;
+uint32_t ProcessTable::current(uint32_t tgid, std::string_view comm, bool* made) {
+  auto it = latest_.find(tgid);
+  bool make = it == latest_.end() || instances_[it->second].ended;
+  if (made)
+    *made = make;
+  if (!make)
+    return it->second;
+  uint32_t id = uint32_t(instances_.size());
+  instances_.push_back({tgid, std::string(comm), false, false});
+  latest_[tgid] = id;
+  ++running_;
+  return id;
 }
 
 std::optional<uint32_t> ProcessTable::find(uint32_t tgid) const {
-  auto it = current_.find(tgid);
-  if (it == current_.end())
+  auto id = latest(tgid);
+  if (id && instances_[*id].ended)
     return std::nullopt;
-  return it->second;
+  return id;
 }
 
 std::optional<uint32_t> ProcessTable::latest(uint32_t tgid) const {
@@ -26,13 +31,18 @@ std::optional<uint32_t> ProcessTable::latest(uint32_t tgid) const {
 }
 
 std::optional<uint32_t> ProcessTable::end(uint32_t tgid) {
-  auto it = current_.find(tgid);
-  if (it == current_.end())
-    return std::nullopt;
-  uint32_t id = it->second;
-  instances_[id].ended = true;
-  current_.erase(it);
+  auto id = find(tgid);
+  if (id) {
+    instances_[*id].ended = true;
+    --running_;
+  }
   return id;
+}
+
+void ProcessTable::reject(uint32_t id) {
+  if (!instances_[id].rejected)
+    ++rejected_;
+  instances_[id].rejected = true;
 }
 
 }  // namespace allocscope

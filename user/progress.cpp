@@ -17,17 +17,17 @@ std::string progress_line(const ProgressFigures& f) {
 ProgressReporter::ProgressReporter(bool enabled, FILE* out, double plain_every_s)
     : enabled_(enabled), out_(out), tty_(isatty(fileno(out))), plain_every_s_(plain_every_s) {}
 
+bool ProgressReporter::due(double elapsed_s) const {
+  return enabled_ && (elapsed_s - last_s_ >= (tty_ ? 1 : plain_every_s_) || (tty_ && !drawn_));
+}
+
 void ProgressReporter::update(const ProgressFigures& f) {
-  if (!enabled_)
+  if (!due(f.elapsed_s))
     return;
   if (tty_) {
-    if (f.elapsed_s - last_s_ < 1 && drawn_)
-      return;
     std::fprintf(out_, "\r%s\033[K", progress_line(f).c_str());
     drawn_ = true;
   } else {
-    if (f.elapsed_s - last_s_ < plain_every_s_)
-      return;
     std::fprintf(out_, "%s\n", progress_line(f).c_str());
   }
   last_s_ = f.elapsed_s;

@@ -21,6 +21,8 @@ std::string progress_line(const ProgressFigures& f);
 class ProgressReporter {
  public:
   explicit ProgressReporter(bool enabled, FILE* out = stderr, double plain_every_s = 10);
+  // Whether update() would print now (figures cost system calls to gather).
+  bool due(double elapsed_s) const;
   void update(const ProgressFigures& f);
   void finish();  // ends the in-place line before other output
 

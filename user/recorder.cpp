@@ -100,6 +100,9 @@ class Recorder {
   // System-wide probes, one set per C library file, with the kernel's
   // process table deciding who is traced; else probes per process.
   bool system_wide() const { return config_.all || children(); }
+  // Whether only the kernel table's members are traced (-p, -- CMD, --all -p),
+  // rather than every process not ignored (--all).
+  bool members_only() const { return !config_.all || !config_.pids.empty(); }
   SinkPolicy policy();
   Result<void> open_session();
   Result<std::vector<Target>> make_targets();
@@ -109,7 +112,7 @@ class Recorder {
   void find_pending_libraries(uint64_t now);
   uint64_t allocator_address(uint32_t tgid, int fn);
   std::vector<std::pair<std::string, uint64_t>> counters() const;
-  uint64_t dropped() const;
+  ProgressFigures progress_figures(double elapsed_s) const;
   Recording snapshot(uint64_t duration_ms) const;
   Result<void> write(unsigned number, uint64_t duration_ms);
   void print_summary(uint64_t elapsed_ms) const;
@@ -120,8 +123,6 @@ class Recorder {
   mutable Symbolizer symbolizer_;
   std::optional<std::regex> comm_filter_;
   std::unordered_set<uint32_t> roots_;  // -p and -- CMD processes
-  uint32_t launched_ = 0;               // the -- CMD process
-  bool launched_execed_ = false;        // ... has run the command (before: a fork of allocscope)
   EventSink sink_;
   std::unique_ptr<BpfSession> session_;
   std::map<FileKey, std::array<uint64_t, AS_FN_COUNT>> allocator_offsets_;  // entry file offsets per library
@@ -139,17 +140,14 @@ Recorder::Recorder(const RecordConfig& c)
 SinkPolicy Recorder::policy() {
   SinkPolicy p;
   p.per_process = config_.per_process;
-  p.accept = [this](uint32_t tgid, const std::string& comm) {
-    if (tgid == launched_ && !launched_execed_)
-      return false;  // allocscope's own fork, before it runs the command
+  p.accept = [this](uint32_t, const std::string& comm) {
     return !comm_filter_ || std::regex_search(comm, *comm_filter_);
   };
   p.reject = [this](uint32_t tgid) {
     // Spares it the sampled path; a followed process stays followed, to be
     // judged again when it runs another program.
-    bool member = !config_.all || !config_.pids.empty();
     if (system_wide() && !roots_.contains(tgid))
-      (void)session_->set_verdict(tgid, member ? AS_PROC_MEMBER_IGNORED : AS_PROC_IGNORED);
+      (void)session_->set_verdict(tgid, members_only() ? AS_PROC_MEMBER_IGNORED : AS_PROC_IGNORED);
   };
   p.keeps_live_at_exit = [this](uint32_t tgid) { return roots_.contains(tgid); };
   p.forget_live = [this](uint32_t tgid, std::span<const uint64_t> addrs) { session_->forget_live(tgid, addrs); };
@@ -158,7 +156,6 @@ SinkPolicy Recorder::policy() {
     find_pending_libraries(now_ms());
   };
   p.on_exec = [this](uint32_t tgid) {
-    launched_execed_ |= tgid == launched_;
     // A C library the kernel mapped itself (musl's, as the interpreter) shows
     // no mmap: look in the new program's mappings.
     if (system_wide())
@@ -172,8 +169,7 @@ SinkPolicy Recorder::policy() {
     // moment is done again here, after the write.
     if (!system_wide() || roots_.contains(tgid))
       return;
-    bool member = !config_.all || !config_.pids.empty();
-    (void)session_->set_verdict(tgid, exited || !member ? 0 : AS_PROC_MEMBER);
+    (void)session_->set_verdict(tgid, exited || !members_only() ? 0 : AS_PROC_MEMBER);
   };
   p.allocator_address = [this](uint32_t tgid, int fn) { return allocator_address(tgid, fn); };
   return p;
@@ -189,7 +185,7 @@ Result<void> Recorder::open_session() {
                    .stack_bytes = config_.unwind == UnwindMode::Fp ? 0 : config_.stack_bytes,
                    .verbose = config_.verbose,
                    .filter_processes = system_wide(),
-                   .trace_unknown = config_.all && config_.pids.empty(),
+                   .trace_unknown = !members_only(),
                    .follow_children = children(),
                    .max_processes = config_.max_processes};
   if (!config_.cgroup.empty()) {
@@ -221,8 +217,6 @@ Result<std::vector<Target>> Recorder::make_targets() {
       return fail(t.error());
     targets.push_back(std::move(*t));
   }
-  if (!targets.empty() && targets.front().launched())
-    launched_ = uint32_t(targets.front().pid());
   for (Target& t : targets) {
     roots_.insert(uint32_t(t.pid()));
     if (auto ok = session_->set_verdict(uint32_t(t.pid()), AS_PROC_MEMBER); !ok)
@@ -353,10 +347,11 @@ std::vector<std::pair<std::string, uint64_t>> Recorder::counters() const {
           {"dwarf_unwinds_truncated", sink_.truncated()}};
 }
 
-uint64_t Recorder::dropped() const {
+ProgressFigures Recorder::progress_figures(double elapsed_s) const {
   Counters k = session_->counters();
   const ProfileCounters& p = profile_.counters();
-  return k[AS_CNT_RINGBUF_DROPS] + k[AS_CNT_LIVE_FULL] + p.live_full + k[AS_CNT_STACK_FAIL] + p.stacks_full;
+  return {elapsed_s, sink_.recorded_processes(), k[AS_CNT_SAMPLES],
+          k[AS_CNT_RINGBUF_DROPS] + k[AS_CNT_LIVE_FULL] + p.live_full + k[AS_CNT_STACK_FAIL] + p.stacks_full};
 }
 
 Recording Recorder::snapshot(uint64_t duration_ms) const {
@@ -519,8 +514,8 @@ int Recorder::run() {
     }
     if (!pending_.empty())
       find_pending_libraries(now_ms());
-    progress.update({(now_ms() - start) / 1000.0, sink_.recorded_processes(),
-                     session_->counters()[AS_CNT_SAMPLES], dropped()});
+    if (double elapsed = (now_ms() - start) / 1000.0; progress.due(elapsed))
+      progress.update(progress_figures(elapsed));  // the kernel's counters read only then
     if (!targets.empty() && std::all_of(targets.begin(), targets.end(), [](Target& t) { return t.exited(); })) {
       target_gone = true;
       break;

@@ -161,15 +161,14 @@ void Symbolizer::track(pid_t pid) {
   Process& p = processes_[pid];
   if (auto maps = read_maps(pid)) {
     p.maps = std::move(*maps);
-    learn_paths(pid, p.maps);
+    learn_paths(p.maps);
   }
 }
 
 // Remembers, per file, a path that opens it from here after the process is
 // gone: the path the process used, when it names the same file for us.
-void Symbolizer::learn_paths(pid_t pid, std::vector<Mapping>& maps) {
-  (void)pid;
-  for (Mapping& m : maps) {
+void Symbolizer::learn_paths(const std::vector<Mapping>& maps) {
+  for (const Mapping& m : maps) {
     if (!m.is_file() || m.deleted)
       continue;
     ModuleKey key = key_of(m);
@@ -189,7 +188,7 @@ const Mapping* Symbolizer::mapping_for(pid_t pid, uint64_t ip, bool refresh) {
   const Mapping* m = find_mapping(it->second.maps, ip);
   if (!m && refresh) {  // mapped after the snapshot (dlopen, JIT)
     if (auto maps = read_maps(pid); maps && !maps->empty()) {
-      learn_paths(pid, *maps);
+      learn_paths(*maps);
       it->second.maps = std::move(*maps);
       m = find_mapping(it->second.maps, ip);
     }
@@ -200,24 +199,30 @@ const Mapping* Symbolizer::mapping_for(pid_t pid, uint64_t ip, bool refresh) {
 void Symbolizer::refresh(pid_t pid) {
   track(pid);
   if (auto maps = read_maps(pid); maps && !maps->empty()) {
-    learn_paths(pid, *maps);
+    learn_paths(*maps);
     processes_[pid].maps = std::move(*maps);
   }
 }
 
 void Symbolizer::add_mappings(pid_t pid, std::span<const Mapping> kernel_maps) {
-  // A file not seen before: /proc tells its path while the process lives.
-  for (const Mapping& k : kernel_maps)
-    if (k.inode && !paths_.contains(key_of(k)) && !find_mapping(processes_[pid].maps, k.start)) {
-      refresh(pid);
-      break;
-    }
   std::vector<Mapping>& maps = processes_[pid].maps;
+  auto in_snapshot = [&](const Mapping& k) {
+    const Mapping* m = find_mapping(maps, k.start);
+    return m && m->start == k.start && m->end == k.end && m->inode == k.inode && m->offset == k.offset;
+  };
+  bool changed = false, new_file = false;
+  for (const Mapping& k : kernel_maps)
+    if (!in_snapshot(k)) {
+      changed = true;
+      new_file |= k.inode && !paths_.contains(key_of(k));
+    }
+  if (!changed)  // the common case: one lookup per mapping
+    return;
+  if (new_file)  // a file not seen before: /proc tells its path while the process lives
+    refresh(pid);
   bool added = false;
   for (const Mapping& k : kernel_maps) {
-    const Mapping* known = find_mapping(maps, k.start);
-    if (known && known->start == k.start && known->end == k.end && known->inode == k.inode &&
-        known->offset == k.offset)
+    if (in_snapshot(k))
       continue;
     // The kernel's view at sample time wins over a snapshot taken before the
     // range was unmapped and mapped again.

@@ -87,7 +87,7 @@ class Symbolizer {
 
   static ModuleKey key_of(const Mapping& m);
   const Mapping* mapping_for(pid_t pid, uint64_t ip, bool refresh);
-  void learn_paths(pid_t pid, std::vector<Mapping>& maps);
+  void learn_paths(const std::vector<Mapping>& maps);
   void open_module(pid_t pid, const Mapping& m);
   uint32_t intern(pid_t pid, const Mapping& m);
   void load_perf_map(pid_t pid, uint64_t addr);
