@@ -365,7 +365,7 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, struct thread_state 
     count_process_drop(id >> 32);
     return;
   }
-  __u16 flags = track_live ? 0 : AS_EVF_LIVE_DROPPED;
+  __u16 flags = track_live ? 0 : AS_EVF_UNTRACKED;
   if (track_live) {
   /* Counted before the insert: a free of this address, which can only come
    * after this return, then finds the slot raised. */

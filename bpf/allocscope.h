@@ -62,6 +62,7 @@ enum as_event_flags {
   AS_EVF_LIVE_DROPPED = 1, /* live map was full: this sample's free will not be seen */
   AS_EVF_STACK_FAILED = 2, /* bpf_get_stack failed: no frames */
   AS_EVF_SNAPSHOT = 4,     /* a struct as_stack_snapshot follows the frames */
+  AS_EVF_UNTRACKED = 8,    /* live tracking is off (--no-free): no live entry, nothing dropped */
 };
 
 /* DWARF unwinding: the most user stack a sample may copy. */

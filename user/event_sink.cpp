@@ -111,20 +111,22 @@ void EventSink::on_alloc(std::span<const uint8_t> data) {
                      .size = e.size,
                      .offset = e.offset,
                      .ts_ns = e.ts_ns,
-                     .live_tracked = !(e.flags & AS_EVF_LIVE_DROPPED),
+                     .live_tracked = !(e.flags & (AS_EVF_LIVE_DROPPED | AS_EVF_UNTRACKED)),
                      .ips = ips_});
   if (profile_.stacks().size() != before)
     origins_.push_back(origin(e.tgid, comm, e.fn));
   const ProfileCounters& now = profile_.counters();
-  if (now.stacks_full != counted.stacks_full || now.live_full != counted.live_full)
+  bool table_full = now.stacks_full != counted.stacks_full, user_live_full = now.live_full != counted.live_full;
+  if (table_full || user_live_full)
     forget_untracked(e.tgid, e.addr, e.flags);
-  count_drops(e.tgid, comm, e.flags & AS_EVF_LIVE_DROPPED, e.flags & AS_EVF_STACK_FAILED, counted);
+  count_drops(e.tgid, comm, (e.flags & AS_EVF_LIVE_DROPPED) || user_live_full, e.flags & AS_EVF_STACK_FAILED,
+              table_full);
 }
 
 // A sample the kernel tracks live but this side does not (filtered out, or a
 // table full): its kernel entry would outlive the process.
 void EventSink::forget_untracked(uint32_t tgid, uint64_t addr, uint16_t flags) {
-  if (!(flags & AS_EVF_LIVE_DROPPED) && policy_.forget_live)
+  if (!(flags & (AS_EVF_LIVE_DROPPED | AS_EVF_UNTRACKED)) && policy_.forget_live)
     policy_.forget_live(tgid, std::span<const uint64_t>(&addr, 1));
 }
 
@@ -140,18 +142,15 @@ StackOrigin EventSink::origin(uint32_t tgid, const std::string& comm, uint16_t f
 }
 
 void EventSink::count_drops(uint32_t tgid, const std::string& comm, bool live_full, bool stack_read,
-                            const ProfileCounters& before) {
-  const ProfileCounters& now = profile_.counters();
-  bool table_full = now.stacks_full != before.stacks_full;
-  bool user_live_full = now.live_full != before.live_full;
-  if (!live_full && !stack_read && !table_full && !user_live_full)
+                            bool table_full) {
+  if (!live_full && !stack_read && !table_full)
     return;
   constexpr size_t kMaxProcesses = 4096;  // beyond: counted in the totals only
   if (drops_.size() >= kMaxProcesses && !drops_.contains(tgid))
     return;
   ProcessDrops& d = drops_[tgid];
   d.comm = comm;
-  d.live_full += live_full || user_live_full;
+  d.live_full += live_full;
   d.stack_read += stack_read;
   d.stack_table_full += table_full;
 }

@@ -81,8 +81,7 @@ class EventSink {
   void forget_untracked(uint32_t tgid, uint64_t addr, uint16_t flags);
   std::optional<uint32_t> instance_for(uint32_t tgid, const std::string& comm);
   void unwind(uint32_t pid, std::span<const uint8_t> rest);
-  void count_drops(uint32_t tgid, const std::string& comm, bool live_full, bool stack_read,
-                   const ProfileCounters& before);
+  void count_drops(uint32_t tgid, const std::string& comm, bool live_full, bool stack_read, bool table_full);
   StackOrigin origin(uint32_t tgid, const std::string& comm, uint16_t fn);
 
   Profile& profile_;
