@@ -11,6 +11,8 @@
 #define AS_INLINE static __always_inline
 #include "allocscope.h"
 #include "countdown.h"
+#define AS_READ_U64(mem, addr, out) bpf_probe_read_user((out), 8, (const void *)(addr))
+#include "unwind.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -19,7 +21,11 @@ const volatile __u64 sample_rate = 512 * 1024; /* mean bytes between samples; 1 
 const volatile __u64 log2_table[AS_LOG2_TABLE_SIZE];
 const volatile bool use_sessions = false; /* entry decides whether the return runs */
 const volatile __u64 wakeup_bytes = 1 << 20; /* wake the reader only past this much pending data */
-const volatile __u32 stack_bytes = 0;          /* DWARF mode: user stack bytes to copy; 0: frame pointers only */
+const volatile bool use_tables = true; /* unwind with the loaded CFI tables; false: frame pointers only */
+/* The frame-pointer rule (as_frame_pointer_row()): frames without a table
+ * row. A global, which also puts the row type in the BTF libbpf sizes the
+ * inner table maps from. */
+const volatile struct as_unwind_row frame_pointer_rule;
 const volatile bool track_live = true;         /* false (--no-free): no free is seen, keep no live entries */
 /* System-wide probes: which processes are traced (see process_traced). */
 const volatile bool filter_processes = false;
@@ -48,12 +54,14 @@ struct {
   __type(value, struct thread_state);
 } threads SEC(".maps");
 
-/* Sampled allocations not yet freed; capacity set by userspace (--max-live). */
+/* Sampled allocations not yet freed; capacity set by userspace (--max-live).
+ * Not preallocated: exact mode needs room for millions, sampling for few. */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
   __uint(max_entries, 1);
   __type(key, struct as_live_key);
-  __type(value, __u64); /* allocation time, ns */
+  __type(value, struct as_live_value);
 } live SEC(".maps");
 
 struct {
@@ -91,7 +99,7 @@ struct {
 struct {
   __uint(type, BPF_MAP_TYPE_LRU_HASH);
   __uint(max_entries, 4096);
-  __type(key, __u64[2]);
+  __type(key, struct as_file_key);
   __type(value, __u8);
 } known_files SEC(".maps");
 
@@ -109,6 +117,81 @@ struct {
   __type(key, __u32);
   __type(value, __u64);
 } counters SEC(".maps");
+
+/* A thread's stack walk in progress, and the stack event it becomes: per
+ * thread rather than per CPU, since uprobe programs can be preempted. */
+struct walk_scratch {
+  struct as_stack_event ev;
+  __u64 stack_end; /* end of the mapping that holds the thread's stack; 0: unknown */
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
+  __type(value, struct walk_scratch);
+} walks SEC(".maps");
+
+/* Executable mappings each process's walks have met, for walks that find
+ * the mmap lock taken (another thread is mapping memory): code on a live
+ * stack stays mapped, so an entry is right for any true return address. */
+#define VMA_CACHE 16
+struct vma_cache {
+  __u32 next; /* slot the next new mapping replaces */
+  __u32 pad;
+  struct as_vma vmas[VMA_CACHE];
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 4096);
+  __type(key, __u32);
+  __type(value, struct vma_cache);
+} process_vmas SEC(".maps");
+
+static const struct vma_cache empty_vma_cache = {}; /* too big for the BPF stack: inserts copy it */
+
+/* Unwind tables by file: row 0 holds the row count in its pc, rows 1.. the
+ * rows (struct as_unwind_row) sorted by pc. Sized per file by userspace. */
+struct unwind_table {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(map_flags, BPF_F_INNER_MAP | BPF_F_MMAPABLE);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct as_unwind_row);
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH_OF_MAPS);
+  __uint(max_entries, 1); /* set by userspace */
+  __type(key, struct as_file_key);
+  __array(values, struct unwind_table);
+} unwind_tables SEC(".maps");
+
+/* Files whose table was asked of userspace (cleared when it is loaded). */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 4096);
+  __type(key, struct as_file_key);
+  __type(value, __u8);
+} table_requests SEC(".maps");
+
+/* Stack ids userspace has been sent. Forgetting one only sends it again. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 1 << 16);
+  __type(key, __u64);
+  __type(value, __u8);
+} sent_stacks SEC(".maps");
+
+/* Exact mode: totals per stack id; capacity set by userspace (--max-stacks). */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __uint(max_entries, 1);
+  __type(key, __u64);
+  __type(value, struct as_exact_totals);
+} exact_totals SEC(".maps");
 
 /* Atomic although per CPU: uprobe programs can be preempted, and another
  * run on the same CPU would otherwise lose an increment. */
@@ -159,15 +242,36 @@ static __always_inline __u64 submit_flags(void) {
                                                                        : BPF_RB_NO_WAKEUP;
 }
 
+/* Exact mode: the freed block's allocation leaves its stack's live total. */
+static __always_inline void count_exact_free(const struct as_live_value *v) {
+  struct as_exact_totals *t = bpf_map_lookup_elem(&exact_totals, &v->stack);
+  if (!t)
+    return; /* its stack was not counted (the map was full) */
+  __sync_fetch_and_add(&t->frees, 1);
+  __sync_fetch_and_add(&t->free_bytes, v->size);
+  __u64 life = bpf_ktime_get_ns() - v->ts_ns;
+  __u32 msb = 0;
+  if (life)
+    as_normalize(life, &msb);
+  __u32 b = msb > AS_LIFETIME_FIRST_LOG2 ? msb - AS_LIFETIME_FIRST_LOG2 : 0;
+  if (b >= AS_LIFETIME_BUCKETS)
+    b = AS_LIFETIME_BUCKETS - 1;
+  __sync_fetch_and_add(&t->lifetimes[b], 1);
+}
+
 static __always_inline void free_address(__u64 addr) {
   __u64 id = bpf_get_current_pid_tgid();
   struct as_live_key key = {.tgid = id >> 32, .addr = addr};
   __u32 slot = as_live_slot(key.tgid, addr);
   __u32 *live_here = bpf_map_lookup_elem(&live_filter, &slot);
   /* The filter, then a lookup: a miss (the common case) takes no bucket lock. */
-  if (!addr || !live_here || !*live_here || !bpf_map_lookup_elem(&live, &key))
+  if (!addr || !live_here || !*live_here)
     return;
-  struct as_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+  struct as_live_value *found = bpf_map_lookup_elem(&live, &key);
+  if (!found)
+    return;
+  struct as_live_value v = *found;
+  struct as_event *e = sample_rate <= 1 ? 0 : bpf_ringbuf_reserve(&events, sizeof(*e), 0);
   if (bpf_map_delete_elem(&live, &key) != 0) { /* a racing free got it first */
     if (e)
       bpf_ringbuf_discard(e, 0);
@@ -175,8 +279,12 @@ static __always_inline void free_address(__u64 addr) {
   }
   __sync_fetch_and_add(live_here, -1); /* 32-bit atomics: add only */
   count(AS_CNT_FREES);
+  if (sample_rate <= 1) {
+    count_exact_free(&v);
+    return;
+  }
   if (!e) {
-    count(AS_CNT_RINGBUF_DROPS);
+    count(AS_CNT_FREE_DROPS);
     return;
   }
   e->kind = AS_EV_FREE;
@@ -188,8 +296,7 @@ static __always_inline void free_address(__u64 addr) {
   e->addr = addr;
   e->size = 0;
   e->offset = 0;
-  e->nframes = 0;
-  e->pad = 0;
+  e->stack = 0;
   bpf_ringbuf_submit(e, submit_flags());
 }
 
@@ -242,177 +349,362 @@ static __always_inline bool alloc_enter(enum as_fn fn, __u64 size, __u64 memptr)
   return true;
 }
 
-/* The caller's registers, in DWARF order, and up to `max` bytes of its stack,
- * copied a page at a time: a read that crossed the end of the stack mapping
- * would fail whole. `max` is a power of two the verifier knows (read-only
- * data), and `dst` has 8 KiB of slack past it, which lets it bound each copy. */
-static __always_inline void snapshot(struct pt_regs *ctx, struct as_stack_snapshot *snap, __u8 *dst, __u64 max) {
-  snap->regs[0] = ctx->ax;
-  snap->regs[1] = ctx->dx;
-  snap->regs[2] = ctx->cx;
-  snap->regs[3] = ctx->bx;
-  snap->regs[4] = ctx->si;
-  snap->regs[5] = ctx->di;
-  snap->regs[6] = ctx->bp;
-  snap->regs[7] = ctx->sp;
-  snap->regs[8] = ctx->r8;
-  snap->regs[9] = ctx->r9;
-  snap->regs[10] = ctx->r10;
-  snap->regs[11] = ctx->r11;
-  snap->regs[12] = ctx->r12;
-  snap->regs[13] = ctx->r13;
-  snap->regs[14] = ctx->r14;
-  snap->regs[15] = ctx->r15;
-  snap->regs[16] = ctx->ip;
-  snap->sp = ctx->sp;
-  snap->pad = 0;
-  __u64 copied = 0;
-  for (int i = 0; i < AS_MAX_STACK_BYTES / 4096 + 1; i++) {
-    if (copied >= max)
-      break;
-    __u64 from = snap->sp + copied;
-    __u64 chunk = 4096 - (from & 4095), left = max - copied;
-    if (chunk > left)
-      chunk = left;
-    /* copied < max, a power of two: the masks only tell the verifier so. */
-    if (bpf_probe_read_user(dst + (copied & (max - 1)), chunk & 8191, (void *)from) != 0)
-      break;
-    copied += chunk;
-  }
-  snap->len = copied;
-}
+/* ---- Stack walks ------------------------------------------------------- */
 
-struct alloc_event_64k {
-  struct as_alloc_event e;
-  struct as_stack_snapshot snap;
-  __u8 stack[AS_MAX_STACK_BYTES + 8192];
+struct walk {
+  struct as_stack_event *ev; /* the thread's scratch: frames and mappings so far */
+  struct task_struct *task;
+  struct as_unwind_regs regs;
+  __u64 stack_end; /* end of the mapping that holds the thread's stack */
+  __u64 id;        /* stack id, mixed as frames are added */
+  __u32 stop;      /* enum as_stop */
+  struct as_unwind_row row; /* the rule of the frame being unwound */
+  struct as_vma vma;        /* the mapping it is in */
 };
 
-/* Reserves an alloc event with room for a `bytes` stack snapshot (a
- * constant: the verifier sizes the reservation). */
-#define RESERVE_WITH_STACK(bytes) \
-  bpf_ringbuf_reserve(&events, sizeof(struct as_alloc_event) + sizeof(struct as_stack_snapshot) + (bytes) + 8192, 0)
-
-static __always_inline struct as_alloc_event *reserve_alloc_event(void) {
-  switch (stack_bytes) { /* read-only: the verifier keeps one branch */
-    case 0: return bpf_ringbuf_reserve(&events, sizeof(struct as_alloc_event), 0);
-    case 4096: return RESERVE_WITH_STACK(4096);
-    case 8192: return RESERVE_WITH_STACK(8192);
-    case 16384: return RESERVE_WITH_STACK(16384);
-    case 32768: return RESERVE_WITH_STACK(32768);
-    default: return RESERVE_WITH_STACK(AS_MAX_STACK_BYTES);
-  }
+static __always_inline __u64 mix(__u64 h, __u64 v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdULL;
 }
+
+struct vma_found {
+  struct as_vma v;
+  __u64 flags; /* vm_flags */
+};
 
 static long remember_vma(struct task_struct *task, struct vm_area_struct *vma, void *data) {
-  struct as_vma *v = data;
-  v->start = vma->vm_start;
-  v->end = vma->vm_end;
-  v->pgoff = (__u64)vma->vm_pgoff << 12;
-  struct file *f = vma->vm_file;
-  if (f) {
-    v->ino = BPF_CORE_READ(f, f_inode, i_ino);
-    v->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+  struct vma_found *f = data;
+  f->v.start = vma->vm_start;
+  f->v.end = vma->vm_end;
+  f->v.pgoff = (__u64)vma->vm_pgoff << 12;
+  f->flags = vma->vm_flags;
+  struct file *file = vma->vm_file;
+  if (file) {
+    f->v.ino = BPF_CORE_READ(file, f_inode, i_ino);
+    f->v.dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
   }
   return 0;
 }
 
-struct vma_walk {
-  struct as_alloc_event *e;
-  struct task_struct *task;
-  __u32 nframes;
-};
+/* The scans below are global functions: verified once on their own, where
+ * inlined each loop would be verified again on every path into it. */
 
-/* Names the mapping of frame i unless an earlier frame's mapping holds it. */
-static long name_frame_vma(__u64 i, void *data) {
-  struct vma_walk *w = data;
-  struct as_alloc_event *e = w->e;
-  if (i >= w->nframes || i >= AS_MAX_FRAMES)
-    return 1;
-  __u64 ip = e->frames[i] - 1; /* a return address: the call is before it */
-  __u32 n = e->nvmas;
-  for (__u32 j = 0; j < AS_MAX_VMAS; j++) {
-    if (j >= n)
-      break;
-    if (ip >= e->vmas[j].start && ip < e->vmas[j].end)
-      return 0;
-  }
-  if (n >= AS_MAX_VMAS)
-    return 1;
-  struct as_vma v = {};
-  long err = bpf_find_vma(w->task, ip, remember_vma, &v, 0);
-  if (err == -16) { /* EBUSY: the mmap lock is taken; the next frames would wait as well */
-    count(AS_CNT_VMA_MISSES);
-    return 1;
-  }
-  if (err || v.end == 0) /* else no mapping: a bogus frame past the stack's end */
+/* The entry of `vmas` (n of them) holding addr, copied to out; 0 if none. */
+__noinline int scan_stack_vmas(struct as_stack_event *ev, __u64 addr, struct as_vma *out) {
+  if (!ev || !out)
     return 0;
-  e->vmas[n & (AS_MAX_VMAS - 1)] = v;
-  e->nvmas = n + 1;
+  for (__u32 j = 0; j < AS_MAX_VMAS; j++) {
+    if (j >= ev->nvmas)
+      break;
+    if (addr >= ev->vmas[j].start && addr < ev->vmas[j].end) {
+      *out = ev->vmas[j];
+      return 1;
+    }
+  }
   return 0;
 }
 
-static __always_inline void emit_alloc(struct pt_regs *ctx, struct thread_state *st, __u64 addr) {
-  __u64 id = bpf_get_current_pid_tgid();
-  struct as_live_key key = {.tgid = id >> 32, .addr = addr};
-  __u64 now = bpf_ktime_get_ns();
-  count(AS_CNT_SAMPLES);
-  /* Reserve before the live insert so that a racing free's event is queued
-   * after this one. */
-  struct as_alloc_event *e = reserve_alloc_event();
+__noinline int scan_cached_vmas(struct vma_cache *c, __u64 addr, struct as_vma *out) {
+  if (!c || !out)
+    return 0;
+  for (int j = 0; j < VMA_CACHE; j++) {
+    if (addr >= c->vmas[j].start && addr < c->vmas[j].end) {
+      *out = c->vmas[j];
+      return 1;
+    }
+  }
+  return 0;
+}
+
+__noinline int cache_vma_in(struct vma_cache *c, struct as_vma *v) {
+  if (!c || !v)
+    return 0;
+  for (int j = 0; j < VMA_CACHE; j++)
+    if (c->vmas[j].start == v->start && c->vmas[j].ino == v->ino)
+      return 0;
+  c->vmas[c->next % VMA_CACHE] = *v;
+  c->next++;
+  return 1;
+}
+
+static __always_inline void cache_vma(__u32 tgid, struct as_vma *v) {
+  struct vma_cache *c = bpf_map_lookup_elem(&process_vmas, &tgid);
+  if (!c) {
+    bpf_map_update_elem(&process_vmas, &tgid, &empty_vma_cache, BPF_NOEXIST);
+    c = bpf_map_lookup_elem(&process_vmas, &tgid);
+    if (!c)
+      return;
+  }
+  cache_vma_in(c, v);
+}
+
+/* Puts the executable mapping holding `addr` in w->vma, looked up in the
+ * kernel the first time (and added to the event's list); false (w->stop
+ * set) when there is none. A copy rather than an index into the list: the
+ * verifier then follows one path past the search, not one per entry. */
+static __always_inline bool find_vma(struct walk *w, __u64 addr) {
+  struct as_stack_event *ev = w->ev;
+  if (scan_stack_vmas(ev, addr, &w->vma))
+    return true;
+  __u32 n = ev->nvmas;
+  if (n >= AS_MAX_VMAS) {
+    w->stop = AS_STOP_VMAS;
+    return false;
+  }
+  struct vma_found f = {};
+  long err = bpf_find_vma(w->task, addr, remember_vma, &f, 0);
+  if (err == -AS_EBUSY) {
+    __u32 tgid = w->task->tgid;
+    if (!scan_cached_vmas(bpf_map_lookup_elem(&process_vmas, &tgid), addr, &f.v)) {
+      w->stop = AS_STOP_VMA_BUSY;
+      return false;
+    }
+  } else if (err || !(f.flags & AS_VM_EXEC)) { /* not code: a return address that is not one */
+    w->stop = AS_STOP_BAD_IP;
+    return false;
+  } else {
+    cache_vma(w->task->tgid, &f.v);
+  }
+  ev->vmas[n] = f.v;
+  ev->nvmas = n + 1;
+  w->vma = f.v;
+  return true;
+}
+
+static __always_inline void request_table(struct walk *w, struct as_vma *v, struct as_file_key *key) {
+  __u8 one = 1;
+  if (bpf_map_update_elem(&table_requests, key, &one, BPF_NOEXIST) != 0)
+    return; /* asked already */
+  struct as_table_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
   if (!e) {
-    count(AS_CNT_RINGBUF_DROPS);
-    count_process_drop(id >> 32);
+    bpf_map_delete_elem(&table_requests, key); /* ask again next time */
     return;
   }
-  __u16 flags = track_live ? 0 : AS_EVF_UNTRACKED;
-  if (track_live) {
+  count(AS_CNT_TABLE_REQUESTS);
+  e->kind = AS_EV_NEED_TABLE;
+  e->tgid = w->task->tgid;
+  e->vma = *v;
+  bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+}
+
+/* The row of table `key` that covers file offset `off`: binary search for
+ * the last row whose pc is at most `off`. A global function, verified once
+ * on its own: inlined, its loop would be verified again on every path. */
+__noinline int lookup_row(struct as_file_key *key, __u64 off, struct as_unwind_row *out) {
+  if (!key || !out)
+    return AS_STOP_NO_INFO;
+  void *table = bpf_map_lookup_elem(&unwind_tables, key);
+  if (!table)
+    return AS_STOP_NO_TABLE;
+  __u32 zero = 0;
+  struct as_unwind_row *head = bpf_map_lookup_elem(table, &zero);
+  if (!head || off > 0xffffffffULL)
+    return AS_STOP_NO_INFO;
+  __u32 lo = 1, hi = head->pc + 1;
+  for (int i = 0; i < 25; i++) { /* tables hold at most 2^24 rows */
+    if (lo >= hi)
+      break;
+    __u32 mid = lo + (hi - lo) / 2;
+    struct as_unwind_row *r = bpf_map_lookup_elem(table, &mid);
+    if (!r)
+      return AS_STOP_NO_INFO;
+    if (r->pc <= off)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  __u32 at = lo - 1;
+  struct as_unwind_row *r = at ? bpf_map_lookup_elem(table, &at) : 0;
+  if (!r)
+    return AS_STOP_NO_INFO;
+  *out = *r;
+  return AS_STOP_NONE;
+}
+
+/* One frame of the walk: records its pc and moves to its caller. The frame
+ * number is read from the event, not taken from the loop, so that the
+ * verifier sees one frame, not 127 different ones. */
+static long walk_frame(__u64 unused, void *data) {
+  struct walk *w = data;
+  struct as_stack_event *ev = w->ev;
+  __u32 n = ev->nframes;
+  if (n >= AS_MAX_FRAMES) {
+    w->stop = AS_STOP_DEPTH;
+    return 1;
+  }
+  __u64 ip = w->regs.ip;
+  /* A return address: the call is before it. Frame 0's pc, the allocator's
+   * return into its caller, is where that caller resumes, and its state. */
+  __u64 at = n == 0 ? ip : ip - 1;
+  if (!find_vma(w, at))
+    return 1;
+  ev->frames[n] = ip;
+  ev->nframes = n + 1;
+  w->id = mix(w->id, ip);
+  struct as_vma *v = &w->vma;
+  w->row = frame_pointer_rule;
+  /* Code in anonymous memory (JIT) has no file to describe it: frame
+   * pointers, checked like any row. */
+  if (use_tables && v->ino) {
+    struct as_file_key key = {.ino = v->ino, .dev = v->dev};
+    int rc = lookup_row(&key, at - v->start + v->pgoff, &w->row);
+    if (rc == AS_STOP_NO_TABLE)
+      request_table(w, v, &key);
+    if (rc != AS_STOP_NONE) {
+      w->stop = rc;
+      return 1;
+    }
+  }
+  int rc = as_unwind_step(&w->row, &w->regs, w->stack_end, 0);
+  if (rc != AS_STOP_NONE) {
+    w->stop = rc;
+    return 1;
+  }
+  return 0;
+}
+
+/* Walks the current thread's user stack from the registers at the
+ * allocator's return (the caller's) into the thread's scratch event, and
+ * gives the stack's id; NULL when there is no scratch. */
+static __always_inline struct as_stack_event *walk_stack(struct pt_regs *ctx, __u16 fn, __u64 *id) {
+  struct task_struct *task = bpf_get_current_task_btf();
+  struct walk_scratch *scratch = bpf_task_storage_get(&walks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+  if (!scratch)
+    return 0;
+  struct as_stack_event *ev = &scratch->ev;
+  ev->nframes = 0;
+  ev->nvmas = 0;
+  struct walk w = {.ev = ev, .task = task, .stop = AS_STOP_NONE};
+  w.regs.ip = ctx->ip;
+  w.regs.sp = ctx->sp;
+  w.regs.bp = ctx->bp;
+  /* A thread's stack mapping ends where it did: looked up once per thread
+   * (again if sp is past it: a signal stack). */
+  if (ctx->sp >= scratch->stack_end) {
+    struct vma_found stack = {};
+    scratch->stack_end = bpf_find_vma(task, ctx->sp, remember_vma, &stack, 0) == 0 ? stack.v.end : 0;
+  }
+  w.stack_end = scratch->stack_end;
+  /* The id covers the process instance: a new program (exec) or a new
+   * process with the same pid never shares a stack with an old one. */
+  struct task_struct *leader = task->group_leader;
+  w.id = mix(mix(mix(task->tgid, leader->start_time), leader->self_exec_id), fn);
+  bpf_loop(AS_MAX_FRAMES, walk_frame, &w, 0);
+  if (w.stop == AS_STOP_NONE)
+    w.stop = AS_STOP_DEPTH;
+  count(AS_CNT_STOP_FIRST + (w.stop < 10 ? w.stop : 0));
+  ev->kind = AS_EV_STACK;
+  ev->tgid = task->tgid;
+  ev->fn = fn;
+  ev->stop = w.stop;
+  ev->pad = 0;
+  *id = mix(w.id, w.stop);
+  ev->id = *id;
+  bpf_probe_read_kernel_str(ev->comm, sizeof(ev->comm), leader->comm);
+  return ev;
+}
+
+/* Sends the stack unless userspace has it: it is queued before any event
+ * that names its id (the ring buffer keeps the order of reservations, and
+ * the id is marked sent only once the stack is in). */
+static __always_inline bool send_stack(struct as_stack_event *ev) {
+  __u64 id = ev->id;
+  if (bpf_map_lookup_elem(&sent_stacks, &id))
+    return true;
+  if (bpf_ringbuf_output(&events, ev, sizeof(*ev), BPF_RB_FORCE_WAKEUP) != 0) {
+    count(AS_CNT_STACK_DROPS);
+    return false;
+  }
+  __u8 one = 1;
+  bpf_map_update_elem(&sent_stacks, &id, &one, BPF_ANY);
+  return true;
+}
+
+/* Exact mode: the allocation is added to its stack's totals here, and its
+ * block remembered with the stack so that its free subtracts it. */
+static __always_inline void count_exact(__u64 id, __u64 size, __u64 addr, __u64 now) {
+  struct as_exact_totals *t = bpf_map_lookup_elem(&exact_totals, &id);
+  if (!t) {
+    struct as_exact_totals zero = {};
+    bpf_map_update_elem(&exact_totals, &id, &zero, BPF_NOEXIST);
+    t = bpf_map_lookup_elem(&exact_totals, &id);
+  }
+  if (!t) {
+    count(AS_CNT_EXACT_FULL);
+    __u32 k = AS_CNT_EXACT_FULL_BYTES;
+    __u64 *c = bpf_map_lookup_elem(&counters, &k);
+    if (c)
+      __sync_fetch_and_add(c, size);
+    return;
+  }
+  __sync_fetch_and_add(&t->allocs, 1);
+  __sync_fetch_and_add(&t->alloc_bytes, size);
+}
+
+static __always_inline void track_live_block(__u32 tgid, __u64 addr, struct as_live_value *val, __u16 *flags) {
+  struct as_live_key key = {.tgid = tgid, .addr = addr};
   /* Counted before the insert: a free of this address, which can only come
    * after this return, then finds the slot raised. */
-  __u32 slot = as_live_slot(key.tgid, addr);
+  __u32 slot = as_live_slot(tgid, addr);
   __u32 *live_here = bpf_map_lookup_elem(&live_filter, &slot);
   if (live_here)
     __sync_fetch_and_add(live_here, 1);
-  if (bpf_map_update_elem(&live, &key, &now, BPF_ANY) != 0) {
-    flags |= AS_EVF_LIVE_DROPPED;
+  if (bpf_map_update_elem(&live, &key, val, BPF_ANY) != 0) {
+    *flags |= AS_EVF_LIVE_DROPPED;
     count(AS_CNT_LIVE_FULL);
     if (live_here)
       __sync_fetch_and_add(live_here, -1); /* 32-bit atomics: add only */
   }
+}
+
+static __always_inline void count_dropped(__u32 tgid, __u64 size) {
+  count(AS_CNT_RINGBUF_DROPS);
+  count_process_drop(tgid);
+  __u32 k = AS_CNT_DROPPED_BYTES;
+  __u64 *c = bpf_map_lookup_elem(&counters, &k);
+  if (c)
+    __sync_fetch_and_add(c, size);
+}
+
+static __always_inline void emit_alloc(struct pt_regs *ctx, struct thread_state *st, __u64 addr) {
+  __u64 pid_tgid = bpf_get_current_pid_tgid();
+  __u32 tgid = pid_tgid >> 32;
+  __u64 now = bpf_ktime_get_ns();
+  count(AS_CNT_SAMPLES);
+  __u64 id = 0;
+  struct as_stack_event *stack = walk_stack(ctx, st->pending_fn, &id);
+  if (!stack || !send_stack(stack)) {
+    count_dropped(tgid, st->pending_size);
+    return;
   }
-  /* At the return the registers are the caller's: the walk starts at the
-   * allocator's direct caller, whatever the allocator's prologue. */
-  long n = bpf_get_stack(ctx, e->frames, sizeof(e->frames), BPF_F_USER_STACK);
-  if (n <= 0) {
-    flags |= AS_EVF_STACK_FAILED;
-    count(AS_CNT_STACK_FAIL);
-    n = 0;
+  __u16 flags = track_live ? 0 : AS_EVF_UNTRACKED;
+  struct as_live_value val = {.ts_ns = now, .size = st->pending_size, .stack = id};
+  if (sample_rate <= 1) {
+    count_exact(id, st->pending_size, addr, now);
+    if (track_live)
+      track_live_block(tgid, addr, &val, &flags);
+    return;
   }
-  if (stack_bytes) {
-    struct alloc_event_64k *big = (void *)e;
-    __u64 max = stack_bytes > AS_MAX_STACK_BYTES ? AS_MAX_STACK_BYTES : stack_bytes;
-    snapshot(ctx, &big->snap, big->stack, max);
-    flags |= AS_EVF_SNAPSHOT;
+  /* Reserved before the live insert so that a racing free's event is
+   * queued after this one. */
+  struct as_alloc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+  if (!e) {
+    count_dropped(tgid, st->pending_size);
+    return;
   }
+  if (track_live)
+    track_live_block(tgid, addr, &val, &flags);
   e->hdr.kind = AS_EV_ALLOC;
-  e->hdr.tgid = id >> 32;
-  e->hdr.tid = (__u32)id;
+  e->hdr.tgid = tgid;
+  e->hdr.tid = (__u32)pid_tgid;
   e->hdr.fn = st->pending_fn;
   e->hdr.flags = flags;
   e->hdr.ts_ns = now;
   e->hdr.addr = addr;
   e->hdr.size = st->pending_size;
   e->hdr.offset = st->pending_offset;
-  e->hdr.nframes = (__u64)n / 8;
-  e->hdr.pad = 0;
-  /* The process's name (its main thread's), not this thread's. */
-  struct task_struct *task = bpf_get_current_task_btf();
-  bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), task->group_leader->comm);
-  e->nvmas = 0;
-  e->pad = 0;
-  struct vma_walk walk = {.e = e, .task = task, .nframes = e->hdr.nframes};
-  bpf_loop(AS_MAX_FRAMES, name_frame_vma, &walk, 0);
-  __u32 tgid = id >> 32;
+  e->hdr.stack = id;
+  __builtin_memcpy(e->comm, stack->comm, sizeof(e->comm));
   __u8 one = 1;
   bool first = !bpf_map_lookup_elem(&seen_processes, &tgid);
   if (first)
@@ -657,9 +949,9 @@ static __always_inline bool c_library_name(const char *n) {
  * the program rejects every other system call. */
 SEC("tp_btf/sys_exit")
 int BPF_PROG(on_syscall_exit, struct pt_regs *regs, long ret) {
-  if (BPF_CORE_READ(regs, orig_ax) != 9 /* mmap */ || ret <= 0) /* an address, or -errno */
+  if (BPF_CORE_READ(regs, orig_ax) != AS_SYS_MMAP || ret <= 0) /* an address, or -errno */
     return 0;
-  if (!(BPF_CORE_READ(regs, dx) & 4 /* PROT_EXEC */))
+  if (!(BPF_CORE_READ(regs, dx) & AS_PROT_EXEC))
     return 0;
   __u32 tgid = bpf_get_current_pid_tgid() >> 32;
   if (!wanted(bpf_map_lookup_elem(&processes, &tgid)))
@@ -668,9 +960,9 @@ int BPF_PROG(on_syscall_exit, struct pt_regs *regs, long ret) {
   struct task_struct *t = bpf_get_current_task_btf();
   if (bpf_find_vma(t, ret, identify_vma, &id, 0) != 0 || !id.ino || !c_library_name(id.name))
     return 0;
-  __u64 key[2] = {id.dev, id.ino};
+  struct as_file_key key = {.ino = id.ino, .dev = id.dev};
   __u8 one = 1;
-  if (bpf_map_update_elem(&known_files, key, &one, BPF_NOEXIST) != 0)
+  if (bpf_map_update_elem(&known_files, &key, &one, BPF_NOEXIST) != 0)
     return 0;
   emit_proc(AS_EV_MMAP, tgid, 0, t->comm, &id, ret);
   return 0;

@@ -9,6 +9,8 @@ typedef __u16 as_u16;
 typedef __u32 as_u32;
 typedef __u64 as_u64;
 typedef __s64 as_s64;
+typedef __s16 as_s16;
+typedef __s8 as_s8;
 #else
 #include <stdint.h>
 typedef uint8_t as_u8;
@@ -16,6 +18,8 @@ typedef uint16_t as_u16;
 typedef uint32_t as_u32;
 typedef uint64_t as_u64;
 typedef int64_t as_s64;
+typedef int16_t as_s16;
+typedef int8_t as_s8;
 #endif
 
 #ifdef __cplusplus
@@ -49,6 +53,8 @@ enum as_event_kind {
   AS_EV_EXEC = 4,  /* a traced process ran a new program: struct as_proc_event */
   AS_EV_EXIT = 5,  /* a traced process's last thread exited: struct as_proc_event */
   AS_EV_MMAP = 6,  /* a traced process mapped a C library not seen before: struct as_proc_event */
+  AS_EV_STACK = 7, /* a stack not sent before: struct as_stack_event */
+  AS_EV_NEED_TABLE = 8, /* an unwind met a file without an unwind table: struct as_table_event */
 };
 
 /* Verdicts in the `processes` map (system-wide probes consult it). */
@@ -60,36 +66,37 @@ enum as_process_verdict {
 
 enum as_event_flags {
   AS_EVF_LIVE_DROPPED = 1, /* live map was full: this sample's free will not be seen */
-  AS_EVF_STACK_FAILED = 2, /* bpf_get_stack failed: no frames */
-  AS_EVF_SNAPSHOT = 4,     /* a struct as_stack_snapshot follows the frames */
-  AS_EVF_UNTRACKED = 8,    /* live tracking is off (--no-free): no live entry, nothing dropped */
+  AS_EVF_UNTRACKED = 2,    /* live tracking is off (--no-free): no live entry, nothing dropped */
 };
-
-/* DWARF unwinding: the most user stack a sample may copy. */
-#define AS_MAX_STACK_BYTES (64 * 1024)
-#define AS_DWARF_REGS 17
 
 /* Per-CPU counters, summed by userspace. */
 enum as_counter {
-  AS_CNT_SAMPLES = 0,        /* sampled trials that returned an address */
+  AS_CNT_SAMPLES = 0,        /* sampled trials that returned an address (exact mode: every allocation) */
   AS_CNT_FREES = 1,          /* frees of live-tracked samples */
-  AS_CNT_RINGBUF_DROPS = 2,  /* events lost because the ring buffer was full */
+  AS_CNT_RINGBUF_DROPS = 2,  /* samples lost because the ring buffer was full */
   AS_CNT_LIVE_FULL = 3,      /* samples not tracked live: live map full */
-  AS_CNT_STACK_FAIL = 4,     /* samples whose user stack could not be read */
+  AS_CNT_STACK_DROPS = 4,    /* stacks not sent (ring buffer full): their samples are lost */
   AS_CNT_NESTED = 5,         /* allocator calls made inside another one, not counted */
   AS_CNT_FAILED_ALLOCS = 6,  /* sampled trials whose allocation returned NULL */
   AS_CNT_RETURNS = 7,        /* runs of the return program */
   AS_CNT_FILTERED = 8,       /* sampled trials of processes not traced (system-wide probes) */
   AS_CNT_PROC_DROPS = 9,     /* process events (fork, exec, exit, mmap) lost: ring buffer full */
   AS_CNT_PROC_TABLE_FULL = 10, /* forked children not followed: process table full */
-  AS_CNT_VMA_MISSES = 11,    /* frames whose mapping the kernel could not read (mmap lock busy) */
-  AS_CNT_COUNT = 12,
+  AS_CNT_EXACT_FULL = 11,    /* exact mode: allocations not counted, the stack totals map was full */
+  AS_CNT_EXACT_FULL_BYTES = 12, /* ... and their bytes */
+  AS_CNT_DROPPED_BYTES = 13, /* requested bytes of the samples lost to a full ring buffer */
+  AS_CNT_TABLE_REQUESTS = 14, /* unwind tables asked of userspace */
+  AS_CNT_FREE_DROPS = 15,    /* frees of live samples not sent (ring buffer full): inuse is high */
+  /* Why unwinds ended, one per sampled stack (enum as_stop order). */
+  AS_CNT_STOP_FIRST = 16,
+  AS_CNT_COUNT = AS_CNT_STOP_FIRST + 10,
 };
 
 /* The live filter: counters of live samples per hash slot, which lets a
  * free of an address never sampled (nearly every free) skip the live map.
  * Userspace, deleting live keys itself, decrements the same slot. */
 #define AS_LIVE_FILTER_BITS 20
+#define AS_LIVE_FILTER_STRIDE 8 /* bytes between slots of the mmapped array (elements are 8-aligned) */
 
 static inline as_u32 as_live_slot(as_u32 tgid, as_u64 addr) {
   as_u64 h = ((addr >> 4) ^ ((as_u64)tgid << 40)) * 0x9E3779B97F4A7C15ULL;
@@ -103,6 +110,75 @@ struct as_live_key {
   as_u64 addr; /* address returned to the program */
 };
 
+/* Value of the live map. */
+struct as_live_value {
+  as_u64 ts_ns; /* allocation time (bpf_ktime_get_ns) */
+  as_u64 size;  /* requested bytes (exact mode) */
+  as_u64 stack; /* stack id (exact mode) */
+};
+
+/* ---- Unwinding ----------------------------------------------------------
+ * Userspace compiles each binary's call frame information (.eh_frame,
+ * .debug_frame) into rows sorted by pc and loads them into the kernel,
+ * which unwinds sampled stacks itself (bpf/unwind.h). On x86-64 the CFA of
+ * code that calls is rsp or rbp plus an offset (or, in PLT entries and
+ * realigned frames, a known expression of them), the return address sits at
+ * CFA - 8 and the only register later CFAs need is rbp. */
+enum as_cfa_kind {
+  AS_ROW_NONE = 0,       /* no unwind information here: the walk stops */
+  AS_CFA_RSP = 1,        /* CFA = rsp + 8 * cfa_off */
+  AS_CFA_RBP = 2,        /* CFA = rbp + 8 * cfa_off */
+  AS_CFA_PLT = 3,        /* CFA = rsp + 8, + 8 more when (pc & 15) >= cfa_off */
+  AS_CFA_DEREF_RBP = 4,  /* CFA = *(rbp + 8 * cfa_off) */
+  AS_ROW_END = 5,        /* the outermost frame (return address undefined) */
+};
+
+#define AS_RBP_LOST (-128) /* as_unwind_row.rbp: the caller's rbp cannot be recovered */
+
+/* One row: the rule from `pc` up to the next row's pc. */
+struct as_unwind_row {
+  as_u32 pc;      /* file offset of the first instruction it covers, bytes */
+  as_s16 cfa_off; /* see enum as_cfa_kind, 8-byte units */
+  as_u8 kind;     /* enum as_cfa_kind */
+  as_s8 rbp;      /* the caller's rbp saved at CFA + 8 * rbp; 0: unchanged; AS_RBP_LOST */
+};
+
+/* Key of an unwind table: the file as the kernel's vma names it. */
+struct as_file_key {
+  as_u64 ino;
+  as_u32 dev; /* kernel encoding (major << 20 | minor) */
+  as_u32 pad;
+};
+
+/* Why a stack walk ended. */
+enum as_stop {
+  AS_STOP_NONE = 0,     /* (still walking) */
+  AS_STOP_COMPLETE = 1, /* reached the outermost frame: the stack is whole */
+  AS_STOP_NO_INFO = 2,  /* code the binary's unwind information does not cover */
+  AS_STOP_NO_TABLE = 3, /* the binary's unwind table was not loaded yet (asked of userspace) */
+  AS_STOP_BAD_FRAME = 4, /* a CFA that does not move up the thread's stack */
+  AS_STOP_READ = 5,     /* stack memory could not be read */
+  AS_STOP_BAD_IP = 6,   /* a return address outside any executable mapping */
+  AS_STOP_DEPTH = 7,    /* AS_MAX_FRAMES frames */
+  AS_STOP_VMA_BUSY = 8, /* the mmap lock was taken: mappings could not be looked up */
+  AS_STOP_VMAS = 9,     /* frames in more than AS_MAX_VMAS mappings */
+};
+
+#define AS_COMM_LEN 16
+/* Distinct mappings a stack's frames may lie in. */
+#define AS_MAX_VMAS 16
+
+/* A mapping holding some of a stack's frames, read by the kernel at sample
+ * time: frames of processes that are gone by the time userspace looks can
+ * still be tied to their file. */
+struct as_vma {
+  as_u64 start, end; /* runtime address range */
+  as_u64 pgoff;      /* file offset of start, bytes */
+  as_u64 ino;        /* inode of the mapped file; 0: anonymous */
+  as_u32 dev;        /* device of the file, kernel encoding (major << 20 | minor) */
+  as_u32 pad;
+};
+
 /* Ring buffer record. A free event is this header alone. */
 struct as_event {
   as_u32 kind;     /* enum as_event_kind */
@@ -114,35 +190,41 @@ struct as_event {
   as_u64 addr;     /* allocation address */
   as_u64 size;     /* requested bytes */
   as_u64 offset;   /* bytes before the sampled byte inside the allocation */
-  as_u32 nframes;  /* valid entries in the frames that follow (alloc events) */
-  as_u32 pad;
+  as_u64 stack;    /* stack id (alloc events): an as_stack_event sent earlier names it */
 };
 
-#define AS_COMM_LEN 16
-/* Distinct mappings an alloc event names for its frames. */
-#define AS_MAX_VMAS 8
-
-/* A mapping holding some of an event's frames, read by the kernel at sample
- * time: frames of processes that are gone by the time userspace looks can
- * still be tied to their file. */
-struct as_vma {
-  as_u64 start, end; /* runtime address range */
-  as_u64 pgoff;      /* file offset of start, bytes */
-  as_u64 ino;        /* inode of the mapped file; 0: anonymous */
-  as_u32 dev;        /* device of the file, kernel encoding (major << 20 | minor) */
-  as_u32 pad;
-};
-
-/* An alloc event: the process's name, the mappings of its frames, return
- * addresses innermost first; the first is the allocator's return into its
- * direct caller. */
+/* A sampled allocation, with its process's name (its main thread's). */
 struct as_alloc_event {
   struct as_event hdr;
   char comm[AS_COMM_LEN];
-  as_u32 nvmas; /* valid entries in vmas */
+};
+
+/* A stack, sent once: the id later events name it by, the mappings of its
+ * frames, return addresses innermost first (the first is the allocator's
+ * return into its direct caller). Ids cover the process instance (pid,
+ * start time, exec count) and the entry point, so no two processes or
+ * programs share one. */
+struct as_stack_event {
+  as_u32 kind;    /* AS_EV_STACK */
+  as_u32 tgid;
+  as_u16 fn;      /* enum as_fn */
+  as_u16 stop;    /* enum as_stop: why the walk ended */
+  as_u32 nframes; /* valid entries in frames */
+  as_u32 nvmas;   /* valid entries in vmas */
   as_u32 pad;
+  as_u64 id;      /* stack id */
+  char comm[AS_COMM_LEN];
   struct as_vma vmas[AS_MAX_VMAS];
   as_u64 frames[AS_MAX_FRAMES]; /* user instruction pointers */
+};
+
+/* An unwind met a file mapping without a table: userspace builds one from
+ * the file behind [start, end) of process tgid. Sent once per file until
+ * userspace clears the request. */
+struct as_table_event {
+  as_u32 kind; /* AS_EV_NEED_TABLE */
+  as_u32 tgid;
+  struct as_vma vma;
 };
 
 /* Process lifecycle: fork (tgid is the child, parent its parent), exec (the
@@ -160,24 +242,34 @@ struct as_proc_event {
   char name[32]; /* mmap: the file's name, truncated */
 };
 
-
-/* Registers and the top of the user stack at the allocator's return (the
- * caller's state), for unwinding with call frame information; `len` stack
- * bytes from `sp` upwards follow. Registers in DWARF x86-64 order: rax, rdx,
- * rcx, rbx, rsi, rdi, rbp, rsp, r8-r15, rip. */
-struct as_stack_snapshot {
-  as_u64 regs[AS_DWARF_REGS]; /* register values */
-  as_u64 sp;                  /* user address of the first stack byte */
-  as_u32 len;                 /* stack bytes copied, bytes */
-  as_u32 pad;
+/* Exact mode (rate 1) keeps its totals in the kernel, per stack id. */
+#define AS_LIFETIME_BUCKETS 32
+#define AS_LIFETIME_FIRST_LOG2 6 /* bucket 0: lifetimes below 2^7 ns; bucket i: [2^(i+6), 2^(i+7)) */
+struct as_exact_totals {
+  as_u64 allocs;      /* allocations */
+  as_u64 alloc_bytes; /* their requested bytes */
+  as_u64 frees;       /* of them, freed */
+  as_u64 free_bytes;
+  as_u32 lifetimes[AS_LIFETIME_BUCKETS]; /* freed allocations by lifetime (log2 buckets) */
 };
 
-AS_STATIC_ASSERT(sizeof(struct as_stack_snapshot) == 8 * AS_DWARF_REGS + 16, "as_stack_snapshot layout");
+/* Linux values the programs use. */
+#define AS_EBUSY 16
+#define AS_SYS_MMAP 9
+#define AS_PROT_EXEC 4
+#define AS_VM_EXEC 0x4
+
 AS_STATIC_ASSERT(sizeof(struct as_live_key) == 16, "as_live_key layout");
+AS_STATIC_ASSERT(sizeof(struct as_live_value) == 24, "as_live_value layout");
+AS_STATIC_ASSERT(sizeof(struct as_unwind_row) == 8, "as_unwind_row layout");
+AS_STATIC_ASSERT(sizeof(struct as_file_key) == 16, "as_file_key layout");
 AS_STATIC_ASSERT(sizeof(struct as_event) == 56, "as_event layout");
+AS_STATIC_ASSERT(sizeof(struct as_alloc_event) == 72, "as_alloc_event layout");
 AS_STATIC_ASSERT(sizeof(struct as_vma) == 40, "as_vma layout");
-AS_STATIC_ASSERT(sizeof(struct as_alloc_event) == 56 + 24 + 40 * AS_MAX_VMAS + 8 * AS_MAX_FRAMES,
-                 "as_alloc_event layout");
+AS_STATIC_ASSERT(sizeof(struct as_stack_event) == 48 + 40 * AS_MAX_VMAS + 8 * AS_MAX_FRAMES,
+                 "as_stack_event layout");
+AS_STATIC_ASSERT(sizeof(struct as_table_event) == 8 + 40, "as_table_event layout");
 AS_STATIC_ASSERT(sizeof(struct as_proc_event) == 88, "as_proc_event layout");
+AS_STATIC_ASSERT(sizeof(struct as_exact_totals) == 32 + 4 * AS_LIFETIME_BUCKETS, "as_exact_totals layout");
 
 #endif

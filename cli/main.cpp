@@ -32,10 +32,11 @@ const CLI::Validator kFormat = parsed_by(parse_format, "format (folded, svg, ppr
 // Options kept as text by CLI11 and converted once parsing succeeded.
 struct Text {
   std::string rate = "512KiB", duration, metric = "alloc_space", ringbuf = "16MiB", probe_mode = "auto";
-  std::string format, interval, by = "function", sort = "value", unwind, stack_bytes = "16KiB";
+  std::string format, interval, by = "function", sort = "value", unwind = "dwarf";
   std::vector<std::string> outputs;
   bool children = false;
   CLI::Option* children_flag = nullptr;  // given at all? (the default depends on -- CMD)
+  CLI::Option* max_live_opt = nullptr;   // given at all? (the default depends on the rate)
 };
 
 // Options both subcommands share: how estimates and intervals are shown.
@@ -109,8 +110,8 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, Text& t) {
       ->check(parsed_by(parse_duration_ms, "interval"));
   rec->add_flag("--icicle", c.render.icicle, "Flame graphs top-down (root at the top)");
   add_estimate_options(rec, c.render);
-  rec->add_option("--max-live", c.max_live, "Capacity of the live-allocation tables (samples)")
-      ->capture_default_str()
+  t.max_live_opt = rec->add_option("--max-live", c.max_live,
+                  "Capacity of the live-allocation tables (samples; default 262144, 4194304 in exact mode)")
       ->check(CLI::Range(1u, 1u << 26));
   rec->add_option("--max-stacks", c.max_stacks, "Capacity of the distinct-stack table")
       ->capture_default_str()
@@ -124,13 +125,11 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, Text& t) {
           },
           "ring buffer size (power of two, 4 KiB to 1 GiB)"));
   rec->add_option("--unwind", t.unwind,
-                  "How stacks are walked: fp (the kernel's frame-pointer walk), dwarf (call frame information "
-                  "on a copy of the stack: full stacks through code without frame pointers), auto (dwarf where it "
-                  "reaches further). Default: auto, fp in exact mode")
-      ->check(CLI::IsMember({"fp", "dwarf", "auto"}));
-  rec->add_option("--stack-bytes", t.stack_bytes, "User stack copied per sample for DWARF unwinding: 4KiB to 64KiB")
+                  "How the kernel walks sampled stacks: dwarf (the binaries' call frame information, compiled "
+                  "into tables the kernel follows: full stacks through code without frame pointers) or fp "
+                  "(frame pointers only: no tables, but stacks stop at code built without them)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"4KiB", "8KiB", "16KiB", "32KiB", "64KiB", "4096", "8192", "16384", "32768", "65536"}));
+      ->check(CLI::IsMember({"fp", "dwarf"}));
   rec->add_flag("--no-free", c.no_free,
                 "Alloc-only: do not probe free (cheaper; the inuse metrics are then unavailable)");
   rec->add_option("--probe-mode", t.probe_mode,
@@ -192,11 +191,10 @@ void finish_record(RecordConfig& c, const Text& t) {
     c.duration_ms = *parse_duration_ms(t.duration);
   if (!t.interval.empty())
     c.interval_ms = *parse_duration_ms(t.interval);
-  // Exact mode samples every call: copying stacks for each would flood the
-  // ring buffer, so it walks frame pointers unless told otherwise.
-  std::string unwind = t.unwind.empty() ? (c.rate <= 1 ? "fp" : "auto") : t.unwind;
-  c.unwind = unwind == "fp" ? UnwindMode::Fp : unwind == "dwarf" ? UnwindMode::Dwarf : UnwindMode::Auto;
-  c.stack_bytes = static_cast<uint32_t>(*parse_bytes(t.stack_bytes));
+  c.unwind = t.unwind == "fp" ? UnwindMode::Fp : UnwindMode::Dwarf;
+  // Exact mode tracks every live block, not a sample of them.
+  if (c.rate <= 1 && !*t.max_live_opt)
+    c.max_live = 1 << 22;
   c.outputs = output_specs(t.outputs, t.format, "allocscope.folded", Format::Folded);
   if (*t.children_flag)
     c.children = t.children;

@@ -13,6 +13,8 @@
 #include <cstdio>
 
 #include "allocscope.skel.h"
+#include "unique_fd.h"
+#include "unwind_step.h"
 #include "sampling.h"
 
 namespace allocscope {
@@ -78,10 +80,12 @@ bpf_program* entry_program(allocscope_bpf* s, as_fn fn) {
   return nullptr;
 }
 
+// A negative return stops libbpf's delivery loop; poll() tells it apart.
+constexpr int kStopDelivery = -EINTR;
+
 int on_event(void* ctx, void* data, size_t size) {
   auto* handler = static_cast<BpfSession::Handler*>(ctx);
-  (*handler)({static_cast<const uint8_t*>(data), size});
-  return 0;
+  return (*handler)({static_cast<const uint8_t*>(data), size}) ? 0 : kStopDelivery;
 }
 
 }  // namespace
@@ -182,7 +186,8 @@ Result<std::unique_ptr<BpfSession>> BpfSession::open(const SessionConfig& config
   s->skel_->rodata->use_sessions = s->mode_ == ProbeMode::Session;
   s->skel_->rodata->sample_rate = config.rate;
   s->skel_->rodata->wakeup_bytes = config.ringbuf_bytes / 4;
-  s->skel_->rodata->stack_bytes = config.stack_bytes;
+  s->skel_->rodata->use_tables = config.unwind_tables;
+  s->skel_->rodata->frame_pointer_rule = as_frame_pointer_row();
   s->skel_->rodata->track_live = !config.no_free;
   s->skel_->rodata->filter_processes = config.filter_processes;
   s->skel_->rodata->trace_unknown = config.trace_unknown;
@@ -194,6 +199,8 @@ Result<std::unique_ptr<BpfSession>> BpfSession::open(const SessionConfig& config
   for (size_t i = 0; i < table.size(); ++i)
     s->skel_->rodata->log2_table[i] = table[i];
   bpf_map__set_max_entries(s->skel_->maps.live, config.max_live);
+  bpf_map__set_max_entries(s->skel_->maps.exact_totals, config.max_stacks);
+  bpf_map__set_max_entries(s->skel_->maps.unwind_tables, config.max_tables);
   bpf_map__set_max_entries(s->skel_->maps.events, config.ringbuf_bytes);
   if (int err = allocscope_bpf__load(s->skel_); err != 0)
     return fail(errno_message("load BPF programs", -err) + privilege_hint(-err));
@@ -202,8 +209,7 @@ Result<std::unique_ptr<BpfSession>> BpfSession::open(const SessionConfig& config
     return fail(errno_message("create ring buffer", errno));
   if (auto ok = s->attach_lifecycle(); !ok)
     return fail(ok.error());
-  // Array elements are 8-byte aligned: counter i is at byte 8 * i.
-  s->live_filter_bytes_ = size_t(bpf_map__max_entries(s->skel_->maps.live_filter)) * 8;
+  s->live_filter_bytes_ = size_t(bpf_map__max_entries(s->skel_->maps.live_filter)) * AS_LIVE_FILTER_STRIDE;
   void* filter = mmap(nullptr, s->live_filter_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED,
                       bpf_map__fd(s->skel_->maps.live_filter), 0);
   if (filter == MAP_FAILED)
@@ -336,14 +342,94 @@ void BpfSession::forget_live(uint32_t tgid, std::span<const uint64_t> addrs) {
     as_live_key key{.tgid = tgid, .pad = 0, .addr = addr};
     if (bpf_map_delete_elem(fd, &key) != 0)
       continue;  // freed meanwhile: the kernel lowered the filter
-    auto* slot = reinterpret_cast<uint32_t*>(live_filter_ + size_t(as_live_slot(tgid, addr)) * 8);
+    auto* slot = reinterpret_cast<uint32_t*>(live_filter_ + size_t(as_live_slot(tgid, addr)) * AS_LIVE_FILTER_STRIDE);
     __atomic_fetch_sub(slot, 1, __ATOMIC_RELAXED);
   }
 }
 
+void BpfSession::forget_live(std::span<const as_live_key> keys) {
+  for (const as_live_key& k : keys)
+    forget_live(k.tgid, std::span<const uint64_t>(&k.addr, 1));
+}
+
+Result<void> BpfSession::load_unwind_table(const as_file_key& key, std::span<const as_unwind_row> rows) {
+  // Row 0 holds the count (see the map in allocscope.bpf.c).
+  uint32_t n = uint32_t(rows.size()) + 1;
+  LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_INNER_MAP | BPF_F_MMAPABLE);
+  int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "unwind_rows", sizeof(uint32_t), sizeof(as_unwind_row), n, &opts);
+  if (fd < 0)
+    return fail(errno_message("create an unwind table of " + std::to_string(n) + " rows", errno));
+  UniqueFd owner(fd);  // the outer map holds its own reference
+  size_t bytes = size_t(n) * sizeof(as_unwind_row);
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (mem == MAP_FAILED)
+    return fail(errno_message("map an unwind table", errno));
+  auto* out = static_cast<as_unwind_row*>(mem);
+  out[0] = as_unwind_row{uint32_t(rows.size()), 0, AS_ROW_NONE, 0};
+  std::copy(rows.begin(), rows.end(), out + 1);
+  munmap(mem, bytes);
+  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.unwind_tables), &key, &fd, BPF_ANY) != 0)
+    return fail(errno_message("load an unwind table (raise the table count)", errno));
+  forget_table_request(key);
+  return {};
+}
+
+bool BpfSession::has_unwind_table(const as_file_key& key) const {
+  uint32_t id = 0;
+  return bpf_map_lookup_elem(bpf_map__fd(skel_->maps.unwind_tables), &key, &id) == 0;
+}
+
+void BpfSession::forget_table_request(const as_file_key& key) {
+  bpf_map_delete_elem(bpf_map__fd(skel_->maps.table_requests), &key);
+}
+
+namespace {
+
+// Every entry of a hash map, through get_next_key (the map may change under
+// us: entries added meanwhile may be missed, deleted ones skipped).
+template <typename K, typename V>
+std::vector<std::pair<K, V>> all_entries(int fd) {
+  std::vector<std::pair<K, V>> out;
+  K key{}, next{};
+  K* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    V value{};
+    if (bpf_map_lookup_elem(fd, &next, &value) == 0)
+      out.emplace_back(next, value);
+    key = next;
+    prev = &key;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::pair<uint64_t, as_exact_totals>> BpfSession::exact_totals() const {
+  return all_entries<uint64_t, as_exact_totals>(bpf_map__fd(skel_->maps.exact_totals));
+}
+
+std::vector<std::pair<uint64_t, as_exact_totals>> BpfSession::exact_totals(std::span<const uint64_t> ids) const {
+  std::vector<std::pair<uint64_t, as_exact_totals>> out;
+  for (uint64_t id : ids) {
+    as_exact_totals t{};
+    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.exact_totals), &id, &t) == 0)
+      out.emplace_back(id, t);
+  }
+  return out;
+}
+
+void BpfSession::forget_exact(std::span<const uint64_t> ids) {
+  for (uint64_t id : ids)
+    bpf_map_delete_elem(bpf_map__fd(skel_->maps.exact_totals), &id);
+}
+
+std::vector<std::pair<as_live_key, as_live_value>> BpfSession::live_entries() const {
+  return all_entries<as_live_key, as_live_value>(bpf_map__fd(skel_->maps.live));
+}
+
 void BpfSession::forget_file(uint32_t kernel_dev, uint64_t ino) {
-  uint64_t key[2] = {kernel_dev, ino};
-  bpf_map_delete_elem(bpf_map__fd(skel_->maps.known_files), key);
+  as_file_key key{.ino = ino, .dev = kernel_dev, .pad = 0};
+  bpf_map_delete_elem(bpf_map__fd(skel_->maps.known_files), &key);
 }
 
 std::vector<std::pair<uint32_t, uint64_t>> BpfSession::process_drops() const {
@@ -363,13 +449,17 @@ std::vector<std::pair<uint32_t, uint64_t>> BpfSession::process_drops() const {
 
 Result<int> BpfSession::poll(int timeout_ms) {
   int n = ring_buffer__poll(ring_, timeout_ms);
-  if (n < 0 && n != -EINTR)
+  if (n == kStopDelivery)
+    return 0;
+  if (n < 0)
     return fail(errno_message("poll ring buffer", -n));
   // Events are mostly submitted without a wakeup: read what is there.
   int more = ring_buffer__consume(ring_);
+  if (more == kStopDelivery)
+    return n;
   if (more < 0)
     return fail(errno_message("read ring buffer", -more));
-  return std::max(n, 0) + more;
+  return n + more;
 }
 
 Counters BpfSession::counters() const {

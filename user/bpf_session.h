@@ -33,7 +33,9 @@ struct SessionConfig {
   ProbeMode mode = ProbeMode::Auto;
   bool null_probes = false;    // programs that return at once: the overhead floor
   bool no_free = false;        // alloc-only: free is not probed
-  uint32_t stack_bytes = 0;    // user stack copied per sample for DWARF unwinding; 0: none
+  bool unwind_tables = true;   // unwind with loaded CFI tables; false: frame pointers only
+  uint32_t max_stacks = 1 << 18;  // exact mode: capacity of the per-stack totals
+  uint32_t max_tables = 4096;     // unwind tables (files) the kernel can hold
   bool verbose = false;        // libbpf's own messages
   // System-wide probes (attach with pid 0): the `processes` map decides who
   // is traced. Per-process probes ignore these.
@@ -52,7 +54,7 @@ using Counters = std::array<uint64_t, AS_CNT_COUNT>;
 
 class BpfSession {
  public:
-  using Handler = std::function<void(std::span<const uint8_t>)>;
+  using Handler = std::function<bool(std::span<const uint8_t>)>;
 
   static Result<std::unique_ptr<BpfSession>> open(const SessionConfig& config, Handler handler);
   ~BpfSession();
@@ -66,15 +68,30 @@ class BpfSession {
   Result<void> set_verdict(uint32_t tgid, uint8_t verdict);
   // Forgets live samples the kernel still tracks (their process is gone).
   void forget_live(uint32_t tgid, std::span<const uint64_t> addrs);
+  void forget_live(std::span<const as_live_key> keys);
   // A C library file the kernel reported (AS_EV_MMAP) but that could not be
   // probed: reported again the next time a process maps it.
   void forget_file(uint32_t kernel_dev, uint64_t ino);
+  // Loads the unwind table of the file the kernel's mappings name `key`
+  // (replacing one it had) and clears the kernel's request for it.
+  Result<void> load_unwind_table(const as_file_key& key, std::span<const as_unwind_row> rows);
+  bool has_unwind_table(const as_file_key& key) const;
+  // Forgets the kernel's request for a table (it asks again at the next use).
+  void forget_table_request(const as_file_key& key);
+  // Exact mode: the kernel's totals per stack id; and forgetting some.
+  std::vector<std::pair<uint64_t, as_exact_totals>> exact_totals() const;
+  std::vector<std::pair<uint64_t, as_exact_totals>> exact_totals(std::span<const uint64_t> ids) const;
+  void forget_exact(std::span<const uint64_t> ids);
+  // Every live entry the kernel holds (exact mode reads ages and sweeps).
+  std::vector<std::pair<as_live_key, as_live_value>> live_entries() const;
   // Samples lost to a full ring buffer, per process (bounded: the busiest).
   std::vector<std::pair<uint32_t, uint64_t>> process_drops() const;
   // Removes every probe (entry probes first, so no call is left half-seen).
   void detach();
 
   // Delivers pending events to the handler; waits up to timeout_ms for some.
+  // The handler returning false stops the delivery (poll returns early:
+  // a reader that lags still gets control back).
   Result<int> poll(int timeout_ms);
   Counters counters() const;
   ProbeMode mode() const { return mode_; }

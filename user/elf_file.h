@@ -29,6 +29,8 @@ class ElfFile {
   Result<uint64_t> vaddr_to_offset(uint64_t vaddr) const;
   // Up to n bytes of the file at offset.
   Result<std::vector<uint8_t>> read(uint64_t offset, size_t n) const;
+  Elf* elf() const { return elf_.get(); }
+  const std::string& path() const { return path_; }
 
  private:
   struct Closer {

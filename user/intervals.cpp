@@ -528,6 +528,16 @@ void IntervalStats::remove_sample(uint64_t size, uint64_t offset, uint64_t rate)
   apply(size, offset, rate, -1);
 }
 
+void IntervalStats::add_exact(uint64_t objects, uint64_t bytes) {
+  exact_objects += objects;
+  exact_bytes += bytes;
+}
+
+void IntervalStats::remove_exact(uint64_t objects, uint64_t bytes) {
+  exact_objects -= std::min(objects, exact_objects);
+  exact_bytes -= std::min(bytes, exact_bytes);
+}
+
 void IntervalStats::merge(const IntervalStats& o) {
   samples += o.samples;
   u_bytes += o.u_bytes;

@@ -118,6 +118,9 @@ struct IntervalStats {
   void add_sample(uint64_t size, uint64_t offset, uint64_t rate);
   // Undo add_sample with the same arguments (a live sample freed).
   void remove_sample(uint64_t size, uint64_t offset, uint64_t rate);
+  // Exact mode, in bulk: allocations counted (or freed) without sampling.
+  void add_exact(uint64_t objects, uint64_t bytes);
+  void remove_exact(uint64_t objects, uint64_t bytes);
   void merge(const IntervalStats& other);
 
   // Horvitz-Thompson point estimates and their estimated variances.

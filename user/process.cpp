@@ -53,6 +53,24 @@ std::string mapped_file_path(pid_t pid, const Mapping& m) {
   return "/proc/" + std::to_string(pid) + "/root" + m.path;
 }
 
+std::string find_program(const std::string& command) {
+  if (command.find('/') != std::string::npos)
+    return access(command.c_str(), X_OK) == 0 ? command : "";
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  for (size_t at = 0; at <= dirs.size();) {
+    size_t end = dirs.find(':', at);
+    if (end == std::string::npos)
+      end = dirs.size();
+    std::string dir = end > at ? dirs.substr(at, end - at) : ".";
+    std::string candidate = dir + "/" + command;
+    if (access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+    at = end + 1;
+  }
+  return "";
+}
+
 std::vector<pid_t> list_processes() {
   std::vector<pid_t> pids;
   DIR* dir = opendir("/proc");

@@ -22,6 +22,9 @@ Result<std::vector<Mapping>> read_maps(pid_t pid);
 // it lives in another mount namespace or was deleted since.
 std::string mapped_file_path(pid_t pid, const Mapping& m);
 
+// The file execvp would run for `command` (PATH searched); "" if none.
+std::string find_program(const std::string& command);
+
 // Every process id in /proc.
 std::vector<pid_t> list_processes();
 

@@ -1,5 +1,6 @@
 #include "profile.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "sampling.h"
@@ -53,20 +54,42 @@ void StackTotals::merge(const StackTotals& o) {
 Profile::Profile(uint64_t rate, size_t max_stacks, size_t max_live)
     : rate_(rate), max_stacks_(max_stacks), max_live_(max_live) {}
 
-std::optional<uint32_t> Profile::intern(const AllocSample& s) {
-  std::string key(sizeof s.pid + sizeof s.fn + s.ips.size_bytes(), '\0');
-  std::memcpy(key.data(), &s.pid, sizeof s.pid);
-  std::memcpy(key.data() + sizeof s.pid, &s.fn, sizeof s.fn);
-  if (!s.ips.empty())
-    std::memcpy(key.data() + sizeof s.pid + sizeof s.fn, s.ips.data(), s.ips.size_bytes());
+std::optional<uint32_t> Profile::intern(uint32_t pid, uint16_t fn, std::span<const uint64_t> ips) {
+  std::string key(sizeof pid + sizeof fn + ips.size_bytes(), '\0');
+  std::memcpy(key.data(), &pid, sizeof pid);
+  std::memcpy(key.data() + sizeof pid, &fn, sizeof fn);
+  if (!ips.empty())
+    std::memcpy(key.data() + sizeof pid + sizeof fn, ips.data(), ips.size_bytes());
   if (auto it = index_.find(key); it != index_.end())
     return it->second;
   if (stacks_.size() >= max_stacks_)
     return std::nullopt;
   uint32_t id = static_cast<uint32_t>(stacks_.size());
-  stacks_.push_back({s.pid, s.fn, {s.ips.begin(), s.ips.end()}, {}});
+  stacks_.push_back({pid, fn, {ips.begin(), ips.end()}, {}});
   index_.emplace(std::move(key), id);
   return id;
+}
+
+void Profile::add_exact(uint32_t stack, const ExactDelta& d) {
+  StackTotals& t = stacks_[stack].totals;
+  t.alloc_objects += double(d.allocs);
+  t.alloc_bytes += double(d.alloc_bytes);
+  t.samples += d.allocs;
+  t.alloc_stats.add_exact(d.allocs, d.alloc_bytes);
+  t.live_objects += double(d.allocs) - double(d.frees);
+  t.live_bytes += double(d.alloc_bytes) - double(d.free_bytes);
+  t.live_samples = t.live_samples + d.allocs - std::min(d.frees, t.live_samples + d.allocs);
+  t.live_stats.add_exact(d.allocs, d.alloc_bytes);
+  t.live_stats.remove_exact(d.frees, d.free_bytes);
+  t.lifetimes.merge(d.lifetimes);
+}
+
+void Profile::release_live(uint32_t stack) {
+  StackTotals& t = stacks_[stack].totals;
+  t.live_objects = t.live_bytes = 0;
+  t.live_samples = 0;
+  t.live_stats = {};
+  live_times_.erase(stack);
 }
 
 void Profile::on_alloc(const AllocSample& s) {
@@ -77,7 +100,7 @@ void Profile::on_alloc(const AllocSample& s) {
       set->second.erase(old);
     }
   }
-  auto id = intern(s);
+  auto id = intern(s.pid, s.fn, s.ips);
   if (!id) {
     ++counters_.stacks_full;
     return;
@@ -145,6 +168,10 @@ std::vector<DurationHistogram> Profile::live_ages(uint64_t now_ns) const {
   for (const auto& [pid, set] : live_)
     for (const auto& [addr, e] : set)
       ages[e.stack].add(now_ns > e.ts_ns ? now_ns - e.ts_ns : 0);
+  for (const auto& [stack, times] : live_times_)
+    if (stack < ages.size())
+      for (uint64_t ts : times)
+        ages[stack].add(now_ns > ts ? now_ns - ts : 0);
   return ages;
 }
 

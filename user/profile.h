@@ -59,9 +59,27 @@ struct ProfileCounters {
   uint64_t replaced_live = 0;    // an address sampled again before its free was seen
 };
 
+// Exact mode: what the kernel counted at one stack since the last look.
+struct ExactDelta {
+  uint64_t allocs = 0, alloc_bytes = 0;
+  uint64_t frees = 0, free_bytes = 0;
+  DurationHistogram lifetimes;  // of the frees
+};
+
 class Profile {
  public:
   Profile(uint64_t rate, size_t max_stacks, size_t max_live);
+
+  // The index of a stack, added when new; nullopt when the table is full
+  // (counted as stacks_full by the caller's choice: on_alloc counts it).
+  std::optional<uint32_t> intern(uint32_t pid, uint16_t fn, std::span<const uint64_t> ips);
+  // Exact mode: adds what the kernel counted at a stack.
+  void add_exact(uint32_t stack, const ExactDelta& d);
+  // Exact mode: the stack's blocks are no longer in use (its process ended).
+  void release_live(uint32_t stack);
+  // Exact mode: when each still-live block of each stack was allocated
+  // (CLOCK_MONOTONIC), for live_ages().
+  void set_live_times(std::unordered_map<uint32_t, std::vector<uint64_t>> times) { live_times_ = std::move(times); }
 
   void on_alloc(const AllocSample& s);
   void on_free(uint32_t pid, uint64_t addr, uint64_t ts_ns = 0);
@@ -86,7 +104,6 @@ class Profile {
     uint64_t size, offset, ts_ns;
   };
 
-  std::optional<uint32_t> intern(const AllocSample& s);
   // Live samples per process, so that an ended process drops its own at once.
   using LiveSet = std::unordered_map<uint64_t, LiveEntry>;  // address -> sample
   void unlive(const LiveEntry& e);
@@ -98,6 +115,7 @@ class Profile {
   std::unordered_map<uint32_t, LiveSet> live_;  // pid -> its live samples
   size_t live_count_ = 0;
   ProfileCounters counters_;
+  std::unordered_map<uint32_t, std::vector<uint64_t>> live_times_;  // exact mode
 };
 
 }  // namespace allocscope

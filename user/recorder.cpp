@@ -17,12 +17,12 @@
 #include <unordered_set>
 
 #include "allocator_probes.h"
-#include "dwarf_unwinder.h"
 #include "pprof.h"
 #include "process.h"
 #include "progress.h"
 #include "recording_builder.h"
 #include "symbolizer.h"
+#include "table_loader.h"
 #include "target.h"
 #include "units.h"
 
@@ -117,6 +117,9 @@ class Recorder {
   Result<void> write(unsigned number, uint64_t duration_ms);
   void print_summary(uint64_t elapsed_ms) const;
   void print_process_drops() const;
+  void prepare_tables(const std::vector<Target>& targets);
+  void sweep_exact_live(uint64_t now);
+  bool exact() const { return config_.rate <= 1; }
 
   const RecordConfig& config_;
   Profile profile_;
@@ -125,6 +128,8 @@ class Recorder {
   std::unordered_set<uint32_t> roots_;  // -p and -- CMD processes
   EventSink sink_;
   std::unique_ptr<BpfSession> session_;
+  std::unique_ptr<TableLoader> tables_;
+  uint64_t last_sweep_ms_ = 0;
   std::map<FileKey, std::array<uint64_t, AS_FN_COUNT>> allocator_offsets_;  // entry file offsets per library
   std::vector<PendingLibrary> pending_;
   uint64_t libraries_missed_ = 0;
@@ -132,7 +137,9 @@ class Recorder {
 };
 
 Recorder::Recorder(const RecordConfig& c)
-    : config_(c), profile_(c.rate, c.max_stacks, c.max_live), sink_(profile_, symbolizer_, c.unwind, policy()) {
+    : config_(c),
+      profile_(c.rate, c.max_stacks, c.max_live),
+      sink_(profile_, symbolizer_, policy(), c.max_stacks) {
   if (!c.comm.empty())
     comm_filter_.emplace(c.comm, std::regex::extended | std::regex::nosubs);
 }
@@ -172,6 +179,9 @@ SinkPolicy Recorder::policy() {
     (void)session_->set_verdict(tgid, exited || !members_only() ? 0 : AS_PROC_MEMBER);
   };
   p.allocator_address = [this](uint32_t tgid, int fn) { return allocator_address(tgid, fn); };
+  p.need_table = [this](uint32_t tgid, const as_vma& vma) { tables_->on_request(pid_t(tgid), vma); };
+  p.exact_totals = [this](std::span<const uint64_t> ids) { return session_->exact_totals(ids); };
+  p.forget_exact = [this](std::span<const uint64_t> ids) { session_->forget_exact(ids); };
   return p;
 }
 
@@ -182,7 +192,8 @@ Result<void> Recorder::open_session() {
                    .mode = config_.probe_mode,
                    .null_probes = config_.null_probes,
                    .no_free = config_.no_free,
-                   .stack_bytes = config_.unwind == UnwindMode::Fp ? 0 : config_.stack_bytes,
+                   .unwind_tables = config_.unwind == UnwindMode::Dwarf,
+                   .max_stacks = config_.max_stacks,
                    .verbose = config_.verbose,
                    .filter_processes = system_wide(),
                    .trace_unknown = !members_only(),
@@ -199,6 +210,7 @@ Result<void> Recorder::open_session() {
   if (!session)
     return fail(session.error());
   session_ = std::move(*session);
+  tables_ = std::make_unique<TableLoader>(*session_, config_.max_unwind_rows, config_.verbose);
   // allocscope's own allocations are never sampled (system-wide probes see them).
   return session_->set_verdict(uint32_t(getpid()), AS_PROC_IGNORED);
 }
@@ -333,25 +345,43 @@ uint64_t Recorder::allocator_address(uint32_t tgid, int fn) {
 std::vector<std::pair<std::string, uint64_t>> Recorder::counters() const {
   Counters k = session_->counters();
   const ProfileCounters& p = profile_.counters();
+  const TableStats& t = tables_->stats();
+  auto stop = [&](as_stop why) { return k[size_t(AS_CNT_STOP_FIRST) + size_t(why)]; };
   return {{"samples", k[AS_CNT_SAMPLES]},
           {"frees_seen", k[AS_CNT_FREES]},
           {"processes", sink_.recorded_processes()},
           {"dropped_ringbuf", k[AS_CNT_RINGBUF_DROPS]},
+          {"dropped_ringbuf_bytes", k[AS_CNT_DROPPED_BYTES]},
+          {"dropped_frees", k[AS_CNT_FREE_DROPS]},
           {"dropped_live_map_full", k[AS_CNT_LIVE_FULL] + p.live_full},
-          {"dropped_stack_read", k[AS_CNT_STACK_FAIL]},
+          {"dropped_stack_lost", sink_.stack_lost()},
           {"dropped_stack_table_full", p.stacks_full},
+          {"dropped_exact_full", k[AS_CNT_EXACT_FULL]},
+          {"dropped_exact_full_bytes", k[AS_CNT_EXACT_FULL_BYTES]},
           {"dropped_process_events", k[AS_CNT_PROC_DROPS]},
           {"children_not_followed", k[AS_CNT_PROC_TABLE_FULL]},
           {"libraries_not_probed", libraries_missed_},
-          {"dwarf_unwinds", sink_.unwinds()},
-          {"dwarf_unwinds_truncated", sink_.truncated()}};
+          {"stacks_unwound", sink_.stacks_seen()},
+          {"stacks_truncated", sink_.stacks_truncated()},
+          {"truncated_no_unwind_info", stop(AS_STOP_NO_INFO)},
+          {"truncated_table_not_loaded", stop(AS_STOP_NO_TABLE)},
+          {"truncated_bad_frame", stop(AS_STOP_BAD_FRAME)},
+          {"truncated_unreadable_stack", stop(AS_STOP_READ)},
+          {"truncated_bad_return_address", stop(AS_STOP_BAD_IP)},
+          {"truncated_depth", stop(AS_STOP_DEPTH)},
+          {"truncated_mmap_lock_busy", stop(AS_STOP_VMA_BUSY)},
+          {"truncated_too_many_mappings", stop(AS_STOP_VMAS)},
+          {"unwind_tables", t.files},
+          {"unwind_table_rows", t.rows},
+          {"unwind_tables_failed", t.failed + t.full}};
 }
 
 ProgressFigures Recorder::progress_figures(double elapsed_s) const {
   Counters k = session_->counters();
   const ProfileCounters& p = profile_.counters();
   return {elapsed_s, sink_.recorded_processes(), k[AS_CNT_SAMPLES],
-          k[AS_CNT_RINGBUF_DROPS] + k[AS_CNT_LIVE_FULL] + p.live_full + k[AS_CNT_STACK_FAIL] + p.stacks_full};
+          k[AS_CNT_RINGBUF_DROPS] + k[AS_CNT_LIVE_FULL] + p.live_full + sink_.stack_lost() + p.stacks_full +
+              k[AS_CNT_EXACT_FULL]};
 }
 
 Recording Recorder::snapshot(uint64_t duration_ms) const {
@@ -365,6 +395,11 @@ Recording Recorder::snapshot(uint64_t duration_ms) const {
 }
 
 Result<void> Recorder::write(unsigned number, uint64_t duration_ms) {
+  if (exact()) {  // the kernel's totals, as of now
+    sink_.absorb_exact(session_->exact_totals());
+    if (!config_.no_free)
+      sink_.set_live_times(session_->live_entries());
+  }
   std::vector<OutputSpec> outputs = config_.outputs;
   if (number)
     for (OutputSpec& o : outputs)
@@ -387,23 +422,32 @@ void Recorder::print_summary(uint64_t elapsed_ms) const {
   std::string processes = std::to_string(n) + (n == 1 ? " process" : " processes");
   std::fprintf(stderr,
                "allocscope: %.1f s, rate %s, %llu samples, %zu stacks, %s, est. %s allocated, %s live; "
-               "drops: ringbuf %llu, live-map-full %llu, stack-read %llu, stack-table-full %llu\n",
-               elapsed_ms / 1000.0, config_.rate <= 1 ? "1 (exact)" : format_bytes(double(config_.rate)).c_str(),
+               "drops: ringbuf %llu, live-map-full %llu, stack-lost %llu, stack-table-full %llu\n",
+               elapsed_ms / 1000.0, exact() ? "1 (exact)" : format_bytes(double(config_.rate)).c_str(),
                (unsigned long long)k[AS_CNT_SAMPLES], profile_.stacks().size(), processes.c_str(),
                format_bytes(alloc).c_str(), format_bytes(live).c_str(), (unsigned long long)k[AS_CNT_RINGBUF_DROPS],
-               (unsigned long long)(k[AS_CNT_LIVE_FULL] + p.live_full), (unsigned long long)k[AS_CNT_STACK_FAIL],
+               (unsigned long long)(k[AS_CNT_LIVE_FULL] + p.live_full), (unsigned long long)sink_.stack_lost(),
                (unsigned long long)p.stacks_full);
-  if (config_.verbose)
+  if (config_.verbose) {
     std::fprintf(stderr,
                  "allocscope: kernel counters: samples=%llu frees=%llu nested=%llu failed_allocs=%llu "
-                 "returns=%llu filtered=%llu unnamed_frames=%llu\n",
+                 "returns=%llu filtered=%llu table_requests=%llu\n",
                  (unsigned long long)k[AS_CNT_SAMPLES], (unsigned long long)k[AS_CNT_FREES],
                  (unsigned long long)k[AS_CNT_NESTED], (unsigned long long)k[AS_CNT_FAILED_ALLOCS],
                  (unsigned long long)k[AS_CNT_RETURNS], (unsigned long long)k[AS_CNT_FILTERED],
-                 (unsigned long long)k[AS_CNT_VMA_MISSES]);
-  if (sink_.unwinds())
-    std::fprintf(stderr, "allocscope: %llu stacks unwound with DWARF, %llu of them cut short ([truncated])\n",
-                 (unsigned long long)sink_.unwinds(), (unsigned long long)sink_.truncated());
+                 (unsigned long long)k[AS_CNT_TABLE_REQUESTS]);
+    const TableStats& t = tables_->stats();
+    std::fprintf(stderr, "allocscope: unwind tables: %llu files, %llu rows (%.1f MiB), built in %.0f ms\n",
+                 (unsigned long long)t.files, (unsigned long long)t.rows, t.rows * 8.0 / (1 << 20), t.build_ms);
+  }
+  if (uint64_t cut = sink_.stacks_truncated()) {
+    std::string why;
+    for (const auto& [name, n] : counters())
+      if (name.rfind("truncated_", 0) == 0 && n)
+        why += (why.empty() ? "" : ", ") + name.substr(10) + " " + std::to_string(n);
+    std::fprintf(stderr, "allocscope: %llu of %llu distinct stacks cut short ([truncated]); walks that stopped early: %s\n",
+                 (unsigned long long)cut, (unsigned long long)sink_.stacks_seen(), why.c_str());
+  }
   print_process_drops();
   if (k[AS_CNT_RINGBUF_DROPS])
     error("warning: the ring buffer overflowed; estimates are low. Raise --ringbuf-size or --rate.");
@@ -435,15 +479,43 @@ void Recorder::print_process_drops() const {
   }
   std::vector<std::pair<uint64_t, uint32_t>> worst;
   for (const auto& [tgid, d] : drops)
-    worst.push_back({d.live_full + d.stack_read + d.stack_table_full + ringbuf[tgid], tgid});
+    worst.push_back({d.live_full + d.stack_lost + d.stack_table_full + ringbuf[tgid], tgid});
   std::sort(worst.rbegin(), worst.rend());
   for (size_t i = 0; i < worst.size() && i < 5 && worst[i].first; ++i) {
     const ProcessDrops& d = drops[worst[i].second];
-    std::fprintf(stderr, "allocscope:   drops in %s (%u): ringbuf %llu, live-map-full %llu, stack-read %llu, "
+    std::fprintf(stderr, "allocscope:   drops in %s (%u): ringbuf %llu, live-map-full %llu, stack-lost %llu, "
                  "stack-table-full %llu\n", d.comm.empty() ? "?" : d.comm.c_str(), worst[i].second,
                  (unsigned long long)ringbuf[worst[i].second], (unsigned long long)d.live_full,
-                 (unsigned long long)d.stack_read, (unsigned long long)d.stack_table_full);
+                 (unsigned long long)d.stack_lost, (unsigned long long)d.stack_table_full);
   }
+}
+
+// Unwind tables of what the targets run, built before recording begins:
+// samples taken before a file's table is in cannot be unwound past it.
+void Recorder::prepare_tables(const std::vector<Target>& targets) {
+  for (const Target& t : targets) {
+    if (!t.launched()) {
+      tables_->load_process(t.pid());
+      continue;
+    }
+    std::string program = find_program(config_.command.front());
+    if (program.empty())
+      continue;
+    tables_->load_path(program);
+    for (const std::string& lib : shared_libraries(program))
+      tables_->load_path(lib);
+  }
+}
+
+// Exact mode: the kernel's live entries of ended processes, deleted now and
+// then (finding them means reading the whole live map).
+void Recorder::sweep_exact_live(uint64_t now) {
+  if (!exact() || !sink_.has_stale_live() || now - last_sweep_ms_ < 1000)
+    return;
+  last_sweep_ms_ = now;
+  auto live = session_->live_entries();
+  session_->forget_live(sink_.stale_live(live));
+  sink_.forget_stale_ids();
 }
 
 int Recorder::run() {
@@ -469,6 +541,8 @@ int Recorder::run() {
       return 1;
     }
   }
+  if (config_.unwind == UnwindMode::Dwarf)
+    prepare_tables(targets);
   install_stop_handlers();
   bool launched = !targets.empty() && targets.front().launched();
   if (launched) {
@@ -508,12 +582,16 @@ int Recorder::run() {
       interval_start = now;
       start_wall_ns_ = wall_ns();
     }
+    uint64_t next_interval = config_.interval_ms ? interval_start + config_.interval_ms : UINT64_MAX;
+    uint64_t next_stop = config_.duration_ms ? start + config_.duration_ms : UINT64_MAX;
+    sink_.yield_at(std::min({next_interval, next_stop, now + 1000}));
     if (auto n = session_->poll(100); !n) {
       error(n.error());
       return 1;
     }
     if (!pending_.empty())
       find_pending_libraries(now_ms());
+    sweep_exact_live(now_ms());
     if (double elapsed = (now_ms() - start) / 1000.0; progress.due(elapsed))
       progress.update(progress_figures(elapsed));  // the kernel's counters read only then
     if (!targets.empty() && std::all_of(targets.begin(), targets.end(), [](Target& t) { return t.exited(); })) {

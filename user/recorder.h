@@ -36,8 +36,8 @@ struct RecordConfig {
   uint32_t max_stacks = 1 << 18;
   uint32_t ringbuf_bytes = 16 << 20;
   bool no_free = false;          // alloc-only: free is not probed
-  UnwindMode unwind = UnwindMode::Auto;
-  uint32_t stack_bytes = 16384;  // DWARF: user stack copied per sample
+  UnwindMode unwind = UnwindMode::Dwarf;
+  uint64_t max_unwind_rows = 1 << 25;  // budget of the kernel's unwind tables (8 bytes a row)
   ProbeMode probe_mode = ProbeMode::Auto;
   bool null_probes = false;      // benchmark floor: probes that do nothing
   bool naive_placement = false;  // benchmark: every probe on the entry instruction

@@ -63,7 +63,7 @@ TEST_P(CodeLoadedAfterAttach, IsNamed) {
   std::remove(out.c_str());
 }
 
-INSTANTIATE_TEST_SUITE_P(Symbols, CodeLoadedAfterAttach, ::testing::Values("auto", "fp"));
+INSTANTIATE_TEST_SUITE_P(Symbols, CodeLoadedAfterAttach, ::testing::Values("dwarf", "fp"));
 
 // The binary is deleted and another file put at its path while it runs:
 // frames are still named from the file the process maps.

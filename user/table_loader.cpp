@@ -1,0 +1,163 @@
+#include "table_loader.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+#include "elf_file.h"
+#include "process.h"
+#include "unique_fd.h"
+#include "unwind_table.h"
+
+extern char** environ;
+
+namespace allocscope {
+
+as_file_key file_key_of(const Mapping& m) {
+  return {.ino = m.inode, .dev = (m.dev_major << 20) | m.dev_minor, .pad = 0};
+}
+
+bool TableLoader::load(const as_file_key& key, const std::string& path) {
+  if (loaded_.contains({key.ino, key.dev})) return true;
+  auto t0 = std::chrono::steady_clock::now();
+  auto table = build_unwind_table(path);
+  if (!table) {
+    if (verbose_)
+      std::fprintf(stderr, "allocscope: no unwind table for %s: %s\n", path.c_str(), table.error().c_str());
+    return false;
+  }
+  if (stats_.rows + table->rows.size() > max_rows_) {
+    ++stats_.full;
+    loaded_.insert({key.ino, key.dev});  // not asked again
+    return true;
+  }
+  if (auto ok = session_.load_unwind_table(key, table->rows); !ok) {
+    ++stats_.failed;
+    std::fprintf(stderr, "allocscope: warning: %s: %s\n", path.c_str(), ok.error().c_str());
+    loaded_.insert({key.ino, key.dev});
+    return true;
+  }
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  loaded_.insert({key.ino, key.dev});
+  ++stats_.files;
+  stats_.rows += table->rows.size();
+  stats_.build_ms += ms;
+  if (verbose_)
+    std::fprintf(stderr, "allocscope: unwind table of %s: %zu rows from %s (%lu unsupported), %.1f ms\n",
+                 path.c_str(), table->rows.size(), source_name(table->source),
+                 (unsigned long)table->unsupported, ms);
+  return true;
+}
+
+void TableLoader::on_request(pid_t pid, const as_vma& vma) {
+  as_file_key key{.ino = vma.ino, .dev = vma.dev, .pad = 0};
+  Mapping m;
+  m.start = vma.start;
+  m.end = vma.end;
+  m.offset = vma.pgoff;
+  m.inode = vma.ino;
+  m.dev_major = vma.dev >> 20;
+  m.dev_minor = vma.dev & 0xfffff;
+  // The mapping itself, through /proc/PID/map_files: the very file the
+  // kernel's vma names, whatever mount namespace or overlay it is in.
+  m.path = "/";
+  if (load(key, mapped_file_path(pid, m))) return;
+  ++stats_.failed;
+  // The process is gone: another one mapping the file will ask again.
+  session_.forget_table_request(key);
+}
+
+void TableLoader::load_process(pid_t pid) {
+  auto maps = read_maps(pid);
+  if (!maps) return;
+  for (const Mapping& m : *maps)
+    if (m.executable && m.is_file() && !load(file_key_of(m), mapped_file_path(pid, m))) ++stats_.failed;
+}
+
+void TableLoader::load_path(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
+  as_file_key key{.ino = st.st_ino, .dev = (major(st.st_dev) << 20) | minor(st.st_dev), .pad = 0};
+  load(key, path);
+}
+
+namespace {
+
+// The program's interpreter (PT_INTERP), "" for none.
+std::string interpreter_of(const std::string& program) {
+  auto f = ElfFile::open(program);
+  if (!f) return "";
+  size_t n = 0;
+  if (elf_getphdrnum(f->elf(), &n) != 0) return "";
+  for (size_t i = 0; i < n; ++i) {
+    GElf_Phdr ph;
+    if (!gelf_getphdr(f->elf(), int(i), &ph) || ph.p_type != PT_INTERP || ph.p_filesz > 4096) continue;
+    auto bytes = f->read(ph.p_offset, ph.p_filesz);
+    if (bytes) return std::string(bytes->begin(), std::find(bytes->begin(), bytes->end(), uint8_t(0)));
+  }
+  return "";
+}
+
+// A loader only root can have written: it runs with allocscope's privileges.
+bool trusted_glibc_loader(const std::string& path) {
+  struct stat st;
+  std::string base = path.substr(path.rfind('/') + 1);
+  return base.rfind("ld-linux", 0) == 0 && stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+         st.st_uid == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH));
+}
+
+std::string run_for_output(const std::vector<std::string>& argv) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return "";
+  UniqueFd rd(fds[0]), wr(fds[1]);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, wr.get(), 1);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid;
+  int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  wr.reset();
+  if (rc != 0) return "";
+  std::string out;
+  char buf[4096];
+  for (ssize_t got; (got = read(rd.get(), buf, sizeof buf)) > 0 || (got < 0 && errno == EINTR);)
+    if (got > 0 && out.size() < (1 << 20)) out.append(buf, size_t(got));
+  int status;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> shared_libraries(const std::string& program) {
+  std::vector<std::string> libs;
+  std::string interp = interpreter_of(program);
+  if (interp.empty() || !trusted_glibc_loader(interp)) return libs;
+  // "\tlibfoo.so.1 => /usr/lib/libfoo.so.1 (0x...)" or "\t/lib64/ld-linux-x86-64.so.2 (0x...)".
+  std::istringstream in(run_for_output({interp, "--list", program}));
+  for (std::string line; std::getline(in, line);) {
+    size_t arrow = line.find("=> ");
+    size_t start = arrow != std::string::npos ? arrow + 3 : line.find_first_not_of(" \t");
+    size_t end = line.rfind(" (0x");
+    if (start == std::string::npos || end == std::string::npos || end <= start || line[start] != '/')
+      continue;
+    libs.push_back(line.substr(start, end - start));
+  }
+  return libs;
+}
+
+}  // namespace allocscope

@@ -1,0 +1,63 @@
+// Unwind tables from the binaries traced processes run, into the kernel:
+// before recording for the files a target maps (or, for a command, will
+// map), and on demand when the kernel's unwinder meets a file without one.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "allocscope.h"
+#include "bpf_session.h"
+#include "proc_maps.h"
+#include "result.h"
+
+namespace allocscope {
+
+struct TableStats {
+  uint64_t files = 0;   // tables loaded
+  uint64_t rows = 0;    // their rows
+  uint64_t failed = 0;  // files whose table could not be built or loaded
+  uint64_t full = 0;    // files refused: the row budget was spent
+  double build_ms = 0;  // time spent building and loading
+};
+
+// The key the kernel's unwinder uses for a file /proc shows as mapped.
+as_file_key file_key_of(const Mapping& m);
+
+class TableLoader {
+ public:
+  TableLoader(BpfSession& session, uint64_t max_rows, bool verbose)
+      : session_(session), max_rows_(max_rows), verbose_(verbose) {}
+
+  // The kernel met this mapping of process `pid` without a table.
+  void on_request(pid_t pid, const as_vma& vma);
+  // Every executable file a live process maps.
+  void load_process(pid_t pid);
+  // A file by path (a command's program and libraries, before it runs).
+  void load_path(const std::string& path);
+
+  const TableStats& stats() const { return stats_; }
+
+ private:
+  // Builds and loads the table of the file at `path` under `key`; false when
+  // the file could not be read (the caller may try another path).
+  bool load(const as_file_key& key, const std::string& path);
+
+  BpfSession& session_;
+  uint64_t max_rows_;
+  bool verbose_;
+  std::set<std::tuple<uint64_t, uint32_t>> loaded_;  // ino, dev
+  TableStats stats_;
+};
+
+// The shared libraries the dynamic loader would map for `program` (asked of
+// the system's glibc loader, as ldd does, without running the program);
+// empty when that cannot be told (a static or non-glibc program).
+std::vector<std::string> shared_libraries(const std::string& program);
+
+}  // namespace allocscope
