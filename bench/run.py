@@ -258,9 +258,6 @@ def main():
         sys.stdout.flush()
         subprocess.run([os.path.join(args.build, "bench", "profile_bench")] + (["--smoke"] if args.smoke else []),
                        check=True)
-        print("\nDWARF unwinding (bench/unwind_bench)\n")
-        sys.stdout.flush()
-        subprocess.run([os.path.join(args.build, "bench", "unwind_bench")], check=True)
 
 
 if __name__ == "__main__":

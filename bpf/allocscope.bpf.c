@@ -120,9 +120,22 @@ struct {
 
 /* A thread's stack walk in progress, and the stack event it becomes: per
  * thread rather than per CPU, since uprobe programs can be preempted. */
+/* Rows of the return addresses the thread's walks met, by address: the
+ * frames a walk shares with earlier ones (most of them, for the calls of one
+ * code path) need no mapping or table lookup. Valid for one generation of
+ * the thread's mapping set (ev.vmas, which walks add to, and which is
+ * emptied, with a new generation, when full). */
+#define ROW_CACHE 512
+struct cached_row {
+  __u64 tag; /* address | generation << 48; 0: empty */
+  struct as_unwind_row row;
+};
+
 struct walk_scratch {
   struct as_stack_event ev;
   __u64 stack_end; /* end of the mapping that holds the thread's stack; 0: unknown */
+  __u64 generation;
+  struct cached_row rows[ROW_CACHE];
 };
 
 struct {
@@ -199,6 +212,12 @@ static __always_inline void count(__u32 which) {
   __u64 *c = bpf_map_lookup_elem(&counters, &which);
   if (c)
     __sync_fetch_and_add(c, 1);
+}
+
+static __always_inline void count_bytes(__u32 which, __u64 n) {
+  __u64 *c = bpf_map_lookup_elem(&counters, &which);
+  if (c)
+    __sync_fetch_and_add(c, n);
 }
 
 static __always_inline __u64 draw_countdown(void) {
@@ -285,6 +304,7 @@ static __always_inline void free_address(__u64 addr) {
   }
   if (!e) {
     count(AS_CNT_FREE_DROPS);
+    count_bytes(AS_CNT_FREE_DROPS_BYTES, v.size);
     return;
   }
   e->kind = AS_EV_FREE;
@@ -358,6 +378,8 @@ struct walk {
   __u64 stack_end; /* end of the mapping that holds the thread's stack */
   __u64 id;        /* stack id, mixed as frames are added */
   __u32 stop;      /* enum as_stop */
+  __u32 restart;   /* the mapping set was full: emptied, walk again */
+  struct walk_scratch *scratch;
   struct as_unwind_row row; /* the rule of the frame being unwound */
   struct as_vma vma;        /* the mapping it is in */
 };
@@ -448,7 +470,12 @@ static __always_inline bool find_vma(struct walk *w, __u64 addr) {
     return true;
   __u32 n = ev->nvmas;
   if (n >= AS_MAX_VMAS) {
-    w->stop = AS_STOP_VMAS;
+    /* Full of mappings earlier walks met: start over with this walk's own,
+     * unless it is this walk that needs so many. */
+    if (ev->nframes < n)
+      w->restart = 1;
+    else
+      w->stop = AS_STOP_VMAS;
     return false;
   }
   struct vma_found f = {};
@@ -497,6 +524,8 @@ __noinline int lookup_row(struct as_file_key *key, __u64 off, struct as_unwind_r
   if (!table)
     return AS_STOP_NO_TABLE;
   __u32 zero = 0;
+  struct as_unwind_row none = {0, 0, AS_ROW_NONE, 0};
+  *out = none;
   struct as_unwind_row *head = bpf_map_lookup_elem(table, &zero);
   if (!head || off > 0xffffffffULL)
     return AS_STOP_NO_INFO;
@@ -521,6 +550,13 @@ __noinline int lookup_row(struct as_file_key *key, __u64 off, struct as_unwind_r
   return AS_STOP_NONE;
 }
 
+/* The step, verified once on its own (a global function). */
+__noinline int unwind_step(struct as_unwind_row *row, struct as_unwind_regs *regs, __u64 stack_end) {
+  if (!row || !regs)
+    return AS_STOP_BAD_FRAME;
+  return as_unwind_step(row, regs, stack_end, 0);
+}
+
 /* One frame of the walk: records its pc and moves to its caller. The frame
  * number is read from the event, not taken from the loop, so that the
  * verifier sees one frame, not 127 different ones. */
@@ -536,26 +572,35 @@ static long walk_frame(__u64 unused, void *data) {
   /* A return address: the call is before it. Frame 0's pc, the allocator's
    * return into its caller, is where that caller resumes, and its state. */
   __u64 at = n == 0 ? ip : ip - 1;
-  if (!find_vma(w, at))
-    return 1;
+  struct walk_scratch *sc = w->scratch;
+  __u64 tag = at | (sc->generation << 48);
+  struct cached_row *c = &sc->rows[(at ^ (at >> 9)) & (ROW_CACHE - 1)];
+  if (c->tag == tag) {
+    w->row = c->row;
+  } else {
+    if (!find_vma(w, at))
+      return 1;
+    struct as_vma *v = &w->vma;
+    w->row = frame_pointer_rule;
+    /* Code in anonymous memory (JIT) has no file to describe it: frame
+     * pointers, checked like any row. */
+    if (use_tables && v->ino) {
+      struct as_file_key key = {.ino = v->ino, .dev = v->dev};
+      if (lookup_row(&key, at - v->start + v->pgoff, &w->row) == AS_STOP_NO_TABLE) {
+        request_table(w, v, &key);
+        ev->frames[n] = ip; /* its pc is known, its caller not yet */
+        ev->nframes = n + 1;
+        w->stop = AS_STOP_NO_TABLE;
+        return 1;
+      }
+    }
+    c->tag = tag;
+    c->row = w->row;
+  }
   ev->frames[n] = ip;
   ev->nframes = n + 1;
   w->id = mix(w->id, ip);
-  struct as_vma *v = &w->vma;
-  w->row = frame_pointer_rule;
-  /* Code in anonymous memory (JIT) has no file to describe it: frame
-   * pointers, checked like any row. */
-  if (use_tables && v->ino) {
-    struct as_file_key key = {.ino = v->ino, .dev = v->dev};
-    int rc = lookup_row(&key, at - v->start + v->pgoff, &w->row);
-    if (rc == AS_STOP_NO_TABLE)
-      request_table(w, v, &key);
-    if (rc != AS_STOP_NONE) {
-      w->stop = rc;
-      return 1;
-    }
-  }
-  int rc = as_unwind_step(&w->row, &w->regs, w->stack_end, 0);
+  int rc = unwind_step(&w->row, &w->regs, w->stack_end);
   if (rc != AS_STOP_NONE) {
     w->stop = rc;
     return 1;
@@ -566,42 +611,95 @@ static long walk_frame(__u64 unused, void *data) {
 /* Walks the current thread's user stack from the registers at the
  * allocator's return (the caller's) into the thread's scratch event, and
  * gives the stack's id; NULL when there is no scratch. */
-static __always_inline struct as_stack_event *walk_stack(struct pt_regs *ctx, __u16 fn, __u64 *id) {
+static __always_inline struct as_stack_event *walk_stack(struct pt_regs *ctx, __u16 fn, struct walk *wp) {
+  __u64 ip = ctx->ip, sp = ctx->sp, bp = ctx->bp;
   struct task_struct *task = bpf_get_current_task_btf();
   struct walk_scratch *scratch = bpf_task_storage_get(&walks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
   if (!scratch)
     return 0;
   struct as_stack_event *ev = &scratch->ev;
-  ev->nframes = 0;
-  ev->nvmas = 0;
-  struct walk w = {.ev = ev, .task = task, .stop = AS_STOP_NONE};
-  w.regs.ip = ctx->ip;
-  w.regs.sp = ctx->sp;
-  w.regs.bp = ctx->bp;
+  struct walk w = {.ev = ev, .task = task, .scratch = scratch};
   /* A thread's stack mapping ends where it did: looked up once per thread
    * (again if sp is past it: a signal stack). */
-  if (ctx->sp >= scratch->stack_end) {
+  if (sp >= scratch->stack_end) {
     struct vma_found stack = {};
-    scratch->stack_end = bpf_find_vma(task, ctx->sp, remember_vma, &stack, 0) == 0 ? stack.v.end : 0;
+    scratch->stack_end = bpf_find_vma(task, sp, remember_vma, &stack, 0) == 0 ? stack.v.end : 0;
   }
   w.stack_end = scratch->stack_end;
   /* The id covers the process instance: a new program (exec) or a new
    * process with the same pid never shares a stack with an old one. */
   struct task_struct *leader = task->group_leader;
-  w.id = mix(mix(mix(task->tgid, leader->start_time), leader->self_exec_id), fn);
-  bpf_loop(AS_MAX_FRAMES, walk_frame, &w, 0);
+  __u64 instance = mix(mix(mix(task->tgid, leader->start_time), leader->self_exec_id), fn);
+  for (int attempt = 0; attempt < 2; attempt++) {
+    ev->nframes = 0;
+    w.regs.ip = ip;
+    w.regs.sp = sp;
+    w.regs.bp = bp;
+    w.regs.bp_lost = 0;
+    w.id = instance;
+    w.stop = AS_STOP_NONE;
+    w.restart = 0;
+    bpf_loop(AS_MAX_FRAMES, walk_frame, &w, 0);
+    if (!w.restart)
+      break;
+    ev->nvmas = 0;
+    scratch->generation++;
+  }
   if (w.stop == AS_STOP_NONE)
-    w.stop = AS_STOP_DEPTH;
+    w.stop = w.restart ? AS_STOP_VMAS : AS_STOP_DEPTH;
   count(AS_CNT_STOP_FIRST + (w.stop < 10 ? w.stop : 0));
   ev->kind = AS_EV_STACK;
   ev->tgid = task->tgid;
   ev->fn = fn;
   ev->stop = w.stop;
   ev->pad = 0;
-  *id = mix(w.id, w.stop);
-  ev->id = *id;
+  ev->id = mix(w.id, w.stop);
   bpf_probe_read_kernel_str(ev->comm, sizeof(ev->comm), leader->comm);
+  *wp = w;
   return ev;
+}
+
+/* A walk that stopped for want of a table, sent with the stopped frame's
+ * registers and up to AS_DEFER_STACK_BYTES of stack, copied a page at a
+ * time (a read crossing the end of the stack mapping would fail whole).
+ * Its id is its own: another stack may share the frames found so far. */
+struct deferred_event {
+  struct as_stack_event ev;
+  struct as_deferred_walk walk;
+  __u8 stack[AS_DEFER_STACK_BYTES + 4096]; /* slack: bounds each page copy for the verifier */
+};
+
+static __always_inline bool send_deferred(struct as_stack_event *ev, struct walk *w) {
+  struct deferred_event *d = bpf_ringbuf_reserve(&events, sizeof(*d), 0);
+  if (!d) {
+    count(AS_CNT_STACK_DROPS);
+    return false;
+  }
+  ev->id = mix(ev->id, bpf_ktime_get_ns());
+  bpf_probe_read_kernel(&d->ev, sizeof(*ev), ev); /* too big to copy inline */
+  d->walk.ip = w->regs.ip;
+  d->walk.sp = w->regs.sp;
+  d->walk.bp = w->regs.bp;
+  d->walk.bp_lost = w->regs.bp_lost;
+  d->walk.stack_end = w->stack_end;
+  __u64 copied = 0, max = AS_DEFER_STACK_BYTES;
+  if (w->stack_end > w->regs.sp && w->stack_end - w->regs.sp < max)
+    max = w->stack_end - w->regs.sp;
+  for (int i = 0; i < AS_DEFER_STACK_BYTES / 4096 + 1; i++) {
+    if (copied >= max)
+      break;
+    __u64 from = w->regs.sp + copied;
+    __u64 chunk = 4096 - (from & 4095), left = max - copied;
+    if (chunk > left)
+      chunk = left;
+    /* copied < max <= AS_DEFER_STACK_BYTES, a power of two: the mask only tells the verifier so. */
+    if (bpf_probe_read_user(d->stack + (copied & (AS_DEFER_STACK_BYTES - 1)), chunk, (void *)from) != 0)
+      break;
+    copied += chunk;
+  }
+  d->walk.len = copied;
+  bpf_ringbuf_submit(d, BPF_RB_FORCE_WAKEUP);
+  return true;
 }
 
 /* Sends the stack unless userspace has it: it is queued before any event
@@ -631,10 +729,7 @@ static __always_inline void count_exact(__u64 id, __u64 size, __u64 addr, __u64 
   }
   if (!t) {
     count(AS_CNT_EXACT_FULL);
-    __u32 k = AS_CNT_EXACT_FULL_BYTES;
-    __u64 *c = bpf_map_lookup_elem(&counters, &k);
-    if (c)
-      __sync_fetch_and_add(c, size);
+    count_bytes(AS_CNT_EXACT_FULL_BYTES, size);
     return;
   }
   __sync_fetch_and_add(&t->allocs, 1);
@@ -652,6 +747,7 @@ static __always_inline void track_live_block(__u32 tgid, __u64 addr, struct as_l
   if (bpf_map_update_elem(&live, &key, val, BPF_ANY) != 0) {
     *flags |= AS_EVF_LIVE_DROPPED;
     count(AS_CNT_LIVE_FULL);
+    count_bytes(AS_CNT_LIVE_FULL_BYTES, val->size);
     if (live_here)
       __sync_fetch_and_add(live_here, -1); /* 32-bit atomics: add only */
   }
@@ -659,11 +755,8 @@ static __always_inline void track_live_block(__u32 tgid, __u64 addr, struct as_l
 
 static __always_inline void count_dropped(__u32 tgid, __u64 size) {
   count(AS_CNT_RINGBUF_DROPS);
+  count_bytes(AS_CNT_DROPPED_BYTES, size);
   count_process_drop(tgid);
-  __u32 k = AS_CNT_DROPPED_BYTES;
-  __u64 *c = bpf_map_lookup_elem(&counters, &k);
-  if (c)
-    __sync_fetch_and_add(c, size);
 }
 
 static __always_inline void emit_alloc(struct pt_regs *ctx, struct thread_state *st, __u64 addr) {
@@ -671,12 +764,13 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, struct thread_state 
   __u32 tgid = pid_tgid >> 32;
   __u64 now = bpf_ktime_get_ns();
   count(AS_CNT_SAMPLES);
-  __u64 id = 0;
-  struct as_stack_event *stack = walk_stack(ctx, st->pending_fn, &id);
-  if (!stack || !send_stack(stack)) {
+  struct walk w;
+  struct as_stack_event *stack = walk_stack(ctx, st->pending_fn, &w);
+  if (!stack || !(stack->stop == AS_STOP_NO_TABLE ? send_deferred(stack, &w) : send_stack(stack))) {
     count_dropped(tgid, st->pending_size);
     return;
   }
+  __u64 id = stack->id;
   __u16 flags = track_live ? 0 : AS_EVF_UNTRACKED;
   struct as_live_value val = {.ts_ns = now, .size = st->pending_size, .stack = id};
   if (sample_rate <= 1) {
@@ -905,6 +999,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
   }
   /* A new program: a fresh countdown, no allocator call in progress. */
   bpf_task_storage_delete(&threads, p);
+  bpf_task_storage_delete(&walks, p); /* its mappings and rows were the old program's */
   if (wanted(v)) {
     struct file_id id = {};
     identify(bprm->file, &id);

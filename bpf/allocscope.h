@@ -89,7 +89,9 @@ enum as_counter {
   AS_CNT_FREE_DROPS = 15,    /* frees of live samples not sent (ring buffer full): inuse is high */
   /* Why unwinds ended, one per sampled stack (enum as_stop order). */
   AS_CNT_STOP_FIRST = 16,
-  AS_CNT_COUNT = AS_CNT_STOP_FIRST + 10,
+  AS_CNT_LIVE_FULL_BYTES = 26,  /* requested bytes of the samples AS_CNT_LIVE_FULL counts */
+  AS_CNT_FREE_DROPS_BYTES = 27, /* requested bytes of the blocks AS_CNT_FREE_DROPS counts */
+  AS_CNT_COUNT = 28,
 };
 
 /* The live filter: counters of live samples per hash slot, which lets a
@@ -218,6 +220,18 @@ struct as_stack_event {
   as_u64 frames[AS_MAX_FRAMES]; /* user instruction pointers */
 };
 
+/* A walk the kernel could not finish (AS_STOP_NO_TABLE: a file's table was
+ * not loaded yet) follows its stack event: the registers of the frame it
+ * stopped at (frames[nframes - 1]) and the stack above them, so that
+ * userspace finishes it with the same step once it has the table. */
+#define AS_DEFER_STACK_BYTES (32 * 1024)
+struct as_deferred_walk {
+  as_u64 ip, sp, bp; /* the stopped frame's registers */
+  as_u64 stack_end;  /* end of the thread's stack mapping */
+  as_u32 bp_lost;    /* as struct as_unwind_regs */
+  as_u32 len;        /* stack bytes copied from sp (they follow) */
+};
+
 /* An unwind met a file mapping without a table: userspace builds one from
  * the file behind [start, end) of process tgid. Sent once per file until
  * userspace clears the request. */
@@ -269,6 +283,7 @@ AS_STATIC_ASSERT(sizeof(struct as_vma) == 40, "as_vma layout");
 AS_STATIC_ASSERT(sizeof(struct as_stack_event) == 48 + 40 * AS_MAX_VMAS + 8 * AS_MAX_FRAMES,
                  "as_stack_event layout");
 AS_STATIC_ASSERT(sizeof(struct as_table_event) == 8 + 40, "as_table_event layout");
+AS_STATIC_ASSERT(sizeof(struct as_deferred_walk) == 40, "as_deferred_walk layout");
 AS_STATIC_ASSERT(sizeof(struct as_proc_event) == 88, "as_proc_event layout");
 AS_STATIC_ASSERT(sizeof(struct as_exact_totals) == 32 + 4 * AS_LIFETIME_BUCKETS, "as_exact_totals layout");
 

@@ -109,6 +109,15 @@ void EventSink::on_stack(std::span<const uint8_t> data) {
   KnownStack s{*instance, head.fn, {}, {}};
   s.ips.resize(std::min<size_t>(head.nframes, AS_MAX_FRAMES));
   std::memcpy(s.ips.data(), data.data() + offsetof(as_stack_event, frames), s.ips.size() * sizeof(uint64_t));
+  if (head.stop == AS_STOP_NO_TABLE && data.size() >= sizeof(as_stack_event) + sizeof(as_deferred_walk) &&
+      !s.ips.empty() && policy_.finish_walk) {
+    as_deferred_walk walk;
+    std::memcpy(&walk, data.data() + sizeof(as_stack_event), sizeof walk);
+    auto stack = data.subspan(sizeof(as_stack_event) + sizeof walk);
+    head.stop = uint16_t(
+        policy_.finish_walk(head.tgid, walk, stack.first(std::min<size_t>(walk.len, stack.size())), s.ips));
+    ++walks_finished_;
+  }
   if (head.stop != AS_STOP_COMPLETE) {
     s.ips.push_back(kTruncatedFrame);
     ++stacks_truncated_;
@@ -142,10 +151,11 @@ void EventSink::on_alloc(std::span<const uint8_t> data) {
     // unless its process was filtered out.
     auto current = processes_.find(e.tgid);
     forget_untracked(e.tgid, e.addr, e.flags);
-    if (!current || !processes_.instance(*current).rejected) {
-      ++stack_lost_;
-      count_drops(e.tgid, comm, false, true, false);
-    }
+    if (current && processes_.instance(*current).rejected) return;
+    bool full = stacks_.size() >= max_stacks_;  // on_stack refused it
+    (full ? table_full_ : stack_lost_) += 1;
+    (full ? table_full_bytes_ : stack_lost_bytes_) += e.size;
+    count_drops(e.tgid, comm, false, !full, full);
     return;
   }
   if (processes_.instance(it->second.instance).rejected) {

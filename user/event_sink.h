@@ -51,6 +51,12 @@ struct SinkPolicy {
   std::function<void(const as_proc_event&)> new_library;
   // The kernel met a file without an unwind table (AS_EV_NEED_TABLE).
   std::function<void(uint32_t tgid, const as_vma&)> need_table;
+  // Finishes a walk the kernel stopped there (frames so far in `ips`, the
+  // stopped frame's registers and the stack above in `stack`); returns why
+  // it ended (enum as_stop).
+  std::function<int(uint32_t tgid, const as_deferred_walk& walk, std::span<const uint8_t> stack,
+                    std::vector<uint64_t>& ips)>
+      finish_walk;
   // Runtime address of allocator `fn` in process `tgid`, 0 if unknown.
   std::function<uint64_t(uint32_t tgid, int fn)> allocator_address;
   // Exact mode: the kernel's totals of these stack ids, and forgetting them.
@@ -91,8 +97,14 @@ class EventSink {
   const std::map<uint32_t, ProcessDrops>& drops() const { return drops_; }
   uint64_t stacks_seen() const { return stacks_seen_; }
   uint64_t stacks_truncated() const { return stacks_truncated_; }
+  // Walks the kernel stopped for want of a table, finished here.
+  uint64_t walks_finished() const { return walks_finished_; }
   // Samples that named a stack the sink never received (or had to drop).
   uint64_t stack_lost() const { return stack_lost_; }
+  uint64_t stack_lost_bytes() const { return stack_lost_bytes_; }
+  // Samples of stacks the sink's table had no room for (--max-stacks).
+  uint64_t table_full() const { return table_full_; }
+  uint64_t table_full_bytes() const { return table_full_bytes_; }
   // The name a process had at its last exec or exit, for processes that
   // sent no sample (all lost); "" when not known.
   std::string last_name(uint32_t tgid) const;
@@ -131,7 +143,8 @@ class EventSink {
   std::map<uint32_t, ProcessDrops> drops_;
   std::unordered_map<uint32_t, std::string> last_names_;  // bounded: see on_process
   std::vector<Mapping> kernel_maps_;
-  uint64_t stacks_seen_ = 0, stacks_truncated_ = 0, stack_lost_ = 0;
+  uint64_t stacks_seen_ = 0, stacks_truncated_ = 0, walks_finished_ = 0;
+  uint64_t stack_lost_ = 0, stack_lost_bytes_ = 0, table_full_ = 0, table_full_bytes_ = 0;
   uint64_t yield_at_ms_ = UINT64_MAX;
   uint32_t events_since_clock_ = 0;
 };

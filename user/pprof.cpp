@@ -1,5 +1,7 @@
 #include "pprof.h"
 
+#include "loss.h"
+
 #include "sample_labels.h"
 
 #include <google/protobuf/stubs/common.h>
@@ -147,6 +149,8 @@ void add_header(pb::Profile& p, StringTable& strings, const Recording& r, std::s
   p.add_comment(strings.intern("rate=" + std::to_string(r.rate)));
   for (const auto& [name, value] : r.counters)
     p.add_comment(strings.intern(name + "=" + std::to_string(value)));
+  if (std::string lost = describe_loss(r, r.default_metric); !lost.empty())
+    p.add_comment(strings.intern("warning: " + lost));
 }
 
 // What symbolization found in each mapping: pprof symbolizes again (from the

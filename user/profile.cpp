@@ -103,6 +103,7 @@ void Profile::on_alloc(const AllocSample& s) {
   auto id = intern(s.pid, s.fn, s.ips);
   if (!id) {
     ++counters_.stacks_full;
+    counters_.stacks_full_bytes += s.size;
     return;
   }
   Weight w = unbias(s.size, rate_);
@@ -116,6 +117,7 @@ void Profile::on_alloc(const AllocSample& s) {
     return;
   if (live_count_ >= max_live_) {
     ++counters_.live_full;
+    counters_.live_full_bytes += s.size;
     return;
   }
   live_[s.pid].emplace(s.addr, LiveEntry{*id, w.objects, w.bytes, s.size, s.offset, s.ts_ns});

@@ -54,7 +54,9 @@ struct AllocSample {
 
 struct ProfileCounters {
   uint64_t stacks_full = 0;      // samples lost: stack table at capacity
+  uint64_t stacks_full_bytes = 0;  // ... their requested bytes
   uint64_t live_full = 0;        // samples not tracked live: live table at capacity
+  uint64_t live_full_bytes = 0;
   uint64_t unmatched_frees = 0;  // free of an address with no live sample
   uint64_t replaced_live = 0;    // an address sampled again before its free was seen
 };

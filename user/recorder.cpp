@@ -17,6 +17,7 @@
 #include <unordered_set>
 
 #include "allocator_probes.h"
+#include "loss.h"
 #include "pprof.h"
 #include "process.h"
 #include "progress.h"
@@ -180,6 +181,13 @@ SinkPolicy Recorder::policy() {
   };
   p.allocator_address = [this](uint32_t tgid, int fn) { return allocator_address(tgid, fn); };
   p.need_table = [this](uint32_t tgid, const as_vma& vma) { tables_->on_request(pid_t(tgid), vma); };
+  p.finish_walk = [this](uint32_t tgid, const as_deferred_walk& w, std::span<const uint8_t> stack,
+                         std::vector<uint64_t>& ips) {
+    symbolizer_.refresh(pid_t(tgid));  // rare (a table was missing): the newest mappings
+    ProcessRows rows(*tables_, pid_t(tgid), symbolizer_.maps(pid_t(tgid)));
+    StackCopy mem(w.sp, stack);
+    return continue_walk({w.ip, w.sp, w.bp, w.bp_lost, 0}, w.stack_end, rows, mem, ips);
+  };
   p.exact_totals = [this](std::span<const uint64_t> ids) { return session_->exact_totals(ids); };
   p.forget_exact = [this](std::span<const uint64_t> ids) { session_->forget_exact(ids); };
   return p;
@@ -353,9 +361,13 @@ std::vector<std::pair<std::string, uint64_t>> Recorder::counters() const {
           {"dropped_ringbuf", k[AS_CNT_RINGBUF_DROPS]},
           {"dropped_ringbuf_bytes", k[AS_CNT_DROPPED_BYTES]},
           {"dropped_frees", k[AS_CNT_FREE_DROPS]},
+          {"dropped_frees_bytes", k[AS_CNT_FREE_DROPS_BYTES]},
           {"dropped_live_map_full", k[AS_CNT_LIVE_FULL] + p.live_full},
+          {"dropped_live_map_full_bytes", k[AS_CNT_LIVE_FULL_BYTES] + p.live_full_bytes},
           {"dropped_stack_lost", sink_.stack_lost()},
-          {"dropped_stack_table_full", p.stacks_full},
+          {"dropped_stack_lost_bytes", sink_.stack_lost_bytes()},
+          {"dropped_stack_table_full", p.stacks_full + sink_.table_full()},
+          {"dropped_stack_table_full_bytes", p.stacks_full_bytes + sink_.table_full_bytes()},
           {"dropped_exact_full", k[AS_CNT_EXACT_FULL]},
           {"dropped_exact_full_bytes", k[AS_CNT_EXACT_FULL_BYTES]},
           {"dropped_process_events", k[AS_CNT_PROC_DROPS]},
@@ -363,6 +375,7 @@ std::vector<std::pair<std::string, uint64_t>> Recorder::counters() const {
           {"libraries_not_probed", libraries_missed_},
           {"stacks_unwound", sink_.stacks_seen()},
           {"stacks_truncated", sink_.stacks_truncated()},
+          {"walks_finished_in_userspace", sink_.walks_finished()},
           {"truncated_no_unwind_info", stop(AS_STOP_NO_INFO)},
           {"truncated_table_not_loaded", stop(AS_STOP_NO_TABLE)},
           {"truncated_bad_frame", stop(AS_STOP_BAD_FRAME)},
@@ -381,7 +394,7 @@ ProgressFigures Recorder::progress_figures(double elapsed_s) const {
   const ProfileCounters& p = profile_.counters();
   return {elapsed_s, sink_.recorded_processes(), k[AS_CNT_SAMPLES],
           k[AS_CNT_RINGBUF_DROPS] + k[AS_CNT_LIVE_FULL] + p.live_full + sink_.stack_lost() + p.stacks_full +
-              k[AS_CNT_EXACT_FULL]};
+              k[AS_CNT_EXACT_FULL] + sink_.table_full()};
 }
 
 Recording Recorder::snapshot(uint64_t duration_ms) const {
@@ -427,7 +440,7 @@ void Recorder::print_summary(uint64_t elapsed_ms) const {
                (unsigned long long)k[AS_CNT_SAMPLES], profile_.stacks().size(), processes.c_str(),
                format_bytes(alloc).c_str(), format_bytes(live).c_str(), (unsigned long long)k[AS_CNT_RINGBUF_DROPS],
                (unsigned long long)(k[AS_CNT_LIVE_FULL] + p.live_full), (unsigned long long)sink_.stack_lost(),
-               (unsigned long long)p.stacks_full);
+               (unsigned long long)(p.stacks_full + sink_.table_full()));
   if (config_.verbose) {
     std::fprintf(stderr,
                  "allocscope: kernel counters: samples=%llu frees=%llu nested=%llu failed_allocs=%llu "
@@ -449,11 +462,18 @@ void Recorder::print_summary(uint64_t elapsed_ms) const {
                  (unsigned long long)cut, (unsigned long long)sink_.stacks_seen(), why.c_str());
   }
   print_process_drops();
-  if (k[AS_CNT_RINGBUF_DROPS])
-    error("warning: the ring buffer overflowed; estimates are low. Raise --ringbuf-size or --rate.");
+  Recording lost;
+  lost.rate = config_.rate;
+  lost.counters = counters();
+  if (std::string what = describe_loss(lost, config_.metric); !what.empty())
+    error("warning: " + what);
+  if (k[AS_CNT_RINGBUF_DROPS] || k[AS_CNT_FREE_DROPS])
+    error("warning: the ring buffer overflowed. Raise --ringbuf-size" + std::string(exact() ? "." : " or --rate."));
+  if (k[AS_CNT_EXACT_FULL])
+    error("warning: the per-stack totals were full (exact mode). Raise --max-stacks.");
   if (k[AS_CNT_LIVE_FULL] || p.live_full)
     error("warning: the live table was full; inuse estimates are low. Raise --max-live.");
-  if (p.stacks_full)
+  if (p.stacks_full || sink_.table_full())
     error("warning: the stack table was full; estimates are low. Raise --max-stacks.");
   if (k[AS_CNT_PROC_DROPS])
     error("warning: process events were lost (ring buffer full); some ended processes may show live bytes.");

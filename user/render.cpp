@@ -25,8 +25,8 @@ double total(const Recording& r, Metric m) {
 }
 
 // "[lo; hi]" of a stack's estimate.
-std::string interval_text(const Recording& r, const RecSample& s, const RenderOptions& o) {
-  Estimate e = estimate(s.totals, o.metric, r.rate, o.confidence);
+std::string interval_text(const Recording& r, const RecSample& s, const RenderOptions& o, const Loss& loss) {
+  Estimate e = estimate(s.totals, o.metric, r.rate, o.confidence, loss);
   char pct[16];
   std::snprintf(pct, sizeof pct, "%g%%", o.confidence * 100);
   return std::string(pct) + " [" + format_amount(e.interval.lo, o.metric) + "; " + format_amount(e.interval.hi, o.metric) + "]";
@@ -34,10 +34,11 @@ std::string interval_text(const Recording& r, const RecSample& s, const RenderOp
 
 std::string folded(const Recording& r, const RenderOptions& o) {
   std::vector<FoldedStack> stacks;
+  Loss loss = loss_of(r);
   for (const RecSample& s : r.samples) {
     std::vector<std::string> names = frame_names(r, s, o.lines);
     if (o.interval_in_frame)
-      names.back() += " " + interval_text(r, s, o);
+      names.back() += " " + interval_text(r, s, o, loss);
     stacks.push_back({names, s.totals.value(o.metric)});
   }
   std::ostringstream out;
@@ -47,9 +48,10 @@ std::string folded(const Recording& r, const RenderOptions& o) {
 
 std::vector<FlameStack> flame_stacks(const Recording& r, const RenderOptions& o) {
   std::vector<FlameStack> stacks;
+  Loss loss = loss_of(r);
   for (const RecSample& s : r.samples)
     if (s.totals.value(o.metric) > 0)
-      stacks.push_back({frame_names(r, s, o.lines), s.totals.value(o.metric), 0, interval_text(r, s, o)});
+      stacks.push_back({frame_names(r, s, o.lines), s.totals.value(o.metric), 0, interval_text(r, s, o, loss)});
   return stacks;
 }
 
@@ -63,7 +65,7 @@ FlameOptions flame_options(const Recording& r, const RenderOptions& o, const std
 }
 
 nlohmann::ordered_json estimate_json(const StackTotals& t, Metric m, const Recording& r, const RenderOptions& o) {
-  Estimate e = estimate(t, m, r.rate, o.confidence);
+  Estimate e = estimate(t, m, r.rate, o.confidence, loss_of(r));
   return {{"estimate", e.value}, {"interval", {e.interval.lo, e.interval.hi}}};
 }
 
@@ -98,6 +100,12 @@ std::string json(const Recording& r, const RenderOptions& o) {
   doc["totals"] = totals_json(all, r, o);
   for (const auto& [name, value] : r.counters)
     doc["counters"][name] = value;
+  Loss loss = loss_of(r);
+  doc["loss"] = {{"samples", loss.samples},
+                 {"exact", r.rate <= 1 && !loss.any()},
+                 {"description", describe_loss(r, o.metric)}};
+  for (Metric m : {Metric::AllocSpace, Metric::AllocObjects, Metric::InuseSpace, Metric::InuseObjects})
+    doc["loss"][metric_name(m)] = {{"low_by_up_to", loss.low(m)}, {"high_by_up_to", loss.high(m)}};
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const TableRow& row : table_rows(r, o)) {
     nlohmann::ordered_json j = totals_json(row.flat, r, o);
@@ -168,6 +176,8 @@ std::string describe(const Recording& r, Metric m) {
   std::string s = buf;
   while (!s.empty() && s.back() == ' ')
     s.pop_back();
+  if (std::string lost = describe_loss(r, m); !lost.empty())
+    s += "; " + lost;
   return s;
 }
 

@@ -58,9 +58,11 @@ std::string format_amount(double v, Metric m) {
   return buf;
 }
 
-Estimate estimate(const StackTotals& t, Metric m, uint64_t rate, double confidence) {
+Estimate estimate(const StackTotals& t, Metric m, uint64_t rate, double confidence, const Loss& loss) {
   const IntervalStats& st = t.stats(m);
   Interval iv = metric_is_bytes(m) ? bytes_interval(st, rate, confidence) : objects_interval(st, rate, confidence);
+  iv.lo = std::max(0.0, iv.lo - loss.high(m));
+  iv.hi += loss.low(m);
   return {t.value(m), iv};
 }
 
@@ -130,17 +132,18 @@ std::string render_table(const Recording& r, const RenderOptions& o) {
   const char* what = o.top_by == TopBy::Stack     ? "stack"
                      : o.top_by == TopBy::Process ? "process"
                                                   : "function (as the allocator's direct caller)";
+  Loss loss = loss_of(r);
   char line[256];
   std::snprintf(line, sizeof line, "%11s  %-25s %7s %11s %8s %10s %6s %6s  %s\n", "estimate", "interval", "share",
                 "cum", "samples", "lifetime", "live", "long", what);
   out << line;
   for (const TableRow& row : table_rows(r, o)) {
-    Estimate e = estimate(row.flat, o.metric, r.rate, o.confidence);
+    Estimate e = estimate(row.flat, o.metric, r.rate, o.confidence, loss);
     LifetimeSummary l = summarize_lifetimes(row.flat, ll);
     const IntervalStats& st = row.flat.stats(o.metric);
     // A row without samples of its own (a caller of other functions) has no
     // estimate to bound.
-    std::string interval = st.samples + st.exact_objects == 0
+    std::string interval = st.samples + st.exact_objects == 0 && !loss.any()
                                ? "-"
                                : "[" + format_amount(e.interval.lo, o.metric) + "; " + format_amount(e.interval.hi, o.metric) + "]";
     std::snprintf(line, sizeof line, "%11s  %-25s %6.2f%% %11s %8llu %10s %5.0f%% %5.0f%%  ",

@@ -8,17 +8,19 @@
 #include <vector>
 
 #include "intervals.h"
+#include "loss.h"
 #include "recording.h"
 #include "render.h"
 
 namespace allocscope {
 
-// A metric's point estimate and its interval at the given confidence.
+// A metric's point estimate and its interval at the given confidence,
+// widened by what the recording lost (any stack may hold all of it).
 struct Estimate {
   double value = 0;
   Interval interval{0, 0};
 };
-Estimate estimate(const StackTotals& t, Metric m, uint64_t rate, double confidence);
+Estimate estimate(const StackTotals& t, Metric m, uint64_t rate, double confidence, const Loss& loss = {});
 
 // Lifetimes of a group's sampled allocations: quantiles over those whose
 // free was seen, and which share is still live or was long-lived.

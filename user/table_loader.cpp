@@ -27,7 +27,8 @@ as_file_key file_key_of(const Mapping& m) {
 }
 
 bool TableLoader::load(const as_file_key& key, const std::string& path) {
-  if (loaded_.contains({key.ino, key.dev})) return true;
+  Key k{key.ino, key.dev};
+  if (tables_.contains(k) || failed_.contains(k)) return true;
   auto t0 = std::chrono::steady_clock::now();
   auto table = build_unwind_table(path);
   if (!table) {
@@ -37,17 +38,16 @@ bool TableLoader::load(const as_file_key& key, const std::string& path) {
   }
   if (stats_.rows + table->rows.size() > max_rows_) {
     ++stats_.full;
-    loaded_.insert({key.ino, key.dev});  // not asked again
+    failed_.insert(k);  // not asked again
     return true;
   }
   if (auto ok = session_.load_unwind_table(key, table->rows); !ok) {
     ++stats_.failed;
     std::fprintf(stderr, "allocscope: warning: %s: %s\n", path.c_str(), ok.error().c_str());
-    loaded_.insert({key.ino, key.dev});
+    failed_.insert(k);
     return true;
   }
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  loaded_.insert({key.ino, key.dev});
   ++stats_.files;
   stats_.rows += table->rows.size();
   stats_.build_ms += ms;
@@ -55,7 +55,26 @@ bool TableLoader::load(const as_file_key& key, const std::string& path) {
     std::fprintf(stderr, "allocscope: unwind table of %s: %zu rows from %s (%lu unsupported), %.1f ms\n",
                  path.c_str(), table->rows.size(), source_name(table->source),
                  (unsigned long)table->unsupported, ms);
+  tables_.emplace(k, std::move(table->rows));
   return true;
+}
+
+const std::vector<as_unwind_row>* TableLoader::rows(pid_t pid, const Mapping& m) {
+  as_file_key key = file_key_of(m);
+  Key k{key.ino, key.dev};
+  if (!tables_.contains(k) && !failed_.contains(k) && !load(key, mapped_file_path(pid, m))) failed_.insert(k);
+  auto it = tables_.find(k);
+  return it == tables_.end() ? nullptr : &it->second;
+}
+
+std::optional<as_unwind_row> ProcessRows::row(uint64_t pc) {
+  const Mapping* m = find_mapping(maps_, pc);
+  if (!m || !m->executable) return std::nullopt;
+  as_unwind_row none{0, 0, AS_ROW_NONE, 0};
+  if (!m->is_file()) return as_frame_pointer_row();  // JIT code, as the kernel treats it
+  const std::vector<as_unwind_row>* rows = tables_.rows(pid_, *m);
+  const as_unwind_row* r = rows ? find_row(*rows, m->file_offset(pc)) : nullptr;
+  return r ? *r : none;
 }
 
 void TableLoader::on_request(pid_t pid, const as_vma& vma) {

@@ -6,6 +6,8 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -15,6 +17,7 @@
 #include "bpf_session.h"
 #include "proc_maps.h"
 #include "result.h"
+#include "stack_walk.h"
 
 namespace allocscope {
 
@@ -41,9 +44,14 @@ class TableLoader {
   // A file by path (a command's program and libraries, before it runs).
   void load_path(const std::string& path);
 
+  // The rows of the file behind mapping `m` of live process `pid`, built
+  // (and loaded) when new; nullptr when the file cannot be read.
+  const std::vector<as_unwind_row>* rows(pid_t pid, const Mapping& m);
+
   const TableStats& stats() const { return stats_; }
 
  private:
+  using Key = std::tuple<uint64_t, uint32_t>;  // ino, dev
   // Builds and loads the table of the file at `path` under `key`; false when
   // the file could not be read (the caller may try another path).
   bool load(const as_file_key& key, const std::string& path);
@@ -51,8 +59,23 @@ class TableLoader {
   BpfSession& session_;
   uint64_t max_rows_;
   bool verbose_;
-  std::set<std::tuple<uint64_t, uint32_t>> loaded_;  // ino, dev
+  std::map<Key, std::vector<as_unwind_row>> tables_;  // what the kernel holds, for userspace walks
+  std::set<Key> failed_;
   TableStats stats_;
+};
+
+// The rows of a live process's code, for continue_walk: its mappings as
+// given, tables built on demand (frame pointers for anonymous code).
+class ProcessRows : public RowLookup {
+ public:
+  ProcessRows(TableLoader& tables, pid_t pid, const std::vector<Mapping>& maps)
+      : tables_(tables), pid_(pid), maps_(maps) {}
+  std::optional<as_unwind_row> row(uint64_t pc) override;
+
+ private:
+  TableLoader& tables_;
+  pid_t pid_;
+  const std::vector<Mapping>& maps_;
 };
 
 // The shared libraries the dynamic loader would map for `program` (asked of

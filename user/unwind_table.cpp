@@ -242,6 +242,14 @@ Result<UnwindTable> build_unwind_table(const ElfFile& f) {
   }
   std::sort(t.rows.begin(), t.rows.end(),
             [](const as_unwind_row& a, const as_unwind_row& b) { return a.pc < b.pc; });
+  // Code at the entry point that no FDE describes (the dynamic loader's
+  // _start and _dl_start_user) is the process's first frame: nothing called it.
+  if (auto entry = file_offset(segs, eh.e_entry)) {
+    auto it = std::upper_bound(t.rows.begin(), t.rows.end(), *entry,
+                               [](uint64_t v, const as_unwind_row& r) { return v < r.pc; });
+    if (it != t.rows.begin() && (it - 1)->kind == AS_ROW_NONE)
+      (it - 1)->kind = AS_ROW_END;
+  }
   return t;
 }
 

@@ -17,6 +17,7 @@
 
 #include "proc_maps.h"
 #include "process.h"
+#include "stack_walk.h"
 #include "symbolizer.h"
 #include "unwind_step.h"
 
@@ -83,36 +84,19 @@ struct Walk {
   int stop = AS_STOP_NONE;
 };
 
-// The BPF program's walk (walk_frame in allocscope.bpf.c) over the capture:
-// each pc's mapping must be executable, its file's table gives the row.
-class Walker {
+// Rows of this process's code from its own tables (ProcessRows without a
+// kernel to load them into), or the frame-pointer rule everywhere.
+class SelfRows : public RowLookup {
  public:
-  explicit Walker(const std::vector<Mapping>& maps) : maps_(maps) {}
+  explicit SelfRows(const std::vector<Mapping>& maps) : maps_(maps) {}
   bool frame_pointers_only = false;
 
-  Walk walk(const Capture& c, UnwindMemory& mem) {
-    Walk w;
-    as_unwind_regs r{c.ip, c.sp, c.bp, 0, 0};
-    while (w.stop == AS_STOP_NONE) {
-      if (w.ips.size() == AS_MAX_FRAMES) {
-        w.stop = AS_STOP_DEPTH;
-        break;
-      }
-      uint64_t at = w.ips.empty() ? r.ip : r.ip - 1;
-      const Mapping* m = find_mapping(maps_, at);
-      if (!m || !m->executable) {
-        w.stop = AS_STOP_BAD_IP;
-        break;
-      }
-      w.ips.push_back(r.ip);
-      as_unwind_row row = as_frame_pointer_row();
-      if (!frame_pointers_only && m->is_file()) {
-        const as_unwind_row* found = find_row(table(*m), m->file_offset(at));
-        row = found ? *found : as_unwind_row{0, 0, AS_ROW_NONE, 0};
-      }
-      w.stop = as_unwind_step(&row, &r, c.stack_end, &mem);
-    }
-    return w;
+  std::optional<as_unwind_row> row(uint64_t pc) override {
+    const Mapping* m = find_mapping(maps_, pc);
+    if (!m || !m->executable) return std::nullopt;
+    if (frame_pointers_only || !m->is_file()) return as_frame_pointer_row();
+    const as_unwind_row* r = find_row(table(*m), m->file_offset(pc));
+    return r ? *r : as_unwind_row{0, 0, AS_ROW_NONE, 0};
   }
 
  private:
@@ -128,6 +112,28 @@ class Walker {
 
   const std::vector<Mapping>& maps_;
   std::map<uint64_t, std::vector<as_unwind_row>> tables_;
+};
+
+// The walk from the capture's frame (the kernel records frame 0, the
+// allocator's return address, before anything else).
+class Walker {
+ public:
+  explicit Walker(const std::vector<Mapping>& maps) : rows_(maps) {}
+  bool& frame_pointers_only() { return rows_.frame_pointers_only; }
+
+  Walk walk(const Capture& c, UnwindMemory& mem) {
+    Walk w;
+    if (!rows_.row(c.ip)) {
+      w.stop = AS_STOP_BAD_IP;
+      return w;
+    }
+    w.ips.push_back(c.ip);
+    w.stop = continue_walk({c.ip, c.sp, c.bp, 0, 0}, c.stack_end, rows_, mem, w.ips);
+    return w;
+  }
+
+ private:
+  SelfRows rows_;
 };
 
 std::vector<std::string> names(const std::vector<uint64_t>& ips) {
@@ -172,7 +178,7 @@ TEST(UnwindTable, FramePointerRuleStopsAtTheFirstBadFrameInsteadOfGuessing) {
   Capture c = capture();
   CopyMemory mem(c);
   Walker fp(c.maps);
-  fp.frame_pointers_only = true;
+  fp.frame_pointers_only() = true;
   Walk w = fp.walk(c, mem);
   EXPECT_EQ(w.ips.size(), 1u);
   EXPECT_EQ(w.stop, AS_STOP_BAD_FRAME);
