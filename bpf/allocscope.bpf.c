@@ -12,6 +12,10 @@
 #include "allocscope.h"
 #include "countdown.h"
 #define AS_READ_U64(mem, addr, out) bpf_probe_read_user((out), 8, (const void *)(addr))
+static __always_inline const struct as_unwind_row *table_at(void *table, __u32 i) {
+  return bpf_map_lookup_elem(table, &i);
+}
+#define AS_TABLE_AT(table, i) table_at((table), (i))
 #include "unwind.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -164,8 +168,8 @@ struct {
 
 static const struct vma_cache empty_vma_cache = {}; /* too big for the BPF stack: inserts copy it */
 
-/* Unwind tables by file: row 0 holds the row count in its pc, rows 1.. the
- * rows (struct as_unwind_row) sorted by pc. Sized per file by userspace. */
+/* Unwind tables by file, laid out as bpf/unwind.h says (a header, a page
+ * index, the rules). Sized per file by userspace. */
 struct unwind_table {
   __uint(type, BPF_MAP_TYPE_ARRAY);
   __uint(map_flags, BPF_F_INNER_MAP | BPF_F_MMAPABLE);
@@ -523,31 +527,10 @@ __noinline int lookup_row(struct as_file_key *key, __u64 off, struct as_unwind_r
   void *table = bpf_map_lookup_elem(&unwind_tables, key);
   if (!table)
     return AS_STOP_NO_TABLE;
-  __u32 zero = 0;
   struct as_unwind_row none = {0, 0, AS_ROW_NONE, 0};
-  *out = none;
-  struct as_unwind_row *head = bpf_map_lookup_elem(table, &zero);
-  if (!head || off > 0xffffffffULL)
-    return AS_STOP_NO_INFO;
-  __u32 lo = 1, hi = head->pc + 1;
-  for (int i = 0; i < 25; i++) { /* tables hold at most 2^24 rows */
-    if (lo >= hi)
-      break;
-    __u32 mid = lo + (hi - lo) / 2;
-    struct as_unwind_row *r = bpf_map_lookup_elem(table, &mid);
-    if (!r)
-      return AS_STOP_NO_INFO;
-    if (r->pc <= off)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  __u32 at = lo - 1;
-  struct as_unwind_row *r = at ? bpf_map_lookup_elem(table, &at) : 0;
-  if (!r)
-    return AS_STOP_NO_INFO;
-  *out = *r;
-  return AS_STOP_NONE;
+  const struct as_unwind_row *r = off <= 0xffffffffULL ? as_table_find(table, off) : 0;
+  *out = r ? *r : none;
+  return r ? AS_STOP_NONE : AS_STOP_NO_INFO;
 }
 
 /* The step, verified once on its own (a global function). */

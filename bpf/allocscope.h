@@ -145,6 +145,17 @@ struct as_unwind_row {
   as_s8 rbp;      /* the caller's rbp saved at CFA + 8 * rbp; 0: unchanged; AS_RBP_LOST */
 };
 
+/* A table as the kernel holds it, an array of rows:
+ *   [0]                   pc = n, the number of rules
+ *   [1]                   pc = p, the number of pages (2^AS_TABLE_PAGE_SHIFT bytes of file offsets)
+ *   [2 .. 2 + p]          pc = the index among the rules of the first one whose pc is in that
+ *                         page or later (p + 1 entries, the last = n)
+ *   [3 + p .. 3 + p + n)  the rules, sorted by pc
+ * The page index narrows the binary search to the rules of one page. */
+#define AS_TABLE_HEAD 2
+#define AS_TABLE_PAGE_SHIFT 12
+#define AS_TABLE_MAX_ROWS (1u << 24)
+
 /* Key of an unwind table: the file as the kernel's vma names it. */
 struct as_file_key {
   as_u64 ino;

@@ -81,4 +81,42 @@ AS_INLINE int as_unwind_step(const struct as_unwind_row *row, struct as_unwind_r
   return AS_STOP_NONE;
 }
 
+/* Searches a table in the kernel's layout (see AS_TABLE_HEAD). The
+ * includer defines AS_TABLE_AT(table, i): a pointer to element i, or 0. */
+
+/* The rule covering file offset `off` (the last with pc <= off), 0 if none. */
+AS_INLINE const struct as_unwind_row *as_table_find(void *table, as_u64 off) {
+  const struct as_unwind_row *n_row = AS_TABLE_AT(table, 0), *p_row = AS_TABLE_AT(table, 1);
+  if (!n_row || !p_row || n_row->pc == 0 || p_row->pc == 0)
+    return 0;
+  as_u32 n = n_row->pc, pages = p_row->pc, rules = AS_TABLE_HEAD + pages + 1;
+  as_u64 page = off >> AS_TABLE_PAGE_SHIFT;
+  if (page >= pages)
+    page = pages - 1;
+  const struct as_unwind_row *first = AS_TABLE_AT(table, AS_TABLE_HEAD + (as_u32)page);
+  const struct as_unwind_row *next = AS_TABLE_AT(table, AS_TABLE_HEAD + (as_u32)page + 1);
+  if (!first || !next)
+    return 0;
+  /* The answer is the last rule before the page's first, or one in it. */
+  as_u32 lo = first->pc, hi = next->pc; /* rules [lo, hi) start in the page */
+  if (off >> AS_TABLE_PAGE_SHIFT >= pages)
+    hi = n;
+  lo = lo > 0 ? lo - 1 : 0;
+  if (hi > n || lo >= hi)
+    return 0;
+  /* Last rule in [lo, hi) with pc <= off: at most log2(AS_TABLE_MAX_ROWS) steps. */
+  for (int i = 0; i < 25 && hi - lo > 1; i++) {
+    as_u32 mid = lo + (hi - lo) / 2;
+    const struct as_unwind_row *r = AS_TABLE_AT(table, rules + mid);
+    if (!r)
+      return 0;
+    if (r->pc <= off)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  const struct as_unwind_row *r = AS_TABLE_AT(table, rules + lo);
+  return r && r->pc <= off ? r : 0;
+}
+
 #endif

@@ -98,7 +98,10 @@ void EventSink::on_stack(std::span<const uint8_t> data) {
   std::string comm = comm_of(head.comm);
   auto instance = instance_for(head.tgid, comm);
   if (!instance) return;
-  if (stacks_.size() >= max_stacks_) return;  // its samples count as lost stacks
+  if (stacks_.size() >= max_stacks_) {  // its samples count as dropped for a full table
+    if (refused_.size() < kMaxRefused) refused_.insert(head.id);
+    return;
+  }
   kernel_maps_.clear();
   for (uint32_t i = 0; i < std::min<uint32_t>(head.nvmas, AS_MAX_VMAS); ++i) {
     as_vma v;
@@ -152,7 +155,7 @@ void EventSink::on_alloc(std::span<const uint8_t> data) {
     auto current = processes_.find(e.tgid);
     forget_untracked(e.tgid, e.addr, e.flags);
     if (current && processes_.instance(*current).rejected) return;
-    bool full = stacks_.size() >= max_stacks_;  // on_stack refused it
+    bool full = refused_.contains(e.stack);
     (full ? table_full_ : stack_lost_) += 1;
     (full ? table_full_bytes_ : stack_lost_bytes_) += e.size;
     count_drops(e.tgid, comm, false, !full, full);

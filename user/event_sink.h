@@ -140,6 +140,8 @@ class EventSink {
   std::unordered_map<uint32_t, std::vector<uint64_t>> instance_stacks_;  // instance -> its stack ids
   std::unordered_map<uint64_t, as_exact_totals> exact_seen_;             // what absorb_exact added so far
   std::unordered_set<uint64_t> ended_ids_;  // stack ids of ended instances, until their live entries go
+  static constexpr size_t kMaxRefused = 1 << 16;
+  std::unordered_set<uint64_t> refused_;  // stack ids the full table turned away (bounded: drop reports)
   std::map<uint32_t, ProcessDrops> drops_;
   std::unordered_map<uint32_t, std::string> last_names_;  // bounded: see on_process
   std::vector<Mapping> kernel_maps_;

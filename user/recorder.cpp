@@ -521,9 +521,9 @@ void Recorder::prepare_tables(const std::vector<Target>& targets) {
     std::string program = find_program(config_.command.front());
     if (program.empty())
       continue;
-    tables_->load_path(program);
-    for (const std::string& lib : shared_libraries(program))
-      tables_->load_path(lib);
+    std::vector<std::string> files = shared_libraries(program);
+    files.push_back(program);
+    tables_->load_paths(files);
   }
 }
 

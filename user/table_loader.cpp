@@ -8,10 +8,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
+#include <thread>
 
 #include "elf_file.h"
 #include "process.h"
@@ -26,36 +29,73 @@ as_file_key file_key_of(const Mapping& m) {
   return {.ino = m.inode, .dev = (m.dev_major << 20) | m.dev_minor, .pad = 0};
 }
 
-bool TableLoader::load(const as_file_key& key, const std::string& path) {
-  Key k{key.ino, key.dev};
-  if (tables_.contains(k) || failed_.contains(k)) return true;
+namespace {
+
+BuiltTable timed_build(const std::string& path) {
   auto t0 = std::chrono::steady_clock::now();
-  auto table = build_unwind_table(path);
-  if (!table) {
+  BuiltTable b{build_unwind_table(path), 0};
+  b.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return b;
+}
+
+}  // namespace
+
+bool TableLoader::known(const as_file_key& key) const {
+  Key k{key.ino, key.dev};
+  return tables_.contains(k) || failed_.contains(k);
+}
+
+bool TableLoader::load(const as_file_key& key, const std::string& path) {
+  return known(key) || install(key, path, timed_build(path));
+}
+
+// Builds the tables of several files at once (one thread a core), then
+// loads them: before recording, the time a command waits to start.
+void TableLoader::load_all(const std::vector<std::pair<as_file_key, std::string>>& files) {
+  std::vector<std::pair<as_file_key, std::string>> todo;
+  std::set<Key> seen;
+  for (const auto& [key, path] : files)
+    if (!known(key) && seen.insert({key.ino, key.dev}).second) todo.emplace_back(key, path);
+  std::vector<std::optional<BuiltTable>> built(todo.size());
+  std::atomic<size_t> next = 0;
+  auto work = [&] {
+    for (size_t i; (i = next++) < todo.size();) built[i] = timed_build(todo[i].second);
+  };
+  std::vector<std::thread> workers;
+  for (unsigned n = std::max(1u, std::thread::hardware_concurrency()); n > 1 && workers.size() + 1 < n;)
+    workers.emplace_back(work);
+  work();
+  for (std::thread& t : workers) t.join();
+  for (size_t i = 0; i < todo.size(); ++i)
+    if (!install(todo[i].first, todo[i].second, std::move(*built[i]))) ++stats_.failed;
+}
+
+bool TableLoader::install(const as_file_key& key, const std::string& path, BuiltTable&& b) {
+  Key k{key.ino, key.dev};
+  if (!b.table) {
     if (verbose_)
-      std::fprintf(stderr, "allocscope: no unwind table for %s: %s\n", path.c_str(), table.error().c_str());
+      std::fprintf(stderr, "allocscope: no unwind table for %s: %s\n", path.c_str(), b.table.error().c_str());
     return false;
   }
-  if (stats_.rows + table->rows.size() > max_rows_) {
+  UnwindTable& t = *b.table;
+  if (stats_.rows + t.rows.size() > max_rows_ || t.rows.size() > AS_TABLE_MAX_ROWS) {
     ++stats_.full;
     failed_.insert(k);  // not asked again
     return true;
   }
-  if (auto ok = session_.load_unwind_table(key, table->rows); !ok) {
+  if (auto ok = session_.load_unwind_table(key, t.rows); !ok) {
     ++stats_.failed;
     std::fprintf(stderr, "allocscope: warning: %s: %s\n", path.c_str(), ok.error().c_str());
     failed_.insert(k);
     return true;
   }
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   ++stats_.files;
-  stats_.rows += table->rows.size();
-  stats_.build_ms += ms;
+  stats_.rows += t.rows.size();
+  stats_.build_ms += b.ms;
   if (verbose_)
     std::fprintf(stderr, "allocscope: unwind table of %s: %zu rows from %s (%lu unsupported), %.1f ms\n",
-                 path.c_str(), table->rows.size(), source_name(table->source),
-                 (unsigned long)table->unsupported, ms);
-  tables_.emplace(k, std::move(table->rows));
+                 path.c_str(), t.rows.size(), source_name(t.source), (unsigned long)t.unsupported, b.ms);
+  tables_.emplace(k, std::move(t.rows));
   return true;
 }
 
@@ -98,15 +138,21 @@ void TableLoader::on_request(pid_t pid, const as_vma& vma) {
 void TableLoader::load_process(pid_t pid) {
   auto maps = read_maps(pid);
   if (!maps) return;
+  std::vector<std::pair<as_file_key, std::string>> files;
   for (const Mapping& m : *maps)
-    if (m.executable && m.is_file() && !load(file_key_of(m), mapped_file_path(pid, m))) ++stats_.failed;
+    if (m.executable && m.is_file()) files.emplace_back(file_key_of(m), mapped_file_path(pid, m));
+  load_all(files);
 }
 
-void TableLoader::load_path(const std::string& path) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
-  as_file_key key{.ino = st.st_ino, .dev = (major(st.st_dev) << 20) | minor(st.st_dev), .pad = 0};
-  load(key, path);
+void TableLoader::load_paths(const std::vector<std::string>& paths) {
+  std::vector<std::pair<as_file_key, std::string>> files;
+  for (const std::string& path : paths) {
+    struct stat st;
+    if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+      files.push_back(
+          {{.ino = st.st_ino, .dev = (major(st.st_dev) << 20) | minor(st.st_dev), .pad = 0}, path});
+  }
+  load_all(files);
 }
 
 namespace {

@@ -18,6 +18,7 @@
 #include "proc_maps.h"
 #include "result.h"
 #include "stack_walk.h"
+#include "unwind_table.h"
 
 namespace allocscope {
 
@@ -32,6 +33,12 @@ struct TableStats {
 // The key the kernel's unwinder uses for a file /proc shows as mapped.
 as_file_key file_key_of(const Mapping& m);
 
+// A table as built, and how long that took.
+struct BuiltTable {
+  Result<UnwindTable> table;
+  double ms = 0;
+};
+
 class TableLoader {
  public:
   TableLoader(BpfSession& session, uint64_t max_rows, bool verbose)
@@ -41,8 +48,8 @@ class TableLoader {
   void on_request(pid_t pid, const as_vma& vma);
   // Every executable file a live process maps.
   void load_process(pid_t pid);
-  // A file by path (a command's program and libraries, before it runs).
-  void load_path(const std::string& path);
+  // Files by path (a command's program and libraries, before it runs).
+  void load_paths(const std::vector<std::string>& paths);
 
   // The rows of the file behind mapping `m` of live process `pid`, built
   // (and loaded) when new; nullptr when the file cannot be read.
@@ -52,9 +59,12 @@ class TableLoader {
 
  private:
   using Key = std::tuple<uint64_t, uint32_t>;  // ino, dev
+  bool known(const as_file_key& key) const;
   // Builds and loads the table of the file at `path` under `key`; false when
   // the file could not be read (the caller may try another path).
   bool load(const as_file_key& key, const std::string& path);
+  void load_all(const std::vector<std::pair<as_file_key, std::string>>& files);
+  bool install(const as_file_key& key, const std::string& path, BuiltTable&& built);
 
   BpfSession& session_;
   uint64_t max_rows_;

@@ -247,8 +247,7 @@ Result<UnwindTable> build_unwind_table(const ElfFile& f) {
   if (auto entry = file_offset(segs, eh.e_entry)) {
     auto it = std::upper_bound(t.rows.begin(), t.rows.end(), *entry,
                                [](uint64_t v, const as_unwind_row& r) { return v < r.pc; });
-    if (it != t.rows.begin() && (it - 1)->kind == AS_ROW_NONE)
-      (it - 1)->kind = AS_ROW_END;
+    if (it != t.rows.begin() && (it - 1)->kind == AS_ROW_NONE) (it - 1)->kind = AS_ROW_END;
   }
   return t;
 }
@@ -263,6 +262,23 @@ const as_unwind_row* find_row(std::span<const as_unwind_row> rows, uint64_t pc) 
   auto it = std::upper_bound(rows.begin(), rows.end(), pc,
                              [](uint64_t v, const as_unwind_row& r) { return v < r.pc; });
   return it == rows.begin() ? nullptr : &*(it - 1);
+}
+
+std::vector<as_unwind_row> kernel_layout(std::span<const as_unwind_row> rows) {
+  uint32_t n = uint32_t(rows.size());
+  uint32_t pages = rows.empty() ? 1 : (rows.back().pc >> AS_TABLE_PAGE_SHIFT) + 1;
+  std::vector<as_unwind_row> out;
+  out.reserve(AS_TABLE_HEAD + pages + 1 + n);
+  out.push_back({n, 0, AS_ROW_NONE, 0});
+  out.push_back({pages, 0, AS_ROW_NONE, 0});
+  size_t at = 0;
+  for (uint32_t p = 0; p <= pages; ++p) {
+    uint64_t start = uint64_t(p) << AS_TABLE_PAGE_SHIFT;
+    while (at < rows.size() && rows[at].pc < start) ++at;
+    out.push_back({p == pages ? n : uint32_t(at), 0, AS_ROW_NONE, 0});
+  }
+  out.insert(out.end(), rows.begin(), rows.end());
+  return out;
 }
 
 const char* source_name(UnwindTable::Source s) {

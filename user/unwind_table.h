@@ -35,4 +35,8 @@ const as_unwind_row* find_row(std::span<const as_unwind_row> rows, uint64_t pc);
 
 const char* source_name(UnwindTable::Source s);
 
+// The rows as the kernel holds them: header, page index, rows (the layout
+// bpf/unwind.h describes and as_table_find searches).
+std::vector<as_unwind_row> kernel_layout(std::span<const as_unwind_row> rows);
+
 }  // namespace allocscope

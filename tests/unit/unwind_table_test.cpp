@@ -242,6 +242,34 @@ TEST(UnwindTable, CLibraryHasPltAndOutermostRows) {
   EXPECT_GT(count(AS_CFA_RBP), 0);  // functions that keep a frame pointer
 }
 
+TEST(UnwindTable, KernelLayoutFindsWhatTheRowsSay) {
+  // The kernel's search (page index, then a binary search in the page) must
+  // give the very row find_row gives, at every offset of real tables.
+  auto maps = read_maps(getpid());
+  ASSERT_TRUE(maps);
+  const Mapping* libc = find_c_library(*maps);
+  ASSERT_NE(libc, nullptr);
+  std::mt19937_64 rng(11);
+  for (const std::string& path : {std::string("/proc/self/exe"), libc->path, std::string(NO_CFI_BIN)}) {
+    auto t = build_unwind_table(path);
+    ASSERT_TRUE(t.has_value()) << t.error();
+    std::vector<as_unwind_row> k = kernel_layout(t->rows);
+    KernelTableView view{k.data(), k.size()};
+    uint64_t end = (uint64_t(t->rows.back().pc) + 8192) * 2;
+    for (int i = 0; i < 20000; ++i) {
+      uint64_t off = i < 2000 && size_t(i) < t->rows.size() ? t->rows[size_t(i)].pc + (i & 1) : rng() % end;
+      const as_unwind_row* want = find_row(t->rows, off);
+      const as_unwind_row* got = as_table_find(&view, off);
+      ASSERT_EQ(got == nullptr, want == nullptr) << path << " at " << off;
+      if (want) {
+        ASSERT_EQ(std::memcmp(got, want, sizeof *want), 0) << path << " at " << off;
+      }
+    }
+  }
+  KernelTableView empty{nullptr, 0};
+  EXPECT_EQ(as_table_find(&empty, 0), nullptr);
+}
+
 TEST(UnwindTable, FileWithoutCallFrameInformationUsesFramePointers) {
   auto t = build_unwind_table(NO_CFI_BIN);
   ASSERT_TRUE(t.has_value()) << t.error();
