@@ -11,7 +11,33 @@
 #define AS_INLINE static __always_inline
 #include "allocscope.h"
 #include "countdown.h"
-#define AS_READ_U64(mem, addr, out) bpf_probe_read_user((out), 8, (const void *)(addr))
+/* Reads of the walked stack go through a window copied a few KiB at a
+ * time: a user read costs as much for 4 KiB as for 8 bytes (the access
+ * checks dominate), and a walk reads upwards. */
+#define STACK_WINDOW 4096
+struct stack_window {
+  __u64 base;  /* user address of bytes[0] */
+  __u64 len;   /* valid bytes; 0: empty */
+  __u64 limit; /* end of the thread's stack: copies stop there */
+  __u8 bytes[STACK_WINDOW + 8];
+};
+
+static __always_inline int window_read(struct stack_window *w, __u64 addr, __u64 *out) {
+  if (addr < w->base || addr - w->base > w->len || w->len - (addr - w->base) < 8) {
+    __u64 base = addr & ~7ULL, len = STACK_WINDOW;
+    if (w->limit > base && w->limit - base < len)
+      len = w->limit - base;
+    if (len < 8 || bpf_probe_read_user(w->bytes, len, (const void *)base) != 0) {
+      w->len = 0; /* outside the stack, or a page missing: this word alone */
+      return bpf_probe_read_user(out, 8, (const void *)addr);
+    }
+    w->base = base;
+    w->len = len;
+  }
+  __builtin_memcpy(out, w->bytes + ((addr - w->base) & (STACK_WINDOW - 1)), 8);
+  return 0;
+}
+#define AS_READ_U64(mem, addr, out) window_read((struct stack_window *)(mem), (addr), (out))
 static __always_inline const struct as_unwind_row *table_at(void *table, __u32 i) {
   return bpf_map_lookup_elem(table, &i);
 }
@@ -129,7 +155,7 @@ struct {
  * code path) need no mapping or table lookup. Valid for one generation of
  * the thread's mapping set (ev.vmas, which walks add to, and which is
  * emptied, with a new generation, when full). */
-#define ROW_CACHE 512
+#define ROW_CACHE 1024
 struct cached_row {
   __u64 tag; /* address | generation << 48; 0: empty */
   struct as_unwind_row row;
@@ -140,6 +166,7 @@ struct walk_scratch {
   __u64 stack_end; /* end of the mapping that holds the thread's stack; 0: unknown */
   __u64 generation;
   struct cached_row rows[ROW_CACHE];
+  struct stack_window window;
 };
 
 struct {
@@ -383,6 +410,7 @@ struct walk {
   __u64 id;        /* stack id, mixed as frames are added */
   __u32 stop;      /* enum as_stop */
   __u32 restart;   /* the mapping set was full: emptied, walk again */
+  __u32 misses;    /* frames not in the row cache */
   struct walk_scratch *scratch;
   struct as_unwind_row row; /* the rule of the frame being unwound */
   struct as_vma vma;        /* the mapping it is in */
@@ -534,10 +562,10 @@ __noinline int lookup_row(struct as_file_key *key, __u64 off, struct as_unwind_r
 }
 
 /* The step, verified once on its own (a global function). */
-__noinline int unwind_step(struct as_unwind_row *row, struct as_unwind_regs *regs, __u64 stack_end) {
-  if (!row || !regs)
+__noinline int unwind_step(struct as_unwind_row *row, struct as_unwind_regs *regs, struct stack_window *window) {
+  if (!row || !regs || !window)
     return AS_STOP_BAD_FRAME;
-  return as_unwind_step(row, regs, stack_end, 0);
+  return as_unwind_step(row, regs, window->limit, window);
 }
 
 /* One frame of the walk: records its pc and moves to its caller. The frame
@@ -561,6 +589,7 @@ static long walk_frame(__u64 unused, void *data) {
   if (c->tag == tag) {
     w->row = c->row;
   } else {
+    w->misses++;
     if (!find_vma(w, at))
       return 1;
     struct as_vma *v = &w->vma;
@@ -583,7 +612,7 @@ static long walk_frame(__u64 unused, void *data) {
   ev->frames[n] = ip;
   ev->nframes = n + 1;
   w->id = mix(w->id, ip);
-  int rc = unwind_step(&w->row, &w->regs, w->stack_end);
+  int rc = unwind_step(&w->row, &w->regs, &w->scratch->window);
   if (rc != AS_STOP_NONE) {
     w->stop = rc;
     return 1;
@@ -609,6 +638,8 @@ static __always_inline struct as_stack_event *walk_stack(struct pt_regs *ctx, __
     scratch->stack_end = bpf_find_vma(task, sp, remember_vma, &stack, 0) == 0 ? stack.v.end : 0;
   }
   w.stack_end = scratch->stack_end;
+  scratch->window.len = 0; /* the stack has changed since the last walk */
+  scratch->window.limit = scratch->stack_end;
   /* The id covers the process instance: a new program (exec) or a new
    * process with the same pid never shares a stack with an old one. */
   struct task_struct *leader = task->group_leader;
@@ -622,6 +653,7 @@ static __always_inline struct as_stack_event *walk_stack(struct pt_regs *ctx, __
     w.id = instance;
     w.stop = AS_STOP_NONE;
     w.restart = 0;
+    w.misses = 0;
     bpf_loop(AS_MAX_FRAMES, walk_frame, &w, 0);
     if (!w.restart)
       break;
@@ -631,6 +663,8 @@ static __always_inline struct as_stack_event *walk_stack(struct pt_regs *ctx, __
   if (w.stop == AS_STOP_NONE)
     w.stop = w.restart ? AS_STOP_VMAS : AS_STOP_DEPTH;
   count(AS_CNT_STOP_FIRST + (w.stop < 10 ? w.stop : 0));
+  count_bytes(AS_CNT_FRAMES, ev->nframes);
+  count_bytes(AS_CNT_ROW_MISSES, w.misses);
   ev->kind = AS_EV_STACK;
   ev->tgid = task->tgid;
   ev->fn = fn;

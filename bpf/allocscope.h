@@ -91,7 +91,9 @@ enum as_counter {
   AS_CNT_STOP_FIRST = 16,
   AS_CNT_LIVE_FULL_BYTES = 26,  /* requested bytes of the samples AS_CNT_LIVE_FULL counts */
   AS_CNT_FREE_DROPS_BYTES = 27, /* requested bytes of the blocks AS_CNT_FREE_DROPS counts */
-  AS_CNT_COUNT = 28,
+  AS_CNT_FRAMES = 28,          /* frames the kernel's walks found */
+  AS_CNT_ROW_MISSES = 29,      /* of them, looked up in a table (not in the thread's row cache) */
+  AS_CNT_COUNT = 30,
 };
 
 /* The live filter: counters of live samples per hash slot, which lets a

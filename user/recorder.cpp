@@ -444,11 +444,12 @@ void Recorder::print_summary(uint64_t elapsed_ms) const {
   if (config_.verbose) {
     std::fprintf(stderr,
                  "allocscope: kernel counters: samples=%llu frees=%llu nested=%llu failed_allocs=%llu "
-                 "returns=%llu filtered=%llu table_requests=%llu\n",
+                 "returns=%llu filtered=%llu table_requests=%llu frames=%llu row_cache_misses=%llu\n",
                  (unsigned long long)k[AS_CNT_SAMPLES], (unsigned long long)k[AS_CNT_FREES],
                  (unsigned long long)k[AS_CNT_NESTED], (unsigned long long)k[AS_CNT_FAILED_ALLOCS],
                  (unsigned long long)k[AS_CNT_RETURNS], (unsigned long long)k[AS_CNT_FILTERED],
-                 (unsigned long long)k[AS_CNT_TABLE_REQUESTS]);
+                 (unsigned long long)k[AS_CNT_TABLE_REQUESTS], (unsigned long long)k[AS_CNT_FRAMES],
+                 (unsigned long long)k[AS_CNT_ROW_MISSES]);
     const TableStats& t = tables_->stats();
     std::fprintf(stderr, "allocscope: unwind tables: %llu files, %llu rows (%.1f MiB), built in %.0f ms\n",
                  (unsigned long long)t.files, (unsigned long long)t.rows, t.rows * 8.0 / (1 << 20), t.build_ms);
