@@ -104,7 +104,7 @@ def configurations(build, smoke):
         {"name": "allocscope --no-free", "attach": a("--no-free")},
         {"name": "allocscope (live tracking)", "attach": a()},
         {"name": "allocscope --probe-mode classic", "attach": a("--probe-mode", "classic")},
-        {"name": "allocscope --rate 1", "attach": a("--rate", "1", "--ringbuf-size", "256MiB")},
+        {"name": "allocscope --rate 1", "attach": a("--rate", "1")},
     ]
     if not smoke:
         if shutil.which("memleak-bpfcc"):
