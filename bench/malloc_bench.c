@@ -33,9 +33,21 @@ static void make_sizes(void) {
   }
 }
 
-__attribute__((noinline)) static void *level3(size_t n) { void *p = malloc(n); __asm__ volatile("" ::: "memory"); return p; }
-__attribute__((noinline)) static void *level2(size_t n) { void *p = level3(n); __asm__ volatile("" ::: "memory"); return p; }
-__attribute__((noinline)) static void *level1(size_t n) { void *p = level2(n); __asm__ volatile("" ::: "memory"); return p; }
+__attribute__((noinline)) static void *level3(size_t n) {
+  void *p = malloc(n);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
+__attribute__((noinline)) static void *level2(size_t n) {
+  void *p = level3(n);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
+__attribute__((noinline)) static void *level1(size_t n) {
+  void *p = level2(n);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
 
 static double thread_cpu_ns(void) {
   struct timespec ts;
@@ -69,11 +81,18 @@ static double now_ns(void) {
 int main(int argc, char **argv) {
   int threads = 1, wait = 0;
   for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--pairs") && i + 1 < argc) g_pairs = atol(argv[++i]);
-    else if (!strcmp(argv[i], "--size") && i + 1 < argc) g_fixed_size = (size_t)atol(argv[++i]);
-    else if (!strcmp(argv[i], "--wait")) wait = 1;
-    else { fprintf(stderr, "usage: %s [--threads N] [--pairs N] [--size BYTES] [--wait]\n", argv[0]); return 2; }
+    if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+      threads = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--pairs") && i + 1 < argc)
+      g_pairs = atol(argv[++i]);
+    else if (!strcmp(argv[i], "--size") && i + 1 < argc)
+      g_fixed_size = (size_t)atol(argv[++i]);
+    else if (!strcmp(argv[i], "--wait"))
+      wait = 1;
+    else {
+      fprintf(stderr, "usage: %s [--threads N] [--pairs N] [--size BYTES] [--wait]\n", argv[0]);
+      return 2;
+    }
   }
   if (threads < 1 || threads > 64 || g_pairs < 1) return 2;
   make_sizes();

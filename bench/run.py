@@ -149,6 +149,37 @@ def overhead_table(build, reps, pairs, threads_list, smoke):
                   f"| {over:.0f} | {ratio} |")
 
 
+ALLOCATORS = [("glibc", None), ("jemalloc", "libjemalloc.so.2"), ("tcmalloc", "libtcmalloc_minimal.so.4"),
+              ("mimalloc", "libmimalloc.so.2")]
+
+
+def allocator_table(build, reps, pairs, smoke):
+    """Each allocator preloaded into malloc_bench: untraced, its probe floor, allocscope."""
+    bench = os.path.join(build, "bench", "malloc_bench")
+    a = lambda *opts: allocscope_tracer(os.path.join(build, "allocscope"), list(opts))
+    kinds = [("untraced", None), ("floor", a("--null-probes")), ("allocscope", a())]
+    allocators = [(n, f) for n, f in ALLOCATORS if not f or os.path.exists("/usr/lib/x86_64-linux-gnu/" + f)]
+    results = {}
+    for rnd in range(reps):
+        for name, lib in allocators:
+            prefix = ("env", "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/" + lib) if lib else ()
+            for kind, attach in kinds:
+                config = {"name": kind, "attach": attach, "prefix": prefix}
+                value, _ = measure(config, [bench, "--threads", "1", "--pairs", str(pairs)])
+                results.setdefault((name, kind), []).append(value)
+                print(f"  round {rnd + 1}/{reps} {name} {kind}: {value:.1f} ns", file=sys.stderr)
+    print(f"\nmalloc_bench on each allocator (LD_PRELOAD), 1 thread, {pairs} pairs, {reps} runs each; "
+          "ns per malloc+free pair, medians")
+    print("\n| allocator | untraced | floor: null probes | allocscope | floor overhead | allocscope overhead "
+          "| x floor overhead |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, _ in allocators:
+        base, floor, traced = (statistics.median(results[(name, k)]) for k, _ in kinds)
+        ratio = (traced - base) / (floor - base) if floor > base else float("nan")
+        print(f"| {name} | {base:.0f} | {floor:.0f} | {traced:.0f} | {floor - base:.0f} | {traced - base:.0f} "
+              f"| {ratio:.2f} |")
+
+
 def userspace_cost(build, smoke):
     """allocscope's own CPU and memory while the target allocates fast."""
     bench = os.path.join(build, "bench", "malloc_bench")
@@ -232,8 +263,8 @@ def main():
     ap.add_argument("--only", default="",
                     help="overhead and cxx sections: only the configurations whose name contains one of these "
                          "comma-separated words (untraced is always run)")
-    ap.add_argument("--sections", default="overhead,cxx,processes,userspace,aggregation",
-                    help="comma-separated subset of: overhead,cxx,processes,userspace,aggregation")
+    ap.add_argument("--sections", default="overhead,allocators,cxx,processes,userspace,aggregation",
+                    help="comma-separated subset of: overhead,allocators,cxx,processes,userspace,aggregation")
     args = ap.parse_args()
     sections = set(args.sections.split(","))
     global ONLY
@@ -247,6 +278,8 @@ def main():
     print(f"kernel {kernel}, {os.cpu_count()} CPUs, glibc {os.confstr('CS_GNU_LIBC_VERSION')}")
     if "overhead" in sections:
         overhead_table(args.build, args.reps, args.pairs, [1] if args.smoke else [1, 2], args.smoke)
+    if "allocators" in sections:
+        allocator_table(args.build, args.reps, args.pairs, args.smoke)
     if "cxx" in sections:
         cxx_table(args.build, 1 if args.smoke else max(3, args.reps // 2), args.smoke)
     if "processes" in sections:

@@ -46,21 +46,39 @@ enum as_fn {
   AS_FN_COUNT = 10,
 };
 
+/* Entry codes (the attach cookie, and `fn` in events): the kind in the low
+ * byte, how the arguments carry the size and pointer; above it, userspace's
+ * index of the named entry point (0: the C library's own of that kind). */
+#define AS_FN_KIND_MASK 0xff
+#define AS_FN_ENTRY_SHIFT 8
+#define as_fn_kind(code) ((enum as_fn)((code)&AS_FN_KIND_MASK))
+
+#ifndef __bpf__
+/* The C name of an enum as_fn entry point; "?" for a value out of range. */
+static inline const char *as_fn_name(int fn) {
+  static const char *const names[AS_FN_COUNT] = {
+      "malloc",        "calloc",   "realloc", "reallocarray", "posix_memalign",
+      "aligned_alloc", "memalign", "valloc",  "pvalloc",      "free",
+  };
+  return fn >= 0 && fn < AS_FN_COUNT ? names[fn] : "?";
+}
+#endif
+
 enum as_event_kind {
-  AS_EV_ALLOC = 1, /* a sampled allocation returned: struct as_alloc_event */
-  AS_EV_FREE = 2,  /* a sampled (live-tracked) address was freed: struct as_event */
-  AS_EV_FORK = 3,  /* a traced process forked: struct as_proc_event */
-  AS_EV_EXEC = 4,  /* a traced process ran a new program: struct as_proc_event */
-  AS_EV_EXIT = 5,  /* a traced process's last thread exited: struct as_proc_event */
-  AS_EV_MMAP = 6,  /* a traced process mapped a C library not seen before: struct as_proc_event */
-  AS_EV_STACK = 7, /* a stack not sent before: struct as_stack_event */
+  AS_EV_ALLOC = 1,      /* a sampled allocation returned: struct as_alloc_event */
+  AS_EV_FREE = 2,       /* a sampled (live-tracked) address was freed: struct as_event */
+  AS_EV_FORK = 3,       /* a traced process forked: struct as_proc_event */
+  AS_EV_EXEC = 4,       /* a traced process ran a new program: struct as_proc_event */
+  AS_EV_EXIT = 5,       /* a traced process's last thread exited: struct as_proc_event */
+  AS_EV_MMAP = 6,       /* a traced process mapped a C library not seen before: struct as_proc_event */
+  AS_EV_STACK = 7,      /* a stack not sent before: struct as_stack_event */
   AS_EV_NEED_TABLE = 8, /* an unwind met a file without an unwind table: struct as_table_event */
 };
 
 /* Verdicts in the `processes` map (system-wide probes consult it). */
 enum as_process_verdict {
-  AS_PROC_MEMBER = 1,  /* traced, and so are the descendants it forks (-p, -- CMD, --children) */
-  AS_PROC_IGNORED = 2, /* not traced (allocscope itself, or judged by a filter); forgotten at exec */
+  AS_PROC_MEMBER = 1,         /* traced, and so are the descendants it forks (-p, -- CMD, --children) */
+  AS_PROC_IGNORED = 2,        /* not traced (allocscope itself, or judged by a filter); forgotten at exec */
   AS_PROC_MEMBER_IGNORED = 3, /* a member whose program a filter rejected: a member again at exec */
 };
 
@@ -71,28 +89,28 @@ enum as_event_flags {
 
 /* Per-CPU counters, summed by userspace. */
 enum as_counter {
-  AS_CNT_SAMPLES = 0,        /* sampled trials that returned an address (exact mode: every allocation) */
-  AS_CNT_FREES = 1,          /* frees of live-tracked samples */
-  AS_CNT_RINGBUF_DROPS = 2,  /* samples lost because the ring buffer was full */
-  AS_CNT_LIVE_FULL = 3,      /* samples not tracked live: live map full */
-  AS_CNT_STACK_DROPS = 4,    /* stacks not sent (ring buffer full): their samples are lost */
-  AS_CNT_NESTED = 5,         /* allocator calls made inside another one, not counted */
-  AS_CNT_FAILED_ALLOCS = 6,  /* sampled trials whose allocation returned NULL */
-  AS_CNT_RETURNS = 7,        /* runs of the return program */
-  AS_CNT_FILTERED = 8,       /* sampled trials of processes not traced (system-wide probes) */
-  AS_CNT_PROC_DROPS = 9,     /* process events (fork, exec, exit, mmap) lost: ring buffer full */
-  AS_CNT_PROC_TABLE_FULL = 10, /* forked children not followed: process table full */
-  AS_CNT_EXACT_FULL = 11,    /* exact mode: allocations not counted, the stack totals map was full */
+  AS_CNT_SAMPLES = 0,           /* sampled trials that returned an address (exact mode: every allocation) */
+  AS_CNT_FREES = 1,             /* frees of live-tracked samples */
+  AS_CNT_RINGBUF_DROPS = 2,     /* samples lost because the ring buffer was full */
+  AS_CNT_LIVE_FULL = 3,         /* samples not tracked live: live map full */
+  AS_CNT_STACK_DROPS = 4,       /* stacks not sent (ring buffer full): their samples are lost */
+  AS_CNT_NESTED = 5,            /* allocator calls made inside another one, not counted */
+  AS_CNT_FAILED_ALLOCS = 6,     /* sampled trials whose allocation returned NULL */
+  AS_CNT_RETURNS = 7,           /* runs of the return program */
+  AS_CNT_FILTERED = 8,          /* sampled trials of processes not traced (system-wide probes) */
+  AS_CNT_PROC_DROPS = 9,        /* process events (fork, exec, exit, mmap) lost: ring buffer full */
+  AS_CNT_PROC_TABLE_FULL = 10,  /* forked children not followed: process table full */
+  AS_CNT_EXACT_FULL = 11,       /* exact mode: allocations not counted, the stack totals map was full */
   AS_CNT_EXACT_FULL_BYTES = 12, /* ... and their bytes */
-  AS_CNT_DROPPED_BYTES = 13, /* requested bytes of the samples lost to a full ring buffer */
-  AS_CNT_TABLE_REQUESTS = 14, /* unwind tables asked of userspace */
-  AS_CNT_FREE_DROPS = 15,    /* frees of live samples not sent (ring buffer full): inuse is high */
+  AS_CNT_DROPPED_BYTES = 13,    /* requested bytes of the samples lost to a full ring buffer */
+  AS_CNT_TABLE_REQUESTS = 14,   /* unwind tables asked of userspace */
+  AS_CNT_FREE_DROPS = 15,       /* frees of live samples not sent (ring buffer full): inuse is high */
   /* Why unwinds ended, one per sampled stack (enum as_stop order). */
   AS_CNT_STOP_FIRST = 16,
   AS_CNT_LIVE_FULL_BYTES = 26,  /* requested bytes of the samples AS_CNT_LIVE_FULL counts */
   AS_CNT_FREE_DROPS_BYTES = 27, /* requested bytes of the blocks AS_CNT_FREE_DROPS counts */
-  AS_CNT_FRAMES = 28,          /* frames the kernel's walks found */
-  AS_CNT_ROW_MISSES = 29,      /* of them, looked up in a table (not in the thread's row cache) */
+  AS_CNT_FRAMES = 28,           /* frames the kernel's walks found */
+  AS_CNT_ROW_MISSES = 29,       /* of them, looked up in a table (not in the thread's row cache) */
   AS_CNT_COUNT = 30,
 };
 
@@ -129,12 +147,12 @@ struct as_live_value {
  * realigned frames, a known expression of them), the return address sits at
  * CFA - 8 and the only register later CFAs need is rbp. */
 enum as_cfa_kind {
-  AS_ROW_NONE = 0,       /* no unwind information here: the walk stops */
-  AS_CFA_RSP = 1,        /* CFA = rsp + 8 * cfa_off */
-  AS_CFA_RBP = 2,        /* CFA = rbp + 8 * cfa_off */
-  AS_CFA_PLT = 3,        /* CFA = rsp + 8, + 8 more when (pc & 15) >= cfa_off */
-  AS_CFA_DEREF_RBP = 4,  /* CFA = *(rbp + 8 * cfa_off) */
-  AS_ROW_END = 5,        /* the outermost frame (return address undefined) */
+  AS_ROW_NONE = 0,      /* no unwind information here: the walk stops */
+  AS_CFA_RSP = 1,       /* CFA = rsp + 8 * cfa_off */
+  AS_CFA_RBP = 2,       /* CFA = rbp + 8 * cfa_off */
+  AS_CFA_PLT = 3,       /* CFA = rsp + 8, + 8 more when (pc & 15) >= cfa_off */
+  AS_CFA_DEREF_RBP = 4, /* CFA = *(rbp + 8 * cfa_off) */
+  AS_ROW_END = 5,       /* the outermost frame (return address undefined) */
 };
 
 #define AS_RBP_LOST (-128) /* as_unwind_row.rbp: the caller's rbp cannot be recovered */
@@ -167,16 +185,16 @@ struct as_file_key {
 
 /* Why a stack walk ended. */
 enum as_stop {
-  AS_STOP_NONE = 0,     /* (still walking) */
-  AS_STOP_COMPLETE = 1, /* reached the outermost frame: the stack is whole */
-  AS_STOP_NO_INFO = 2,  /* code the binary's unwind information does not cover */
-  AS_STOP_NO_TABLE = 3, /* the binary's unwind table was not loaded yet (asked of userspace) */
+  AS_STOP_NONE = 0,      /* (still walking) */
+  AS_STOP_COMPLETE = 1,  /* reached the outermost frame: the stack is whole */
+  AS_STOP_NO_INFO = 2,   /* code the binary's unwind information does not cover */
+  AS_STOP_NO_TABLE = 3,  /* the binary's unwind table was not loaded yet (asked of userspace) */
   AS_STOP_BAD_FRAME = 4, /* a CFA that does not move up the thread's stack */
-  AS_STOP_READ = 5,     /* stack memory could not be read */
-  AS_STOP_BAD_IP = 6,   /* a return address outside any executable mapping */
-  AS_STOP_DEPTH = 7,    /* AS_MAX_FRAMES frames */
-  AS_STOP_VMA_BUSY = 8, /* the mmap lock was taken: mappings could not be looked up */
-  AS_STOP_VMAS = 9,     /* frames in more than AS_MAX_VMAS mappings */
+  AS_STOP_READ = 5,      /* stack memory could not be read */
+  AS_STOP_BAD_IP = 6,    /* a return address outside any executable mapping */
+  AS_STOP_DEPTH = 7,     /* AS_MAX_FRAMES frames */
+  AS_STOP_VMA_BUSY = 8,  /* the mmap lock was taken: mappings could not be looked up */
+  AS_STOP_VMAS = 9,      /* frames in more than AS_MAX_VMAS mappings */
 };
 
 #define AS_COMM_LEN 16
@@ -196,16 +214,16 @@ struct as_vma {
 
 /* Ring buffer record. A free event is this header alone. */
 struct as_event {
-  as_u32 kind;     /* enum as_event_kind */
-  as_u32 tgid;     /* process id */
-  as_u32 tid;      /* thread id */
-  as_u16 fn;       /* enum as_fn that made the allocation */
-  as_u16 flags;    /* enum as_event_flags */
-  as_u64 ts_ns;    /* CLOCK_MONOTONIC (bpf_ktime_get_ns), nanoseconds */
-  as_u64 addr;     /* allocation address */
-  as_u64 size;     /* requested bytes */
-  as_u64 offset;   /* bytes before the sampled byte inside the allocation */
-  as_u64 stack;    /* stack id (alloc events): an as_stack_event sent earlier names it */
+  as_u32 kind;   /* enum as_event_kind */
+  as_u32 tgid;   /* process id */
+  as_u32 tid;    /* thread id */
+  as_u16 fn;     /* entry code of the allocator called (AS_FN_KIND_MASK) */
+  as_u16 flags;  /* enum as_event_flags */
+  as_u64 ts_ns;  /* CLOCK_MONOTONIC (bpf_ktime_get_ns), nanoseconds */
+  as_u64 addr;   /* allocation address */
+  as_u64 size;   /* requested bytes */
+  as_u64 offset; /* bytes before the sampled byte inside the allocation */
+  as_u64 stack;  /* stack id (alloc events): an as_stack_event sent earlier names it */
 };
 
 /* A sampled allocation, with its process's name (its main thread's). */
@@ -220,14 +238,14 @@ struct as_alloc_event {
  * start time, exec count) and the entry point, so no two processes or
  * programs share one. */
 struct as_stack_event {
-  as_u32 kind;    /* AS_EV_STACK */
+  as_u32 kind; /* AS_EV_STACK */
   as_u32 tgid;
-  as_u16 fn;      /* enum as_fn */
+  as_u16 fn;      /* entry code (AS_FN_KIND_MASK) */
   as_u16 stop;    /* enum as_stop: why the walk ended */
   as_u32 nframes; /* valid entries in frames */
   as_u32 nvmas;   /* valid entries in vmas */
   as_u32 pad;
-  as_u64 id;      /* stack id */
+  as_u64 id; /* stack id */
   char comm[AS_COMM_LEN];
   struct as_vma vmas[AS_MAX_VMAS];
   as_u64 frames[AS_MAX_FRAMES]; /* user instruction pointers */
@@ -258,13 +276,13 @@ struct as_table_event {
  * new program's file), exit, and mmap of a new C library file (`name` its
  * file name). */
 struct as_proc_event {
-  as_u32 kind;   /* enum as_event_kind */
+  as_u32 kind; /* enum as_event_kind */
   as_u32 tgid;
   as_u32 parent; /* fork: the parent's tgid */
   as_u32 dev;    /* exec, mmap: the file's device, kernel encoding */
   as_u64 ts_ns;
-  as_u64 ino;    /* exec, mmap: the file's inode */
-  as_u64 addr;   /* mmap: where the file was mapped */
+  as_u64 ino;  /* exec, mmap: the file's inode */
+  as_u64 addr; /* mmap: where the file was mapped */
   char comm[AS_COMM_LEN];
   char name[32]; /* mmap: the file's name, truncated */
 };

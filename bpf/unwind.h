@@ -37,13 +37,14 @@ AS_INLINE as_u64 as_row_cfa(const struct as_unwind_row *row, const struct as_unw
   as_s64 off = (as_s64)row->cfa_off * 8;
   as_u64 deref = 0;
   switch (row->kind) {
-    case AS_CFA_RSP: return r->sp + off;
-    case AS_CFA_RBP: return r->bp_lost ? 0 : r->bp + off;
+    case AS_CFA_RSP:
+      return r->sp + off;
+    case AS_CFA_RBP:
+      return r->bp_lost ? 0 : r->bp + off;
     case AS_CFA_PLT: /* a PLT entry: 8 more once its push has run */
       return r->sp + 8 + ((r->ip & 15) >= (as_u64)row->cfa_off ? 8 : 0);
     case AS_CFA_DEREF_RBP: /* a realigned frame: the CFA saved below rbp */
-      if (r->bp_lost || AS_READ_U64(mem, r->bp + off, &deref) != 0)
-        return 0;
+      if (r->bp_lost || AS_READ_U64(mem, r->bp + off, &deref) != 0) return 0;
       return deref;
   }
   return 0;
@@ -54,22 +55,17 @@ AS_INLINE as_u64 as_row_cfa(const struct as_unwind_row *row, const struct as_unw
  * stack_end, so a walk through bad rules or garbage ends at once. */
 AS_INLINE int as_unwind_step(const struct as_unwind_row *row, struct as_unwind_regs *r, as_u64 stack_end,
                              void *mem) {
-  if (row->kind == AS_ROW_END)
-    return AS_STOP_COMPLETE;
-  if (row->kind == AS_ROW_NONE)
-    return AS_STOP_NO_INFO;
+  if (row->kind == AS_ROW_END) return AS_STOP_COMPLETE;
+  if (row->kind == AS_ROW_NONE) return AS_STOP_NO_INFO;
   as_u64 cfa = as_row_cfa(row, r, mem);
-  if (cfa <= r->sp || cfa > stack_end || (cfa & 7) != 0)
-    return AS_STOP_BAD_FRAME;
+  if (cfa <= r->sp || cfa > stack_end || (cfa & 7) != 0) return AS_STOP_BAD_FRAME;
   as_u64 ra = 0, bp = r->bp;
-  if (AS_READ_U64(mem, cfa - 8, &ra) != 0)
-    return AS_STOP_READ;
+  if (AS_READ_U64(mem, cfa - 8, &ra) != 0) return AS_STOP_READ;
   as_u32 bp_lost = r->bp_lost;
   if (row->rbp == AS_RBP_LOST) {
     bp_lost = 1;
   } else if (row->rbp != 0) {
-    if (AS_READ_U64(mem, cfa + (as_s64)row->rbp * 8, &bp) != 0)
-      return AS_STOP_READ;
+    if (AS_READ_U64(mem, cfa + (as_s64)row->rbp * 8, &bp) != 0) return AS_STOP_READ;
     bp_lost = 0;
   }
   if (ra == 0) /* the outermost frame of code that ends its chain with 0 */
@@ -87,29 +83,23 @@ AS_INLINE int as_unwind_step(const struct as_unwind_row *row, struct as_unwind_r
 /* The rule covering file offset `off` (the last with pc <= off), 0 if none. */
 AS_INLINE const struct as_unwind_row *as_table_find(void *table, as_u64 off) {
   const struct as_unwind_row *n_row = AS_TABLE_AT(table, 0), *p_row = AS_TABLE_AT(table, 1);
-  if (!n_row || !p_row || n_row->pc == 0 || p_row->pc == 0)
-    return 0;
+  if (!n_row || !p_row || n_row->pc == 0 || p_row->pc == 0) return 0;
   as_u32 n = n_row->pc, pages = p_row->pc, rules = AS_TABLE_HEAD + pages + 1;
   as_u64 page = off >> AS_TABLE_PAGE_SHIFT;
-  if (page >= pages)
-    page = pages - 1;
+  if (page >= pages) page = pages - 1;
   const struct as_unwind_row *first = AS_TABLE_AT(table, AS_TABLE_HEAD + (as_u32)page);
   const struct as_unwind_row *next = AS_TABLE_AT(table, AS_TABLE_HEAD + (as_u32)page + 1);
-  if (!first || !next)
-    return 0;
+  if (!first || !next) return 0;
   /* The answer is the last rule before the page's first, or one in it. */
   as_u32 lo = first->pc, hi = next->pc; /* rules [lo, hi) start in the page */
-  if (off >> AS_TABLE_PAGE_SHIFT >= pages)
-    hi = n;
+  if (off >> AS_TABLE_PAGE_SHIFT >= pages) hi = n;
   lo = lo > 0 ? lo - 1 : 0;
-  if (hi > n || lo >= hi)
-    return 0;
+  if (hi > n || lo >= hi) return 0;
   /* Last rule in [lo, hi) with pc <= off: at most log2(AS_TABLE_MAX_ROWS) steps. */
   for (int i = 0; i < 25 && hi - lo > 1; i++) {
     as_u32 mid = lo + (hi - lo) / 2;
     const struct as_unwind_row *r = AS_TABLE_AT(table, rules + mid);
-    if (!r)
-      return 0;
+    if (!r) return 0;
     if (r->pc <= off)
       lo = mid;
     else

@@ -1,16 +1,19 @@
 // Command line: argv -> one validated config struct, then user/ does the work.
 #include <CLI/CLI.hpp>
-
+#include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <optional>
 #include <regex>
 #include <string>
 #include <vector>
 
+#include "base/units.h"
 #include "countdown.h"
-#include "recorder.h"
-#include "report.h"
-#include "units.h"
+#include "record/record.h"
+#include "report/report.h"
 
 using namespace allocscope;
 
@@ -43,10 +46,18 @@ struct Text {
 void add_estimate_options(CLI::App* app, RenderOptions& o) {
   app->add_option("--confidence", o.confidence, "Confidence level of the intervals shown (0.5 to 0.999)")
       ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& v) {  // Range alone lets "nan" through: every comparison with it is false
+            double d = std::strtod(v.c_str(), nullptr);
+            return std::isfinite(d) ? std::string() : std::string("not a number: ") + v;
+          },
+          "", "finite"))
       ->check(CLI::Range(0.5, 0.999));
-  app->add_flag("--lines", o.lines, "Frames as 'function (file:line)' where debug info has lines (folded, SVG)");
-  app->add_flag("--interval-in-frame", o.interval_in_frame,
-                "Folded output: append each stack's interval to its leaf frame (\"malloc 95% [1 MiB; 2 MiB]\")");
+  app->add_flag("--lines", o.lines,
+                "Frames as 'function (file:line)' where debug info has lines (folded, SVG)");
+  app->add_flag(
+      "--interval-in-frame", o.interval_in_frame,
+      "Folded output: append each stack's interval to its leaf frame (\"malloc 95% [1 MiB; 2 MiB]\")");
 }
 
 std::vector<OutputSpec> output_specs(const std::vector<std::string>& paths, const std::string& format,
@@ -73,11 +84,14 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, Text& t) {
       "  allocscope record --all --comm '^(nginx|php)' -o web.svg    every process whose name matches\n"
       "  allocscope record --all --cgroup system.slice/foo.service   one systemd unit or container\n"
       "  allocscope record -p 1234 --children -o tree.pb.gz          a process and what it forks and runs");
-  auto* all = rec->add_flag("-a,--all", c.all,
-                            "Every process on the machine that allocates through a C library, including those "
-                            "started while recording (not allocscope itself); -p then picks processes from them");
-  auto* pid = rec->add_option("-p,--pid", c.pids, "Attach to this running process; repeat or separate by commas "
-                                                  "for several (-p 12,34); with --all: record only these")
+  auto* all =
+      rec->add_flag("-a,--all", c.all,
+                    "Every process on the machine that allocates through a known allocator (C library, "
+                    "jemalloc, tcmalloc, mimalloc, a static binary's own), including those "
+                    "started while recording (not allocscope itself); -p then picks processes from them");
+  auto* pid = rec->add_option("-p,--pid", c.pids,
+                              "Attach to this running process; repeat or separate by commas "
+                              "for several (-p 12,34); with --all: record only these")
                   ->delimiter(',')
                   ->allow_extra_args(false);
   rec->add_option("-d,--duration", t.duration,
@@ -88,7 +102,8 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, Text& t) {
                   "graph), .json, .txt (top table), else folded stacks; '-' is stdout. Default: "
                   "allocscope.folded")
       ->allow_extra_args(false);  // one path per -o, so "-o x -- cmd --flag" stays intact
-  rec->add_option("--format", t.format, "Format of every output, whatever its extension: " + kFormat.get_description())
+  rec->add_option("--format", t.format,
+                  "Format of every output, whatever its extension: " + kFormat.get_description())
       ->check(kFormat);
   rec->add_option("--rate", t.rate,
                   "Mean bytes between samples (65536, 64KiB, 1MiB); 1 records every allocation")
@@ -110,13 +125,16 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, Text& t) {
       ->check(parsed_by(parse_duration_ms, "interval"));
   rec->add_flag("--icicle", c.render.icicle, "Flame graphs top-down (root at the top)");
   add_estimate_options(rec, c.render);
-  t.max_live_opt = rec->add_option("--max-live", c.max_live,
-                  "Capacity of the live-allocation tables (samples; default 262144, 4194304 in exact mode)")
-      ->check(CLI::Range(1u, 1u << 26));
+  t.max_live_opt =
+      rec->add_option(
+             "--max-live", c.max_live,
+             "Capacity of the live-allocation tables (samples; default 262144, 4194304 in exact mode)")
+          ->check(CLI::Range(1u, 1u << 26));
   rec->add_option("--max-stacks", c.max_stacks, "Capacity of the distinct-stack table")
       ->capture_default_str()
       ->check(CLI::Range(1u, 1u << 26));
-  rec->add_option("--ringbuf-size", t.ringbuf, "Kernel-to-user ring buffer size (a power of two: 4MiB, 64MiB)")
+  rec->add_option("--ringbuf-size", t.ringbuf,
+                  "Kernel-to-user ring buffer size (a power of two: 4MiB, 64MiB)")
       ->capture_default_str()
       ->check(parsed_by(
           [](const std::string& v) {
@@ -124,10 +142,11 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, Text& t) {
             return n && *n >= 4096 && *n <= (1ULL << 30) && (*n & (*n - 1)) == 0;
           },
           "ring buffer size (power of two, 4 KiB to 1 GiB)"));
-  rec->add_option("--unwind", t.unwind,
-                  "How the kernel walks sampled stacks: dwarf (the binaries' call frame information, compiled "
-                  "into tables the kernel follows: full stacks through code without frame pointers) or fp "
-                  "(frame pointers only: no tables, but stacks stop at code built without them)")
+  rec->add_option(
+         "--unwind", t.unwind,
+         "How the kernel walks sampled stacks: dwarf (the binaries' call frame information, compiled "
+         "into tables the kernel follows: full stacks through code without frame pointers) or fp "
+         "(frame pointers only: no tables, but stacks stop at code built without them)")
       ->capture_default_str()
       ->check(CLI::IsMember({"fp", "dwarf"}));
   rec->add_flag("--no-free", c.no_free,
@@ -140,11 +159,13 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, Text& t) {
   // Benchmark switches (BENCHMARKS.md): not for everyday use.
   rec->add_flag("--null-probes", c.null_probes, "Probes that do nothing: the overhead floor")->group("");
   rec->add_flag("--naive-placement", c.naive_placement, "Every probe on its function's entry")->group("");
-  t.children_flag = rec->add_flag("--children,!--no-children", t.children,
-                "Follow every process the targets fork or run (default with -- CMD): system-wide probes, "
-                "each child traced from its first instruction");
-  rec->add_option("--comm", c.comm, "With --all or --children: only processes whose name matches this regular "
-                                    "expression (extended syntax)")
+  t.children_flag =
+      rec->add_flag("--children,!--no-children", t.children,
+                    "Follow every process the targets fork or run (default with -- CMD): system-wide probes, "
+                    "each child traced from its first instruction");
+  rec->add_option("--comm", c.comm,
+                  "With --all or --children: only processes whose name matches this regular "
+                  "expression (extended syntax)")
       ->check([](const std::string& re) -> std::string {
         try {
           std::regex(re, std::regex::extended);
@@ -153,8 +174,9 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, Text& t) {
           return std::string("invalid regular expression: ") + e.what();
         }
       });
-  rec->add_option("--cgroup", c.cgroup, "With --all or --children: only processes in this cgroup v2 or below it "
-                                        "(/sys/fs/cgroup/system.slice/x.service or system.slice/x.service)");
+  rec->add_option("--cgroup", c.cgroup,
+                  "With --all or --children: only processes in this cgroup v2 or below it "
+                  "(/sys/fs/cgroup/system.slice/x.service or system.slice/x.service)");
   rec->add_option("--per-process", c.per_process,
                   "false: merge the stacks of processes that have the same name (root frame 'comm' rather "
                   "than 'comm (pid)')")
@@ -163,17 +185,22 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, Text& t) {
                   "Capacity of the kernel's table of followed and ignored processes")
       ->capture_default_str()
       ->check(CLI::Range(16u, 1u << 22));
+  rec->add_option("--max-allocator-files", c.max_allocator_files,
+                  "Distinct allocator files probed at most (any user can make --all meet new ones); "
+                  "more are counted and not probed")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 65536u));
   rec->add_flag("-v,--verbose", c.verbose, "Print probe placement, kernel counters and libbpf's messages");
   rec->add_flag("-q,--quiet", c.quiet, "Print nothing but errors (no progress line, no summary)");
   auto* cmd = rec->add_option("command", c.command, "Command to launch (after --)");
   pid->excludes(cmd);
   all->excludes(cmd);
   rec->callback([&c, &t, pid, cmd, all] {
-    if (!*pid && !*cmd && !*all)
-      throw CLI::RequiredError("record needs --all, -p PID or -- COMMAND");
+    if (!*pid && !*cmd && !*all) throw CLI::RequiredError("record needs --all, -p PID or -- COMMAND");
     bool children = *t.children_flag ? t.children : bool(*cmd);
     if ((!c.comm.empty() || !c.cgroup.empty()) && !*all && !children)
-      throw CLI::ValidationError("--comm and --cgroup filter system-wide recordings: add --all or --children");
+      throw CLI::ValidationError(
+          "--comm and --cgroup filter system-wide recordings: add --all or --children");
     if (c.no_free && t.metric.starts_with("inuse"))
       throw CLI::ValidationError("--metric " + t.metric + " needs free probed: drop --no-free");
   });
@@ -187,17 +214,13 @@ void finish_record(RecordConfig& c, const Text& t) {
   c.probe_mode = t.probe_mode == "session"   ? ProbeMode::Session
                  : t.probe_mode == "classic" ? ProbeMode::Classic
                                              : ProbeMode::Auto;
-  if (!t.duration.empty())
-    c.duration_ms = *parse_duration_ms(t.duration);
-  if (!t.interval.empty())
-    c.interval_ms = *parse_duration_ms(t.interval);
+  if (!t.duration.empty()) c.duration_ms = *parse_duration_ms(t.duration);
+  if (!t.interval.empty()) c.interval_ms = *parse_duration_ms(t.interval);
   c.unwind = t.unwind == "fp" ? UnwindMode::Fp : UnwindMode::Dwarf;
   // Exact mode tracks every live block, not a sample of them.
-  if (c.rate <= 1 && !*t.max_live_opt)
-    c.max_live = 1 << 22;
+  if (c.rate <= 1 && !*t.max_live_opt) c.max_live = 1 << 22;
   c.outputs = output_specs(t.outputs, t.format, "allocscope.folded", Format::Folded);
-  if (*t.children_flag)
-    c.children = t.children;
+  if (*t.children_flag) c.children = t.children;
 }
 
 CLI::App* add_report(CLI::App& app, ReportConfig& c, Text& t) {
@@ -213,33 +236,40 @@ CLI::App* add_report(CLI::App& app, ReportConfig& c, Text& t) {
       ->check(CLI::ExistingFile);
   rep->add_option("--diff", c.diff_base, "Base recording: draw FILE against it as a differential flame graph")
       ->check(CLI::ExistingFile);
-  rep->add_option("-o,--output", t.outputs, "Output file, repeatable (format from the extension); default: stdout")
+  rep->add_option("-o,--output", t.outputs,
+                  "Output file, repeatable (format from the extension); default: stdout")
       ->allow_extra_args(false);
-  rep->add_option("--format", t.format, "Format of every output: " + kFormat.get_description())->check(kFormat);
-  rep->add_option("--metric", t.metric, "alloc_space, alloc_objects, inuse_space or inuse_objects; default: "
-                                        "the recording's own")
+  rep->add_option("--format", t.format, "Format of every output: " + kFormat.get_description())
+      ->check(kFormat);
+  rep->add_option("--metric", t.metric,
+                  "alloc_space, alloc_objects, inuse_space or inuse_objects; default: "
+                  "the recording's own")
       ->check(kMetric);
   rep->add_option("--pid", c.pid, "Only this process");
   rep->add_option("--comm", c.comm, "Only processes whose name matches this regular expression");
   rep->add_option("--focus", c.focus, "Only stacks with a frame matching this regular expression");
   rep->add_option("--ignore", c.ignore, "Drop stacks with a frame matching this regular expression");
-  rep->add_option("--top", c.render.top, "Rows of the top table")->capture_default_str();
-  rep->add_option("--by", t.by, "Top table rows: function (as the allocator's direct caller), stack or process")
+  rep->add_option("--top", c.render.top, "Rows of the top table (1 to 1000000)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  rep->add_option("--by", t.by,
+                  "Top table rows: function (as the allocator's direct caller), stack or process")
       ->capture_default_str()
       ->check(CLI::IsMember({"function", "stack", "process"}));
-  rep->add_option("--sort", t.sort, "Order of the rows: value (the metric), samples, lifetime (median) or name")
+  rep->add_option("--sort", t.sort,
+                  "Order of the rows: value (the metric), samples, lifetime (median) or name")
       ->capture_default_str()
       ->check(CLI::IsMember({"value", "samples", "lifetime", "name"}));
   rep->add_option("--long-lived", c.render.long_lived_share,
                   "Long-lived: alive for more than this share of the recording (0 to 1)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
-  rep->add_flag("--json", [&t](int64_t) { t.format = "json"; }, "Same as --format json: the table's data for scripts");
+  rep->add_flag(
+      "--json", [&t](int64_t) { t.format = "json"; }, "Same as --format json: the table's data for scripts");
   rep->add_flag("--icicle", c.render.icicle, "Flame graphs top-down");
   add_estimate_options(rep, c.render);
   rep->callback([&c, &t] {
-    if (c.input.empty())
-      throw CLI::RequiredError("report needs a recording FILE");
+    if (c.input.empty()) throw CLI::RequiredError("report needs a recording FILE");
     if (!c.diff_base.empty() && !t.format.empty() && t.format != "svg")
       throw CLI::ValidationError("--diff draws a flame graph: use an .svg output");
   });
@@ -247,8 +277,7 @@ CLI::App* add_report(CLI::App& app, ReportConfig& c, Text& t) {
 }
 
 void finish_report(ReportConfig& c, Text& t) {
-  if (!t.metric.empty())
-    c.metric = *parse_metric(t.metric);
+  if (!t.metric.empty()) c.metric = *parse_metric(t.metric);
   c.render.top_by = t.by == "stack" ? TopBy::Stack : t.by == "process" ? TopBy::Process : TopBy::Function;
   c.render.sort = t.sort == "samples"    ? TopSort::Samples
                   : t.sort == "lifetime" ? TopSort::Lifetime
@@ -258,9 +287,7 @@ void finish_report(ReportConfig& c, Text& t) {
   c.outputs = output_specs(t.outputs, c.diff_base.empty() ? t.format : "svg", "-", fallback);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   CLI::App app{"allocscope: eBPF heap allocation sampler for Linux"};
   app.set_version_flag("--version", std::string("allocscope ") + ALLOCSCOPE_VERSION);
   app.require_subcommand(1);
@@ -285,4 +312,23 @@ int main(int argc, char** argv) {
     return report(report_config);
   }
   return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // A closed pipe on stdout is an error to report (EPIPE), not a signal that
+  // kills allocscope before its other outputs are written. (Launched
+  // commands get SIGPIPE back before exec.)
+  std::signal(SIGPIPE, SIG_IGN);
+  // Failures are Results all the way up; what still throws (out of memory, a
+  // library's exception) ends here as one line, not as std::terminate's abort.
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "allocscope: internal error: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "allocscope: internal error: unknown exception\n");
+  }
+  return 1;
 }

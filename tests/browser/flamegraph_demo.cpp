@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "flamegraph.h"
+#include "output/flamegraph.h"
 
 using allocscope::FlameStack;
 

@@ -11,8 +11,8 @@
 
 #include "deep_cxx_spec.h"
 #include "harness.h"
-#include "pprof.h"
-#include "process.h"
+#include "host/process.h"
+#include "output/pprof.h"
 
 namespace allocscope::test {
 namespace {

@@ -1,7 +1,12 @@
 // Bad input gets one clear line on stderr, a non-zero exit and no output file.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "harness.h"
@@ -34,6 +39,12 @@ TEST(Errors, BadOptionValues) {
   expect_failure({"--all", "--comm", "a(", "-d", "1"}, "invalid regular expression", 2);
   expect_failure({"--all", "--", "/bin/true"}, "--all excludes command", 2);
   expect_failure({"--all", "--max-processes", "3"}, "max-processes", 2);
+  expect_failure({"--confidence", "nan", "-p", "1"}, "not a number", 2);
+  for (const char* top : {"-1", "0"}) {
+    RunResult r = run({ALLOCSCOPE_BIN, "report", "/dev/null", "--top", top});
+    EXPECT_EQ(r.status, 2) << top;
+    EXPECT_NE(r.err.find("--top"), std::string::npos) << r.err;
+  }
 }
 
 TEST(Errors, NoSuchCgroup) {
@@ -51,31 +62,129 @@ TEST(Errors, CommandNotFound) {
   expect_failure({"--", "/nonexistent/program"}, "run command: No such file or directory", 127);
 }
 
-TEST(Errors, StaticBinaryHasNoCLibrary) {
+// A static binary stripped of its symbols: its malloc cannot be found, and
+// the error says what was looked for where.
+TEST(Errors, StrippedStaticBinaryNamesWhatWasSearched) {
   REQUIRE_BPF();
-  Child target({WORKLOAD_STATIC_BIN, "--wait"});
+  Child target({WORKLOAD_STRIPPED_BIN, "--wait"});
   ASSERT_TRUE(target.wait_for_line("ready", 10000));
-  expect_failure({"-p", std::to_string(target.pid())}, "maps no C library");
+  expect_failure({"-p", std::to_string(target.pid())}, "maps no allocator allocscope knows");
+  expect_failure({"-p", std::to_string(target.pid())}, "alloc_sites_stripped");
+  target.signal(SIGUSR1);
+  EXPECT_EQ(target.wait(), 0);
+}
+
+// Launched, the same binary records nothing; the summary says why instead
+// of leaving an empty profile unexplained.
+TEST(Errors, LaunchedProgramWithoutAnAllocatorIsReported) {
+  REQUIRE_BPF();
+  std::string out = temp_path("stripped.folded");
+  RunResult r = run({ALLOCSCOPE_BIN, "record", "-o", out, "--", WORKLOAD_STRIPPED_BIN, "--scale-pct", "50"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("1 static program(s) ran with no allocator allocscope knows"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("alloc_sites_stripped"), std::string::npos) << r.err;
+  std::remove(out.c_str());
 }
 
 TEST(Errors, UnwritableOutput) {
   REQUIRE_BPF();
   RunResult r = run({ALLOCSCOPE_BIN, "record", "-q", "-o", "/nonexistent/dir/out.folded", "--", WORKLOAD_BIN,
-               "--scale-pct", "1"});
+                     "--scale-pct", "1"});
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("write /nonexistent/dir/out.folded"), std::string::npos) << r.err;
+  // Found before anything runs: the command is never started.
+  std::string marker = temp_path("never-started");
+  r = run({ALLOCSCOPE_BIN, "record", "-q", "-o", "/nonexistent/dir/out.folded", "--", "touch", marker});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "the command ran although no output could be written";
+  std::remove(marker.c_str());
 }
 
 TEST(Errors, WithoutPrivileges) {
   REQUIRE_BPF();  // needs root to drop to another user
-  if (access("/usr/bin/setpriv", X_OK) != 0)
-    GTEST_SKIP() << "setpriv (util-linux) not installed";
+  if (access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "setpriv (util-linux) not installed";
   std::string out = "/tmp/allocscope-nobody.folded";
-  RunResult r = run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
-               ALLOCSCOPE_BIN, "record", "-o", out, "--", "/bin/true"});
+  RunResult r = run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                     "--inh-caps=-all", ALLOCSCOPE_BIN, "record", "-o", out, "--", "/bin/true"});
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.err.find("needs root"), std::string::npos) << r.err;
   EXPECT_FALSE(exists(out));
+}
+
+}  // namespace
+}  // namespace allocscope::test
+
+namespace allocscope::test {
+namespace {
+
+// A small real recording for report to read.
+std::string small_recording() {
+  std::string out = temp_path("small.pb.gz");
+  RunResult r = run({ALLOCSCOPE_BIN, "record", "-q", "-o", out, "--", WORKLOAD_BIN, "--scale-pct", "5"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  return out;
+}
+
+// report reads regular files only: a FIFO fails at once instead of waiting
+// for a writer, a device instead of reading it without end.
+TEST(Errors, ReportRefusesWhatIsNotARegularFile) {
+  std::string fifo = temp_path("input.fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& input : {fifo, std::string("/dev/zero")}) {
+    RunResult r = run({ALLOCSCOPE_BIN, "report", input}, 20000);
+    EXPECT_EQ(r.status, 1) << input;
+    EXPECT_NE(r.err.find("not a regular file"), std::string::npos) << r.err;
+  }
+  std::remove(fifo.c_str());
+}
+
+// Standard output that cannot be written is an error, not a silent success.
+TEST(Errors, FullStandardOutputIsAnError) {
+  REQUIRE_BPF();
+  std::string rec = small_recording();
+  RunResult r = run({"/bin/sh", "-c", std::string(ALLOCSCOPE_BIN) + " report " + rec + " > /dev/full"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("write standard output: No space left on device"), std::string::npos) << r.err;
+  std::remove(rec.c_str());
+}
+
+// A reader that went away (EPIPE): said, and the other outputs still written.
+TEST(Errors, ClosedPipeIsAnErrorAndOtherOutputsAreWritten) {
+  REQUIRE_BPF();
+  std::string rec = small_recording(), folded = temp_path("after-pipe.folded");
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  close(fds[0]);  // nobody will read
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 2);
+    execl(ALLOCSCOPE_BIN, ALLOCSCOPE_BIN, "report", rec.c_str(), "-o", "-", "-o", folded.c_str(), nullptr);
+    _exit(127);
+  }
+  close(fds[1]);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_TRUE(std::filesystem::exists(folded));
+  std::remove(folded.c_str());
+  std::remove(rec.c_str());
+}
+
+// allocscope ignores SIGPIPE for itself; a command it launches must not
+// inherit that (an ignored signal stays ignored across exec).
+TEST(Errors, LaunchedCommandKeepsItsSignalDispositions) {
+  REQUIRE_BPF();
+  std::string out = temp_path("sigign.folded");
+  RunResult traced =
+      run({ALLOCSCOPE_BIN, "record", "-q", "-o", out, "--", "grep", "SigIgn", "/proc/self/status"});
+  RunResult untraced = run({"grep", "SigIgn", "/proc/self/status"});
+  EXPECT_EQ(traced.status, 0) << traced.err;
+  EXPECT_EQ(traced.out, untraced.out);
+  std::remove(out.c_str());
 }
 
 }  // namespace

@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "harness.h"
-#include "pprof.h"
-#include "process.h"
-#include "table.h"
+#include "host/process.h"
+#include "output/pprof.h"
+#include "output/table.h"
 
 namespace allocscope::test {
 namespace {
@@ -38,7 +38,7 @@ Recording record_once(const std::vector<std::string>& options, const std::vector
   EXPECT_EQ(run_result.status, 0) << run_result.err;
   auto rec = decode_pprof(read_text_file(out).value_or(""));
   std::filesystem::remove(out);
-  EXPECT_TRUE(rec) << (rec ? "" : rec.error());
+  EXPECT_TRUE(rec) << (rec ? "" : rec.error().message);
   return rec ? *rec : Recording{};
 }
 
@@ -54,8 +54,8 @@ TEST(Estimates, RepeatedRecordingsCoverTheTruth) {
   std::map<std::string, int> covered_alloc, covered_live;
   int checks = 0, covered = 0;
   for (int run_index = 0; run_index < runs; ++run_index) {
-    Recording r = record_once({"--rate", "64KiB"}, {WORKLOAD_BIN, "--threads", "2", "--scale-pct",
-                                                     std::to_string(scale)});
+    Recording r = record_once({"--rate", "64KiB"},
+                              {WORKLOAD_BIN, "--threads", "2", "--scale-pct", std::to_string(scale)});
     auto sites = site_totals(r);
     for (const site_spec& s : kSites) {
       Truth t = site_truth(s, kThreads, scale);
@@ -80,7 +80,8 @@ TEST(Estimates, RepeatedRecordingsCoverTheTruth) {
     EXPECT_GE(covered_alloc[s.function], 22) << s.function;  // P(X <= 21 | 30, 0.95) ~ 1e-5
   }
   double share = double(covered) / checks, sd = std::sqrt(0.95 * 0.05 / checks);
-  std::printf("  pooled alloc_space: %d/%d = %.1f %% (expected 95 %% +- %.1f %%)\n", covered, checks, 100 * share, 100 * sd);
+  std::printf("  pooled alloc_space: %d/%d = %.1f %% (expected 95 %% +- %.1f %%)\n", covered, checks,
+              100 * share, 100 * sd);
   EXPECT_LT(std::fabs(share - 0.95), 5 * sd);
   EXPECT_LT(covered, checks);
 }
@@ -112,8 +113,8 @@ TEST(Estimates, ExactModeHasZeroWidthIntervals) {
 TEST(Estimates, LifetimesTellShortFromLongLived) {
   REQUIRE_BPF();
   std::string file = temp_path("lifetimes.pb.gz");
-  RunResult rec = run({ALLOCSCOPE_BIN, "record", "-q", "--rate", "1", "-o", file, "--", LIFETIMES_BIN,
-                       "--rounds", "60"});
+  RunResult rec =
+      run({ALLOCSCOPE_BIN, "record", "-q", "--rate", "1", "-o", file, "--", LIFETIMES_BIN, "--rounds", "60"});
   ASSERT_EQ(rec.status, 0) << rec.err;
   RunResult rep = run({ALLOCSCOPE_BIN, "report", file, "--json", "--by", "function", "--top", "50"});
   std::filesystem::remove(file);
@@ -126,10 +127,12 @@ TEST(Estimates, LifetimesTellShortFromLongLived) {
   }
   ASSERT_FALSE(short_site.is_null()) << rep.out;
   ASSERT_FALSE(long_site.is_null()) << rep.out;
-  std::printf("  site_short: median %.1f ms, p90 %.1f ms, live %.0f %%; site_long: live %.0f %%, long-lived %.0f %%\n",
-              short_site["median_ns"].get<double>() / 1e6, short_site["p90_ns"].get<double>() / 1e6,
-              100 * short_site["live_share"].get<double>(), 100 * long_site["live_share"].get<double>(),
-              100 * long_site["long_lived_share"].get<double>());
+  std::printf(
+      "  site_short: median %.1f ms, p90 %.1f ms, live %.0f %%; site_long: live %.0f %%, long-lived %.0f "
+      "%%\n",
+      short_site["median_ns"].get<double>() / 1e6, short_site["p90_ns"].get<double>() / 1e6,
+      100 * short_site["live_share"].get<double>(), 100 * long_site["live_share"].get<double>(),
+      100 * long_site["long_lived_share"].get<double>());
   EXPECT_EQ(short_site["freed_samples"], 60);
   EXPECT_GE(short_site["median_ns"].get<double>(), 8e6);
   EXPECT_LE(short_site["median_ns"].get<double>(), 50e6);

@@ -12,18 +12,16 @@
 #include <fstream>
 #include <sstream>
 
-#include "allocator_probes.h"
-#include "proc_maps.h"
-#include "process.h"
-#include "sampling.h"
+#include "host/proc_maps.h"
+#include "host/process.h"
+#include "probe/allocator_probes.h"
+#include "stats/sampling.h"
 
 namespace allocscope::test {
 
 std::string bpf_unavailable() {
-  if (geteuid() != 0)
-    return "not root";
-  if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
-    return "kernel without BTF";
+  if (geteuid() != 0) return "not root";
+  if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) return "kernel without BTF";
   return "";
 }
 
@@ -39,15 +37,13 @@ uint64_t now_ms() {
 
 Child::Child(const std::vector<std::string>& argv) {
   int out[2], err[2];
-  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
-    abort();
+  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) abort();
   pid_ = fork();
   if (pid_ == 0) {
     dup2(out[1], 1);
     dup2(err[1], 2);
     std::vector<char*> args;
-    for (const std::string& a : argv)
-      args.push_back(const_cast<char*>(a.c_str()));
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     execvp(args[0], args.data());
     _exit(127);
@@ -69,13 +65,11 @@ Child::~Child() {
 
 bool Child::pump(int timeout_ms) {
   pollfd fds[2] = {{out_fd_, POLLIN, 0}, {err_fd_, POLLIN, 0}};
-  if (poll(fds, 2, timeout_ms) <= 0)
-    return false;
+  if (poll(fds, 2, timeout_ms) <= 0) return false;
   bool got = false;
   char buf[4096];
   for (int i = 0; i < 2; ++i) {
-    if (!(fds[i].revents & (POLLIN | POLLHUP)))
-      continue;
+    if (!(fds[i].revents & (POLLIN | POLLHUP))) continue;
     ssize_t n = read(fds[i].fd, buf, sizeof buf);
     if (n > 0) {
       (i == 0 ? out_ : err_).append(buf, size_t(n));
@@ -97,8 +91,7 @@ bool Child::wait_for_line(const std::string& text, int timeout_ms, bool from_std
       return true;
     }
     uint64_t now = now_ms();
-    if (now >= deadline)
-      return false;
+    if (now >= deadline) return false;
     if (!pump(int(deadline - now)) && status_ < 0) {
       int st;
       if (waitpid(pid_, &st, WNOHANG) == pid_) {  // exited: take what is left
@@ -115,8 +108,7 @@ bool Child::wait_for_line(const std::string& text, int timeout_ms, bool from_std
 void Child::signal(int sig) { kill(pid_, sig); }
 
 int Child::wait(int timeout_ms) {
-  if (status_ >= 0)
-    return status_;
+  if (status_ >= 0) return status_;
   uint64_t deadline = now_ms() + timeout_ms;
   for (;;) {
     int st;
@@ -148,12 +140,10 @@ Folded read_folded(const std::string& path) {
   std::string line;
   while (std::getline(in, line)) {
     size_t space = line.rfind(' ');
-    if (space == std::string::npos)
-      continue;
+    if (space == std::string::npos) continue;
     std::vector<std::string> frames;
     std::stringstream stack(line.substr(0, space));
-    for (std::string f; std::getline(stack, f, ';');)
-      frames.push_back(f);
+    for (std::string f; std::getline(stack, f, ';');) frames.push_back(f);
     folded[frames] += std::stod(line.substr(space + 1));
   }
   return folded;
@@ -163,8 +153,7 @@ double site_value(const Folded& folded, const std::string& caller, const std::st
   double sum = 0;
   for (const auto& [frames, value] : folded) {
     size_t n = frames.size();
-    if (n >= 2 && frames[n - 1] == allocator && frames[n - 2] == caller)
-      sum += value;
+    if (n >= 2 && frames[n - 1] == allocator && frames[n - 2] == caller) sum += value;
   }
   return sum;
 }
@@ -189,15 +178,12 @@ std::string temp_path(const std::string& name) {
 std::vector<ProbeSite> allocator_entries(pid_t pid) {
   std::vector<ProbeSite> sites;
   auto maps = read_maps(pid);
-  if (!maps)
-    return sites;
+  if (!maps) return sites;
   const Mapping* libc = find_c_library(*maps);
-  if (!libc)
-    return sites;
+  if (!libc) return sites;
   std::string path = mapped_file_path(pid, *libc);
   auto targets = find_allocator_probes(path);
-  if (!targets)
-    return sites;
+  if (!targets) return sites;
   std::ifstream file(path, std::ios::binary);
   for (const ProbeTarget& t : *targets) {
     for (const Mapping& m : *maps) {
@@ -217,8 +203,7 @@ uint8_t read_code_byte(pid_t pid, uint64_t addr) {
   int fd = open(("/proc/" + std::to_string(pid) + "/mem").c_str(), O_RDONLY | O_CLOEXEC);
   uint8_t byte = 0;
   if (fd >= 0) {
-    if (pread(fd, &byte, 1, off_t(addr)) != 1)
-      byte = 0;
+    if (pread(fd, &byte, 1, off_t(addr)) != 1) byte = 0;
     close(fd);
   }
   return byte;

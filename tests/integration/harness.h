@@ -14,13 +14,12 @@
 namespace allocscope::test {
 
 // Skips (or, with ALLOCSCOPE_REQUIRE_BPF set, fails) when BPF cannot be loaded.
-#define REQUIRE_BPF()                                            \
-  do {                                                           \
-    if (std::string why = ::allocscope::test::bpf_unavailable(); !why.empty()) { \
-      if (getenv("ALLOCSCOPE_REQUIRE_BPF"))                      \
-        FAIL() << "BPF required but unavailable: " << why;       \
-      GTEST_SKIP() << why;                                       \
-    }                                                            \
+#define REQUIRE_BPF()                                                                          \
+  do {                                                                                         \
+    if (std::string why = ::allocscope::test::bpf_unavailable(); !why.empty()) {               \
+      if (getenv("ALLOCSCOPE_REQUIRE_BPF")) FAIL() << "BPF required but unavailable: " << why; \
+      GTEST_SKIP() << why;                                                                     \
+    }                                                                                          \
   } while (0)
 std::string bpf_unavailable();
 
@@ -64,7 +63,7 @@ double site_value(const Folded& folded, const std::string& caller, const std::st
 
 // Exact truth and the sampling standard deviation of one site's estimate.
 struct Truth {
-  double objects, bytes;      // allocated during the run
+  double objects, bytes;            // allocated during the run
   double live_objects, live_bytes;  // still allocated at exit
 };
 Truth site_truth(const site_spec& site, int threads, int scale_pct);

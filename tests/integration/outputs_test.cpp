@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "harness.h"
-#include "pprof.h"
-#include "process.h"
+#include "host/process.h"
+#include "output/pprof.h"
 
 namespace allocscope::test {
 namespace {
@@ -21,7 +21,10 @@ constexpr int kThreads = 2, kScale = 2;
 
 class Outputs : public ::testing::Test {
  protected:
-  void SetUp() override { dir_ = temp_path("outputs"); std::filesystem::create_directories(dir_); }
+  void SetUp() override {
+    dir_ = temp_path("outputs");
+    std::filesystem::create_directories(dir_);
+  }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
 
@@ -32,8 +35,7 @@ class Outputs : public ::testing::Test {
       argv.push_back("-o");
       argv.push_back(path(o));
     }
-    for (std::string a : {"--", WORKLOAD_BIN, "--threads", "2", "--scale-pct", "2"})
-      argv.push_back(a);
+    for (std::string a : {"--", WORKLOAD_BIN, "--threads", "2", "--scale-pct", "2"}) argv.push_back(a);
     argv.insert(argv.end(), workload_args.begin(), workload_args.end());
     RunResult r = run(argv);
     ASSERT_EQ(r.status, 0) << r.err;
@@ -106,17 +108,23 @@ TEST_F(Outputs, PprofHoldsEveryMetricExactly) {
 TEST_F(Outputs, GoToolPprofReadsTheRecording) {
   REQUIRE_BPF();
   if (std::system("command -v go >/dev/null 2>&1") != 0) {
-    if (getenv("ALLOCSCOPE_REQUIRE_BPF"))
-      FAIL() << "go (golang-go) missing; dev.sh installs it";
+    if (getenv("ALLOCSCOPE_REQUIRE_BPF")) FAIL() << "go (golang-go) missing; dev.sh installs it";
     GTEST_SKIP() << "go not installed";
   }
   record({"heap.pb.gz"});
   auto go = [&](const std::string& args) {
-    std::vector<std::string> argv = {"/usr/bin/env", "HOME=" + dir_, "GOCACHE=" + dir_ + "/gocache", "GOFLAGS=",
-                                     "GOTOOLCHAIN=local", "GOPROXY=off", "go", "tool", "pprof", "-symbolize=none"};
+    std::vector<std::string> argv = {"/usr/bin/env",
+                                     "HOME=" + dir_,
+                                     "GOCACHE=" + dir_ + "/gocache",
+                                     "GOFLAGS=",
+                                     "GOTOOLCHAIN=local",
+                                     "GOPROXY=off",
+                                     "go",
+                                     "tool",
+                                     "pprof",
+                                     "-symbolize=none"};
     std::istringstream words(args);
-    for (std::string w; words >> w;)
-      argv.push_back(w);
+    for (std::string w; words >> w;) argv.push_back(w);
     argv.push_back(path("heap.pb.gz"));
     RunResult r = run(argv);
     EXPECT_EQ(r.status, 0) << r.err;
@@ -146,8 +154,8 @@ TEST_F(Outputs, GoToolPprofReadsTheRecording) {
 TEST_F(Outputs, FlameGraphIsWellFormedAndNamesTheSites) {
   REQUIRE_BPF();
   record({"heap.svg"});
-  RunResult xml = run({"python3", "-c", "import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])",
-                       path("heap.svg")});
+  RunResult xml = run(
+      {"python3", "-c", "import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])", path("heap.svg")});
   EXPECT_EQ(xml.status, 0) << xml.err;
   std::string svg = slurp(path("heap.svg"));
   for (const site_spec& s : kSites)
@@ -157,8 +165,7 @@ TEST_F(Outputs, FlameGraphIsWellFormedAndNamesTheSites) {
 
   // Rendered by a real browser: the DOM after its script ran names the sites.
   if (access("/usr/bin/chromium", X_OK) != 0) {
-    if (getenv("CI"))
-      FAIL() << "chromium missing; dev.sh installs it";
+    if (getenv("CI")) FAIL() << "chromium missing; dev.sh installs it";
     GTEST_SKIP() << "chromium not installed";
   }
   RunResult dom = run({"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
@@ -177,8 +184,8 @@ TEST_F(Outputs, DiffShowsTheSiteThatGrew) {
   REQUIRE_BPF();
   record({"base.pb.gz"});
   record({"new.pb.gz"}, {"--double", "site_calloc"});
-  RunResult r = run({ALLOCSCOPE_BIN, "report", "--diff", path("base.pb.gz"), path("new.pb.gz"), "-o",
-                     path("diff.svg")});
+  RunResult r = run(
+      {ALLOCSCOPE_BIN, "report", "--diff", path("base.pb.gz"), path("new.pb.gz"), "-o", path("diff.svg")});
   ASSERT_EQ(r.status, 0) << r.err;
   std::string svg = slurp(path("diff.svg"));
   auto change_of = [&](const std::string& function) {

@@ -5,8 +5,8 @@
 
 #include <regex>
 
-#include "bpf_session.h"
 #include "harness.h"
+#include "probe/bpf_session.h"
 
 namespace allocscope::test {
 namespace {
@@ -21,8 +21,8 @@ struct KernelCounters {
 KernelCounters record_bench(const std::vector<std::string>& options) {
   Child bench({MALLOC_BENCH_BIN, "--pairs", std::to_string(kPairs), "--wait"});
   EXPECT_TRUE(bench.wait_for_line("ready", 10000));
-  std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "-v", "-p", std::to_string(bench.pid()), "-o",
-                                   "/dev/null"};
+  std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record",   "-v", "-p", std::to_string(bench.pid()),
+                                   "-o",           "/dev/null"};
   argv.insert(argv.end(), options.begin(), options.end());
   Child recorder(argv);
   EXPECT_TRUE(recorder.wait_for_line("recording process", 20000, true)) << recorder.err();
@@ -40,10 +40,10 @@ KernelCounters record_bench(const std::vector<std::string>& options) {
 
 TEST(Probes, SessionRunsTheReturnProgramOnlyForSampledCalls) {
   REQUIRE_BPF();
-  if (!kernel_has_uprobe_sessions())
-    GTEST_SKIP() << "kernel without uprobe sessions (6.13+)";
+  if (!kernel_has_uprobe_sessions()) GTEST_SKIP() << "kernel without uprobe sessions (6.13+)";
   KernelCounters k = record_bench({"--probe-mode", "session"});
-  std::printf("  session: %ld samples, %ld return-program runs, %ld malloc calls\n", k.samples, k.returns, kPairs);
+  std::printf("  session: %ld samples, %ld return-program runs, %ld malloc calls\n", k.samples, k.returns,
+              kPairs);
   ASSERT_GT(k.samples, 100);
   // Every sampled call's return is seen; beyond those, only the few calls of
   // entry points that may nest (calloc, realloc, ...) made by thread start-up.
@@ -54,7 +54,8 @@ TEST(Probes, SessionRunsTheReturnProgramOnlyForSampledCalls) {
 TEST(Probes, ClassicRunsTheReturnProgramForEveryCall) {
   REQUIRE_BPF();
   KernelCounters k = record_bench({"--probe-mode", "classic"});
-  std::printf("  classic: %ld samples, %ld return-program runs, %ld malloc calls\n", k.samples, k.returns, kPairs);
+  std::printf("  classic: %ld samples, %ld return-program runs, %ld malloc calls\n", k.samples, k.returns,
+              kPairs);
   ASSERT_GT(k.samples, 100);
   EXPECT_GE(k.returns, kPairs);
 }

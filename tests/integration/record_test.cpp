@@ -6,7 +6,7 @@
 #include <cstdio>
 
 #include "harness.h"
-#include "sampling.h"
+#include "stats/sampling.h"
 
 namespace allocscope::test {
 namespace {
@@ -26,14 +26,12 @@ Folded record_command(const std::vector<std::string>& options, int scale_pct, Ru
   std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "-q", "-o", out};
   argv.insert(argv.end(), options.begin(), options.end());
   argv.push_back("--");
-  for (const std::string& a : workload(scale_pct))
-    argv.push_back(a);
+  for (const std::string& a : workload(scale_pct)) argv.push_back(a);
   RunResult r = run(argv);
   EXPECT_EQ(r.status, 0) << r.err;
   Folded folded = read_folded(out);
   std::remove(out.c_str());
-  if (result)
-    *result = r;
+  if (result) *result = r;
   return folded;
 }
 
@@ -223,8 +221,8 @@ TEST(Record, SeveralProcessesInOneRecording) {
   ASSERT_TRUE(a.wait_for_line("ready", 10000));
   ASSERT_TRUE(b.wait_for_line("ready", 10000));
   std::string out = temp_path("two.folded");
-  Child recorder({ALLOCSCOPE_BIN, "record", "-p", std::to_string(a.pid()) + "," + std::to_string(b.pid()), "--rate",
-                  "1", "-o", out});
+  Child recorder({ALLOCSCOPE_BIN, "record", "-p", std::to_string(a.pid()) + "," + std::to_string(b.pid()),
+                  "--rate", "1", "-o", out});
   ASSERT_TRUE(recorder.wait_for_line("recording processes", 20000, true)) << recorder.err();
   a.signal(SIGUSR1);
   b.signal(SIGUSR1);
@@ -236,8 +234,7 @@ TEST(Record, SeveralProcessesInOneRecording) {
   for (pid_t pid : {a.pid(), b.pid()}) {
     Folded mine;
     for (const auto& [frames, value] : folded)
-      if (frames[0] == "alloc_sites (" + std::to_string(pid) + ")")
-        mine[frames] = value;
+      if (frames[0] == "alloc_sites (" + std::to_string(pid) + ")") mine[frames] = value;
     for (const site_spec& s : kSites)
       EXPECT_EQ(site_value(mine, s.function, s.allocator), site_truth(s, kThreads, scale).bytes)
           << s.function << " in " << pid;

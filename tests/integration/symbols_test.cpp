@@ -17,16 +17,14 @@ namespace {
 double caller_value(const Folded& f, const std::string& caller) {
   double v = 0;
   for (const auto& [frames, value] : f)
-    if (frames.size() >= 2 && frames[frames.size() - 2] == caller)
-      v += value;
+    if (frames.size() >= 2 && frames[frames.size() - 2] == caller) v += value;
   return v;
 }
 
 bool has_frame(const Folded& f, const std::string& name) {
   for (const auto& [frames, value] : f)
     for (const std::string& frame : frames)
-      if (frame == name)
-        return true;
+      if (frame == name) return true;
   return false;
 }
 
@@ -39,8 +37,8 @@ TEST_P(CodeLoadedAfterAttach, IsNamed) {
   Child w({LATE_CODE_BIN});
   ASSERT_TRUE(w.wait_for_line("ready", 10000));
   std::string out = temp_path("late.folded");
-  Child rec({ALLOCSCOPE_BIN, "record", "-p", std::to_string(w.pid()), "--rate", "1", "--unwind", GetParam(), "-o",
-             out});
+  Child rec({ALLOCSCOPE_BIN, "record", "-p", std::to_string(w.pid()), "--rate", "1", "--unwind", GetParam(),
+             "-o", out});
   ASSERT_TRUE(rec.wait_for_line("recording process", 60000, true)) << rec.err();
   w.signal(SIGUSR1);
   ASSERT_TRUE(w.wait_for_line("done", 10000));
@@ -51,8 +49,7 @@ TEST_P(CodeLoadedAfterAttach, IsNamed) {
   Folded f = read_folded(out);
   std::string all;
   for (const auto& [frames, value] : f) {
-    for (const std::string& frame : frames)
-      all += frame + ";";
+    for (const std::string& frame : frames) all += frame + ";";
     all += " " + std::to_string(value) + "\n";
   }
   SCOPED_TRACE(all);
@@ -108,7 +105,8 @@ TEST(Symbols, BinaryInAnotherMountNamespaceIsNamed) {
   std::string dir = temp_path("mntns");
   std::filesystem::create_directories(dir);
   std::string script = "mount -t tmpfs none " + dir + " && cp " + WORKLOAD_BIN + " " + dir +
-                       "/hidden_workload && exec " + dir + "/hidden_workload --threads 1 --scale-pct 5 --wait";
+                       "/hidden_workload && exec " + dir +
+                       "/hidden_workload --threads 1 --scale-pct 5 --wait";
   Child w({"unshare", "-m", "--propagation", "private", "/bin/sh", "-c", script});
   ASSERT_TRUE(w.wait_for_line("ready", 10000)) << w.err();
   ASSERT_FALSE(std::filesystem::exists(dir + "/hidden_workload")) << "the tmpfs should be private";
@@ -122,8 +120,7 @@ TEST(Symbols, BinaryInAnotherMountNamespaceIsNamed) {
   EXPECT_GT(site_value(f, "site_malloc_small", "malloc"), 0);
   EXPECT_GT(site_value(f, "site_large", "malloc"), 0);
   for (const auto& [frames, value] : f)
-    for (const std::string& frame : frames)
-      EXPECT_FALSE(frame.starts_with("hidden_workload+0x")) << frame;
+    for (const std::string& frame : frames) EXPECT_FALSE(frame.starts_with("hidden_workload+0x")) << frame;
   std::filesystem::remove_all(dir);
   std::remove(out.c_str());
 }

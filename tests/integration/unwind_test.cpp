@@ -9,7 +9,7 @@
 
 #include "cxx_sites_spec.h"
 #include "harness.h"
-#include "sampling.h"
+#include "stats/sampling.h"
 
 namespace allocscope::test {
 namespace {
@@ -31,8 +31,7 @@ bool has_in_order(const std::vector<std::string>& frames, const std::vector<std:
   auto at = frames.begin();
   for (const std::string& want : chain) {
     at = std::find(at, frames.end(), want);
-    if (at == frames.end())
-      return false;
+    if (at == frames.end()) return false;
   }
   return true;
 }
@@ -67,14 +66,12 @@ TEST(Unwind, DwarfFindsFullChainsWithoutFramePointers) {
     double estimate = 0, fp_found = 0;
     bool chain_found = false;
     for (const auto& [frames, value] : dwarf) {
-      if (std::find(frames.begin(), frames.end(), with_args(site.function)) == frames.end())
-        continue;
+      if (std::find(frames.begin(), frames.end(), with_args(site.function)) == frames.end()) continue;
       estimate += value;
       chain_found = chain_found || has_in_order(frames, chain);
     }
     for (const auto& [frames, value] : fp)
-      if (has_in_order(frames, chain))
-        fp_found += value;
+      if (has_in_order(frames, chain)) fp_found += value;
     double count = double(site.count * scale / 100);
     double truth = count * site.size;
     double z = (estimate - truth) / ht_sigma(count, site.size, double(kDefaultRate), true);
@@ -94,8 +91,7 @@ TEST(Unwind, DebianBinaryWithoutFramePointers) {
   {
     std::ofstream out(input);
     std::mt19937_64 rng(7);
-    for (int i = 0; i < 300000; ++i)
-      out << rng() << " line " << i << "\n";
+    for (int i = 0; i < 300000; ++i) out << rng() << " line " << i << "\n";
   }
   std::vector<std::string> cmd = {"/usr/bin/sort", "-o", "/dev/null", input};
   auto depth_and_reach = [](const Folded& f) {
@@ -107,11 +103,13 @@ TEST(Unwind, DebianBinaryWithoutFramePointers) {
     }
     return std::pair{stacks ? frames / stacks : 0, stacks ? reached / stacks : 0};
   };
-  auto [dwarf_depth, dwarf_reach] = depth_and_reach(record_folded({"--unwind", "dwarf", "--rate", "64KiB"}, cmd));
+  auto [dwarf_depth, dwarf_reach] =
+      depth_and_reach(record_folded({"--unwind", "dwarf", "--rate", "64KiB"}, cmd));
   auto [fp_depth, fp_reach] = depth_and_reach(record_folded({"--unwind", "fp", "--rate", "64KiB"}, cmd));
   std::remove(input.c_str());
-  std::printf("  sort: dwarf %.1f frames per stack, %.0f %% reach __libc_start_main; fp %.1f frames, %.0f %%\n",
-              dwarf_depth, 100 * dwarf_reach, fp_depth, 100 * fp_reach);
+  std::printf(
+      "  sort: dwarf %.1f frames per stack, %.0f %% reach __libc_start_main; fp %.1f frames, %.0f %%\n",
+      dwarf_depth, 100 * dwarf_reach, fp_depth, 100 * fp_reach);
   EXPECT_GE(dwarf_reach, 0.9);
   EXPECT_GT(dwarf_depth, fp_depth);
 }
@@ -124,12 +122,12 @@ TEST(Unwind, InlinedHelperIsItsOwnFrameWithFileAndLine) {
     std::ifstream src(INLINED_SRC);
     std::string text;
     for (int n = 1; std::getline(src, text); ++n)
-      if (text.find(marker) != std::string::npos)
-        return n;
+      if (text.find(marker) != std::string::npos) return n;
     return 0;
   };
   Folded folded = record_folded({"--rate", "1", "--lines"}, {INLINED_BIN});
-  std::string helper = "make_buffer (" + std::string(INLINED_SRC) + ":" + std::to_string(line_of("MARK_MAKE_BUFFER")) + ")";
+  std::string helper =
+      "make_buffer (" + std::string(INLINED_SRC) + ":" + std::to_string(line_of("MARK_MAKE_BUFFER")) + ")";
   std::string caller =
       "site_inlined (" + std::string(INLINED_SRC) + ":" + std::to_string(line_of("MARK_SITE_INLINED")) + ")";
   double blocks = 0;

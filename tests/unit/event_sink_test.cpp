@@ -1,11 +1,13 @@
 // The event path without a kernel: records as the BPF program writes them,
 // fed to the sink.
-#include "event_sink.h"
+#include "record/event_sink.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <span>
+#include <string>
 #include <vector>
 
 namespace allocscope {
@@ -41,10 +43,57 @@ as_alloc_event alloc_event(uint64_t stack, uint32_t tgid, uint64_t addr, uint64_
   return a;
 }
 
+as_proc_event process_event(as_event_kind kind, uint32_t tgid) {
+  as_proc_event e{};
+  e.kind = kind;
+  e.tgid = tgid;
+  std::strcpy(e.comm, "worker");
+  return e;
+}
+
+// Fakes of the sink's hooks: every process recorded (unless `only` names
+// another), none kept at exit, no allocator known; what would reach the
+// kernel is noted.
+struct FakeVerdicts : ProcessVerdicts {
+  std::string only;  // when set: the one name accepted
+  std::vector<uint32_t> rejected, unrejected;
+  bool accept(uint32_t, const std::string& comm) override { return only.empty() || comm == only; }
+  void reject(uint32_t tgid) override { rejected.push_back(tgid); }
+  void unreject(uint32_t tgid, bool) override { unrejected.push_back(tgid); }
+  bool keeps_live_at_exit(uint32_t) const override { return false; }
+};
+
+struct FakeKernel : KernelState {
+  std::vector<uint64_t> forgotten_live;
+  void forget_live(uint32_t, std::span<const uint64_t> addrs) override {
+    forgotten_live.insert(forgotten_live.end(), addrs.begin(), addrs.end());
+  }
+  std::vector<ExactEntry> exact_totals(std::span<const uint64_t>) override { return {}; }
+  void forget_exact(std::span<const uint64_t>) override {}
+};
+
+struct FakeLibraries : LibraryWatch {
+  void new_library(const as_proc_event&) override {}
+  void on_exec(uint32_t) override {}
+  uint64_t allocator_address(uint32_t, int) override { return 0; }
+};
+
+struct FakeUnwind : UnwindTables {
+  void need_table(uint32_t, const as_vma&) override {}
+  int finish_walk(uint32_t, const as_deferred_walk&, std::span<const uint8_t>,
+                  std::vector<uint64_t>&) override {
+    return AS_STOP_COMPLETE;
+  }
+};
+
 struct Fixture {
   Profile profile{1 << 16, 100, 100};
   Symbolizer symbolizer;
-  EventSink sink{profile, symbolizer, SinkPolicy{}, 100};
+  FakeVerdicts verdicts;
+  FakeKernel kernel;
+  FakeLibraries libraries;
+  FakeUnwind unwind;
+  EventSink sink{profile, symbolizer, {verdicts, kernel, libraries, unwind}, 100};
   // A pid no process has: the sink must not need /proc for anything here.
   uint32_t tgid = 0x7ffffff0;
 };
@@ -70,6 +119,29 @@ TEST(EventSink, SampleOfAStackNeverReceivedIsCountedLost) {
   EXPECT_EQ(f.sink.stack_lost(), 1u);
   EXPECT_EQ(f.sink.stack_lost_bytes(), 123u);
   EXPECT_TRUE(f.profile.stacks().empty());
+}
+
+TEST(EventSink, ARejectedProcessIsToldOnceAndItsSamplesLeaveTheKernel) {
+  Fixture f;
+  f.verdicts.only = "other";
+  f.sink(bytes(stack_event(7, f.tgid, {0x1000}, AS_STOP_COMPLETE)));
+  f.sink(bytes(alloc_event(7, f.tgid, 0x10, 100)));
+  f.sink(bytes(alloc_event(7, f.tgid, 0x20, 100)));
+  EXPECT_EQ(f.verdicts.rejected, (std::vector<uint32_t>{f.tgid}));
+  EXPECT_EQ(f.kernel.forgotten_live, (std::vector<uint64_t>{0x10, 0x20}));
+  EXPECT_TRUE(f.profile.stacks().empty());
+  EXPECT_EQ(f.sink.stack_lost(), 0u);
+  f.sink(bytes(process_event(AS_EV_EXIT, f.tgid)));
+  EXPECT_EQ(f.verdicts.unrejected, (std::vector<uint32_t>{f.tgid}));
+}
+
+TEST(EventSink, AProcessThatExitsFreesWhatItHeldInTheKernel) {
+  Fixture f;
+  f.sink(bytes(stack_event(7, f.tgid, {0x1000}, AS_STOP_COMPLETE)));
+  f.sink(bytes(alloc_event(7, f.tgid, 0x10, 100)));
+  EXPECT_TRUE(f.kernel.forgotten_live.empty());
+  f.sink(bytes(process_event(AS_EV_EXIT, f.tgid)));
+  EXPECT_EQ(f.kernel.forgotten_live, (std::vector<uint64_t>{0x10}));
 }
 
 TEST(EventSink, ExactTotalsAreFoldedInAsWhatChanged) {

@@ -1,14 +1,14 @@
 // The flame graph SVG: well-formed XML, geometry, tooltips, colours,
 // escaping, determinism and the size of big profiles. The browser test
 // (tests/browser) covers the embedded script.
-#include "flamegraph.h"
+#include "output/flamegraph.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -20,21 +20,17 @@ namespace {
 
 bool valid_entity(const std::string& s, size_t amp) {
   size_t semi = s.find(';', amp);
-  if (semi == std::string::npos || semi - amp > 10)
-    return false;
+  if (semi == std::string::npos || semi - amp > 10) return false;
   std::string e = s.substr(amp + 1, semi - amp - 1);
-  if (e == "amp" || e == "lt" || e == "gt" || e == "quot" || e == "apos")
-    return true;
+  if (e == "amp" || e == "lt" || e == "gt" || e == "quot" || e == "apos") return true;
   return e.size() > 1 && e[0] == '#' && e.find_first_not_of("0123456789", 1) == std::string::npos;
 }
 
 // Character data: entities must be known, "]]>" must not appear.
 std::string check_text(const std::string& s, size_t from, size_t to) {
   for (size_t i = from; i < to; ++i) {
-    if (s[i] == '&' && !valid_entity(s, i))
-      return "bad entity at " + std::to_string(i);
-    if (s.compare(i, 3, "]]>") == 0)
-      return "]]> in text at " + std::to_string(i);
+    if (s[i] == '&' && !valid_entity(s, i)) return "bad entity at " + std::to_string(i);
+    if (s.compare(i, 3, "]]>") == 0) return "]]> in text at " + std::to_string(i);
   }
   return "";
 }
@@ -43,19 +39,15 @@ std::string check_text(const std::string& s, size_t from, size_t to) {
 std::string check_attributes(const std::string& s, size_t from, size_t to) {
   size_t i = from;
   while (true) {
-    while (i < to && std::isspace(static_cast<unsigned char>(s[i])))
-      ++i;
-    if (i >= to)
-      return "";
+    while (i < to && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+    if (i >= to) return "";
     size_t eq = s.find('=', i);
     if (eq == std::string::npos || eq >= to || eq + 1 >= to)
       return "attribute without value at " + std::to_string(i);
     char quote = s[eq + 1];
-    if (quote != '"' && quote != '\'')
-      return "unquoted attribute at " + std::to_string(eq);
+    if (quote != '"' && quote != '\'') return "unquoted attribute at " + std::to_string(eq);
     size_t close = s.find(quote, eq + 2);
-    if (close == std::string::npos || close >= to)
-      return "unterminated attribute at " + std::to_string(eq);
+    if (close == std::string::npos || close >= to) return "unterminated attribute at " + std::to_string(eq);
     for (size_t k = eq + 2; k < close; ++k)
       if (s[k] == '<' || (s[k] == '&' && !valid_entity(s, k)))
         return "raw special in attribute at " + std::to_string(k);
@@ -70,12 +62,9 @@ std::string check_xml(const std::string& s) {
   size_t i = 0;
   while (i < s.size()) {
     size_t lt = s.find('<', i);
-    if (lt == std::string::npos)
-      lt = s.size();
-    if (std::string e = check_text(s, i, lt); !e.empty())
-      return e;
-    if (lt == s.size())
-      break;
+    if (lt == std::string::npos) lt = s.size();
+    if (std::string e = check_text(s, i, lt); !e.empty()) return e;
+    if (lt == s.size()) break;
     auto skip_to = [&](const char* end) {
       size_t p = s.find(end, lt);
       return p == std::string::npos ? std::string::npos : p + std::strlen(end);
@@ -89,34 +78,26 @@ std::string check_xml(const std::string& s) {
       next = skip_to("]]>");
     } else {
       size_t gt = s.find('>', lt);
-      if (gt == std::string::npos)
-        return "unterminated tag at " + std::to_string(lt);
+      if (gt == std::string::npos) return "unterminated tag at " + std::to_string(lt);
       bool closing = s[lt + 1] == '/', empty = s[gt - 1] == '/';
       size_t name_from = lt + (closing ? 2 : 1);
       size_t name_to = s.find_first_of(" \t\n/>", name_from);
       std::string name = s.substr(name_from, name_to - name_from);
-      if (name.empty())
-        return "empty tag name at " + std::to_string(lt);
+      if (name.empty()) return "empty tag name at " + std::to_string(lt);
       if (closing) {
-        if (open.empty() || open.back() != name)
-          return "unbalanced </" + name + "> at " + std::to_string(lt);
+        if (open.empty() || open.back() != name) return "unbalanced </" + name + "> at " + std::to_string(lt);
         open.pop_back();
       } else {
-        if (std::string e = check_attributes(s, name_to, empty ? gt - 1 : gt); !e.empty())
-          return e;
-        if (open.empty())
-          ++roots;
-        if (!empty)
-          open.push_back(name);
+        if (std::string e = check_attributes(s, name_to, empty ? gt - 1 : gt); !e.empty()) return e;
+        if (open.empty()) ++roots;
+        if (!empty) open.push_back(name);
       }
       next = gt + 1;
     }
-    if (next == std::string::npos)
-      return "unterminated markup at " + std::to_string(lt);
+    if (next == std::string::npos) return "unterminated markup at " + std::to_string(lt);
     i = next;
   }
-  if (!open.empty())
-    return "unclosed <" + open.back() + ">";
+  if (!open.empty()) return "unclosed <" + open.back() + ">";
   return roots == 1 ? "" : "expected one root element, got " + std::to_string(roots);
 }
 
@@ -139,8 +120,7 @@ struct DrawnFrame {
 
 std::string attribute(const std::string& tag, const std::string& name) {
   size_t p = tag.find(" " + name + "=\"");
-  if (p == std::string::npos)
-    return "";
+  if (p == std::string::npos) return "";
   p += name.size() + 3;
   return tag.substr(p, tag.find('"', p) - p);
 }
@@ -149,8 +129,7 @@ std::vector<DrawnFrame> frames_of(const std::string& svg) {
   std::vector<DrawnFrame> out;
   for (size_t p = svg.find("<g class=\""); p != std::string::npos; p = svg.find("<g class=\"", p + 1)) {
     bool merged = svg.compare(p, 12, "<g class=\"m\"") == 0;
-    if (!merged && svg.compare(p, 12, "<g class=\"f\"") != 0)
-      continue;
+    if (!merged && svg.compare(p, 12, "<g class=\"f\"") != 0) continue;
     DrawnFrame f;
     f.merged = merged;
     size_t t0 = svg.find("<title>", p) + 7, t1 = svg.find("</title>", t0);
@@ -169,8 +148,7 @@ std::vector<DrawnFrame> frames_of(const std::string& svg) {
 
 const DrawnFrame& frame(const std::vector<DrawnFrame>& frames, const std::string& name) {
   auto it = std::find_if(frames.begin(), frames.end(), [&](const DrawnFrame& f) { return f.name == name; });
-  if (it == frames.end())
-    throw std::runtime_error("no frame " + name);
+  if (it == frames.end()) throw std::runtime_error("no frame " + name);
   return *it;
 }
 
@@ -187,8 +165,7 @@ Rgb rgb(const std::string& hex) {
 // ---- fixtures ----
 
 std::vector<FlameStack> simple_stacks() {
-  return {{{"app (7)", "main", "a", "malloc"}, 300},
-          {{"app (7)", "main", "b", "malloc"}, 100}};
+  return {{{"app (7)", "main", "a", "malloc"}, 300}, {{"app (7)", "main", "b", "malloc"}, 100}};
 }
 
 FlameOptions options() {
@@ -386,8 +363,7 @@ TEST(Flamegraph, SameInputGivesTheSameBytesInAnyOrder) {
 
 TEST(Flamegraph, NarrowFramesMergeButKeepTheirValue) {
   std::vector<FlameStack> stacks = {{{"p", "main", "big", "malloc"}, 1e9}};
-  for (int i = 0; i < 1000; ++i)
-    stacks.push_back({{"p", "main", "tiny_" + std::to_string(i), "calloc"}, 10});
+  for (int i = 0; i < 1000; ++i) stacks.push_back({{"p", "main", "tiny_" + std::to_string(i), "calloc"}, 10});
   std::string svg = render_flamegraph(stacks, options());
   EXPECT_EQ(check_xml(svg), "");
   auto frames = frames_of(svg);
@@ -455,8 +431,7 @@ TEST(Flamegraph, ManyWideFramesHitTheFrameBudget) {
   std::vector<FlameStack> stacks;
   for (int i = 0; i < 10000; ++i) {
     FlameStack s{{"p"}, 1.0 + i % 50};
-    for (int d = 0; d < 30; ++d)
-      s.frames.push_back("f" + std::to_string(i) + "_" + std::to_string(d));
+    for (int d = 0; d < 30; ++d) s.frames.push_back("f" + std::to_string(i) + "_" + std::to_string(d));
     stacks.push_back(s);
   }
   std::string svg = render_flamegraph(stacks, options());

@@ -1,5 +1,5 @@
 // The folded-stack writer: merging, rounding, ordering and frame escaping.
-#include "folded.h"
+#include "output/folded.h"
 
 #include <gtest/gtest.h>
 
@@ -20,8 +20,7 @@ std::string fold(const std::vector<FoldedStack>& stacks) {
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
   std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    lines.push_back(line);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
   return lines;
 }
 

@@ -3,7 +3,7 @@
 // example and table, and the coverage of the 95 % intervals over thousands
 // of simulated recordings drawn through the very countdown code the BPF
 // program runs. docs/estimates.md quotes the figures these tests print.
-#include "intervals.h"
+#include "stats/intervals.h"
 
 #include <gtest/gtest.h>
 
@@ -18,7 +18,7 @@
 #include <tuple>
 #include <vector>
 
-#include "sampling.h"
+#include "stats/sampling.h"
 
 namespace allocscope {
 namespace {
@@ -33,9 +33,9 @@ long double negbin_cdf_by_summation(uint64_t k, uint64_t r, long double p) {
   long double q = 1 - p;
   long double mean = r * q / p, sd = std::sqrt(r * q) / p;
   uint64_t j0 = mean > 60 * sd ? static_cast<uint64_t>(mean - 60 * sd) : 0;
-  if (j0 > k)
-    return 0;
-  long double log_pmf = std::lgamma(static_cast<long double>(j0 + r)) - std::lgamma(static_cast<long double>(r)) -
+  if (j0 > k) return 0;
+  long double log_pmf = std::lgamma(static_cast<long double>(j0 + r)) -
+                        std::lgamma(static_cast<long double>(r)) -
                         std::lgamma(static_cast<long double>(j0 + 1)) + r * std::log(p) + j0 * std::log1p(-p);
   long double pmf = std::exp(log_pmf), sum = 0;
   for (uint64_t j = j0; j <= k; ++j) {
@@ -106,8 +106,7 @@ TEST(NegBinCdf, IncompleteBetaKnownValues) {
           << "x=" << x << " a=" << a << " b=" << b;
   }
   EXPECT_NEAR(regularized_beta(0.4, 2, 3), 0.5248, 1e-15);  // P(Bin(4, 0.4) >= 2)
-  for (double a : {0.5, 3.0, 1000.0, 1e6})
-    EXPECT_NEAR(regularized_beta(0.5, a, a), 0.5, 1e-13) << a;
+  for (double a : {0.5, 3.0, 1000.0, 1e6}) EXPECT_NEAR(regularized_beta(0.5, a, a), 0.5, 1e-13) << a;
   // ~sqrt(a) continued-fraction terms at a = b = 1e9 accumulate rounding.
   EXPECT_NEAR(regularized_beta(0.5, 1e9, 1e9), 0.5, 1e-10);
   EXPECT_EQ(regularized_beta(0, 2, 3), 0);
@@ -118,7 +117,8 @@ TEST(NegBinCdf, IncompleteBetaKnownValues) {
       for (double x : {0.001, 0.2, 0.6}) {
         EXPECT_NEAR(regularized_beta(x, a, b) + regularized_beta(1 - x, b, a), 1, 1e-13);
         double step = std::exp(a * std::log(x) + b * std::log1p(-x) + std::lgamma(a + b) - std::lgamma(a) -
-                               std::lgamma(b)) / a;
+                               std::lgamma(b)) /
+                      a;
         EXPECT_NEAR(regularized_beta(x, a + 1, b), regularized_beta(x, a, b) - step, 1e-12)
             << "a=" << a << " b=" << b << " x=" << x;
       }
@@ -191,9 +191,10 @@ TEST(IntervalWorkedExample, EightSamplesAtR102400) {
   std::printf("  document:          [%.0f; %.0f]\n", 364574.0, 1487778.0);
   std::printf("  incomplete beta:   [%.0f; %.0f]  (p = 1/R)\n", u + lo, u + hi);
   std::printf("  Camp-Paulson:      [%.0f; %.0f]  (p = 1/R)\n", u + cp_lo, u + cp_hi);
-  std::printf("  bytes_interval:    plain [%.0f; %.0f]  mid-p [%.0f; %.0f]  conservative [%.0f; %.0f]"
-              "  (p = 1 - exp(-1/R))\n",
-              plain.lo, plain.hi, midp.lo, midp.hi, cons.lo, cons.hi);
+  std::printf(
+      "  bytes_interval:    plain [%.0f; %.0f]  mid-p [%.0f; %.0f]  conservative [%.0f; %.0f]"
+      "  (p = 1 - exp(-1/R))\n",
+      plain.lo, plain.hi, midp.lo, midp.hi, cons.lo, cons.hi);
   // The document reports the last k with CDF(k) <= target, the search here
   // the first with CDF(k) >= target: one failure apart.
   EXPECT_EQ(lo, 353666u + 1);
@@ -221,14 +222,30 @@ TEST(IntervalQuantileTable, MatchesTheDocumentsTable) {
   // "table of calculated Negative Binomial failed trials for the 0.025 and
   // 0.975 thresholds of the CDF", p = 1/102400.
   const Row table[] = {
-      {1, 2591, 377738},          {2, 24800, 570531},         {3, 63349, 739802},
-      {4, 111599, 897761},        {5, 166241, 1048730},       {6, 225469, 1194827},
-      {7, 288185, 1337279},       {8, 353666, 1476870},       {9, 421407, 1614137},
-      {10, 491039, 1749469},      {20, 1250954, 3038270},     {30, 2072639, 4264804},
-      {40, 2926207, 5459335},     {50, 3800118, 6633475},     {100, 8331581, 12342053},
-      {200, 17739679, 23413825},  {300, 27341465, 34291862},  {400, 37043463, 45069676},
-      {500, 46809487, 55783459},  {1000, 96149867, 108842093}, {2000, 195919830, 213870137},
-      {3000, 296301551, 318286418}, {4000, 396999923, 422386047}, {5000, 497900649, 526283322},
+      {1, 2591, 377738},
+      {2, 24800, 570531},
+      {3, 63349, 739802},
+      {4, 111599, 897761},
+      {5, 166241, 1048730},
+      {6, 225469, 1194827},
+      {7, 288185, 1337279},
+      {8, 353666, 1476870},
+      {9, 421407, 1614137},
+      {10, 491039, 1749469},
+      {20, 1250954, 3038270},
+      {30, 2072639, 4264804},
+      {40, 2926207, 5459335},
+      {50, 3800118, 6633475},
+      {100, 8331581, 12342053},
+      {200, 17739679, 23413825},
+      {300, 27341465, 34291862},
+      {400, 37043463, 45069676},
+      {500, 46809487, 55783459},
+      {1000, 96149867, 108842093},
+      {2000, 195919830, 213870137},
+      {3000, 296301551, 318286418},
+      {4000, 396999923, 422386047},
+      {5000, 497900649, 526283322},
       {10000, 1004017229, 1044156743},
   };
   const double p = 1.0 / 102400;
@@ -238,9 +255,9 @@ TEST(IntervalQuantileTable, MatchesTheDocumentsTable) {
     uint64_t cp_lo = negbin_quantile(r.s, p, 0.025, NegBinCdf::CampPaulson);
     uint64_t cp_hi = negbin_quantile(r.s, p, 0.975, NegBinCdf::CampPaulson);
     std::printf("  s=%-5d doc %10lu %10lu  beta %10lu %10lu  Camp-Paulson %10lu %10lu\n", r.s,
-                static_cast<unsigned long>(r.lo), static_cast<unsigned long>(r.hi), static_cast<unsigned long>(lo),
-                static_cast<unsigned long>(hi), static_cast<unsigned long>(cp_lo),
-                static_cast<unsigned long>(cp_hi));
+                static_cast<unsigned long>(r.lo), static_cast<unsigned long>(r.hi),
+                static_cast<unsigned long>(lo), static_cast<unsigned long>(hi),
+                static_cast<unsigned long>(cp_lo), static_cast<unsigned long>(cp_hi));
     // Same convention as the worked example: the table's k is the last with
     // CDF(k) <= target, so it equals the first with CDF >= target minus one.
     EXPECT_EQ(lo, r.lo + 1) << r.s;
@@ -255,8 +272,9 @@ TEST(IntervalQuantileTable, MatchesTheDocumentsTable) {
 TEST(IntervalBytes, NoSamplesGiveTheOneSidedBound) {
   const uint64_t rate = 512 * 1024;
   const double q = std::exp(-1.0 / rate);
-  for (auto [method, tail] : {std::pair{IntervalMethod::MidP, 1 - kC}, std::pair{IntervalMethod::PlainNegBin, 1 - kC},
-                              std::pair{IntervalMethod::Conservative, (1 - kC) / 2}}) {
+  for (auto [method, tail] :
+       {std::pair{IntervalMethod::MidP, 1 - kC}, std::pair{IntervalMethod::PlainNegBin, 1 - kC},
+        std::pair{IntervalMethod::Conservative, (1 - kC) / 2}}) {
     Interval iv = bytes_interval(0, 0, rate, kC, method);
     EXPECT_EQ(iv.lo, 0);
     // Smallest k with P(no sample in k + 1 bytes) = q^(k+1) <= tail.
@@ -272,8 +290,7 @@ TEST(IntervalBytes, ExactModeIsZeroWidth) {
     EXPECT_EQ(iv.lo, 4096);
     EXPECT_EQ(iv.hi, 4096);
     IntervalStats st;
-    for (uint64_t size : {0, 1, 24, 1 << 20})
-      st.add_sample(size, 0, rate);
+    for (uint64_t size : {0, 1, 24, 1 << 20}) st.add_sample(size, 0, rate);
     EXPECT_EQ(st.samples, 0u);
     EXPECT_EQ(st.exact_objects, 4u);
     EXPECT_EQ(st.exact_bytes, (1u << 20) + 25);
@@ -343,18 +360,17 @@ TEST(IntervalStats, MergeRemoveAndTheExactSplit) {
   EXPECT_EQ(all.exact_bytes, 30ull * rate + (1ull << 30));
   EXPECT_EQ(all.samples, 5u);
   EXPECT_EQ(all.u_bytes, (32 - 5) + (4096 - 4000) + 100000 + (64 - 63) + (700000 - 123456));
-  EXPECT_NEAR(all.bytes_estimate(), 30.0 * rate + (1ull << 30) + 32 / sample_probability(32, rate) +
-                                        4096 / sample_probability(4096, rate) +
-                                        100000 / sample_probability(100000, rate) +
-                                        64 / sample_probability(64, rate) + 700000 / sample_probability(700000, rate),
+  EXPECT_NEAR(all.bytes_estimate(),
+              30.0 * rate + (1ull << 30) + 32 / sample_probability(32, rate) +
+                  4096 / sample_probability(4096, rate) + 100000 / sample_probability(100000, rate) +
+                  64 / sample_probability(64, rate) + 700000 / sample_probability(700000, rate),
               1e-3);
   EXPECT_EQ(all.min_size, 32u);
   EXPECT_EQ(all.min_size_count, 1u);
   EXPECT_EQ(all.max_object_weight(rate), 1 / sample_probability(32, rate));
   // remove_sample undoes add_sample.
   IntervalStats live = all;
-  for (S s : b)
-    live.remove_sample(s.size, s.offset, rate);
+  for (S s : b) live.remove_sample(s.size, s.offset, rate);
   EXPECT_EQ(live.min_size, 32u);
   EXPECT_EQ(live.min_size_count, 1u);
   EXPECT_EQ(live.samples, sa.samples);
@@ -363,8 +379,7 @@ TEST(IntervalStats, MergeRemoveAndTheExactSplit) {
   EXPECT_EQ(live.exact_bytes, sa.exact_bytes);
   EXPECT_NEAR(live.ht_objects, sa.ht_objects, 1e-9 * sa.ht_objects);
   EXPECT_NEAR(live.ht_var_bytes, sa.ht_var_bytes, 1e-9 * sa.ht_var_bytes);
-  for (S s : a)
-    live.remove_sample(s.size, s.offset, rate);
+  for (S s : a) live.remove_sample(s.size, s.offset, rate);
   EXPECT_EQ(live.samples, 0u);
   EXPECT_EQ(live.ht_objects, 0);
   EXPECT_EQ(live.ht_var_objects, 0);
@@ -425,8 +440,7 @@ TEST(IntervalObjects, EqualSizesMatchTheBytesIntervalOverTheSize) {
   const uint64_t rate = kDefaultRate;
   for (uint64_t s : {1, 3, 8, 40, 400}) {
     IntervalStats st;
-    for (uint64_t i = 0; i < s; ++i)
-      st.add_sample(32, 16, rate);
+    for (uint64_t i = 0; i < s; ++i) st.add_sample(32, 16, rate);
     Interval o = objects_interval(st, rate, kC);
     Interval b = bytes_interval(st, rate, kC);
     Interval bc = bytes_interval(st, rate, kC, IntervalMethod::Conservative);
@@ -486,8 +500,7 @@ struct Tally {
       ++above;
     else
       ++covered;
-    if (truth > 0)
-      rel_width += (iv.hi - iv.lo) / truth;
+    if (truth > 0) rel_width += (iv.hi - iv.lo) / truth;
   }
 };
 
@@ -519,8 +532,7 @@ Coverage simulate(const char* name, uint64_t rate, int runs, uint64_t seed,
   for (int run = 0; run < runs; ++run) {
     const Stream& s = make(run);
     const size_t n = s.stacks + 1;
-    if (cov.targets.empty())
-      cov.targets.resize(n);
+    if (cov.targets.empty()) cov.targets.resize(n);
     std::vector<std::array<double, kMetrics>> truth(n, {0, 0, 0, 0});
     for (const SimAlloc& a : s.allocs)
       for (size_t k : {size_t(a.stack), n - 1}) {
@@ -532,13 +544,11 @@ Coverage simulate(const char* name, uint64_t rate, int runs, uint64_t seed,
         }
       }
     std::vector<Countdown> threads;
-    for (uint32_t t = 0; t < s.threads; ++t)
-      threads.emplace_back(rate, table, seeds.next());
+    for (uint32_t t = 0; t < s.threads; ++t) threads.emplace_back(rate, table, seeds.next());
     std::vector<IntervalStats> alloc(n), live(n);
     for (const SimAlloc& a : s.allocs) {
       uint64_t offset;
-      if (!threads[a.thread].sample(a.size, &offset))
-        continue;
+      if (!threads[a.thread].sample(a.size, &offset)) continue;
       alloc[a.stack].add_sample(a.size, offset, rate);
       live[a.stack].add_sample(a.size, offset, rate);
       if (a.freed)  // the free de-attributes it, as Profile::on_free does
@@ -558,12 +568,13 @@ Coverage simulate(const char* name, uint64_t rate, int runs, uint64_t seed,
         r.t[kAllocObjects][w].add(objects_interval(alloc[k], rate, kC, methods[w]), truth[k][kAllocObjects]);
         r.t[kLiveBytes][w].add(bytes_interval(live[k], rate, kC, methods[w]), truth[k][kLiveBytes]);
         r.t[kLiveObjects][w].add(
-            objects_interval(live[k], rate, kC, methods[w], alloc[k].max_object_weight(rate)), truth[k][kLiveObjects]);
+            objects_interval(live[k], rate, kC, methods[w], alloc[k].max_object_weight(rate)),
+            truth[k][kLiveObjects]);
       }
       r.t[kAllocBytes][kNormal].add(normal_interval(alloc[k].bytes_estimate(), alloc[k].ht_var_bytes, kC),
                                     truth[k][kAllocBytes]);
-      r.t[kAllocObjects][kNormal].add(normal_interval(alloc[k].objects_estimate(), alloc[k].ht_var_objects, kC),
-                                      truth[k][kAllocObjects]);
+      r.t[kAllocObjects][kNormal].add(
+          normal_interval(alloc[k].objects_estimate(), alloc[k].ht_var_objects, kC), truth[k][kAllocObjects]);
       r.t[kLiveBytes][kNormal].add(normal_interval(live[k].bytes_estimate(), live[k].ht_var_bytes, kC),
                                    truth[k][kLiveBytes]);
       r.t[kLiveObjects][kNormal].add(normal_interval(live[k].objects_estimate(), live[k].ht_var_objects, kC),
@@ -579,8 +590,9 @@ Coverage simulate(const char* name, uint64_t rate, int runs, uint64_t seed,
     std::printf("    %-10s E[samples] %7.2f\n", label.c_str(), r.samples);
     for (int m = 0; m < kMetrics; ++m) {
       const Tally& mid = r.t[m][kMidP];
-      std::printf("      %-13s mid-p %5.1f %% (%4.1f/%4.1f) width %7.3f |", kMetricNames[m], 100.0 * mid.covered / runs,
-                  100.0 * mid.below / runs, 100.0 * mid.above / runs, mid.rel_width / runs);
+      std::printf("      %-13s mid-p %5.1f %% (%4.1f/%4.1f) width %7.3f |", kMetricNames[m],
+                  100.0 * mid.covered / runs, 100.0 * mid.below / runs, 100.0 * mid.above / runs,
+                  mid.rel_width / runs);
       for (int w = 1; w < kWays; ++w)
         std::printf(" %s %5.1f", kWayNames[w], 100.0 * r.t[m][w].covered / runs);
       std::printf("\n");
@@ -606,10 +618,8 @@ void expect_band(const Coverage& cov, size_t target, Measure m, const char* name
 // `min_samples` expected samples.
 void expect_all_in_band(const Coverage& cov, const char* name, double min_samples = 10) {
   for (size_t k = 0; k < cov.targets.size(); ++k) {
-    if (k != cov.aggregate() && cov.targets[k].samples < min_samples)
-      continue;
-    for (int m = 0; m < kMetrics; ++m)
-      expect_band(cov, k, Measure(m), name);
+    if (k != cov.aggregate() && cov.targets[k].samples < min_samples) continue;
+    for (int m = 0; m < kMetrics; ++m) expect_band(cov, k, Measure(m), name);
   }
 }
 
@@ -619,8 +629,7 @@ SimAlloc make_alloc(Rng& rng, uint32_t stack, uint32_t threads, uint64_t size, d
 }
 
 void shuffle(std::vector<SimAlloc>& v, Rng& rng) {
-  for (size_t i = v.size(); i > 1; --i)
-    std::swap(v[i - 1], v[rng.below(i)]);
+  for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng.below(i)]);
 }
 
 TEST(Coverage, SmallAllocations) {
@@ -669,14 +678,10 @@ TEST(Coverage, HugeAllocations) {
   Stream s;
   s.stacks = 3;
   Rng rng{3};
-  for (int i = 0; i < 4; ++i)
-    s.allocs.push_back({0, 0, 1ull << 30, i % 2 == 0});
-  for (int i = 0; i < 20; ++i)
-    s.allocs.push_back(make_alloc(rng, 1, 1, 2ull << 20, 0.5));
-  for (int i = 0; i < 100; ++i)
-    s.allocs.push_back(make_alloc(rng, 1, 1, 256ull << 10, 0.5));
-  for (uint64_t i = 0; i < 12 * rate / 64; ++i)
-    s.allocs.push_back(make_alloc(rng, 2, 1, 64, 0.5));
+  for (int i = 0; i < 4; ++i) s.allocs.push_back({0, 0, 1ull << 30, i % 2 == 0});
+  for (int i = 0; i < 20; ++i) s.allocs.push_back(make_alloc(rng, 1, 1, 2ull << 20, 0.5));
+  for (int i = 0; i < 100; ++i) s.allocs.push_back(make_alloc(rng, 1, 1, 256ull << 10, 0.5));
+  for (uint64_t i = 0; i < 12 * rate / 64; ++i) s.allocs.push_back(make_alloc(rng, 2, 1, 64, 0.5));
   shuffle(s.allocs, rng);
   Coverage cov = simulate("huge: 1 GiB + 2 MiB + 256 KiB + 64 B", rate, 3000, 303,
                           [&](int) -> const Stream& { return s; });
@@ -761,8 +766,8 @@ TEST(Coverage, WideSizeRangeObjectsAreALimitation) {
     s.allocs.push_back(make_alloc(rng, size < 256 ? 0 : size < 4096 ? 1 : 2, 2, size, 0.4));
     total += double(size);
   }
-  Coverage cov = simulate("wide: log-uniform 16 B..64 KiB", rate, 2000, 707,
-                          [&](int) -> const Stream& { return s; });
+  Coverage cov =
+      simulate("wide: log-uniform 16 B..64 KiB", rate, 2000, 707, [&](int) -> const Stream& { return s; });
   expect_band(cov, cov.aggregate(), kAllocBytes, "wide");
   expect_band(cov, cov.aggregate(), kLiveBytes, "wide");
 }
@@ -773,17 +778,15 @@ TEST(Coverage, PoissonSawTooth) {
   // documentation; asserted: the mid-p interval's average over each window.
   const uint64_t rate = 1ull << 20;
   std::vector<Interval> iv[3];
-  const IntervalMethod methods[] = {IntervalMethod::MidP, IntervalMethod::Conservative, IntervalMethod::PlainNegBin};
+  const IntervalMethod methods[] = {IntervalMethod::MidP, IntervalMethod::Conservative,
+                                    IntervalMethod::PlainNegBin};
   for (int m = 0; m < 3; ++m)
-    for (uint64_t k = 0; k < 400; ++k)
-      iv[m].push_back(bytes_interval(k, 0, rate, kC, methods[m]));
+    for (uint64_t k = 0; k < 400; ++k) iv[m].push_back(bytes_interval(k, 0, rate, kC, methods[m]));
   auto coverage = [&](int m, double mu) {
     double c = 0, pk = std::exp(-mu);
     for (uint64_t k = 0; k < 400; ++k) {
-      if (k > 0)
-        pk *= mu / double(k);
-      if (iv[m][k].lo <= mu * rate && mu * rate <= iv[m][k].hi)
-        c += pk;
+      if (k > 0) pk *= mu / double(k);
+      if (iv[m][k].lo <= mu * rate && mu * rate <= iv[m][k].hi) c += pk;
     }
     return c;
   };
@@ -810,6 +813,24 @@ TEST(Coverage, PoissonSawTooth) {
   }
   std::printf("    mid-p at mu = 2.8 / 2.9 / 3.0 / 3.2 / 3.5: %.3f %.3f %.3f %.3f %.3f\n", coverage(0, 2.8),
               coverage(0, 2.9), coverage(0, 3.0), coverage(0, 3.2), coverage(0, 3.5));
+}
+
+}  // namespace
+}  // namespace allocscope
+
+namespace allocscope {
+namespace {
+
+// A crafted profile can claim any rate: past 2^53 a double cannot split the
+// quantile search's bracket, and the search must end all the same.
+TEST(BytesInterval, EndsForRatesAndTotalsPastWhatADoubleCounts) {
+  for (uint64_t rate : {uint64_t{1} << 53, uint64_t{1} << 60, ~uint64_t{0}}) {
+    for (uint64_t samples : {uint64_t{0}, uint64_t{1}, uint64_t{1000}}) {
+      Interval i = bytes_interval(samples, double(samples) * 1e15, rate, 0.95);
+      EXPECT_LE(i.lo, i.hi) << rate << " " << samples;
+    }
+  }
+  EXPECT_GE(negbin_quantile(3, 1e-18, 0.975), 0u);
 }
 
 }  // namespace

@@ -1,10 +1,10 @@
 // What a recording knows it lost, and how its intervals and titles say so.
-#include "loss.h"
+#include "model/loss.h"
 
 #include <gtest/gtest.h>
 
-#include "render.h"
-#include "table.h"
+#include "output/render.h"
+#include "output/table.h"
 
 namespace allocscope {
 namespace {

@@ -1,4 +1,4 @@
-#include "perf_map.h"
+#include "host/perf_map.h"
 
 #include <gtest/gtest.h>
 

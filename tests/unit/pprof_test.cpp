@@ -1,6 +1,6 @@
 // The pprof encoder and decoder: round trip, profile.proto invariants,
 // malformed input, and what Go's own pprof reads from our files.
-#include "pprof.h"
+#include "output/pprof.h"
 
 #include <google/protobuf/io/gzip_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -34,7 +34,8 @@ Recording synthetic() {
   r.time_nanos = 1'700'000'000'123'456'789;
   r.duration_nanos = 2'500'000'000;
   r.default_metric = Metric::InuseSpace;
-  r.counters = {{"samples", 17}, {"stacks_full", 0}, {"live_full", 2}, {"unmatched_frees", 5}, {"replaced_live", 1}};
+  r.counters = {
+      {"samples", 17}, {"stacks_full", 0}, {"live_full", 2}, {"unmatched_frees", 5}, {"replaced_live", 1}};
   r.mappings = {
       {0x555555554000, 0x555555600000, 0, "/usr/bin/server", "aa11bb22cc33"},
       {0x7ffff7d80000, 0x7ffff7f00000, 0x28000, "/usr/lib/x86_64-linux-gnu/libc.so.6", "bb22"},
@@ -72,8 +73,12 @@ Recording synthetic() {
 }
 
 StackTotals rounded(const StackTotals& t) {
-  return {std::round(t.alloc_objects), std::round(t.alloc_bytes), std::round(t.live_objects),
-          std::round(t.live_bytes),    t.samples,                  t.live_samples};
+  return {std::round(t.alloc_objects),
+          std::round(t.alloc_bytes),
+          std::round(t.live_objects),
+          std::round(t.live_bytes),
+          t.samples,
+          t.live_samples};
 }
 
 pb::Profile gunzip_message(const std::string& gz) {
@@ -88,7 +93,7 @@ const std::string& str(const pb::Profile& p, int64_t i) { return p.string_table(
 
 TEST(PprofRoundTrip, RebuildsTheRecordingFieldByField) {
   const Recording r = synthetic();
-  auto d = decode_pprof(encode_pprof(r, "allocscope 0.1.0"));
+  auto d = decode_pprof(encode_pprof(r, "allocscope 0.1.0").value());
   ASSERT_TRUE(d) << d.error();
   EXPECT_EQ(d->rate, r.rate);
   EXPECT_EQ(d->time_nanos, r.time_nanos);
@@ -139,7 +144,7 @@ TEST(PprofRoundTrip, RebuildsTheRecordingFieldByField) {
 
 TEST(PprofRoundTrip, RoundsValuesToNearest) {
   const Recording r = synthetic();
-  auto d = decode_pprof(encode_pprof(r));
+  auto d = decode_pprof(encode_pprof(r).value());
   ASSERT_TRUE(d) << d.error();
   const StackTotals& t = d->samples[0].totals;  // 3.4, 1572864.5, 1.6, 524288.49
   EXPECT_EQ(t.alloc_objects, 3);
@@ -153,7 +158,7 @@ TEST(PprofRoundTrip, RoundsValuesToNearest) {
 TEST(PprofRoundTrip, SaturatesValuesOutsideInt64) {
   Recording r;
   r.samples = {{{}, 1, "x", {NAN, 1e30, -1e30, 7, 1, 0}}};
-  auto d = decode_pprof(encode_pprof(r));
+  auto d = decode_pprof(encode_pprof(r).value());
   ASSERT_TRUE(d) << d.error();
   EXPECT_EQ(d->samples[0].totals.alloc_objects, 0);
   EXPECT_EQ(d->samples[0].totals.alloc_bytes, static_cast<double>(INT64_MAX));
@@ -166,11 +171,13 @@ TEST(PprofRoundTrip, SaturatesValuesOutsideInt64) {
 // is kept as is.
 TEST(PprofRoundTrip, StringsAreMadeValidUtf8) {
   Recording r = synthetic();
-  r.samples[0].comm = "caf\xc3\xa9 \xe6\x97\xa5";     // valid: kept
-  r.samples[3].comm = "bad\xff\xc0\xaf" "end";          // 0xff, overlong '/'
-  r.mappings[2].file = "/tmp/\xed\xa0\x80.so";          // a UTF-16 surrogate
-  r.functions[6].name = "cut\xe6\x97";                   // truncated sequence
-  auto d = decode_pprof(encode_pprof(r));
+  r.samples[0].comm = "caf\xc3\xa9 \xe6\x97\xa5";  // valid: kept
+  r.samples[3].comm =
+      "bad\xff\xc0\xaf"
+      "end";                                    // 0xff, overlong '/'
+  r.mappings[2].file = "/tmp/\xed\xa0\x80.so";  // a UTF-16 surrogate
+  r.functions[6].name = "cut\xe6\x97";          // truncated sequence
+  auto d = decode_pprof(encode_pprof(r).value());
   ASSERT_TRUE(d) << d.error();
   EXPECT_EQ(d->samples[0].comm, r.samples[0].comm);
   EXPECT_EQ(d->samples[3].comm, "bad\uFFFD\uFFFD\uFFFDend");
@@ -180,7 +187,7 @@ TEST(PprofRoundTrip, StringsAreMadeValidUtf8) {
 
 TEST(PprofEncode, IsGzipOfAValidProfileMessage) {
   const Recording r = synthetic();
-  const std::string gz = encode_pprof(r, "allocscope 0.1.0");
+  const std::string gz = encode_pprof(r, "allocscope 0.1.0").value();
   ASSERT_GE(gz.size(), 2u);
   EXPECT_EQ(gz.substr(0, 2), "\x1f\x8b");
   pb::Profile p = gunzip_message(gz);
@@ -207,16 +214,16 @@ TEST(PprofEncode, IsGzipOfAValidProfileMessage) {
   EXPECT_EQ(p.duration_nanos(), r.duration_nanos);
 
   std::vector<std::string> comments;
-  for (int64_t c : p.comment())
-    comments.push_back(str(p, c));
-  EXPECT_EQ(comments, (std::vector<std::string>{"allocscope 0.1.0", "rate=524288", "samples=17", "stacks_full=0",
-                                                "live_full=2", "unmatched_frees=5", "replaced_live=1"}));
+  for (int64_t c : p.comment()) comments.push_back(str(p, c));
+  EXPECT_EQ(comments,
+            (std::vector<std::string>{"allocscope 0.1.0", "rate=524288", "samples=17", "stacks_full=0",
+                                      "live_full=2", "unmatched_frees=5", "replaced_live=1"}));
 }
 
 // Ids non-zero and unique, every reference resolves, leaf first.
 TEST(PprofEncode, IdsAreNonZeroUniqueAndResolve) {
   const Recording r = synthetic();
-  pb::Profile p = gunzip_message(encode_pprof(r));
+  pb::Profile p = gunzip_message(encode_pprof(r).value());
   std::set<uint64_t> mappings, functions, locations;
   for (const pb::Mapping& m : p.mapping()) {
     EXPECT_NE(m.id(), 0u);
@@ -243,8 +250,7 @@ TEST(PprofEncode, IdsAreNonZeroUniqueAndResolve) {
   ASSERT_EQ(p.sample_size(), 5);
   for (const pb::Sample& s : p.sample()) {
     EXPECT_EQ(s.value_size(), p.sample_type_size());
-    for (uint64_t id : s.location_id())
-      EXPECT_TRUE(locations.count(id)) << id;
+    for (uint64_t id : s.location_id()) EXPECT_TRUE(locations.count(id)) << id;
   }
   // Sample 0 is malloc <- handle_request (parse_header inlined) <- main.
   const pb::Sample& s = p.sample(0);
@@ -253,7 +259,8 @@ TEST(PprofEncode, IdsAreNonZeroUniqueAndResolve) {
   EXPECT_EQ(str(p, p.function(static_cast<int>(leaf.line(0).function_id()) - 1).name()), "malloc");
   const pb::Location& inl = p.location(static_cast<int>(s.location_id(1)) - 1);
   ASSERT_EQ(inl.line_size(), 2);
-  EXPECT_EQ(str(p, p.function(static_cast<int>(inl.line(0).function_id()) - 1).name()), "server::parse_header()");
+  EXPECT_EQ(str(p, p.function(static_cast<int>(inl.line(0).function_id()) - 1).name()),
+            "server::parse_header()");
   EXPECT_EQ(inl.line(0).line(), 42);
   EXPECT_EQ(str(p, p.function(static_cast<int>(inl.line(1).function_id()) - 1).name()),
             "server::handle_request(int)");
@@ -267,7 +274,7 @@ TEST(PprofEncode, IdsAreNonZeroUniqueAndResolve) {
 }
 
 TEST(PprofEncode, MappingsSaySymbolizationWasDone) {
-  pb::Profile p = gunzip_message(encode_pprof(synthetic()));
+  pb::Profile p = gunzip_message(encode_pprof(synthetic()).value());
   ASSERT_EQ(p.mapping_size(), 3);
   const pb::Mapping& server = p.mapping(0);
   EXPECT_EQ(server.memory_start(), 0x555555554000u);
@@ -290,8 +297,8 @@ TEST(PprofEncode, MappingsSaySymbolizationWasDone) {
 // samples/live_samples types.
 TEST(PprofDecode, ReadsOtherOrdersAndRawProtobuf) {
   pb::Profile p;
-  for (const char* s : {"", "inuse_space", "bytes", "alloc_space", "inuse_objects", "count", "alloc_objects", "f",
-                        "/bin/x", "pid", "comm", "x", "bytes_label"})
+  for (const char* s : {"", "inuse_space", "bytes", "alloc_space", "inuse_objects", "count", "alloc_objects",
+                        "f", "/bin/x", "pid", "comm", "x", "bytes_label"})
     p.add_string_table(s);
   auto type = [&](int64_t t, int64_t u) {
     pb::ValueType* vt = p.add_sample_type();
@@ -316,8 +323,7 @@ TEST(PprofDecode, ReadsOtherOrdersAndRawProtobuf) {
   l->add_line()->set_function_id(900);
   pb::Sample* s = p.add_sample();
   s->add_location_id(5000);
-  for (int64_t v : {40, 100, 4, 10})
-    s->add_value(v);
+  for (int64_t v : {40, 100, 4, 10}) s->add_value(v);
   pb::Label* pid = s->add_label();
   pid->set_key(9);
   pid->set_num(321);
@@ -354,10 +360,10 @@ TEST(PprofDecode, ReadsOtherOrdersAndRawProtobuf) {
 
 // Every way a parsed message can still be wrong, each named in the error.
 TEST(PprofDecode, ErrorsNameTheCause) {
-  const pb::Profile good = gunzip_message(encode_pprof(synthetic()));
+  const pb::Profile good = gunzip_message(encode_pprof(synthetic()).value());
   auto error_of = [](const pb::Profile& p) {
     auto d = decode_pprof(p.SerializeAsString());
-    return d ? std::string("decoded") : d.error();
+    return d ? std::string("decoded") : d.error().message;
   };
   auto expect_error = [&](const char* what, auto&& mutate, const std::string& cause) {
     pb::Profile p = good;
@@ -366,67 +372,80 @@ TEST(PprofDecode, ErrorsNameTheCause) {
     EXPECT_EQ(e.rfind("not a pprof profile: ", 0), 0u) << what << ": " << e;
     EXPECT_NE(e.find(cause), std::string::npos) << what << ": " << e;
   };
-  expect_error("string 0", [](pb::Profile& p) { p.set_string_table(0, "x"); }, "string_table[0]");
-  expect_error("string index", [](pb::Profile& p) { p.mutable_function(0)->set_name(1 << 20); }, "function name");
-  expect_error("negative string", [](pb::Profile& p) { p.mutable_mapping(1)->set_build_id(-1); }, "build_id");
-  expect_error("location id", [](pb::Profile& p) { p.mutable_sample(2)->set_location_id(0, 99); },
-               "unknown location id 99");
-  expect_error("function id", [](pb::Profile& p) { p.mutable_location(0)->mutable_line(0)->set_function_id(0); },
-               "unknown function id 0");
-  expect_error("mapping id", [](pb::Profile& p) { p.mutable_location(0)->set_mapping_id(4); },
-               "unknown mapping id 4");
-  expect_error("duplicate id", [](pb::Profile& p) { p.mutable_function(1)->set_id(1); }, "duplicate function id 1");
-  expect_error("zero id", [](pb::Profile& p) { p.mutable_location(3)->set_id(0); }, "location with id 0");
-  expect_error("values", [](pb::Profile& p) { p.mutable_sample(1)->add_value(1); }, "7 values for 6 sample types");
-  expect_error("unit", [](pb::Profile& p) { p.mutable_sample_type(1)->set_unit(p.sample_type(0).unit()); },
-               "alloc_space in count");
-  expect_error("negative count", [](pb::Profile& p) { p.mutable_sample(0)->set_value(4, -1); }, "negative");
-  expect_error("period", [](pb::Profile& p) { p.set_period(-5); }, "negative period");
-  expect_error("pid", [](pb::Profile& p) { p.mutable_sample(0)->mutable_label(0)->set_num(-1); }, "pid label");
-  expect_error("cpu profile",
-               [](pb::Profile& p) {
-                 p.clear_sample_type();
-                 p.clear_sample();
-                 p.add_string_table("cpu");
-                 p.add_string_table("nanoseconds");
-                 pb::ValueType* vt = p.add_sample_type();
-                 vt->set_type(p.string_table_size() - 2);
-                 vt->set_unit(p.string_table_size() - 1);
-               },
-               "no alloc_objects");
+  expect_error(
+      "string 0", [](pb::Profile& p) { p.set_string_table(0, "x"); }, "string_table[0]");
+  expect_error(
+      "string index", [](pb::Profile& p) { p.mutable_function(0)->set_name(1 << 20); }, "function name");
+  expect_error(
+      "negative string", [](pb::Profile& p) { p.mutable_mapping(1)->set_build_id(-1); }, "build_id");
+  expect_error(
+      "location id", [](pb::Profile& p) { p.mutable_sample(2)->set_location_id(0, 99); },
+      "unknown location id 99");
+  expect_error(
+      "function id", [](pb::Profile& p) { p.mutable_location(0)->mutable_line(0)->set_function_id(0); },
+      "unknown function id 0");
+  expect_error(
+      "mapping id", [](pb::Profile& p) { p.mutable_location(0)->set_mapping_id(4); }, "unknown mapping id 4");
+  expect_error(
+      "duplicate id", [](pb::Profile& p) { p.mutable_function(1)->set_id(1); }, "duplicate function id 1");
+  expect_error(
+      "zero id", [](pb::Profile& p) { p.mutable_location(3)->set_id(0); }, "location with id 0");
+  expect_error(
+      "values", [](pb::Profile& p) { p.mutable_sample(1)->add_value(1); }, "7 values for 6 sample types");
+  expect_error(
+      "unit", [](pb::Profile& p) { p.mutable_sample_type(1)->set_unit(p.sample_type(0).unit()); },
+      "alloc_space in count");
+  expect_error(
+      "negative count", [](pb::Profile& p) { p.mutable_sample(0)->set_value(4, -1); }, "negative");
+  expect_error(
+      "period", [](pb::Profile& p) { p.set_period(-5); }, "negative period");
+  expect_error(
+      "pid", [](pb::Profile& p) { p.mutable_sample(0)->mutable_label(0)->set_num(-1); }, "pid label");
+  expect_error(
+      "cpu profile",
+      [](pb::Profile& p) {
+        p.clear_sample_type();
+        p.clear_sample();
+        p.add_string_table("cpu");
+        p.add_string_table("nanoseconds");
+        pb::ValueType* vt = p.add_sample_type();
+        vt->set_type(p.string_table_size() - 2);
+        vt->set_unit(p.string_table_size() - 1);
+      },
+      "no alloc_objects");
   EXPECT_EQ(error_of(good), "decoded");
 }
 
 TEST(PprofDecode, RejectsGarbageWithoutCrashing) {
-  for (std::string_view bad : {std::string_view(""), std::string_view("\x1f"), std::string_view("\x1f\x8b"),
-                               std::string_view("hello, world"), std::string_view("\x1f\x8b\x08\x00garbage")}) {
+  for (std::string_view bad :
+       {std::string_view(""), std::string_view("\x1f"), std::string_view("\x1f\x8b"),
+        std::string_view("hello, world"), std::string_view("\x1f\x8b\x08\x00garbage")}) {
     auto d = decode_pprof(bad);
     ASSERT_FALSE(d) << bad;
-    EXPECT_EQ(d.error().rfind("not a pprof profile: ", 0), 0u) << d.error();
+    EXPECT_EQ(d.error().message.rfind("not a pprof profile: ", 0), 0u) << d.error();
   }
   std::mt19937_64 rng(12345);
   for (int i = 0; i < 2000; ++i) {
     std::string bytes(rng() % 512, '\0');
-    for (char& c : bytes)
-      c = static_cast<char>(rng());
+    for (char& c : bytes) c = static_cast<char>(rng());
     if (i % 2 == 0 && bytes.size() >= 2)  // half of them look gzipped
       bytes[0] = '\x1f', bytes[1] = '\x8b';
     auto d = decode_pprof(bytes);
     if (!d) {
-      EXPECT_EQ(d.error().rfind("not a pprof profile: ", 0), 0u) << d.error();
+      EXPECT_EQ(d.error().message.rfind("not a pprof profile: ", 0), 0u) << d.error();
     }
   }
 }
 
 TEST(PprofDecode, ATruncatedFileIsAnError) {
-  const std::string gz = encode_pprof(synthetic());
+  const std::string gz = encode_pprof(synthetic()).value();
   for (size_t n = 0; n < gz.size(); ++n) {
     auto d = decode_pprof(std::string_view(gz).substr(0, n));
     ASSERT_FALSE(d) << "cut at " << n << " of " << gz.size();
   }
   auto half = decode_pprof(std::string_view(gz).substr(0, gz.size() / 2));
   ASSERT_FALSE(half);
-  EXPECT_EQ(half.error(), "not a pprof profile: gzip: truncated");
+  EXPECT_EQ(half.error().message, "not a pprof profile: gzip: truncated");
   // Raw protobuf has no end marker: a cut at a field boundary can parse, but
   // nothing may crash and what decodes must still be consistent.
   const std::string raw = gunzip_message(gz).SerializeAsString();
@@ -441,7 +460,7 @@ TEST(PprofDecode, ATruncatedFileIsAnError) {
 }
 
 TEST(PprofDecode, FlippedBitsNeverCrash) {
-  const std::string gz = encode_pprof(synthetic());
+  const std::string gz = encode_pprof(synthetic()).value();
   const std::string raw = gunzip_message(gz).SerializeAsString();
   std::mt19937_64 rng(777);
   for (const std::string* original : {&gz, &raw})
@@ -451,7 +470,7 @@ TEST(PprofDecode, FlippedBitsNeverCrash) {
         bytes[rng() % bytes.size()] ^= static_cast<char>(1 << (rng() % 8));
       auto d = decode_pprof(bytes);
       if (!d) {
-        EXPECT_EQ(d.error().rfind("not a pprof profile: ", 0), 0u) << d.error();
+        EXPECT_EQ(d.error().message.rfind("not a pprof profile: ", 0), 0u) << d.error();
       }
     }
 }
@@ -465,14 +484,14 @@ struct GoPprof {
   // Go writes its cache and pprof its history under HOME: keep both in a
   // temporary directory, and never let go download a toolchain.
   std::string run(const std::string& args) const {
-    std::string cmd = "cd '" + dir.string() + "' && HOME='" + dir.string() + "' GOCACHE='" + (dir / "gocache").string() +
-                      "' GOFLAGS= GOTOOLCHAIN=local GOPROXY=off go tool pprof -symbolize=none " + args + " '" +
-                      file.string() + "' 2>&1";
+    std::string cmd = "cd '" + dir.string() + "' && HOME='" + dir.string() + "' GOCACHE='" +
+                      (dir / "gocache").string() +
+                      "' GOFLAGS= GOTOOLCHAIN=local GOPROXY=off go tool pprof -symbolize=none " + args +
+                      " '" + file.string() + "' 2>&1";
     std::string out;
     if (FILE* pipe = popen(cmd.c_str(), "r")) {
       char buf[4096];
-      for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;)
-        out.append(buf, n);
+      for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
       int status = pclose(pipe);
       EXPECT_EQ(status, 0) << cmd << "\n" << out;
     }
@@ -487,7 +506,7 @@ GoPprof write_profile(const Recording& r) {
   const char* dir = mkdtemp(tmpl.data());
   EXPECT_NE(dir, nullptr);
   GoPprof go{dir, std::filesystem::path(dir) / "heap.pb.gz"};
-  std::ofstream(go.file, std::ios::binary) << encode_pprof(r, "allocscope 0.1.0");
+  std::ofstream(go.file, std::ios::binary) << encode_pprof(r, "allocscope 0.1.0").value();
   return go;
 }
 
@@ -501,11 +520,9 @@ std::vector<int64_t> raw_column_sums(const std::string& out, size_t columns) {
       in_samples = true;
       continue;
     }
-    if (line.rfind("Locations", 0) == 0)
-      break;
+    if (line.rfind("Locations", 0) == 0) break;
     size_t colon = line.find(':');
-    if (!in_samples || colon == std::string::npos || line.find('[') != std::string::npos)
-      continue;
+    if (!in_samples || colon == std::string::npos || line.find('[') != std::string::npos) continue;
     std::istringstream values(line.substr(0, colon));
     for (size_t i = 0; i < columns; ++i) {
       int64_t v = 0;
@@ -518,23 +535,22 @@ std::vector<int64_t> raw_column_sums(const std::string& out, size_t columns) {
 
 int64_t top_total(const std::string& out) {
   std::smatch m;
-  if (!std::regex_search(out, m, std::regex(R"(of (\d+)B? total)")))
-    return -1;
+  if (!std::regex_search(out, m, std::regex(R"(of (\d+)B? total)"))) return -1;
   return std::stoll(m[1]);
 }
 
 TEST(PprofGoTool, ReadsTotalsAndFunctions) {
-  if (!have_go())
-    GTEST_SKIP() << "go is not installed (golang-go, installed by dev.sh)";
+  if (!have_go()) GTEST_SKIP() << "go is not installed (golang-go, installed by dev.sh)";
   const Recording r = synthetic();
   const GoPprof go = write_profile(r);
   std::array<int64_t, 6> want{};
   for (const RecSample& s : r.samples) {
     StackTotals t = rounded(s.totals);
     for (size_t i = 0; i < 6; ++i)
-      want[i] += std::array<int64_t, 6>{static_cast<int64_t>(t.alloc_objects), static_cast<int64_t>(t.alloc_bytes),
-                                        static_cast<int64_t>(t.live_objects),  static_cast<int64_t>(t.live_bytes),
-                                        static_cast<int64_t>(t.samples),       static_cast<int64_t>(t.live_samples)}[i];
+      want[i] += std::array<int64_t, 6>{
+          static_cast<int64_t>(t.alloc_objects), static_cast<int64_t>(t.alloc_bytes),
+          static_cast<int64_t>(t.live_objects),  static_cast<int64_t>(t.live_bytes),
+          static_cast<int64_t>(t.samples),       static_cast<int64_t>(t.live_samples)}[i];
   }
 
   const std::string raw = go.run("-raw");
@@ -558,8 +574,9 @@ TEST(PprofGoTool, ReadsTotalsAndFunctions) {
   EXPECT_EQ(top_total(samples), want[4]) << samples;
 
   const std::string traces = go.run("-traces -sample_index=alloc_space");
-  for (const char* name : {"malloc", "calloc", "operator new", "server::handle_request", "server::parse_header",
-                           "main", "worker_loop", "comm:  server", "comm:  worker", "pid:  200"})
+  for (const char* name :
+       {"malloc", "calloc", "operator new", "server::handle_request", "server::parse_header", "main",
+        "worker_loop", "comm:  server", "comm:  worker", "pid:  200"})
     EXPECT_NE(traces.find(name), std::string::npos) << name << "\n" << traces;
   std::filesystem::remove_all(go.dir);
 }

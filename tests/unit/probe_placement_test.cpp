@@ -1,5 +1,5 @@
 // Probe placement on hand-assembled x86-64 prologues.
-#include "probe_placement.h"
+#include "probe/probe_placement.h"
 
 #include <gtest/gtest.h>
 
@@ -20,6 +20,10 @@ TEST(KernelEmulates, PushAndNops) {
   EXPECT_FALSE(kernel_emulates(std::vector<uint8_t>{0x48, 0x89, 0xe5}));  // mov rbp, rsp
   EXPECT_FALSE(kernel_emulates(std::vector<uint8_t>{0x41, 0x58}));        // pop r8
   EXPECT_FALSE(kernel_emulates(std::vector<uint8_t>{}));
+  EXPECT_TRUE(kernel_emulates(std::vector<uint8_t>{0x74, 0x10}));                          // je rel8
+  EXPECT_TRUE(kernel_emulates(std::vector<uint8_t>{0x0f, 0x85, 0x8a, 0x00, 0x00, 0x00}));  // jne rel32
+  EXPECT_TRUE(kernel_emulates(std::vector<uint8_t>{0xe8, 0x00, 0x00, 0x00, 0x00}));        // call rel32
+  EXPECT_FALSE(kernel_emulates(std::vector<uint8_t>{0xff, 0xd0}));                         // call rax
 }
 
 // glibc 2.36's free: test rdi,rdi; je <ret>; push rbp; ...
@@ -48,12 +52,14 @@ TEST(PlaceProbe, EntryOnlyStaysAtTheEntry) {
   EXPECT_FALSE(p.emulated);
 }
 
-TEST(PlaceProbe, BranchToRealWorkKeepsTheEntry) {
-  // The branch target calls something instead of returning: a path that does
-  // work would miss the probe.
+TEST(PlaceProbe, BranchToRealWorkIsProbedItself) {
+  // The branch target calls something instead of returning: both paths do
+  // work, so the probe goes on the branch, which every call executes.
   std::vector<uint8_t> code = free_like(0xe8);
   Placement p = place_probe(code, kBase, false);
-  EXPECT_EQ(p.offset, 0u);
+  EXPECT_EQ(p.offset, 3u);
+  EXPECT_TRUE(p.emulated);
+  EXPECT_EQ(p.instruction, "je 0x1019");
 }
 
 TEST(PlaceProbe, EmulatedEntryIsKept) {
@@ -64,13 +70,33 @@ TEST(PlaceProbe, EmulatedEntryIsKept) {
   EXPECT_EQ(p.instruction, "push r12");
 }
 
-TEST(PlaceProbe, ArgumentWrittenBeforeThePushKeepsTheEntry) {
-  std::vector<uint8_t> code = {0x48, 0x89, 0xc7,  // mov rdi, rax: the argument changes
+TEST(PlaceProbe, PointerWrittenBeforeThePushKeepsTheEntry) {
+  std::vector<uint8_t> code = {0x48, 0x89, 0xc7,  // mov rdi, rax: the pointer changes
                                0x55, 0xc3};
   EXPECT_EQ(place_probe(code, kBase, false).offset, 0u);
+  std::vector<uint8_t> low = {0x40, 0xb7, 0x00,  // mov dil, 0
+                              0x55, 0xc3};
+  EXPECT_EQ(place_probe(low, kBase, false).offset, 0u);
+  // The stack and the other argument registers may change: only the pointer is read.
   std::vector<uint8_t> stack = {0x48, 0x83, 0xec, 0x18,  // sub rsp, 0x18
+                                0x48, 0x89, 0xc6,        // mov rsi, rax
                                 0x55, 0xc3};
-  EXPECT_EQ(place_probe(stack, kBase, false).offset, 0u);
+  EXPECT_EQ(place_probe(stack, kBase, false).offset, 7u);
+}
+
+// jemalloc 5.3's free: scratch work, then the branch between its fast and
+// slow paths, which the kernel emulates.
+TEST(PlaceProbe, JemallocFreeIsProbedOnItsFirstBranch) {
+  std::vector<uint8_t> code = {0x48, 0x89, 0xf8,                          // mov rax, rdi
+                               0x48, 0x8b, 0x15, 0x0e, 0x53, 0x0a, 0x00,  // mov rdx, [rip + 0xa530e]
+                               0x48, 0x89, 0xf9,                          // mov rcx, rdi
+                               0x48, 0xc1, 0xe8, 0x1a,                    // shr rax, 0x1a
+                               0x0f, 0x85, 0x8a, 0x00, 0x00, 0x00,        // jne +0x8a
+                               0x48, 0x89, 0xfe};                         // mov rsi, rdi
+  code.resize(256, 0x90);
+  Placement p = place_probe(code, kBase, false);
+  EXPECT_EQ(p.offset, 17u);
+  EXPECT_TRUE(p.emulated);
 }
 
 TEST(PlaceProbe, ScratchRegisterBeforeThePushIsFine) {
@@ -79,6 +105,23 @@ TEST(PlaceProbe, ScratchRegisterBeforeThePushIsFine) {
   Placement p = place_probe(code, kBase, false);
   EXPECT_EQ(p.offset, 7u);
   EXPECT_TRUE(p.emulated);
+}
+
+// mimalloc 2.0's free: the NULL check, then the pointer is overwritten. The
+// NULL check's branch is the last emulated instruction every call executes.
+TEST(PlaceProbe, PointerOverwrittenAfterTheNullCheckProbesTheCheck) {
+  std::vector<uint8_t> code = {0x48, 0x89, 0xf9,               // mov rcx, rdi
+                               0x48, 0x85, 0xff,               // test rdi, rdi
+                               0x74, 0x10,                     // je +0x10 -> ret
+                               0x48, 0x8d, 0x7f, 0xff,         // lea rdi, [rdi - 1]
+                               0x48, 0x89, 0xc8, 0x55, 0xc3};  // mov rax, rcx; push rbp; ret
+  code.resize(0x18, 0x90);
+  code.push_back(0xc3);  // the branch target
+  code.resize(64, 0x90);
+  Placement p = place_probe(code, kBase, false);
+  EXPECT_EQ(p.offset, 6u);
+  EXPECT_TRUE(p.emulated);
+  EXPECT_EQ(p.instruction, "je 0x1018");
 }
 
 TEST(PlaceProbe, GarbageFallsBackToTheEntry) {

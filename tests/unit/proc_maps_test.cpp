@@ -1,5 +1,5 @@
 // /proc/PID/maps parsing, address lookup and C library detection.
-#include "proc_maps.h"
+#include "host/proc_maps.h"
 
 #include <gtest/gtest.h>
 
@@ -31,8 +31,7 @@ constexpr const char* kMaps =
 TEST(ParseMaps, ParsesEveryFieldAndSortsByStart) {
   std::vector<Mapping> maps = parse_maps(kMaps);
   ASSERT_EQ(maps.size(), 12u);
-  for (size_t i = 1; i < maps.size(); ++i)
-    EXPECT_LT(maps[i - 1].start, maps[i].start);
+  for (size_t i = 1; i < maps.size(); ++i) EXPECT_LT(maps[i - 1].start, maps[i].start);
 
   const Mapping& text = maps[1];  // /usr/bin/cat r-xp
   EXPECT_EQ(text.start, 0x55d0c8a02000u);
@@ -163,8 +162,8 @@ TEST(CLibrary, PicksTheExecutableMappingOfLibc) {
 }
 
 TEST(CLibrary, DeletedLibcStillFoundAndStaticBinaryHasNone) {
-  std::vector<Mapping> upgraded = parse_maps(
-      "b000-c000 r-xp 00001000 08:01 20 /usr/lib/libc.so.6 (deleted)\n");
+  std::vector<Mapping> upgraded =
+      parse_maps("b000-c000 r-xp 00001000 08:01 20 /usr/lib/libc.so.6 (deleted)\n");
   const Mapping* libc = find_c_library(upgraded);
   ASSERT_NE(libc, nullptr);
   EXPECT_TRUE(libc->deleted);

@@ -1,14 +1,13 @@
-#include "process_table.h"
+#include "model/process_table.h"
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <algorithm>
 #include <ctime>
 
-#include "process.h"
-#include "profile.h"
+#include "host/process.h"
+#include "model/profile.h"
 
 namespace allocscope {
 namespace {
@@ -22,10 +21,10 @@ TEST(ProcessTable, ExecAndExitStartNewInstances) {
   EXPECT_NE(prog, sh);
   EXPECT_EQ(t.instance(prog).comm, "prog");
   EXPECT_TRUE(t.instance(sh).ended);
-  EXPECT_EQ(t.end(100), prog);                  // exit
+  EXPECT_EQ(t.end(100), prog);  // exit
   EXPECT_FALSE(t.find(100).has_value());
   EXPECT_FALSE(t.end(100).has_value());
-  uint32_t reused = t.current(100, "prog");     // the pid comes back: a new process
+  uint32_t reused = t.current(100, "prog");  // the pid comes back: a new process
   EXPECT_NE(reused, prog);
   EXPECT_EQ(t.instances(), 3u);
   EXPECT_EQ(t.running(), 1u);
@@ -42,15 +41,20 @@ TEST(ProcessTable, DroppedProcessReleasesOnlyItsOwnLiveSamples) {
   std::vector<uint64_t> ips{0x1000};
   for (uint32_t pid : {1u, 2u})
     for (uint64_t addr : {0xa0u, 0xb0u})
-      p.on_alloc({.pid = pid, .fn = 0, .addr = addr, .size = 100, .offset = 0, .ts_ns = 0, .live_tracked = true,
+      p.on_alloc({.pid = pid,
+                  .fn = 0,
+                  .addr = addr,
+                  .size = 100,
+                  .offset = 0,
+                  .ts_ns = 0,
+                  .live_tracked = true,
                   .ips = ips});
   std::vector<uint64_t> dropped = p.drop_process(1);
   std::sort(dropped.begin(), dropped.end());
   EXPECT_EQ(dropped, (std::vector<uint64_t>{0xa0, 0xb0}));
   EXPECT_EQ(p.live_count(), 2u);
   double live = 0;
-  for (const StackRecord& s : p.stacks())
-    live += s.totals.live_bytes;
+  for (const StackRecord& s : p.stacks()) live += s.totals.live_bytes;
   EXPECT_EQ(live, 200);
   p.on_free(1, 0xa0);  // too late: nothing left to free
   EXPECT_EQ(p.counters().unmatched_frees, 1u);

@@ -1,6 +1,6 @@
 // Aggregation of samples into per-(process, allocator, stack) totals, and the
 // live set kept consistent across frees, re-allocations and full tables.
-#include "profile.h"
+#include "model/profile.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "allocscope.h"
-#include "sampling.h"
+#include "stats/sampling.h"
 
 namespace allocscope {
 namespace {

@@ -1,4 +1,4 @@
-#include "progress.h"
+#include "record/progress.h"
 
 #include <gtest/gtest.h>
 
@@ -16,8 +16,7 @@ TEST(Progress, LineNamesEveryFigure) {
 std::string contents(FILE* f) {
   std::rewind(f);
   std::string s;
-  for (int c; (c = std::fgetc(f)) != EOF;)
-    s += char(c);
+  for (int c; (c = std::fgetc(f)) != EOF;) s += char(c);
   return s;
 }
 
@@ -25,8 +24,7 @@ std::string contents(FILE* f) {
 TEST(Progress, PlainLinesWhenNotATerminal) {
   FILE* f = std::tmpfile();
   ProgressReporter p(true, f, 10);
-  for (double t : {1.0, 5.0, 10.5, 15.0, 21.0})
-    p.update({t, 2, 10, 0});
+  for (double t : {1.0, 5.0, 10.5, 15.0, 21.0}) p.update({t, 2, 10, 0});
   p.finish();
   std::fflush(f);
   EXPECT_EQ(contents(f),

@@ -1,7 +1,7 @@
 // The countdown draw shared with the BPF program and the Horvitz-Thompson
 // weights, checked against exact math and, statistically, against the
 // exponential law the estimator's unbiasedness rests on.
-#include "sampling.h"
+#include "stats/sampling.h"
 
 #include <gtest/gtest.h>
 
@@ -85,8 +85,7 @@ TEST(DrawCountdown, MatchesExactFormulaForRandomInputs) {
     for (int i = 0; i < 200000; ++i) {
       uint64_t x = rng();
       // Also cover small x (large countdowns), which uniform x almost never hits.
-      if (i % 4 == 1)
-        x >>= (x & 63);
+      if (i % 4 == 1) x >>= (x & 63);
       long double exact = exact_countdown(x, rate);
       long double got = static_cast<long double>(draw_countdown(x, rate, table));
       ASSERT_LE(std::fabs(got - exact), draw_tolerance(exact, rate))
@@ -122,12 +121,10 @@ TEST(DrawCountdown, NonIncreasingInX) {
   Log2Table table = make_log2_table();
   std::mt19937_64 rng(7);
   std::vector<uint64_t> xs;
-  for (int i = 0; i < 100000; ++i)
-    xs.push_back(rng());
+  for (int i = 0; i < 100000; ++i) xs.push_back(rng());
   for (uint64_t knot = 0; knot <= 1024; ++knot) {  // mantissas around each table entry, top bit 63
     uint64_t x = (1ULL << 63) | (knot << 53);
-    for (uint64_t d : {0ULL, 1ULL, 2ULL})
-      xs.push_back(x + d), xs.push_back(x - d);
+    for (uint64_t d : {0ULL, 1ULL, 2ULL}) xs.push_back(x + d), xs.push_back(x - d);
   }
   std::sort(xs.begin(), xs.end());
   for (uint64_t rate : {512ULL * 1024, AS_MAX_RATE}) {
@@ -151,8 +148,7 @@ class CountdownDistribution : public ::testing::Test {
     Log2Table table = make_log2_table();
     std::mt19937_64 rng(424242);
     draws_ = new std::vector<uint64_t>(kN);
-    for (uint64_t& d : *draws_)
-      d = draw_countdown(rng(), kRate, table);
+    for (uint64_t& d : *draws_) d = draw_countdown(rng(), kRate, table);
     std::sort(draws_->begin(), draws_->end());
   }
   static void TearDownTestSuite() {
@@ -184,8 +180,7 @@ TEST_F(CountdownDistribution, KolmogorovSmirnov) {
 
 TEST_F(CountdownDistribution, MeanMatchesRate) {
   long double sum = 0;
-  for (uint64_t c : *draws_)
-    sum += c;
+  for (uint64_t c : *draws_) sum += c;
   double mean = double(sum / kN);
   // E[C] = sum_{k>=1} exp(-k/R) = 1 / expm1(1/R) (= R - 1/2 + ...); sd(C) ~ R.
   double want = 1 / std::expm1(1.0 / kRate);
@@ -200,8 +195,7 @@ TEST_F(CountdownDistribution, ChiSquareOverEquiprobableBins) {
   for (int j = 0; j < kBins; ++j)
     edges.push_back(uint64_t(std::ceil(-double(kRate) * std::log1p(-double(j) / kBins))));
   std::vector<size_t> counts(kBins, 0);
-  for (uint64_t c : *draws_)
-    ++counts[std::upper_bound(edges.begin(), edges.end(), c) - edges.begin() - 1];
+  for (uint64_t c : *draws_) ++counts[std::upper_bound(edges.begin(), edges.end(), c) - edges.begin() - 1];
   double chi2 = 0;
   for (int j = 0; j < kBins; ++j) {
     double p = survival(double(edges[j])) - (j + 1 < kBins ? survival(double(edges[j + 1])) : 0);

@@ -3,7 +3,7 @@
 // helper, and the symbolizer must name the helper at its line, then its
 // caller at the line of the inlined call; binaries without DWARF keep one
 // frame with no position.
-#include "symbolizer.h"
+#include "symbols/symbolizer.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -22,10 +22,10 @@
 #include <vector>
 
 #include "allocscope.h"
-#include "proc_maps.h"
-#include "process.h"
-#include "recording_builder.h"
-#include "render.h"
+#include "host/proc_maps.h"
+#include "host/process.h"
+#include "output/render.h"
+#include "record/recording_builder.h"
 
 extern char** environ;
 
@@ -37,18 +37,15 @@ class Child {
  public:
   explicit Child(std::vector<std::string> argv) {
     int fds[2];
-    if (pipe(fds) != 0)
-      return;
+    if (pipe(fds) != 0) return;
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
     posix_spawn_file_actions_addclose(&actions, fds[0]);
     std::vector<char*> args;
-    for (std::string& a : argv)
-      args.push_back(a.data());
+    for (std::string& a : argv) args.push_back(a.data());
     args.push_back(nullptr);
-    if (posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), environ) != 0)
-      pid_ = -1;
+    if (posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), environ) != 0) pid_ = -1;
     posix_spawn_file_actions_destroy(&actions);
     close(fds[1]);
     out_ = fdopen(fds[0], "r");
@@ -58,8 +55,7 @@ class Child {
       kill(pid_, SIGKILL);
       waitpid(pid_, nullptr, 0);
     }
-    if (out_)
-      fclose(out_);
+    if (out_) fclose(out_);
   }
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
@@ -67,8 +63,7 @@ class Child {
   pid_t pid() const { return pid_; }
   std::string first_line() {
     char buf[128] = {};
-    if (!out_ || !fgets(buf, sizeof buf, out_))
-      return "";
+    if (!out_ || !fgets(buf, sizeof buf, out_)) return "";
     return buf;
   }
 
@@ -82,8 +77,7 @@ int64_t marker_line(const std::string& marker) {
   std::ifstream in(INLINED_SRC);
   std::string line;
   for (int64_t n = 1; std::getline(in, line); ++n)
-    if (line.find(marker) != std::string::npos)
-      return n;
+    if (line.find(marker) != std::string::npos) return n;
   return 0;
 }
 
@@ -104,8 +98,7 @@ FrameInfo describe(Symbolizer& sym, pid_t pid, uint64_t ip) {
 std::optional<Mapping> wait_for_text(pid_t pid, const std::string& suffix) {
   for (int i = 0; i < 200; ++i) {
     for (const Mapping& m : read_maps(pid).value_or(std::vector<Mapping>{}))
-      if (m.executable && m.path.ends_with(suffix))
-        return m;
+      if (m.executable && m.path.ends_with(suffix)) return m;
     usleep(5000);
   }
   return std::nullopt;
@@ -168,8 +161,7 @@ TEST(Symbolizer, WithoutDwarfOneFrameWithoutPosition) {
   Symbolizer sym;
   FrameInfo f = describe(sym, child.pid(), text->start + 0x100);
   SCOPED_TRACE("frames:" + frames_text(f));
-  if (has_debug_file(f.build_id))
-    GTEST_SKIP() << "sleep has a debug file here";
+  if (has_debug_file(f.build_id)) GTEST_SKIP() << "sleep has a debug file here";
 
   ASSERT_EQ(f.frames.size(), 1u);
   EXPECT_EQ(f.frames[0].function, f.function);
@@ -197,8 +189,7 @@ TEST(Symbolizer, SeparateDebugFileByBuildId) {
   SCOPED_TRACE("frames:" + frames_text(f));
   ASSERT_NE(f.mapping, nullptr);
   ASSERT_TRUE(is_c_library_name(f.mapping->path)) << f.mapping->path;
-  if (!has_debug_file(f.build_id))
-    GTEST_SKIP() << "no debug file for the C library";
+  if (!has_debug_file(f.build_id)) GTEST_SKIP() << "no debug file for the C library";
   EXPECT_EQ(f.function, "qsort");
   EXPECT_EQ(f.frames.back().function, "qsort");
   EXPECT_FALSE(f.frames.back().file.empty());
@@ -241,8 +232,8 @@ TEST(SymbolizerRecording, InlinedCallsBecomeLinesOfOneLocation) {
                                       "make_buffer" + at("MARK_MAKE_BUFFER"), "malloc"}));
   RenderOptions o;
   o.lines = true;
-  EXPECT_NE(render(r, Format::Folded, o).find("make_buffer (" + file + ":"), std::string::npos);
-  EXPECT_EQ(render(r, Format::Folded, {}).find("inlined.c"), std::string::npos);
+  EXPECT_NE(render(r, Format::Folded, o).value().find("make_buffer (" + file + ":"), std::string::npos);
+  EXPECT_EQ(render(r, Format::Folded, {}).value().find("inlined.c"), std::string::npos);
 }
 
 }  // namespace

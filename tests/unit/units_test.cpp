@@ -1,5 +1,5 @@
 // Byte sizes and durations as users type them on the command line.
-#include "units.h"
+#include "base/units.h"
 
 #include <gtest/gtest.h>
 

@@ -36,14 +36,12 @@ CHAIN_FN void unwind_chain_inner(struct unwind_chain_capture* c) {
   static const int order[17] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
                                 REG_RBP, REG_RSP, REG_R8,  REG_R9,  REG_R10, REG_R11,
                                 REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP};
-  for (int i = 0; i < 17; ++i)
-    c->regs[i] = (uint64_t)g[order[i]];
+  for (int i = 0; i < 17; ++i) c->regs[i] = (uint64_t)g[order[i]];
   // Only this frame's locals (uc) change between getcontext and the copy;
   // the saved registers and return addresses above them do not.
   c->sp = c->regs[7];
   uint64_t n = c->stack_top > c->sp ? c->stack_top - c->sp : 0;
-  if (n > c->capacity)
-    n = c->capacity;
+  if (n > c->capacity) n = c->capacity;
   memcpy(c->stack, (const void*)(uintptr_t)c->sp, n);
   c->size = n;
 }

@@ -2,7 +2,7 @@
 // BPF program runs (bpf/unwind.h) over a real stack of this process: a call
 // chain built without frame pointers (unwind_chain.c) captures its registers
 // and the top of its stack as the kernel sees them at an allocator's return.
-#include "unwind_table.h"
+#include "symbols/unwind_table.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "proc_maps.h"
-#include "process.h"
-#include "stack_walk.h"
-#include "symbolizer.h"
-#include "unwind_step.h"
+#include "host/proc_maps.h"
+#include "host/process.h"
+#include "symbols/stack_walk.h"
+#include "symbols/symbolizer.h"
+#include "symbols/unwind_step.h"
 
 extern "C" {
 struct unwind_chain_capture {  // as in unwind_chain.c

@@ -27,8 +27,7 @@ struct kept {
 };
 
 static void keep_or_free(struct kept *k, void *p, uint32_t i, uint32_t count, int keep) {
-  if (!p)
-    abort();
+  if (!p) abort();
   ((volatile char *)p)[0] = (char)i;
   if (i < site_kept(&(struct site_spec){.keep = keep}, count))
     k->ptrs[k->n++] = p;
@@ -38,20 +37,47 @@ static void keep_or_free(struct kept *k, void *p, uint32_t i, uint32_t count, in
 
 /* Each site calls its allocator directly and uses the result (no tail call),
  * so the allocator's return lands in the site. */
-__attribute__((noinline)) void *site_malloc_small(void) { void *p = malloc(48); __asm__ volatile("" ::: "memory"); return p; }
-__attribute__((noinline)) void *site_malloc_kept(void) { void *p = malloc(1000); __asm__ volatile("" ::: "memory"); return p; }
-__attribute__((noinline)) void *site_calloc(void) { void *p = calloc(25, 40); __asm__ volatile("" ::: "memory"); return p; }
-__attribute__((noinline)) void *site_realloc_seed(void) { void *p = malloc(4096); __asm__ volatile("" ::: "memory"); return p; }
-__attribute__((noinline)) void *site_realloc(void *old) { void *p = realloc(old, 16384); __asm__ volatile("" ::: "memory"); return p; }
-__attribute__((noinline)) void *site_posix_memalign(void) {
-  void *p = NULL;
-  if (posix_memalign(&p, 64, 2048) != 0)
-    return NULL;
+__attribute__((noinline)) void *site_malloc_small(void) {
+  void *p = malloc(48);
   __asm__ volatile("" ::: "memory");
   return p;
 }
-__attribute__((noinline)) void *site_aligned_alloc(void) { void *p = aligned_alloc(256, 8192); __asm__ volatile("" ::: "memory"); return p; }
-__attribute__((noinline)) void *site_large(void) { void *p = malloc(1 << 20); __asm__ volatile("" ::: "memory"); return p; }
+__attribute__((noinline)) void *site_malloc_kept(void) {
+  void *p = malloc(1000);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
+__attribute__((noinline)) void *site_calloc(void) {
+  void *p = calloc(25, 40);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
+__attribute__((noinline)) void *site_realloc_seed(void) {
+  void *p = malloc(4096);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
+__attribute__((noinline)) void *site_realloc(void *old) {
+  void *p = realloc(old, 16384);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
+__attribute__((noinline)) void *site_posix_memalign(void) {
+  void *p = NULL;
+  if (posix_memalign(&p, 64, 2048) != 0) return NULL;
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
+__attribute__((noinline)) void *site_aligned_alloc(void) {
+  void *p = aligned_alloc(256, 8192);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
+__attribute__((noinline)) void *site_large(void) {
+  void *p = malloc(1 << 20);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
 
 static uint32_t count_of(int site) {
   uint32_t n = site_count(&kSites[site], g_scale);
@@ -59,13 +85,12 @@ static uint32_t count_of(int site) {
 }
 
 __attribute__((noinline)) static void run_sites(struct kept *k) {
-  void *(*simple[])(void) = {site_malloc_small, site_malloc_kept, site_calloc, NULL, NULL,
+  void *(*simple[])(void) = {site_malloc_small,   site_malloc_kept,   site_calloc, NULL, NULL,
                              site_posix_memalign, site_aligned_alloc, site_large};
   for (size_t s = 0; s < N_SITES; ++s) {
     uint32_t count = count_of((int)s);
     if (simple[s]) {
-      for (uint32_t i = 0; i < count; ++i)
-        keep_or_free(k, simple[s](), i, count, kSites[s].keep);
+      for (uint32_t i = 0; i < count; ++i) keep_or_free(k, simple[s](), i, count, kSites[s].keep);
     } else if (s == 4) { /* site_realloc grows each seed block */
       for (uint32_t i = 0; i < count; ++i)
         keep_or_free(k, site_realloc(site_realloc_seed()), i, count, kSites[s].keep);
@@ -91,13 +116,24 @@ static void wait_usr1(const char *message) {
 int main(int argc, char **argv) {
   int threads = 2, wait = 0, hold = 0, exit_code = 0;
   for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--scale-pct") && i + 1 < argc) g_scale = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--exit-code") && i + 1 < argc) exit_code = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--double") && i + 1 < argc) g_double = argv[++i];
-    else if (!strcmp(argv[i], "--wait")) wait = 1;
-    else if (!strcmp(argv[i], "--hold")) hold = 1;
-    else { fprintf(stderr, "usage: %s [--threads N] [--scale-pct P] [--double SITE] [--wait] [--hold] [--exit-code C]\n", argv[0]); return 2; }
+    if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+      threads = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--scale-pct") && i + 1 < argc)
+      g_scale = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--exit-code") && i + 1 < argc)
+      exit_code = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--double") && i + 1 < argc)
+      g_double = argv[++i];
+    else if (!strcmp(argv[i], "--wait"))
+      wait = 1;
+    else if (!strcmp(argv[i], "--hold"))
+      hold = 1;
+    else {
+      fprintf(stderr,
+              "usage: %s [--threads N] [--scale-pct P] [--double SITE] [--wait] [--hold] [--exit-code C]\n",
+              argv[0]);
+      return 2;
+    }
   }
   if (threads < 1 || threads > 64 || g_scale < 1) return 2;
   sigset_t set;

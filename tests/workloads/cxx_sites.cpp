@@ -51,8 +51,14 @@ __attribute__((noinline)) void cxx_level3(unsigned scale) {
   cxx_site_vector(kVectorCount * scale / 100);
   cxx_site_string(kStringCount * scale / 100);
 }
-__attribute__((noinline)) void cxx_level2(unsigned scale) { cxx_level3(scale); g_sink = g_sink + 1; }
-__attribute__((noinline)) void cxx_level1(unsigned scale) { cxx_level2(scale); g_sink = g_sink + 1; }
+__attribute__((noinline)) void cxx_level2(unsigned scale) {
+  cxx_level3(scale);
+  g_sink = g_sink + 1;
+}
+__attribute__((noinline)) void cxx_level1(unsigned scale) {
+  cxx_level2(scale);
+  g_sink = g_sink + 1;
+}
 
 int main(int argc, char** argv) {
   unsigned scale = 100;

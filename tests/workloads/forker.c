@@ -14,21 +14,25 @@
 
 static void *kept[FORKER_KEPT];
 
-__attribute__((noinline)) void *parent_keep(void) { void *p = malloc(FORKER_KEPT_SIZE); __asm__ volatile("" ::: "memory"); return p; }
-__attribute__((noinline)) void *child_keep(void) { void *p = malloc(FORKER_CHILD_SIZE); __asm__ volatile("" ::: "memory"); return p; }
+__attribute__((noinline)) void *parent_keep(void) {
+  void *p = malloc(FORKER_KEPT_SIZE);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
+__attribute__((noinline)) void *child_keep(void) {
+  void *p = malloc(FORKER_CHILD_SIZE);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
 
 int main(void) {
-  for (int i = 0; i < FORKER_KEPT; i++)
-    kept[i] = parent_keep();
+  for (int i = 0; i < FORKER_KEPT; i++) kept[i] = parent_keep();
   pid_t pid = fork();
-  if (pid < 0)
-    return 1;
+  if (pid < 0) return 1;
   if (pid == 0) {
-    for (int i = 0; i < FORKER_KEPT; i++)
-      free(kept[i]);
+    for (int i = 0; i < FORKER_KEPT; i++) free(kept[i]);
     for (int i = 0; i < FORKER_CHILD; i++)
-      if (!child_keep())
-        _exit(1);
+      if (!child_keep()) _exit(1);
     _exit(0);
   }
   int status;

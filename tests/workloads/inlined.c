@@ -25,16 +25,17 @@ static int g_print_addr;
  * a frame that sits where the malloc call does. */
 __attribute__((noinline, noclone)) void note_block(void *p) {
   __asm__ volatile("" : : "r"(p) : "memory");
-  if (!g_print_addr)
-    return;
+  if (!g_print_addr) return;
   printf("%p\n", __builtin_return_address(0));
   fflush(stdout);
-  for (;;)
-    pause();
+  for (;;) pause();
 }
 
 static inline __attribute__((always_inline)) void *make_buffer(size_t n) {
+  /* The marker's line holds the malloc call and the note at its return. */
+  // clang-format off
   void *p = malloc(n); note_block(p); /* MARK_MAKE_BUFFER */
+  // clang-format on
   return p;
 }
 

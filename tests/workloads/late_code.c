@@ -30,9 +30,9 @@ static void wait_usr1(const char *say) {
 /* z_stream is 112 bytes on x86-64; deflateInit_ checks the size it is told. */
 static int start_deflate(void) {
   void *z = dlopen("libz.so.1", RTLD_NOW);
-  if (!z)
-    return -1;
-  int (*init)(void *, int, const char *, int) = (int (*)(void *, int, const char *, int))dlsym(z, "deflateInit_");
+  if (!z) return -1;
+  int (*init)(void *, int, const char *, int) =
+      (int (*)(void *, int, const char *, int))dlsym(z, "deflateInit_");
   const char *(*version)(void) = (const char *(*)(void))dlsym(z, "zlibVersion");
   static unsigned char stream[112];
   memset(stream, 0, sizeof stream);
@@ -45,16 +45,13 @@ static void *(*make_stub(void))(size_t) {
   void *target = (void *)malloc;
   memcpy(code + 6, &target, sizeof target);
   unsigned char *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (page == MAP_FAILED)
-    return NULL;
+  if (page == MAP_FAILED) return NULL;
   memcpy(page, code, sizeof code);
-  if (mprotect(page, 4096, PROT_READ | PROT_EXEC) != 0)
-    return NULL;
+  if (mprotect(page, 4096, PROT_READ | PROT_EXEC) != 0) return NULL;
   char path[64];
   snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)getpid());
   FILE *f = fopen(path, "w");
-  if (!f)
-    return NULL;
+  if (!f) return NULL;
   fprintf(f, "%lx %zx jit_stub\n", (unsigned long)(uintptr_t)page, sizeof code);
   fclose(f);
   return (void *(*)(size_t))page;
@@ -62,14 +59,11 @@ static void *(*make_stub(void))(size_t) {
 
 int main(void) {
   wait_usr1("ready");
-  if (start_deflate() != 0)
-    return 2;
+  if (start_deflate() != 0) return 2;
   void *(*stub)(size_t) = make_stub();
-  if (!stub)
-    return 3;
+  if (!stub) return 3;
   for (int i = 0; i < JIT_CALLS; i++)
-    if (!stub(JIT_SIZE))
-      return 4;
+    if (!stub(JIT_SIZE)) return 4;
   wait_usr1("done");
   char path[64];
   snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)getpid());

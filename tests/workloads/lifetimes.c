@@ -13,8 +13,16 @@
 
 #define SIZE (64 * 1024)
 
-__attribute__((noinline)) void *site_short(void) { void *p = malloc(SIZE); __asm__ volatile("" ::: "memory"); return p; }
-__attribute__((noinline)) void *site_long(void) { void *p = malloc(SIZE); __asm__ volatile("" ::: "memory"); return p; }
+__attribute__((noinline)) void *site_short(void) {
+  void *p = malloc(SIZE);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
+__attribute__((noinline)) void *site_long(void) {
+  void *p = malloc(SIZE);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
 
 static void sleep_ms(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -24,8 +32,12 @@ static void sleep_ms(long ms) {
 
 int main(int argc, char **argv) {
   int rounds = 100;
-  if (argc == 3 && !strcmp(argv[1], "--rounds")) rounds = atoi(argv[2]);
-  else if (argc != 1) { fprintf(stderr, "usage: %s [--rounds N]\n", argv[0]); return 2; }
+  if (argc == 3 && !strcmp(argv[1], "--rounds"))
+    rounds = atoi(argv[2]);
+  else if (argc != 1) {
+    fprintf(stderr, "usage: %s [--rounds N]\n", argv[0]);
+    return 2;
+  }
   void **kept = calloc((size_t)rounds, sizeof(void *));
   if (!kept) return 1;
   for (int i = 0; i < rounds; ++i)

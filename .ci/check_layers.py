@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Fails when a file includes a header from a higher layer.
+
+user/ is a stack of layers, lowest first (the order of user/CMakeLists.txt).
+A file in layer L may include headers of L and of the layers below it; the
+BPF ABI headers (bpf/) and system headers may be included anywhere. cli/ is
+the top floor and sees only the entry points of record and report and the
+base layer. Prints each offending include as file:line and exits 1.
+"""
+import pathlib
+import re
+import sys
+
+LAYERS = ["base", "stats", "model", "host", "symbols", "output", "probe", "record", "report"]
+CLI_ALLOWED = {"record/record.h", "report/report.h"}
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+
+
+def layer_of(header):
+    first = header.split("/", 1)[0]
+    return first if "/" in header and first in LAYERS else None
+
+
+def violations(root):
+    bad = []
+    for path in sorted((root / "user").rglob("*")):
+        if path.suffix not in (".h", ".cpp", ".inc"):
+            continue
+        own = path.relative_to(root / "user").parts[0]
+        if own not in LAYERS:
+            bad.append((path, 0, f"{own}/ is not a layer: add it to LAYERS and user/CMakeLists.txt"))
+            continue
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            m = INCLUDE.match(line)
+            if not m:
+                continue
+            target = layer_of(m.group(1))
+            if target and LAYERS.index(target) > LAYERS.index(own):
+                bad.append((path, n, f"{own} includes {m.group(1)} from the higher layer {target}"))
+    for path in sorted((root / "cli").rglob("*.cpp")):
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            m = INCLUDE.match(line)
+            if m and layer_of(m.group(1)) not in (None, "base") and m.group(1) not in CLI_ALLOWED:
+                bad.append((path, n, f"cli includes {m.group(1)}: only {sorted(CLI_ALLOWED)} and base/"))
+    return bad
+
+
+def main():
+    root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parent.parent)
+    bad = violations(root)
+    for path, n, why in bad:
+        print(f"{path.relative_to(root)}:{n}: {why}")
+    print(f"check_layers: {len(bad)} include(s) against the layers" if bad else "check_layers: ok")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Process lifecycle: fork, exec, exit, and C libraries mapped. A part of
+ * allocscope.bpf.c's one translation unit, included there after
+ * state.bpf.h. Events go only for processes userspace may hold samples of:
+ * members, or (--all) every process not ignored. */
+#pragma once
+
+static __always_inline bool wanted(__u8 *verdict) {
+  return verdict ? *verdict != AS_PROC_IGNORED : trace_unknown;
+}
+
+struct file_id {
+  __u64 ino;
+  __u32 dev;
+  char name[32];
+};
+
+static __always_inline void identify(struct file *f, struct file_id *id) {
+  id->ino = BPF_CORE_READ(f, f_inode, i_ino);
+  id->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+  bpf_probe_read_kernel_str(id->name, sizeof(id->name), BPF_CORE_READ(f, f_path.dentry, d_name.name));
+}
+
+static __always_inline void emit_proc(__u32 kind, __u32 tgid, __u32 parent, const char *comm,
+                                      const struct file_id *file, __u64 addr) {
+  struct as_proc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+  if (!e) {
+    count(AS_CNT_PROC_DROPS);
+    return;
+  }
+  __builtin_memset(e, 0, sizeof(*e));
+  e->kind = kind;
+  e->tgid = tgid;
+  e->parent = parent;
+  e->ts_ns = bpf_ktime_get_ns();
+  e->addr = addr;
+  bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), comm);
+  if (file) {
+    e->ino = file->ino;
+    e->dev = file->dev;
+    __builtin_memcpy(e->name, file->name, sizeof(e->name));
+  }
+  /* Userspace must read the process while it lives: wake it now. */
+  bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child) {
+  if (child->pid != child->tgid) /* a new thread, not a process */
+    return 0;
+  __u32 ptgid = parent->tgid, ctgid = child->tgid;
+  __u8 *v = bpf_map_lookup_elem(&processes, &ptgid);
+  if (v && (*v != AS_PROC_MEMBER || follow_children)) {
+    __u8 copy = *v; /* a child of an ignored process has its name until exec */
+    if (bpf_map_update_elem(&processes, &ctgid, &copy, BPF_ANY) != 0) count(AS_CNT_PROC_TABLE_FULL);
+  }
+  if (wanted(v) && (follow_children || trace_unknown)) emit_proc(AS_EV_FORK, ctgid, ptgid, child->comm, 0, 0);
+  return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm) {
+  __u32 tgid = p->tgid;
+  __u8 *v = bpf_map_lookup_elem(&processes, &tgid);
+  /* A new name: judged again. */
+  if (v && *v == AS_PROC_IGNORED) {
+    bpf_map_delete_elem(&processes, &tgid);
+    v = 0;
+  } else if (v && *v == AS_PROC_MEMBER_IGNORED) {
+    *v = AS_PROC_MEMBER;
+  }
+  /* A new program: a fresh countdown, no allocator call in progress. */
+  bpf_task_storage_delete(&threads, p);
+  bpf_task_storage_delete(&walks, p); /* its mappings and rows were the old program's */
+  if (wanted(v)) {
+    struct file_id id = {};
+    identify(bprm->file, &id);
+    emit_proc(AS_EV_EXEC, tgid, 0, p->comm, &id, 0);
+  }
+  return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p) {
+  /* The last thread out: do_exit has counted it out of signal->live by now
+   * (read here rather than taken as the tracepoint's newer second argument). */
+  if (BPF_CORE_READ(p, signal, live.counter) != 0) return 0;
+  __u32 tgid = p->tgid;
+  __u8 *v = bpf_map_lookup_elem(&processes, &tgid);
+  /* With --all, an ignored process's exit too: its id may come back. */
+  bool want = v ? (*v != AS_PROC_IGNORED || trace_unknown) : trace_unknown;
+  /* The process id may be reused: nothing of this process may carry over. */
+  bpf_map_delete_elem(&processes, &tgid);
+  bpf_map_delete_elem(&seen_processes, &tgid);
+  if (want) emit_proc(AS_EV_EXIT, tgid, 0, p->comm, 0, 0);
+  return 0;
+}
+
+static long identify_vma(struct task_struct *task, struct vm_area_struct *vma, void *data) {
+  if (vma->vm_file) identify(vma->vm_file, data);
+  return 0;
+}
+
+/* A file mapped executable for the first time (a library, a container's C
+ * library, a copy run through its own loader): userspace reads its symbols
+ * once and probes it if it defines allocator entry points. Seen at the mmap
+ * syscall's exit, the one hook this needs that every kernel with BTF has
+ * (fentry and LSM programs may be locked down); the first instruction of
+ * the program rejects every other system call. */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(on_syscall_exit, struct pt_regs *regs, long ret) {
+  if (BPF_CORE_READ(regs, orig_ax) != AS_SYS_MMAP || ret <= 0) /* an address, or -errno */
+    return 0;
+  if (!(BPF_CORE_READ(regs, dx) & AS_PROT_EXEC)) return 0;
+  __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+  if (!wanted(bpf_map_lookup_elem(&processes, &tgid))) return 0;
+  struct file_id id = {};
+  struct task_struct *t = bpf_get_current_task_btf();
+  if (bpf_find_vma(t, ret, identify_vma, &id, 0) != 0 || !id.ino) return 0;
+  struct as_file_key key = {.ino = id.ino, .dev = id.dev};
+  __u8 one = 1;
+  if (bpf_map_update_elem(&known_files, &key, &one, BPF_NOEXIST) != 0) return 0;
+  emit_proc(AS_EV_MMAP, tgid, 0, t->comm, &id, ret);
+  return 0;
+}
+
+/* --null-probes: the same probes doing nothing, to measure the floor. */

@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Settings from userspace, the maps, and the helpers every program uses. A
+ * part of allocscope.bpf.c's one translation unit, included there first. */
+#pragma once
+
+/* Set by userspace before load. */
+const volatile __u64 sample_rate = 512 * 1024; /* mean bytes between samples; 1 = every allocation */
+const volatile __u64 log2_table[AS_LOG2_TABLE_SIZE];
+const volatile bool use_sessions = false;    /* entry decides whether the return runs */
+const volatile __u64 wakeup_bytes = 1 << 20; /* wake the reader only past this much pending data */
+const volatile bool use_tables = true; /* unwind with the loaded CFI tables; false: frame pointers only */
+/* The frame-pointer rule (as_frame_pointer_row()): frames without a table
+ * row. A global, which also puts the row type in the BTF libbpf sizes the
+ * inner table maps from. */
+const volatile struct as_unwind_row frame_pointer_rule;
+const volatile bool track_live = true; /* false (--no-free): no free is seen, keep no live entries */
+/* System-wide probes: which processes are traced (see process_traced). */
+const volatile bool filter_processes = false;
+const volatile bool trace_unknown = false;   /* processes without a verdict are traced (--all) */
+const volatile bool follow_children = false; /* members' forked children become members */
+const volatile __u64 cgroup_id = 0;          /* --cgroup: traced only inside this cgroup ... */
+const volatile __u32 cgroup_level = 0;       /* ... at this depth below the root; 0: no filter */
+
+extern bool bpf_session_is_return(void) __ksym __weak;
+
+struct thread_state {
+  __u64 countdown; /* bytes before the next sampled byte */
+  __u32 depth;     /* allocator calls in progress on this thread */
+  __u32 initialized;
+  __u32 pending;        /* the outermost call in progress is sampled */
+  __u32 pending_fn;     /* enum as_fn */
+  __u64 pending_size;   /* requested bytes */
+  __u64 pending_offset; /* bytes before the sampled byte */
+  __u64 pending_memptr; /* posix_memalign's out pointer */
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
+  __type(value, struct thread_state);
+} threads SEC(".maps");
+
+/* Sampled allocations not yet freed; capacity set by userspace (--max-live).
+ * Not preallocated: exact mode needs room for millions, sampling for few. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __uint(max_entries, 1);
+  __type(key, struct as_live_key);
+  __type(value, struct as_live_value);
+} live SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(map_flags, BPF_F_MMAPABLE);
+  __uint(max_entries, 1 << AS_LIVE_FILTER_BITS);
+  __type(key, __u32);
+  __type(value, __u32);
+} live_filter SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 1); /* set by userspace */
+} events SEC(".maps");
+
+/* Processes that have sent a sample: the first sample of a process wakes the
+ * reader at once, so that it reads the process's mappings while it lives
+ * (short-lived processes are otherwise gone before the next poll). */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 8192);
+  __type(key, __u32);
+  __type(value, __u8);
+} seen_processes SEC(".maps");
+
+/* tgid -> enum as_process_verdict; capacity set by userspace. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u8);
+} processes SEC(".maps");
+
+/* Files (device, inode) already reported by an mmap event. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 4096);
+  __type(key, struct as_file_key);
+  __type(value, __u8);
+} known_files SEC(".maps");
+
+/* Per-process count of samples lost to a full ring buffer. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 4096);
+  __type(key, __u32);
+  __type(value, __u64);
+} process_drops SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, AS_CNT_COUNT);
+  __type(key, __u32);
+  __type(value, __u64);
+} counters SEC(".maps");
+
+/* A thread's stack walk in progress, and the stack event it becomes: per
+ * thread rather than per CPU, since uprobe programs can be preempted. */
+/* Rows of the return addresses the thread's walks met, by address: the
+ * frames a walk shares with earlier ones (most of them, for the calls of one
+ * code path) need no mapping or table lookup. Valid for one generation of
+ * the thread's mapping set (ev.vmas, which walks add to, and which is
+ * emptied, with a new generation, when full). */
+#define ROW_CACHE 1024
+struct cached_row {
+  __u64 tag; /* address | generation << 48; 0: empty */
+  struct as_unwind_row row;
+};
+
+struct walk_scratch {
+  struct as_stack_event ev;
+  __u64 stack_end; /* end of the mapping that holds the thread's stack; 0: unknown */
+  __u64 generation;
+  struct cached_row rows[ROW_CACHE];
+  struct stack_window window;
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
+  __type(value, struct walk_scratch);
+} walks SEC(".maps");
+
+/* Executable mappings each process's walks have met, for walks that find
+ * the mmap lock taken (another thread is mapping memory): code on a live
+ * stack stays mapped, so an entry is right for any true return address. */
+#define VMA_CACHE 16
+struct vma_cache {
+  __u32 next; /* slot the next new mapping replaces */
+  __u32 pad;
+  struct as_vma vmas[VMA_CACHE];
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 4096);
+  __type(key, __u32);
+  __type(value, struct vma_cache);
+} process_vmas SEC(".maps");
+
+static const struct vma_cache empty_vma_cache = {}; /* too big for the BPF stack: inserts copy it */
+
+/* Unwind tables by file, laid out as bpf/unwind.h says (a header, a page
+ * index, the rules). Sized per file by userspace. */
+struct unwind_table {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(map_flags, BPF_F_INNER_MAP | BPF_F_MMAPABLE);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct as_unwind_row);
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH_OF_MAPS);
+  __uint(max_entries, 1); /* set by userspace */
+  __type(key, struct as_file_key);
+  __array(values, struct unwind_table);
+} unwind_tables SEC(".maps");
+
+/* Files whose table was asked of userspace (cleared when it is loaded). */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 4096);
+  __type(key, struct as_file_key);
+  __type(value, __u8);
+} table_requests SEC(".maps");
+
+/* Stack ids userspace has been sent. Forgetting one only sends it again. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 1 << 16);
+  __type(key, __u64);
+  __type(value, __u8);
+} sent_stacks SEC(".maps");
+
+/* Exact mode: totals per stack id; capacity set by userspace (--max-stacks). */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __uint(max_entries, 1);
+  __type(key, __u64);
+  __type(value, struct as_exact_totals);
+} exact_totals SEC(".maps");
+
+/* Atomic although per CPU: uprobe programs can be preempted, and another
+ * run on the same CPU would otherwise lose an increment. */
+static __always_inline void count(__u32 which) {
+  __u64 *c = bpf_map_lookup_elem(&counters, &which);
+  if (c) __sync_fetch_and_add(c, 1);
+}
+
+static __always_inline void count_bytes(__u32 which, __u64 n) {
+  __u64 *c = bpf_map_lookup_elem(&counters, &which);
+  if (c) __sync_fetch_and_add(c, n);
+}
+
+static __always_inline __u64 draw_countdown(void) {
+  __u64 x = ((__u64)bpf_get_prandom_u32() << 32) | bpf_get_prandom_u32() | 1;
+  __u32 msb;
+  __u64 norm = as_normalize(x, &msb);
+  __u32 i = as_table_index(norm) & ((1 << AS_LOG2_TABLE_BITS) - 1);
+  return as_countdown_from(norm, msb, log2_table[i], log2_table[i + 1], sample_rate);
+}
+
+static __always_inline struct thread_state *thread_state(bool create) {
+  return bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0,
+                              create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+}
+
+/* Whether samples of the current process are wanted. Per-process probes
+ * only reach traced processes; system-wide ones reach every process mapping
+ * the library, and this is asked only when a countdown fires. */
+static __always_inline bool process_traced(__u32 tgid) {
+  if (!filter_processes) return true;
+  __u8 *v = bpf_map_lookup_elem(&processes, &tgid);
+  if (v ? *v != AS_PROC_MEMBER : !trace_unknown) return false;
+  return !cgroup_level || bpf_get_current_ancestor_cgroup_id(cgroup_level) == cgroup_id;
+}
+
+static __always_inline void count_process_drop(__u32 tgid) {
+  __u64 one = 1, *n = bpf_map_lookup_elem(&process_drops, &tgid);
+  if (n)
+    __sync_fetch_and_add(n, 1);
+  else
+    bpf_map_update_elem(&process_drops, &tgid, &one, BPF_NOEXIST);
+}
+
+/* Submitting without a wakeup spares the traced thread an irq_work and the
+ * reader a context switch per event; the reader polls on a timer and is woken
+ * only when the buffer fills up. */
+static __always_inline __u64 submit_flags(void) {
+  return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+                                                                      : BPF_RB_NO_WAKEUP;
+}

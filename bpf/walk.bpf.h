@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Stack walks in the kernel: mappings found and cached, unwind rows looked
+ * up, frames stepped, stacks sent once per id. A part of allocscope.bpf.c's
+ * one translation unit, included there after state.bpf.h. */
+#pragma once
+
+struct walk {
+  struct as_stack_event *ev; /* the thread's scratch: frames and mappings so far */
+  struct task_struct *task;
+  struct as_unwind_regs regs;
+  __u64 stack_end; /* end of the mapping that holds the thread's stack */
+  __u64 id;        /* stack id, mixed as frames are added */
+  __u32 stop;      /* enum as_stop */
+  __u32 restart;   /* the mapping set was full: emptied, walk again */
+  __u32 misses;    /* frames not in the row cache */
+  struct walk_scratch *scratch;
+  struct as_unwind_row row; /* the rule of the frame being unwound */
+  struct as_vma vma;        /* the mapping it is in */
+};
+
+static __always_inline __u64 mix(__u64 h, __u64 v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdULL;
+}
+
+struct vma_found {
+  struct as_vma v;
+  __u64 flags; /* vm_flags */
+};
+
+static long remember_vma(struct task_struct *task, struct vm_area_struct *vma, void *data) {
+  struct vma_found *f = data;
+  f->v.start = vma->vm_start;
+  f->v.end = vma->vm_end;
+  f->v.pgoff = (__u64)vma->vm_pgoff << 12;
+  f->flags = vma->vm_flags;
+  struct file *file = vma->vm_file;
+  if (file) {
+    f->v.ino = BPF_CORE_READ(file, f_inode, i_ino);
+    f->v.dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
+  }
+  return 0;
+}
+
+/* The scans below are global functions: verified once on their own, where
+ * inlined each loop would be verified again on every path into it. */
+
+/* The entry of `vmas` (n of them) holding addr, copied to out; 0 if none. */
+__noinline int scan_stack_vmas(struct as_stack_event *ev, __u64 addr, struct as_vma *out) {
+  if (!ev || !out) return 0;
+  for (__u32 j = 0; j < AS_MAX_VMAS; j++) {
+    if (j >= ev->nvmas) break;
+    if (addr >= ev->vmas[j].start && addr < ev->vmas[j].end) {
+      *out = ev->vmas[j];
+      return 1;
+    }
+  }
+  return 0;
+}
+
+__noinline int scan_cached_vmas(struct vma_cache *c, __u64 addr, struct as_vma *out) {
+  if (!c || !out) return 0;
+  for (int j = 0; j < VMA_CACHE; j++) {
+    if (addr >= c->vmas[j].start && addr < c->vmas[j].end) {
+      *out = c->vmas[j];
+      return 1;
+    }
+  }
+  return 0;
+}
+
+__noinline int cache_vma_in(struct vma_cache *c, struct as_vma *v) {
+  if (!c || !v) return 0;
+  for (int j = 0; j < VMA_CACHE; j++)
+    if (c->vmas[j].start == v->start && c->vmas[j].ino == v->ino) return 0;
+  c->vmas[c->next % VMA_CACHE] = *v;
+  c->next++;
+  return 1;
+}
+
+static __always_inline void cache_vma(__u32 tgid, struct as_vma *v) {
+  struct vma_cache *c = bpf_map_lookup_elem(&process_vmas, &tgid);
+  if (!c) {
+    bpf_map_update_elem(&process_vmas, &tgid, &empty_vma_cache, BPF_NOEXIST);
+    c = bpf_map_lookup_elem(&process_vmas, &tgid);
+    if (!c) return;
+  }
+  cache_vma_in(c, v);
+}
+
+/* Puts the executable mapping holding `addr` in w->vma, looked up in the
+ * kernel the first time (and added to the event's list); false (w->stop
+ * set) when there is none. A copy rather than an index into the list: the
+ * verifier then follows one path past the search, not one per entry. */
+static __always_inline bool find_vma(struct walk *w, __u64 addr) {
+  struct as_stack_event *ev = w->ev;
+  if (scan_stack_vmas(ev, addr, &w->vma)) return true;
+  __u32 n = ev->nvmas;
+  if (n >= AS_MAX_VMAS) {
+    /* Full of mappings earlier walks met: start over with this walk's own,
+     * unless it is this walk that needs so many. */
+    if (ev->nframes < n)
+      w->restart = 1;
+    else
+      w->stop = AS_STOP_VMAS;
+    return false;
+  }
+  struct vma_found f = {};
+  long err = bpf_find_vma(w->task, addr, remember_vma, &f, 0);
+  if (err == -AS_EBUSY) {
+    __u32 tgid = w->task->tgid;
+    if (!scan_cached_vmas(bpf_map_lookup_elem(&process_vmas, &tgid), addr, &f.v)) {
+      w->stop = AS_STOP_VMA_BUSY;
+      return false;
+    }
+  } else if (err || !(f.flags & AS_VM_EXEC)) { /* not code: a return address that is not one */
+    w->stop = AS_STOP_BAD_IP;
+    return false;
+  } else {
+    cache_vma(w->task->tgid, &f.v);
+  }
+  ev->vmas[n] = f.v;
+  ev->nvmas = n + 1;
+  w->vma = f.v;
+  return true;
+}
+
+static __always_inline void request_table(struct walk *w, struct as_vma *v, struct as_file_key *key) {
+  __u8 one = 1;
+  if (bpf_map_update_elem(&table_requests, key, &one, BPF_NOEXIST) != 0) return; /* asked already */
+  struct as_table_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+  if (!e) {
+    bpf_map_delete_elem(&table_requests, key); /* ask again next time */
+    return;
+  }
+  count(AS_CNT_TABLE_REQUESTS);
+  e->kind = AS_EV_NEED_TABLE;
+  e->tgid = w->task->tgid;
+  e->vma = *v;
+  bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+}
+
+/* The row of table `key` that covers file offset `off`: binary search for
+ * the last row whose pc is at most `off`. A global function, verified once
+ * on its own: inlined, its loop would be verified again on every path. */
+__noinline int lookup_row(struct as_file_key *key, __u64 off, struct as_unwind_row *out) {
+  if (!key || !out) return AS_STOP_NO_INFO;
+  void *table = bpf_map_lookup_elem(&unwind_tables, key);
+  if (!table) return AS_STOP_NO_TABLE;
+  struct as_unwind_row none = {0, 0, AS_ROW_NONE, 0};
+  const struct as_unwind_row *r = off <= 0xffffffffULL ? as_table_find(table, off) : 0;
+  *out = r ? *r : none;
+  return r ? AS_STOP_NONE : AS_STOP_NO_INFO;
+}
+
+/* The step, verified once on its own (a global function). */
+__noinline int unwind_step(struct as_unwind_row *row, struct as_unwind_regs *regs,
+                           struct stack_window *window) {
+  if (!row || !regs || !window) return AS_STOP_BAD_FRAME;
+  return as_unwind_step(row, regs, window->limit, window);
+}
+
+/* One frame of the walk: records its pc and moves to its caller. The frame
+ * number is read from the event, not taken from the loop, so that the
+ * verifier sees one frame, not 127 different ones. */
+static long walk_frame(__u64 unused, void *data) {
+  struct walk *w = data;
+  struct as_stack_event *ev = w->ev;
+  __u32 n = ev->nframes;
+  if (n >= AS_MAX_FRAMES) {
+    w->stop = AS_STOP_DEPTH;
+    return 1;
+  }
+  __u64 ip = w->regs.ip;
+  /* A return address: the call is before it. Frame 0's pc, the allocator's
+   * return into its caller, is where that caller resumes, and its state. */
+  __u64 at = n == 0 ? ip : ip - 1;
+  struct walk_scratch *sc = w->scratch;
+  __u64 tag = at | (sc->generation << 48);
+  struct cached_row *c = &sc->rows[(at ^ (at >> 9)) & (ROW_CACHE - 1)];
+  if (c->tag == tag) {
+    w->row = c->row;
+  } else {
+    w->misses++;
+    if (!find_vma(w, at)) return 1;
+    struct as_vma *v = &w->vma;
+    w->row = frame_pointer_rule;
+    /* Code in anonymous memory (JIT) has no file to describe it: frame
+     * pointers, checked like any row. */
+    if (use_tables && v->ino) {
+      struct as_file_key key = {.ino = v->ino, .dev = v->dev};
+      if (lookup_row(&key, at - v->start + v->pgoff, &w->row) == AS_STOP_NO_TABLE) {
+        request_table(w, v, &key);
+        ev->frames[n] = ip; /* its pc is known, its caller not yet */
+        ev->nframes = n + 1;
+        w->stop = AS_STOP_NO_TABLE;
+        return 1;
+      }
+    }
+    c->tag = tag;
+    c->row = w->row;
+  }
+  ev->frames[n] = ip;
+  ev->nframes = n + 1;
+  w->id = mix(w->id, ip);
+  int rc = unwind_step(&w->row, &w->regs, &w->scratch->window);
+  if (rc != AS_STOP_NONE) {
+    w->stop = rc;
+    return 1;
+  }
+  return 0;
+}
+
+/* Walks the current thread's user stack from the registers at the
+ * allocator's return (the caller's) into the thread's scratch event, and
+ * gives the stack's id; NULL when there is no scratch. */
+#define STACK_GUESS (8ULL << 20) /* glibc's default thread stack */
+
+static __always_inline struct as_stack_event *walk_stack(struct pt_regs *ctx, __u16 fn, struct walk *wp) {
+  __u64 ip = ctx->ip, sp = ctx->sp, bp = ctx->bp;
+  struct task_struct *task = bpf_get_current_task_btf();
+  struct walk_scratch *scratch = bpf_task_storage_get(&walks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+  if (!scratch) return 0;
+  struct as_stack_event *ev = &scratch->ev;
+  struct walk w = {.ev = ev, .task = task, .scratch = scratch};
+  /* A thread's stack mapping ends where it did: looked up once per thread
+   * (again if sp is past it: a signal stack). */
+  if (sp >= scratch->stack_end) {
+    struct vma_found stack = {};
+    scratch->stack_end = bpf_find_vma(task, sp, remember_vma, &stack, 0) == 0 ? stack.v.end : 0;
+  }
+  /* The lookup fails while another thread holds the mmap lock (it is
+   * creating a thread's stack, say): this walk is then bounded by a default
+   * stack's size above sp, and the next one asks again. Bounded by 0, every
+   * frame would look bad and the stack be cut at the allocator's caller. */
+  w.stack_end = scratch->stack_end ? scratch->stack_end : sp + STACK_GUESS;
+  scratch->window.len = 0; /* the stack has changed since the last walk */
+  scratch->window.limit = w.stack_end;
+  /* The id covers the process instance: a new program (exec) or a new
+   * process with the same pid never shares a stack with an old one. */
+  struct task_struct *leader = task->group_leader;
+  __u64 instance = mix(mix(mix(task->tgid, leader->start_time), leader->self_exec_id), fn);
+  for (int attempt = 0; attempt < 2; attempt++) {
+    ev->nframes = 0;
+    w.regs.ip = ip;
+    w.regs.sp = sp;
+    w.regs.bp = bp;
+    w.regs.bp_lost = 0;
+    w.id = instance;
+    w.stop = AS_STOP_NONE;
+    w.restart = 0;
+    w.misses = 0;
+    bpf_loop(AS_MAX_FRAMES, walk_frame, &w, 0);
+    if (!w.restart) break;
+    ev->nvmas = 0;
+    scratch->generation++;
+  }
+  if (w.stop == AS_STOP_NONE) w.stop = w.restart ? AS_STOP_VMAS : AS_STOP_DEPTH;
+  count(AS_CNT_STOP_FIRST + (w.stop < 10 ? w.stop : 0));
+  count_bytes(AS_CNT_FRAMES, ev->nframes);
+  count_bytes(AS_CNT_ROW_MISSES, w.misses);
+  ev->kind = AS_EV_STACK;
+  ev->tgid = task->tgid;
+  ev->fn = fn;
+  ev->stop = w.stop;
+  ev->pad = 0;
+  ev->id = mix(w.id, w.stop);
+  bpf_probe_read_kernel_str(ev->comm, sizeof(ev->comm), leader->comm);
+  *wp = w;
+  return ev;
+}
+
+/* A walk that stopped for want of a table, sent with the stopped frame's
+ * registers and up to AS_DEFER_STACK_BYTES of stack, copied a page at a
+ * time (a read crossing the end of the stack mapping would fail whole).
+ * Its id is its own: another stack may share the frames found so far. */
+struct deferred_event {
+  struct as_stack_event ev;
+  struct as_deferred_walk walk;
+  __u8 stack[AS_DEFER_STACK_BYTES + 4096]; /* slack: bounds each page copy for the verifier */
+};
+
+static __always_inline bool send_deferred(struct as_stack_event *ev, struct walk *w) {
+  struct deferred_event *d = bpf_ringbuf_reserve(&events, sizeof(*d), 0);
+  if (!d) {
+    count(AS_CNT_STACK_DROPS);
+    return false;
+  }
+  ev->id = mix(ev->id, bpf_ktime_get_ns());
+  bpf_probe_read_kernel(&d->ev, sizeof(*ev), ev); /* too big to copy inline */
+  d->walk.ip = w->regs.ip;
+  d->walk.sp = w->regs.sp;
+  d->walk.bp = w->regs.bp;
+  d->walk.bp_lost = w->regs.bp_lost;
+  d->walk.stack_end = w->stack_end;
+  __u64 copied = 0, max = AS_DEFER_STACK_BYTES;
+  if (w->stack_end > w->regs.sp && w->stack_end - w->regs.sp < max) max = w->stack_end - w->regs.sp;
+  for (int i = 0; i < AS_DEFER_STACK_BYTES / 4096 + 1; i++) {
+    if (copied >= max) break;
+    __u64 from = w->regs.sp + copied;
+    __u64 chunk = 4096 - (from & 4095), left = max - copied;
+    if (chunk > left) chunk = left;
+    /* copied < max <= AS_DEFER_STACK_BYTES, a power of two: the mask only tells the verifier so. */
+    if (bpf_probe_read_user(d->stack + (copied & (AS_DEFER_STACK_BYTES - 1)), chunk, (void *)from) != 0)
+      break;
+    copied += chunk;
+  }
+  d->walk.len = copied;
+  bpf_ringbuf_submit(d, BPF_RB_FORCE_WAKEUP);
+  return true;
+}
+
+/* Sends the stack unless userspace has it: it is queued before any event
+ * that names its id (the ring buffer keeps the order of reservations, and
+ * the id is marked sent only once the stack is in). */
+static __always_inline bool send_stack(struct as_stack_event *ev) {
+  __u64 id = ev->id;
+  if (bpf_map_lookup_elem(&sent_stacks, &id)) return true;
+  if (bpf_ringbuf_output(&events, ev, sizeof(*ev), BPF_RB_FORCE_WAKEUP) != 0) {
+    count(AS_CNT_STACK_DROPS);
+    return false;
+  }
+  __u8 one = 1;
+  bpf_map_update_elem(&sent_stacks, &id, &one, BPF_ANY);
+  return true;
+}

@@ -1,0 +1,199 @@
+// Allocators other than the C library's: Debian's jemalloc, tcmalloc and
+// mimalloc preloaded, and malloc linked into the executable (glibc -static,
+// musl -static, jemalloc's static library). Each allocation is counted once,
+// exactly at --rate 1 and within 5 sigma at the default rate, in every mode.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "cxx_sites_spec.h"
+#include "harness.h"
+#include "host/process.h"
+#include "output/pprof.h"
+#include "stats/sampling.h"
+#include "workload_spec.h"
+
+namespace allocscope::test {
+namespace {
+
+constexpr int kThreads = 2;
+constexpr const char* kLibDir = "/usr/lib/x86_64-linux-gnu/";
+
+struct Preload {
+  const char* name;
+  const char* file;
+};
+constexpr Preload kPreloads[] = {{"jemalloc", "libjemalloc.so.2"},
+                                 {"tcmalloc", "libtcmalloc_minimal.so.4"},
+                                 {"mimalloc", "libmimalloc.so.2"}};
+
+std::string preload_path(const Preload& p) {
+  std::string path = std::string(kLibDir) + p.file;
+  EXPECT_TRUE(std::filesystem::exists(path)) << path << " is missing: dev.sh installs it";
+  return path;
+}
+
+// Each site's totals (stacks whose direct caller is the site, the allocator
+// at the leaf as the spec names it).
+std::map<std::string, StackTotals> site_totals(const Recording& r) {
+  std::map<std::string, StackTotals> sites;
+  for (const RecSample& s : r.samples) {
+    std::vector<std::string> names = frame_names(r, s);
+    for (const site_spec& site : kSites)
+      if (names.size() >= 2 && names[names.size() - 2] == site.function && names.back() == site.allocator)
+        sites[site.function].merge(s.totals);
+  }
+  return sites;
+}
+
+Recording decode_file(const std::string& out) {
+  auto rec = decode_pprof(read_text_file(out).value_or(""));
+  std::filesystem::remove(out);
+  EXPECT_TRUE(rec) << (rec ? "" : rec.error().message);
+  return rec ? *rec : Recording{};
+}
+
+// allocscope record OPTIONS -- alloc_sites, with `preload` (if any) in the
+// environment the command inherits.
+Recording record_launched(const std::vector<std::string>& options, const std::string& preload,
+                          const std::string& workload, int scale) {
+  std::string out = temp_path("allocators.pb.gz");
+  std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "-q", "-o", out};
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.insert(argv.end(),
+              {"--", workload, "--threads", std::to_string(kThreads), "--scale-pct", std::to_string(scale)});
+  if (!preload.empty()) setenv("LD_PRELOAD", preload.c_str(), 1);
+  RunResult r = run(argv);
+  unsetenv("LD_PRELOAD");
+  EXPECT_EQ(r.status, 0) << r.err;
+  return decode_file(out);
+}
+
+// allocscope record -p PID OPTIONS on alloc_sites started (preloaded) before it.
+Recording record_attached(const std::vector<std::string>& options, const std::string& preload, int scale) {
+  std::vector<std::string> cmd = {WORKLOAD_BIN,  "--threads",           std::to_string(kThreads),
+                                  "--scale-pct", std::to_string(scale), "--wait"};
+  if (!preload.empty()) cmd.insert(cmd.begin(), {"env", "LD_PRELOAD=" + preload});
+  Child target(cmd);
+  EXPECT_TRUE(target.wait_for_line("ready", 10000));
+  std::string out = temp_path("allocators-p.pb.gz");
+  std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "-p", std::to_string(target.pid()), "-o", out};
+  argv.insert(argv.end(), options.begin(), options.end());
+  Child recorder(argv);
+  EXPECT_TRUE(recorder.wait_for_line("recording", 30000, true)) << recorder.err();
+  target.signal(SIGUSR1);
+  EXPECT_EQ(target.wait(), 0);
+  EXPECT_EQ(recorder.wait(60000), 0) << recorder.err();
+  return decode_file(out);
+}
+
+// Exact mode: every site's allocated and still-live bytes and objects.
+void expect_exact(const Recording& r, int scale, const std::string& what) {
+  auto sites = site_totals(r);
+  for (const site_spec& s : kSites) {
+    Truth t = site_truth(s, kThreads, scale);
+    const StackTotals& st = sites[s.function];
+    EXPECT_EQ(st.alloc_bytes, t.bytes) << what << ": " << s.function;
+    EXPECT_EQ(st.alloc_objects, t.objects) << what << ": " << s.function;
+    EXPECT_EQ(st.live_bytes, t.live_bytes) << what << ": " << s.function << " at exit";
+  }
+}
+
+// Sampled: the sum over sites, in standard deviations of the estimate.
+void expect_within_5_sigma(const Recording& r, int scale, const std::string& what) {
+  auto sites = site_totals(r);
+  double estimate = 0, truth = 0, variance = 0;
+  for (const site_spec& s : kSites) {
+    Truth t = site_truth(s, kThreads, scale);
+    estimate += sites[s.function].alloc_bytes;
+    truth += t.bytes;
+    double sigma = ht_sigma(t.objects, double(s.size), double(kDefaultRate), true);
+    variance += sigma * sigma;
+  }
+  double z = (estimate - truth) / std::sqrt(variance);
+  std::printf("  %-40s alloc_space estimate %.0f, truth %.0f, z %+.2f\n", what.c_str(), estimate, truth, z);
+  EXPECT_LT(std::fabs(z), 5.0) << what;
+}
+
+TEST(Allocators, PreloadedAllocatorsCountEachAllocationOnceInEveryMode) {
+  REQUIRE_BPF();
+  const int scale = 5;
+  for (const Preload& p : kPreloads) {
+    std::string lib = preload_path(p);
+    expect_exact(record_launched({"--rate", "1"}, lib, WORKLOAD_BIN, scale), scale,
+                 std::string(p.name) + " -- CMD");
+    expect_exact(record_attached({"--rate", "1"}, lib, scale), scale, std::string(p.name) + " -p");
+    expect_exact(record_attached({"--rate", "1", "--all"}, lib, scale), scale,
+                 std::string(p.name) + " --all -p");
+    expect_within_5_sigma(record_launched({}, lib, WORKLOAD_BIN, 40), 40,
+                          std::string(p.name) + " -- CMD, 512 KiB");
+  }
+}
+
+// `-- env LD_PRELOAD=lib prog`, the way a preload is often written: the
+// preload is probed before the program runs, so a short run is exact too.
+TEST(Allocators, PreloadSetInsideTheCommandIsProbedBeforeItRuns) {
+  REQUIRE_BPF();
+  const int scale = 2;
+  for (const Preload& p : kPreloads) {
+    std::string out = temp_path("env-preload.pb.gz");
+    RunResult r = run({ALLOCSCOPE_BIN, "record", "-q", "--rate", "1", "-o", out, "--", "env",
+                       std::string("LD_PRELOAD=") + p.file, WORKLOAD_BIN, "--threads",
+                       std::to_string(kThreads), "--scale-pct", std::to_string(scale)});
+    EXPECT_EQ(r.status, 0) << r.err;
+    expect_exact(decode_file(out), scale, std::string(p.name) + " -- env LD_PRELOAD=" + p.file);
+  }
+}
+
+TEST(Allocators, MallocLinkedIntoTheExecutable) {
+  REQUIRE_BPF();
+  const int scale = 5;
+  for (auto [name, bin] :
+       {std::pair{"glibc -static", WORKLOAD_STATIC_BIN}, std::pair{"musl -static", WORKLOAD_MUSL_BIN},
+        std::pair{"jemalloc_pic.a", WORKLOAD_JEMALLOC_BIN}}) {
+    expect_exact(record_launched({"--rate", "1"}, "", bin, scale), scale, std::string(name) + " -- CMD");
+    expect_within_5_sigma(record_launched({}, "", bin, 40), 40, std::string(name) + " -- CMD, 512 KiB");
+  }
+}
+
+// tcmalloc defines operator new and delete itself: C++ allocations are
+// probed there, named as the operator, and counted once although tcmalloc's
+// operator new and malloc share code.
+TEST(Allocators, CxxOperatorsOfTcmallocAreTheLeaf) {
+  REQUIRE_BPF();
+  const unsigned scale = 10;
+  struct Site {
+    const char* function;
+    double size;
+    unsigned count;
+  };
+  const Site sites[] = {
+      {"cxx_site_new(unsigned int)", double(kNewSize), kNewCount},
+      {"cxx_site_vector(unsigned int)", double(kVectorElements * sizeof(long)), kVectorCount},
+      {"cxx_site_string(unsigned int)", double(kStringCapacity + 1), kStringCount}};
+  std::string out = temp_path("tcmalloc-cxx.folded");
+  setenv("LD_PRELOAD", preload_path(kPreloads[1]).c_str(), 1);
+  RunResult r = run({ALLOCSCOPE_BIN, "record", "-q", "--rate", "1", "-o", out, "--", CXX_SITES_BIN,
+                     "--scale-pct", std::to_string(scale)});
+  unsetenv("LD_PRELOAD");
+  ASSERT_EQ(r.status, 0) << r.err;
+  Folded folded = read_folded(out);
+  std::filesystem::remove(out);
+  for (const Site& s : sites) {
+    double as_new = 0, other = 0;
+    for (const auto& [frames, value] : folded) {
+      if (std::find(frames.begin(), frames.end(), s.function) == frames.end()) continue;
+      (frames.back() == "operator new(unsigned long)" ? as_new : other) += value;
+    }
+    EXPECT_EQ(as_new, s.size * (s.count * scale / 100)) << s.function;
+    EXPECT_EQ(other, 0) << s.function << ": counted under another entry point too";
+  }
+}
+
+}  // namespace
+}  // namespace allocscope::test

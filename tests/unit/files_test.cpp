@@ -1,0 +1,67 @@
+// Reading files that other users may have put in place (perf maps in /tmp)
+// and files a user names (report's input).
+#include "host/files.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+
+#include "temp_dir.h"
+
+namespace allocscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(ReadFileOwnedBy, ReadsARegularFileOfItsOwner) {
+  TempDir dir;
+  fs::path map = dir.path / "perf-1.map";
+  std::ofstream(map) << "1000 10 jitted\n";
+  auto f = read_file_owned_by(map, geteuid(), 1 << 20);
+  ASSERT_TRUE(f) << f.error();
+  EXPECT_EQ(f->text, "1000 10 jitted\n");
+  EXPECT_EQ(f->size, 15);
+}
+
+// A symlink to a file only root may read would put its lines into frame names.
+TEST(ReadFileOwnedBy, RefusesSymlinksFifosOthersFilesAndHugeOnes) {
+  TempDir dir;
+  fs::path secret = dir.path / "secret", link = dir.path / "perf-2.map", fifo = dir.path / "perf-3.map",
+           big = dir.path / "perf-4.map", other = dir.path / "perf-5.map";
+  std::ofstream(secret) << "1000 10 secret\n";
+  fs::create_symlink(secret, link);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::ofstream(big) << std::string(4096, 'x');
+  auto l = read_file_owned_by(link, geteuid(), 1 << 20);
+  ASSERT_FALSE(l);
+  EXPECT_EQ(l.error().code, ELOOP);
+  auto f = read_file_owned_by(fifo, geteuid(), 1 << 20);  // at once: no writer is waited for
+  ASSERT_FALSE(f);
+  EXPECT_EQ(f.error().code, EINVAL);
+  auto b = read_file_owned_by(big, geteuid(), 1024);
+  ASSERT_FALSE(b);
+  EXPECT_EQ(b.error().code, EFBIG);
+  if (geteuid() == 0) {  // CI runs as root: a map that another user wrote for someone else's process
+    std::ofstream(other) << "1000 10 planted\n";
+    ASSERT_EQ(chown(other.c_str(), 12345, 12345), 0);
+    auto o = read_file_owned_by(other, 23456, 1 << 20);
+    ASSERT_FALSE(o);
+    EXPECT_EQ(o.error().code, EPERM);
+    EXPECT_TRUE(read_file_owned_by(other, 12345, 1 << 20)) << "the process's own user";
+  }
+}
+
+TEST(ReadRegularFile, RefusesFifosAndDevicesAtOnce) {
+  TempDir dir;
+  fs::path fifo = dir.path / "in.fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(read_regular_file(fifo, 1 << 20).error().code, EINVAL);
+  EXPECT_EQ(read_regular_file("/dev/zero", 1 << 20).error().code, EINVAL);
+}
+
+}  // namespace
+}  // namespace allocscope

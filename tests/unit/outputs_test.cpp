@@ -1,0 +1,119 @@
+// Writing outputs safely (as root, in directories others can write) and
+// rendering recordings that a crafted file can hold.
+#include "output/outputs.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "output/render.h"
+#include "temp_dir.h"
+
+namespace allocscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A symlink planted at the output's path (by another user, in a shared
+// directory) is replaced; the file it points to is never opened.
+TEST(WriteFileAtomically, ReplacesAPlantedSymlinkNotItsTarget) {
+  TempDir dir;
+  fs::path victim = dir.path / "victim", out = dir.path / "out.folded";
+  std::ofstream(victim) << "precious";
+  fs::create_symlink(victim, out);
+  ASSERT_TRUE(write_file_atomically(out.string(), "a;b 1\n"));
+  EXPECT_EQ(slurp(victim), "precious");
+  EXPECT_FALSE(fs::is_symlink(out));
+  EXPECT_EQ(slurp(out), "a;b 1\n");
+  size_t files = std::distance(fs::directory_iterator(dir.path), fs::directory_iterator{});
+  EXPECT_EQ(files, 2u) << "a temporary file was left behind";
+}
+
+TEST(WriteFileAtomically, PrivateToRootWhenRunAsRoot) {
+  TempDir dir;
+  fs::path out = dir.path / "heap.pb.gz";
+  ASSERT_TRUE(write_file_atomically(out.string(), "x"));
+  struct stat st;
+  ASSERT_EQ(stat(out.c_str(), &st), 0);
+  if (geteuid() == 0) {
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+  } else {
+    mode_t mask = umask(0);
+    umask(mask);
+    EXPECT_EQ(st.st_mode & 0777, 0666u & ~mask);
+  }
+}
+
+TEST(WriteFileAtomically, UnwritableDirectoryIsAnErrorNamingThePath) {
+  auto ok = write_file_atomically("/nonexistent-allocscope-dir/out.folded", "x");
+  ASSERT_FALSE(ok);
+  EXPECT_NE(ok.error().message.find("/nonexistent-allocscope-dir/out.folded"), std::string::npos);
+  EXPECT_EQ(ok.error().code, ENOENT);
+}
+
+// One failing output does not cost the others.
+TEST(WriteOutputs, WritesEveryOutputItCanAndNamesTheOnesItCannot) {
+  TempDir dir;
+  Recording r;
+  fs::path good = dir.path / "good.folded";
+  auto ok = write_outputs(
+      r, {{"/nonexistent-allocscope-dir/a.folded", Format::Folded}, {good.string(), Format::Folded}},
+      RenderOptions{});
+  ASSERT_FALSE(ok);
+  EXPECT_NE(ok.error().message.find("a.folded"), std::string::npos);
+  EXPECT_TRUE(fs::exists(good));
+}
+
+// A sample without frames is legal in pprof; names are bytes of any kind.
+Recording crafted() {
+  Recording r;
+  r.rate = 1;
+  r.functions = {{"bad\xff\xfename\n", "bad", ""}};
+  r.locations = {{-1, 0x1000, {{0, 0}}}};
+  r.samples = {RecSample{{}, 7, "no-frames", {1, 100, 1, 100, 1, 1}},
+               RecSample{{0}, 8, "bad\xc3", {2, 200, 0, 0, 2, 0}}};
+  return r;
+}
+
+TEST(Render, ControlCharactersCannotForgeLinesOfTheTable) {
+  Recording r = crafted();
+  r.functions[0].name = "evil\nallocscope: forged line\r\x1b[2J";
+  RenderOptions o;
+  o.top_by = TopBy::Stack;  // rows named by the whole stack, this frame included
+  auto text = render(r, Format::Top, o);
+  ASSERT_TRUE(text);
+  EXPECT_EQ(text->find("\nallocscope: forged"), std::string::npos) << *text;
+  EXPECT_EQ(text->find('\x1b'), std::string::npos);
+  EXPECT_NE(text->find("evil\\x0aallocscope: forged line\\x0d\\x1b[2J"), std::string::npos) << *text;
+}
+
+TEST(Render, CraftedRecordingsRenderInEveryFormat) {
+  Recording r = crafted();
+  for (Format f : {Format::Folded, Format::Svg, Format::Pprof, Format::Top, Format::Json}) {
+    for (TopBy by : {TopBy::Function, TopBy::Stack, TopBy::Process}) {
+      RenderOptions o;
+      o.top_by = by;
+      auto text = render(r, f, o);
+      ASSERT_TRUE(text) << format_name(f);
+      EXPECT_FALSE(text->empty()) << format_name(f);
+      if (f == Format::Json) {
+        EXPECT_TRUE(nlohmann::json::accept(*text)) << "not valid JSON";
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace allocscope

@@ -1,0 +1,82 @@
+#include "base/units.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+
+namespace allocscope {
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+// Splits "64KiB" into 64 and "kib"; nullopt without a leading number.
+std::optional<std::pair<uint64_t, std::string>> split_number(std::string_view text) {
+  uint64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end == text.data()) return std::nullopt;
+  std::string_view rest(end, text.data() + text.size() - end);
+  while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+  return std::pair{value, lower(rest)};
+}
+
+std::optional<uint64_t> scaled(uint64_t value, uint64_t unit) {
+  if (unit != 0 && value > UINT64_MAX / unit) return std::nullopt;
+  return value * unit;
+}
+
+}  // namespace
+
+std::optional<uint64_t> parse_bytes(std::string_view text) {
+  auto parts = split_number(text);
+  if (!parts) return std::nullopt;
+  const auto& [value, suffix] = *parts;
+  static const std::pair<const char*, uint64_t> units[] = {{"", 1},
+                                                           {"b", 1},
+                                                           {"k", 1ULL << 10},
+                                                           {"kb", 1ULL << 10},
+                                                           {"kib", 1ULL << 10},
+                                                           {"m", 1ULL << 20},
+                                                           {"mb", 1ULL << 20},
+                                                           {"mib", 1ULL << 20},
+                                                           {"g", 1ULL << 30},
+                                                           {"gb", 1ULL << 30},
+                                                           {"gib", 1ULL << 30}};
+  for (const auto& [name, unit] : units)
+    if (suffix == name) return scaled(value, unit);
+  return std::nullopt;
+}
+
+std::optional<uint64_t> parse_duration_ms(std::string_view text) {
+  auto parts = split_number(text);
+  if (!parts) return std::nullopt;
+  const auto& [value, suffix] = *parts;
+  static const std::pair<const char*, uint64_t> units[] = {{"", 1000},   {"s", 1000},    {"ms", 1},
+                                                           {"m", 60000}, {"min", 60000}, {"h", 3600000}};
+  for (const auto& [name, unit] : units)
+    if (suffix == name) return scaled(value, unit);
+  return std::nullopt;
+}
+
+std::string format_bytes(double bytes) {
+  static const char* names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  if (bytes > -0.5 && bytes < 0.5)  // float residue of live sums
+    bytes = 0;
+  int i = 0;
+  while (bytes >= 1023.95 && i < 4) {  // 1048575 B is "1.0 MiB", not "1024.0 KiB"
+    bytes /= 1024;
+    ++i;
+  }
+  char buf[32];
+  if (bytes == static_cast<double>(static_cast<uint64_t>(bytes)))
+    std::snprintf(buf, sizeof buf, "%llu %s", static_cast<unsigned long long>(bytes), names[i]);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f %s", bytes, names[i]);
+  return buf;
+}
+
+}  // namespace allocscope

@@ -1,0 +1,60 @@
+#include "host/files.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "base/unique_fd.h"
+
+namespace allocscope {
+namespace {
+
+// The `size` bytes fstat saw, or fewer if the file shrank meanwhile.
+Result<std::string> read_all(int fd, size_t size, const std::string& path) {
+  std::string out(size, '\0');
+  size_t got = 0;
+  while (got < out.size()) {
+    ssize_t n = ::pread(fd, out.data() + got, out.size() - got, off_t(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail_errno("read " + path, errno);
+    if (n == 0) break;
+    got += size_t(n);
+  }
+  out.resize(got);
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> read_regular_file(const std::string& path, size_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) return fail_errno("open " + path, errno);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return fail_errno("stat " + path, errno);
+  if (!S_ISREG(st.st_mode)) return fail("read " + path + ": not a regular file", EINVAL);
+  if (size_t(st.st_size) > max_bytes)
+    return fail("read " + path + ": larger than " + std::to_string(max_bytes >> 20) + " MiB", EFBIG);
+  return read_all(fd.get(), size_t(st.st_size), path);
+}
+
+Result<OwnedFile> read_file_owned_by(const std::string& path, uid_t owner, size_t max_bytes) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) return fail_errno("open " + path, errno);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return fail_errno("stat " + path, errno);
+  if (!S_ISREG(st.st_mode)) return fail("read " + path + ": not a regular file", EINVAL);
+  if (st.st_uid != 0 && st.st_uid != owner)
+    return fail("read " + path + ": owned by user " + std::to_string(st.st_uid) + ", neither root nor " +
+                    std::to_string(owner),
+                EPERM);
+  if (size_t(st.st_size) > max_bytes)
+    return fail("read " + path + ": larger than " + std::to_string(max_bytes >> 20) + " MiB", EFBIG);
+  auto text = read_all(fd.get(), size_t(st.st_size), path);
+  if (!text) return fail(text.error());
+  return OwnedFile{std::move(*text), st.st_size, st.st_mtime};
+}
+
+}  // namespace allocscope

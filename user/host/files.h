@@ -1,0 +1,31 @@
+// Files read on a user's behalf, with the checks that keep a FIFO, a device
+// or a huge file from hanging allocscope or filling its memory.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "base/result.h"
+
+namespace allocscope {
+
+// The whole of `path` if it is a regular file of at most `max_bytes`; a FIFO,
+// a device or a directory fails at once (EINVAL), a larger file with EFBIG.
+Result<std::string> read_regular_file(const std::string& path, size_t max_bytes);
+
+struct OwnedFile {
+  std::string text;
+  int64_t size = 0;   // as fstat saw it when opened
+  int64_t mtime = 0;  // seconds
+};
+
+// A file another user may have put in place (/tmp/perf-PID.map): opened
+// without following a symlink and without blocking, and read only if it is
+// a regular file of at most `max_bytes` owned by root or by `owner` (the
+// rule perf applies). EPERM for another owner, ELOOP for a symlink.
+Result<OwnedFile> read_file_owned_by(const std::string& path, uid_t owner, size_t max_bytes);
+
+}  // namespace allocscope

@@ -1,0 +1,152 @@
+#include "host/process.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <unordered_map>
+
+namespace allocscope {
+
+Result<std::string> read_text_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return fail_errno("open " + path, errno);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool process_exists(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
+
+std::string read_comm(pid_t pid) {
+  auto text = read_text_file("/proc/" + std::to_string(pid) + "/comm");
+  if (!text) return "";
+  std::string comm = *text;
+  while (!comm.empty() && comm.back() == '\n') comm.pop_back();
+  return comm;
+}
+
+Result<std::vector<Mapping>> read_maps(pid_t pid) {
+  auto text = read_text_file("/proc/" + std::to_string(pid) + "/maps");
+  if (!text) return fail(text.error());
+  return parse_maps(*text);
+}
+
+std::string mapped_file_path(pid_t pid, const Mapping& m) {
+  char name[64];
+  std::snprintf(name, sizeof name, "/map_files/%llx-%llx", (unsigned long long)m.start,
+                (unsigned long long)m.end);
+  std::string via_map_files = "/proc/" + std::to_string(pid) + name;
+  if (access(via_map_files.c_str(), R_OK) == 0) return via_map_files;
+  return "/proc/" + std::to_string(pid) + "/root" + m.path;
+}
+
+std::string find_program(const std::string& command) {
+  if (command.find('/') != std::string::npos) return access(command.c_str(), X_OK) == 0 ? command : "";
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  for (size_t at = 0; at <= dirs.size();) {
+    size_t end = dirs.find(':', at);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = end > at ? dirs.substr(at, end - at) : ".";
+    std::string candidate = dir + "/" + command;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    at = end + 1;
+  }
+  return "";
+}
+
+std::vector<pid_t> list_processes() {
+  std::vector<pid_t> pids;
+  struct DirCloser {
+    void operator()(DIR* d) const { closedir(d); }
+  };
+  std::unique_ptr<DIR, DirCloser> dir(opendir("/proc"));
+  if (!dir) return pids;
+  while (dirent* d = readdir(dir.get())) {
+    char* end;
+    long pid = std::strtol(d->d_name, &end, 10);
+    if (*end == '\0' && pid > 0) pids.push_back(pid_t(pid));
+  }
+  return pids;
+}
+
+pid_t parent_from_stat(std::string_view stat) {
+  size_t close = stat.rfind(')');  // the name may hold spaces and parentheses
+  if (close == std::string_view::npos || close + 4 >= stat.size()) return 0;
+  std::string_view rest = stat.substr(close + 4);  // past ") S "
+  return pid_t(std::strtol(std::string(rest.substr(0, rest.find(' '))).c_str(), nullptr, 10));
+}
+
+double process_start_time(pid_t pid) {
+  auto stat = read_text_file("/proc/" + std::to_string(pid) + "/stat");
+  auto machine = read_text_file("/proc/stat");
+  if (!stat || !machine) return 0;
+  size_t close = stat->rfind(')');
+  size_t btime = machine->find("\nbtime ");
+  if (close == std::string::npos || btime == std::string::npos) return 0;
+  std::istringstream fields(stat->substr(close + 2));  // field 3 (state) onwards
+  std::string f;
+  for (int i = 3; i <= 22 && fields >> f; ++i) {
+  }
+  double ticks = std::strtod(f.c_str(), nullptr);  // field 22: start, clock ticks after boot
+  return std::strtod(machine->c_str() + btime + 7, nullptr) + ticks / double(sysconf(_SC_CLK_TCK));
+}
+
+std::vector<pid_t> descendants_of(const std::vector<pid_t>& roots) {
+  std::unordered_map<pid_t, std::vector<pid_t>> children;
+  for (pid_t pid : list_processes())
+    if (auto stat = read_text_file("/proc/" + std::to_string(pid) + "/stat"))
+      children[parent_from_stat(*stat)].push_back(pid);
+  std::vector<pid_t> out, todo = roots;
+  while (!todo.empty()) {
+    pid_t p = todo.back();
+    todo.pop_back();
+    for (pid_t c : children[p]) {
+      out.push_back(c);
+      todo.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::string cgroup2_mount(std::string_view mountinfo) {
+  while (!mountinfo.empty()) {
+    size_t nl = mountinfo.find('\n');
+    std::string_view line = mountinfo.substr(0, nl);
+    mountinfo.remove_prefix(nl == std::string_view::npos ? mountinfo.size() : nl + 1);
+    size_t dash = line.find(" - ");
+    if (dash == std::string_view::npos || !line.substr(dash + 3).starts_with("cgroup2 ")) continue;
+    std::string_view f = line;  // id parent major:minor root MOUNTPOINT ...
+    for (int i = 0; i < 4 && !f.empty(); ++i) f.remove_prefix(std::min(f.size(), f.find(' ') + 1));
+    return std::string(f.substr(0, f.find(' ')));
+  }
+  return "";
+}
+
+Result<CgroupId> find_cgroup(const std::string& path) {
+  auto mountinfo = read_text_file("/proc/self/mountinfo");
+  std::string root = mountinfo ? cgroup2_mount(*mountinfo) : "";
+  if (root.empty()) return fail("--cgroup needs cgroup v2 (the unified hierarchy) mounted");
+  std::string rel = path.starts_with(root + "/") || path == root ? path.substr(root.size()) : path;
+  while (!rel.empty() && rel.back() == '/') rel.pop_back();
+  if (!rel.empty() && rel.front() != '/') rel = "/" + rel;
+  struct stat st;
+  if (stat((root + rel).c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return fail("no such cgroup: " + path + " (looked for " + root + rel + ")");
+  CgroupId c;
+  c.id = st.st_ino;  // a cgroup v2 directory's inode number is the cgroup's id
+  for (char ch : rel) c.level += ch == '/';
+  if (c.level == 0) return fail("--cgroup " + path + " is the root cgroup: every process; use --all alone");
+  return c;
+}
+
+}  // namespace allocscope

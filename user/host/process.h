@@ -1,0 +1,52 @@
+// Reading a process's state from /proc.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "host/proc_maps.h"
+
+namespace allocscope {
+
+Result<std::string> read_text_file(const std::string& path);
+bool process_exists(pid_t pid);
+std::string read_comm(pid_t pid);  // "" when gone
+Result<std::vector<Mapping>> read_maps(pid_t pid);
+
+// A path that opens the file behind a mapping of a live process, also when
+// it lives in another mount namespace or was deleted since.
+std::string mapped_file_path(pid_t pid, const Mapping& m);
+
+// The file execvp would run for `command` (PATH searched); "" if none.
+std::string find_program(const std::string& command);
+
+// Every process id in /proc.
+std::vector<pid_t> list_processes();
+
+// The processes now running below `roots` in the process tree (children,
+// their children, ...), from each process's parent in /proc/PID/stat.
+std::vector<pid_t> descendants_of(const std::vector<pid_t>& roots);
+
+// The parent process id field of a /proc/PID/stat line; 0 if malformed.
+pid_t parent_from_stat(std::string_view stat);
+
+// When the process started, seconds since the epoch; 0 when unknown.
+double process_start_time(pid_t pid);
+
+// A cgroup v2 directory (a path under the cgroup2 mount, e.g.
+// /sys/fs/cgroup/system.slice/x.service, or as /proc/PID/cgroup names it:
+// "/system.slice/x.service"): its id and depth below the root.
+struct CgroupId {
+  uint64_t id = 0;
+  uint32_t level = 0;
+};
+Result<CgroupId> find_cgroup(const std::string& path);
+// Where /proc/self/mountinfo (its text) has cgroup v2 mounted; "" if nowhere.
+std::string cgroup2_mount(std::string_view mountinfo);
+
+}  // namespace allocscope

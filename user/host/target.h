@@ -1,0 +1,45 @@
+// The process being recorded: one attached with -p, or one launched with
+// -- CMD and held before exec until its probes are in place.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+
+namespace allocscope {
+
+class Target {
+ public:
+  static Result<Target> attach(pid_t pid);
+  // Forks a child that waits, before exec, for start().
+  static Result<Target> launch(const std::vector<std::string>& command);
+  Target(Target&&) noexcept;
+  Target& operator=(Target&&) = delete;
+  ~Target();
+
+  pid_t pid() const { return pid_; }
+  bool launched() const { return launched_; }
+  // Lets a launched child exec its command; fails if exec fails.
+  Result<void> start();
+  // Whether the process has exited (a launched child is reaped).
+  bool exited();
+  // Sends `sig` to a launched child that still runs, waits for it and returns
+  // the shell-style status (128 + signal when killed).
+  int finish(int sig);
+
+ private:
+  Target() = default;
+  pid_t pid_ = -1;
+  bool launched_ = false;
+  UniqueFd pidfd_;
+  UniqueFd go_fd_;     // write end: releases the child
+  UniqueFd error_fd_;  // read end: the child's exec errno, or EOF on success
+  std::optional<int> status_;
+};
+
+}  // namespace allocscope

@@ -1,0 +1,188 @@
+#include "model/profile.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "stats/sampling.h"
+
+namespace allocscope {
+
+std::optional<Metric> parse_metric(std::string_view name) {
+  for (Metric m : {Metric::AllocSpace, Metric::AllocObjects, Metric::InuseSpace, Metric::InuseObjects})
+    if (name == metric_name(m)) return m;
+  return std::nullopt;
+}
+
+const char* metric_name(Metric m) {
+  switch (m) {
+    case Metric::AllocSpace:
+      return "alloc_space";
+    case Metric::AllocObjects:
+      return "alloc_objects";
+    case Metric::InuseSpace:
+      return "inuse_space";
+    case Metric::InuseObjects:
+      return "inuse_objects";
+  }
+  return "?";
+}
+
+double StackTotals::value(Metric m) const {
+  switch (m) {
+    case Metric::AllocSpace:
+      return alloc_bytes;
+    case Metric::AllocObjects:
+      return alloc_objects;
+    case Metric::InuseSpace:
+      return live_bytes;
+    case Metric::InuseObjects:
+      return live_objects;
+  }
+  return 0;
+}
+
+const IntervalStats& StackTotals::stats(Metric m) const {
+  return m == Metric::InuseSpace || m == Metric::InuseObjects ? live_stats : alloc_stats;
+}
+
+void StackTotals::merge(const StackTotals& o) {
+  alloc_objects += o.alloc_objects;
+  alloc_bytes += o.alloc_bytes;
+  live_objects += o.live_objects;
+  live_bytes += o.live_bytes;
+  samples += o.samples;
+  live_samples += o.live_samples;
+  alloc_stats.merge(o.alloc_stats);
+  live_stats.merge(o.live_stats);
+  lifetimes.merge(o.lifetimes);
+  live_ages.merge(o.live_ages);
+}
+
+Profile::Profile(uint64_t rate, size_t max_stacks, size_t max_live)
+    : rate_(rate), max_stacks_(max_stacks), max_live_(max_live) {}
+
+std::optional<uint32_t> Profile::intern(uint32_t pid, uint16_t fn, std::span<const uint64_t> ips) {
+  std::string key(sizeof pid + sizeof fn + ips.size_bytes(), '\0');
+  std::memcpy(key.data(), &pid, sizeof pid);
+  std::memcpy(key.data() + sizeof pid, &fn, sizeof fn);
+  if (!ips.empty()) std::memcpy(key.data() + sizeof pid + sizeof fn, ips.data(), ips.size_bytes());
+  if (auto it = index_.find(key); it != index_.end()) return it->second;
+  if (stacks_.size() >= max_stacks_) return std::nullopt;
+  uint32_t id = static_cast<uint32_t>(stacks_.size());
+  stacks_.push_back({pid, fn, {ips.begin(), ips.end()}, {}});
+  index_.emplace(std::move(key), id);
+  return id;
+}
+
+void Profile::add_exact(uint32_t stack, const ExactDelta& d) {
+  StackTotals& t = stacks_[stack].totals;
+  t.alloc_objects += double(d.allocs);
+  t.alloc_bytes += double(d.alloc_bytes);
+  t.samples += d.allocs;
+  t.alloc_stats.add_exact(d.allocs, d.alloc_bytes);
+  t.live_objects += double(d.allocs) - double(d.frees);
+  t.live_bytes += double(d.alloc_bytes) - double(d.free_bytes);
+  t.live_samples = t.live_samples + d.allocs - std::min(d.frees, t.live_samples + d.allocs);
+  t.live_stats.add_exact(d.allocs, d.alloc_bytes);
+  t.live_stats.remove_exact(d.frees, d.free_bytes);
+  t.lifetimes.merge(d.lifetimes);
+}
+
+void Profile::release_live(uint32_t stack) {
+  StackTotals& t = stacks_[stack].totals;
+  t.live_objects = t.live_bytes = 0;
+  t.live_samples = 0;
+  t.live_stats = {};
+  live_times_.erase(stack);
+}
+
+void Profile::on_alloc(const AllocSample& s) {
+  if (auto set = live_.find(s.pid); set != live_.end()) {
+    if (auto old = set->second.find(s.addr); old != set->second.end()) {
+      ++counters_.replaced_live;  // its free was missed (e.g. before attach)
+      unlive(old->second);
+      set->second.erase(old);
+    }
+  }
+  auto id = intern(s.pid, s.fn, s.ips);
+  if (!id) {
+    ++counters_.stacks_full;
+    counters_.stacks_full_bytes += s.size;
+    return;
+  }
+  Weight w = unbias(s.size, rate_);
+  StackTotals& t = stacks_[*id].totals;
+  t.alloc_objects += w.objects;
+  t.alloc_bytes += w.bytes;
+  ++t.samples;
+  t.alloc_stats.add_sample(s.size, s.offset, rate_);
+
+  if (!s.live_tracked) return;
+  if (live_count_ >= max_live_) {
+    ++counters_.live_full;
+    counters_.live_full_bytes += s.size;
+    return;
+  }
+  live_[s.pid].emplace(s.addr, LiveEntry{*id, w.objects, w.bytes, s.size, s.offset, s.ts_ns});
+  ++live_count_;
+  t.live_objects += w.objects;
+  t.live_bytes += w.bytes;
+  ++t.live_samples;
+  t.live_stats.add_sample(s.size, s.offset, rate_);
+}
+
+void Profile::reset_alloc_totals() {
+  for (StackRecord& s : stacks_) {
+    s.totals.alloc_objects = s.totals.alloc_bytes = 0;
+    s.totals.samples = 0;
+    s.totals.alloc_stats = {};
+    s.totals.lifetimes = {};
+  }
+}
+
+void Profile::on_free(uint32_t pid, uint64_t addr, uint64_t ts_ns) {
+  auto set = live_.find(pid);
+  auto it = set == live_.end() ? LiveSet::iterator() : set->second.find(addr);
+  if (set == live_.end() || it == set->second.end()) {
+    ++counters_.unmatched_frees;
+    return;
+  }
+  if (ts_ns >= it->second.ts_ns) stacks_[it->second.stack].totals.lifetimes.add(ts_ns - it->second.ts_ns);
+  unlive(it->second);
+  set->second.erase(it);
+  if (set->second.empty()) live_.erase(set);
+}
+
+std::vector<uint64_t> Profile::drop_process(uint32_t pid) {
+  std::vector<uint64_t> addrs;
+  auto set = live_.find(pid);
+  if (set == live_.end()) return addrs;
+  for (const auto& [addr, e] : set->second) {
+    addrs.push_back(addr);
+    unlive(e);
+  }
+  live_.erase(set);
+  return addrs;
+}
+
+std::vector<DurationHistogram> Profile::live_ages(uint64_t now_ns) const {
+  std::vector<DurationHistogram> ages(stacks_.size());
+  for (const auto& [pid, set] : live_)
+    for (const auto& [addr, e] : set) ages[e.stack].add(now_ns > e.ts_ns ? now_ns - e.ts_ns : 0);
+  for (const auto& [stack, times] : live_times_)
+    if (stack < ages.size())
+      for (uint64_t ts : times) ages[stack].add(now_ns > ts ? now_ns - ts : 0);
+  return ages;
+}
+
+// Takes a live sample out of its stack's totals (the caller erases it).
+void Profile::unlive(const LiveEntry& e) {
+  StackTotals& t = stacks_[e.stack].totals;
+  t.live_objects -= e.objects;
+  t.live_bytes -= e.bytes;
+  --t.live_samples;
+  t.live_stats.remove_sample(e.size, e.offset, rate_);
+  --live_count_;
+}
+
+}  // namespace allocscope

@@ -1,0 +1,128 @@
+// Aggregation of samples per (process, allocator, stack): unbiased alloc and
+// live estimates, with the live set de-attributed on free. Pure logic.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "stats/intervals.h"
+#include "stats/lifetimes.h"
+
+namespace allocscope {
+
+// A stack frame value marking where an unwind stopped short: its root.
+inline constexpr uint64_t kTruncatedFrame = 0;
+
+enum class Metric { AllocSpace, AllocObjects, InuseSpace, InuseObjects };
+std::optional<Metric> parse_metric(std::string_view name);
+const char* metric_name(Metric m);
+inline bool metric_is_bytes(Metric m) { return m == Metric::AllocSpace || m == Metric::InuseSpace; }
+
+struct StackTotals {
+  double alloc_objects = 0, alloc_bytes = 0;
+  double live_objects = 0, live_bytes = 0;
+  uint64_t samples = 0, live_samples = 0;
+  IntervalStats alloc_stats = {}, live_stats = {};  // what the interval estimates need
+  DurationHistogram lifetimes = {};                 // of sampled allocations freed
+  DurationHistogram live_ages = {};                 // of samples still live (filled at snapshot)
+
+  double value(Metric m) const;
+  const IntervalStats& stats(Metric m) const;
+  void merge(const StackTotals& other);
+};
+
+// A distinct stack: ips are innermost first, as the kernel gives them.
+struct StackRecord {
+  uint32_t pid = 0;
+  uint16_t fn = 0;  // enum as_fn
+  std::vector<uint64_t> ips;
+  StackTotals totals;
+};
+
+struct AllocSample {
+  uint32_t pid = 0;
+  uint16_t fn = 0;
+  uint64_t addr = 0;
+  uint64_t size = 0;
+  uint64_t offset = 0;       // bytes before the sampled byte
+  uint64_t ts_ns = 0;        // CLOCK_MONOTONIC
+  bool live_tracked = true;  // false when the kernel's live map was full
+  std::span<const uint64_t> ips;
+};
+
+struct ProfileCounters {
+  uint64_t stacks_full = 0;        // samples lost: stack table at capacity
+  uint64_t stacks_full_bytes = 0;  // ... their requested bytes
+  uint64_t live_full = 0;          // samples not tracked live: live table at capacity
+  uint64_t live_full_bytes = 0;
+  uint64_t unmatched_frees = 0;  // free of an address with no live sample
+  uint64_t replaced_live = 0;    // an address sampled again before its free was seen
+};
+
+// Exact mode: what the kernel counted at one stack since the last look.
+struct ExactDelta {
+  uint64_t allocs = 0, alloc_bytes = 0;
+  uint64_t frees = 0, free_bytes = 0;
+  DurationHistogram lifetimes;  // of the frees
+};
+
+class Profile {
+ public:
+  Profile(uint64_t rate, size_t max_stacks, size_t max_live);
+
+  // The index of a stack, added when new; nullopt when the table is full
+  // (counted as stacks_full by the caller's choice: on_alloc counts it).
+  std::optional<uint32_t> intern(uint32_t pid, uint16_t fn, std::span<const uint64_t> ips);
+  // Exact mode: adds what the kernel counted at a stack.
+  void add_exact(uint32_t stack, const ExactDelta& d);
+  // Exact mode: the stack's blocks are no longer in use (its process ended).
+  void release_live(uint32_t stack);
+  // Exact mode: when each still-live block of each stack was allocated
+  // (CLOCK_MONOTONIC), for live_ages().
+  void set_live_times(std::unordered_map<uint32_t, std::vector<uint64_t>> times) {
+    live_times_ = std::move(times);
+  }
+
+  void on_alloc(const AllocSample& s);
+  void on_free(uint32_t pid, uint64_t addr, uint64_t ts_ns = 0);
+  // The process ended (exit or exec): its memory is no longer in use. Returns
+  // the addresses of the live samples dropped.
+  std::vector<uint64_t> drop_process(uint32_t pid);
+  // Starts a new interval: alloc totals and sample counts to zero, the live
+  // set (and its estimates) kept.
+  void reset_alloc_totals();
+
+  uint64_t rate() const { return rate_; }
+  const std::vector<StackRecord>& stacks() const { return stacks_; }
+  const ProfileCounters& counters() const { return counters_; }
+  size_t live_count() const { return live_count_; }
+  // Ages at `now_ns` of each stack's live samples, indexed like stacks().
+  std::vector<DurationHistogram> live_ages(uint64_t now_ns) const;
+
+ private:
+  struct LiveEntry {
+    uint32_t stack;
+    double objects, bytes;
+    uint64_t size, offset, ts_ns;
+  };
+
+  // Live samples per process, so that an ended process drops its own at once.
+  using LiveSet = std::unordered_map<uint64_t, LiveEntry>;  // address -> sample
+  void unlive(const LiveEntry& e);
+
+  uint64_t rate_;
+  size_t max_stacks_, max_live_;
+  std::vector<StackRecord> stacks_;
+  std::unordered_map<std::string, uint32_t> index_;
+  std::unordered_map<uint32_t, LiveSet> live_;  // pid -> its live samples
+  size_t live_count_ = 0;
+  ProfileCounters counters_;
+  std::unordered_map<uint32_t, std::vector<uint64_t>> live_times_;  // exact mode
+};
+
+}  // namespace allocscope

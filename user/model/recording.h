@@ -1,0 +1,66 @@
+// A recording, symbolized: what every output format is written from, and
+// what `allocscope report` reads back from a saved pprof file. Shaped like
+// pprof's profile.proto; references are 0-based indices into the vectors.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/profile.h"
+
+namespace allocscope {
+
+struct RecMapping {
+  uint64_t start = 0, limit = 0, offset = 0;  // runtime address range, file offset of start
+  std::string file;                           // path as the process saw it
+  std::string build_id;                       // hex, "" when unknown
+};
+
+struct RecFunction {
+  std::string name;         // demangled
+  std::string system_name;  // as in the symbol table (mangled)
+  std::string filename;     // source file, "" when unknown
+};
+
+struct RecLine {
+  uint32_t function = 0;  // index into Recording::functions
+  int64_t line = 0;       // 0 when unknown
+};
+
+struct RecLocation {
+  int32_t mapping = -1;        // index into Recording::mappings, -1 for none
+  uint64_t address = 0;        // runtime instruction address
+  std::vector<RecLine> lines;  // several: inlined calls, innermost first, caller last
+};
+
+struct RecSample {
+  std::vector<uint32_t> locations;  // indices into Recording::locations, leaf first;
+                                    // the leaf is the allocator entry point called
+  uint32_t pid = 0;
+  std::string comm;
+  StackTotals totals;  // unbiased estimates and sample counts
+};
+
+struct Recording {
+  uint64_t rate = 0;       // mean bytes between samples; 1 = exact
+  int64_t time_nanos = 0;  // wall-clock start, ns since the epoch
+  int64_t duration_nanos = 0;
+  Metric default_metric = Metric::AllocSpace;
+  std::vector<std::pair<std::string, uint64_t>> counters;  // named counters (samples, drops)
+  std::vector<RecMapping> mappings;
+  std::vector<RecFunction> functions;
+  std::vector<RecLocation> locations;
+  std::vector<RecSample> samples;
+};
+
+// Frame names of a sample, root first: "comm (pid)" ("comm" for pid 0:
+// processes merged by name), callers outermost
+// first (inlined frames expanded), the allocator last. With `lines`, each
+// frame whose position is known reads "function (file:line)", the file as
+// DWARF recorded it (often an absolute path), "?" for an unknown file or
+// line.
+std::vector<std::string> frame_names(const Recording& r, const RecSample& s, bool lines = false);
+
+}  // namespace allocscope

@@ -1,0 +1,104 @@
+#include "output/outputs.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+
+#include "base/unique_fd.h"
+
+namespace allocscope {
+
+namespace {
+
+Result<void> write_stdout(std::string_view content) {
+  // stdio rather than iostreams: a failed write leaves its errno (ENOSPC on
+  // /dev/full, EPIPE on a closed pipe, SIGPIPE being ignored).
+  errno = 0;
+  size_t n = std::fwrite(content.data(), 1, content.size(), stdout);
+  if (n != content.size() || std::fflush(stdout) != 0)
+    return fail_errno("write standard output", errno ? errno : EIO);
+  return {};
+}
+
+Result<void> write_all(int fd, std::string_view content) {
+  while (!content.empty()) {
+    ssize_t n = ::write(fd, content.data(), content.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return fail_errno("write", n < 0 ? errno : EIO);
+    content.remove_prefix(size_t(n));
+  }
+  return {};
+}
+
+// The directory holding `path`, synced so that the rename survives a crash.
+void sync_directory(const std::string& path) {
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  UniqueFd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (d) ::fsync(d.get());
+}
+
+}  // namespace
+
+Result<void> write_file_atomically(const std::string& path, std::string_view content) {
+  if (path == "-") return write_stdout(content);
+  // A fresh file of our own beside the target (O_EXCL: never a file or a
+  // symlink someone planted, whatever its name), renamed over the target:
+  // rename replaces a symlink at `path` itself, never what it points to.
+  std::string tmp = path + ".XXXXXX";
+  UniqueFd fd(mkostemp(tmp.data(), O_CLOEXEC));
+  if (!fd) return fail_errno("write " + path, errno);
+  auto remove_tmp = [&] { ::unlink(tmp.c_str()); };
+  // mkostemp makes it 0600; others may read it as they could any new file,
+  // except as root, whose recordings name other users' code and data.
+  if (geteuid() != 0) {
+    mode_t mask = ::umask(0);
+    ::umask(mask);
+    ::fchmod(fd.get(), 0666 & ~mask);
+  }
+  if (auto ok = write_all(fd.get(), content); !ok) {
+    remove_tmp();
+    return fail("write " + path + ": " + ok.error().message, ok.error().code);
+  }
+  if (::fsync(fd.get()) != 0 || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    remove_tmp();
+    return fail_errno("write " + path, err);
+  }
+  sync_directory(path);
+  return {};
+}
+
+std::string numbered_path(const std::string& path, unsigned n) {
+  size_t slash = path.rfind('/');
+  size_t dot = path.find('.', slash == std::string::npos ? 0 : slash + 1);
+  if (dot == std::string::npos || dot == (slash == std::string::npos ? 0 : slash + 1))
+    return path + "." + std::to_string(n);
+  return path.substr(0, dot) + "." + std::to_string(n) + path.substr(dot);
+}
+
+Result<void> write_outputs(const Recording& r, const std::vector<OutputSpec>& outputs,
+                           const RenderOptions& o) {
+  // One output that fails (a full disk, a closed pipe) does not cost the
+  // others; the error names every one that failed, the first's code.
+  std::optional<Error> failed;
+  for (const OutputSpec& out : outputs) {
+    auto text = render(r, out.format, o);
+    Result<void> ok = text ? write_file_atomically(out.path, *text)
+                           : fail("write " + out.path + ": " + text.error().message, text.error().code);
+    if (ok) continue;
+    if (!failed)
+      failed = ok.error();
+    else
+      failed->message += "; " + ok.error().message;
+  }
+  if (failed) return fail(*failed);
+  return {};
+}
+
+}  // namespace allocscope

@@ -1,0 +1,32 @@
+// Output files: written whole or not at all.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+#include "output/render.h"
+
+namespace allocscope {
+
+struct OutputSpec {
+  std::string path;  // "-" is stdout
+  Format format = Format::Folded;
+};
+
+// Writes to a new file beside `path` (mkostemp: created exclusively, so no
+// planted file or symlink is ever opened; 0600 as root), fsyncs it and
+// renames it into place, so a reader never sees a partial file and a failure
+// leaves none. "-" is standard output, whose errors (a full disk, a closed
+// pipe) are errors too.
+Result<void> write_file_atomically(const std::string& path, std::string_view content);
+
+// "heap.pb.gz", 3 -> "heap.3.pb.gz": numbered outputs of --interval.
+std::string numbered_path(const std::string& path, unsigned n);
+
+// Renders and writes every output, each whatever became of the others; the
+// error names all that failed.
+Result<void> write_outputs(const Recording& r, const std::vector<OutputSpec>& outputs,
+                           const RenderOptions& o);
+
+}  // namespace allocscope

@@ -1,0 +1,199 @@
+// Recording -> profile.proto, gzip-compressed.
+#include <cerrno>
+#include <string_view>
+
+#include "model/loss.h"
+#include "output/gzip.h"
+#include "output/pprof.h"
+#include "output/pprof_columns.h"
+#include "output/sample_labels.h"
+
+namespace allocscope {
+namespace {
+
+using namespace pprof_columns;
+
+// Length of the well-formed UTF-8 sequence that starts s (RFC 3629: no
+// overlong forms, no surrogates, nothing above U+10FFFF), 0 when there is none.
+size_t utf8_sequence_length(std::string_view s) {
+  auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char c = byte(0);
+  if (c < 0x80) return 1;
+  size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // the range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    lo = c == 0xE0 ? 0xA0 : lo;
+    hi = c == 0xED ? 0x9F : hi;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    lo = c == 0xF0 ? 0x90 : lo;
+    hi = c == 0xF4 ? 0x8F : hi;
+  } else {
+    return 0;
+  }
+  if (s.size() < n || byte(1) < lo || byte(1) > hi) return 0;
+  for (size_t i = 2; i < n; ++i)
+    if (byte(i) < 0x80 || byte(i) > 0xBF) return 0;
+  return n;
+}
+
+// profile.proto's strings are proto3 `string`s: protobuf refuses to parse a
+// message holding invalid UTF-8 (so our own decoder would reject the file),
+// yet comm and paths are arbitrary bytes. Invalid bytes become U+FFFD.
+std::string valid_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    size_t n = utf8_sequence_length(s.substr(i));
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
+// profile.proto stores every string once and refers to it by index; index 0
+// is reserved for "".
+class StringTable {
+ public:
+  explicit StringTable(pb::Profile& p) : p_(p) { intern(""); }
+
+  int64_t intern(const std::string& raw) {
+    const std::string s = valid_utf8(raw);
+    auto [it, inserted] = index_.try_emplace(s, p_.string_table_size());
+    if (inserted) p_.add_string_table(s);
+    return it->second;
+  }
+
+ private:
+  pb::Profile& p_;
+  std::unordered_map<std::string, int64_t> index_;
+};
+
+void add_value_type(pb::ValueType* vt, StringTable& strings, const char* type, const char* unit) {
+  vt->set_type(strings.intern(type));
+  vt->set_unit(strings.intern(unit));
+}
+
+// The counters go in comments: pprof shows them to the user, and profile.proto
+// has no other place for them that readers keep.
+void add_header(pb::Profile& p, StringTable& strings, const Recording& r, std::string_view tool) {
+  for (const ColumnType& c : kColumnTypes) add_value_type(p.add_sample_type(), strings, c.type, c.unit);
+  add_value_type(p.mutable_period_type(), strings, "space", "bytes");
+  p.set_period(count_value(r.rate));
+  p.set_default_sample_type(strings.intern(metric_name(r.default_metric)));
+  p.set_time_nanos(r.time_nanos);
+  p.set_duration_nanos(r.duration_nanos);
+  p.add_comment(strings.intern(std::string(tool)));
+  p.add_comment(strings.intern("rate=" + std::to_string(r.rate)));
+  for (const auto& [name, value] : r.counters)
+    p.add_comment(strings.intern(name + "=" + std::to_string(value)));
+  if (std::string lost = describe_loss(r, r.default_metric); !lost.empty())
+    p.add_comment(strings.intern("warning: " + lost));
+}
+
+// What symbolization found in each mapping: pprof symbolizes again (from the
+// binaries named in the file) only the mappings that lack functions.
+void add_mapping_flags(pb::Profile& p, const Recording& r) {
+  for (const RecLocation& l : r.locations) {
+    if (l.mapping < 0 || l.lines.empty()) continue;
+    pb::Mapping* m = p.mutable_mapping(l.mapping);
+    m->set_has_functions(true);
+    m->set_has_inline_frames(m->has_inline_frames() || l.lines.size() > 1);
+    for (const RecLine& line : l.lines) {
+      m->set_has_filenames(m->has_filenames() || !r.functions[line.function].filename.empty());
+      m->set_has_line_numbers(m->has_line_numbers() || line.line != 0);
+    }
+  }
+}
+
+void add_mappings(pb::Profile& p, StringTable& strings, const Recording& r) {
+  for (size_t i = 0; i < r.mappings.size(); ++i) {
+    const RecMapping& rm = r.mappings[i];
+    pb::Mapping* m = p.add_mapping();
+    m->set_id(i + 1);
+    m->set_memory_start(rm.start);
+    m->set_memory_limit(rm.limit);
+    m->set_file_offset(rm.offset);
+    m->set_filename(strings.intern(rm.file));
+    m->set_build_id(strings.intern(rm.build_id));
+  }
+  add_mapping_flags(p, r);
+}
+
+void add_functions(pb::Profile& p, StringTable& strings, const Recording& r) {
+  for (size_t i = 0; i < r.functions.size(); ++i) {
+    const RecFunction& rf = r.functions[i];
+    pb::Function* f = p.add_function();
+    f->set_id(i + 1);
+    f->set_name(strings.intern(rf.name));
+    f->set_system_name(strings.intern(rf.system_name));
+    f->set_filename(strings.intern(rf.filename));
+  }
+}
+
+void add_locations(pb::Profile& p, const Recording& r) {
+  for (size_t i = 0; i < r.locations.size(); ++i) {
+    const RecLocation& rl = r.locations[i];
+    pb::Location* l = p.add_location();
+    l->set_id(i + 1);
+    l->set_mapping_id(rl.mapping < 0 ? 0 : static_cast<uint64_t>(rl.mapping) + 1);
+    l->set_address(rl.address);
+    for (const RecLine& rline : rl.lines) {
+      pb::Line* line = l->add_line();
+      line->set_function_id(uint64_t{rline.function} + 1);
+      line->set_line(rline.line);
+    }
+  }
+}
+
+// Every sample is kept, zeros included: `report` counts samples, not only
+// the stacks that still hold memory.
+void add_samples(pb::Profile& p, StringTable& strings, const Recording& r) {
+  const int64_t pid_key = strings.intern("pid");
+  const int64_t comm_key = strings.intern("comm");
+  for (const RecSample& rs : r.samples) {
+    pb::Sample* s = p.add_sample();
+    for (uint32_t loc : rs.locations) s->add_location_id(uint64_t{loc} + 1);
+    for (int64_t v : column_values(rs.totals)) s->add_value(v);
+    pb::Label* pid = s->add_label();
+    pid->set_key(pid_key);
+    pid->set_num(rs.pid);
+    // A label whose str is 0 ("") reads as numeric in pprof: leave it out.
+    if (!rs.comm.empty()) {
+      pb::Label* comm = s->add_label();
+      comm->set_key(comm_key);
+      comm->set_str(strings.intern(rs.comm));
+    }
+    for (const NumLabel& extra : extra_labels(rs.totals)) {
+      pb::Label* l = s->add_label();
+      l->set_key(strings.intern(extra.key));
+      l->set_num(extra.num);
+      if (*extra.unit) l->set_num_unit(strings.intern(extra.unit));
+    }
+  }
+}
+
+}  // namespace
+
+Result<std::string> encode_pprof(const Recording& r, std::string_view tool) {
+  pb::Profile p;
+  StringTable strings(p);
+  add_header(p, strings, r, tool);
+  add_mappings(p, strings, r);
+  add_functions(p, strings, r);
+  add_locations(p, r);
+  add_samples(p, strings, r);
+  std::string raw;
+  if (!p.SerializeToString(&raw)) return fail("pprof: the profile is over protobuf's 2 GiB limit", EFBIG);
+  return gzip(raw);
+}
+
+}  // namespace allocscope

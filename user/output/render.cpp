@@ -1,0 +1,237 @@
+#include "output/render.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "base/units.h"
+#include "output/flamegraph.h"
+#include "output/folded.h"
+#include "output/pprof.h"
+#include "output/table.h"
+
+namespace allocscope {
+namespace {
+
+double total(const Recording& r, Metric m) {
+  double t = 0;
+  for (const RecSample& s : r.samples) t += s.totals.value(m);
+  return t;
+}
+
+// "[lo; hi]" of a stack's estimate.
+std::string interval_text(const Recording& r, const RecSample& s, const RenderOptions& o, const Loss& loss) {
+  Estimate e = estimate(s.totals, o.metric, r.rate, o.confidence, loss);
+  char pct[16];
+  std::snprintf(pct, sizeof pct, "%g%%", o.confidence * 100);
+  return std::string(pct) + " [" + format_amount(e.interval.lo, o.metric) + "; " +
+         format_amount(e.interval.hi, o.metric) + "]";
+}
+
+std::string folded(const Recording& r, const RenderOptions& o) {
+  std::vector<FoldedStack> stacks;
+  Loss loss = loss_of(r);
+  for (const RecSample& s : r.samples) {
+    std::vector<std::string> names = frame_names(r, s, o.lines);
+    if (o.interval_in_frame) names.back() += " " + interval_text(r, s, o, loss);
+    stacks.push_back({names, s.totals.value(o.metric)});
+  }
+  std::ostringstream out;
+  write_folded(out, stacks);
+  return out.str();
+}
+
+std::vector<FlameStack> flame_stacks(const Recording& r, const RenderOptions& o) {
+  std::vector<FlameStack> stacks;
+  Loss loss = loss_of(r);
+  for (const RecSample& s : r.samples)
+    if (s.totals.value(o.metric) > 0)
+      stacks.push_back(
+          {frame_names(r, s, o.lines), s.totals.value(o.metric), 0, interval_text(r, s, o, loss)});
+  return stacks;
+}
+
+FlameOptions flame_options(const Recording& r, const RenderOptions& o, const std::string& title) {
+  FlameOptions f;
+  f.title = title;
+  f.subtitle = describe(r, o.metric);
+  f.unit = metric_is_bytes(o.metric) ? "bytes" : "objects";
+  f.icicle = o.icicle;
+  return f;
+}
+
+nlohmann::ordered_json estimate_json(const StackTotals& t, Metric m, const Recording& r,
+                                     const RenderOptions& o) {
+  Estimate e = estimate(t, m, r.rate, o.confidence, loss_of(r));
+  return {{"estimate", e.value}, {"interval", {e.interval.lo, e.interval.hi}}};
+}
+
+nlohmann::ordered_json lifetime_json(const StackTotals& t, const Recording& r, const RenderOptions& o) {
+  LifetimeSummary l = summarize_lifetimes(t, o.long_lived_share * double(r.duration_nanos));
+  return {{"freed_samples", l.freed}, {"median_ns", l.median_ns},   {"p90_ns", l.p90_ns},
+          {"max_ns", l.max_ns},       {"live_share", l.live_share}, {"long_lived_share", l.long_lived_share}};
+}
+
+nlohmann::ordered_json totals_json(const StackTotals& t, const Recording& r, const RenderOptions& o) {
+  nlohmann::ordered_json j;
+  for (Metric m : {Metric::AllocSpace, Metric::AllocObjects, Metric::InuseSpace, Metric::InuseObjects})
+    j[metric_name(m)] = estimate_json(t, m, r, o);
+  j["samples"] = t.samples;
+  j["live_samples"] = t.live_samples;
+  j["lifetime"] = lifetime_json(t, r, o);
+  return j;
+}
+
+// Everything the table shows (its rows, as chosen by --by, --sort and
+// --top), and every stack, for scripts.
+std::string json(const Recording& r, const RenderOptions& o) {
+  nlohmann::ordered_json doc;
+  doc["metric"] = metric_name(o.metric);
+  doc["rate"] = r.rate;
+  doc["confidence"] = o.confidence;
+  doc["duration_seconds"] = double(r.duration_nanos) / 1e9;
+  StackTotals all;
+  for (const RecSample& s : r.samples) all.merge(s.totals);
+  doc["total"] = all.value(o.metric);
+  doc["totals"] = totals_json(all, r, o);
+  for (const auto& [name, value] : r.counters) doc["counters"][name] = value;
+  Loss loss = loss_of(r);
+  doc["loss"] = {{"samples", loss.samples},
+                 {"exact", r.rate <= 1 && !loss.any()},
+                 {"description", describe_loss(r, o.metric)}};
+  for (Metric m : {Metric::AllocSpace, Metric::AllocObjects, Metric::InuseSpace, Metric::InuseObjects})
+    doc["loss"][metric_name(m)] = {{"low_by_up_to", loss.low(m)}, {"high_by_up_to", loss.high(m)}};
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const TableRow& row : table_rows(r, o)) {
+    nlohmann::ordered_json j = totals_json(row.flat, r, o);
+    j["name"] = row.name;
+    j["cum"] = row.cum;
+    rows.push_back(std::move(j));
+  }
+  doc["by"] = o.top_by == TopBy::Stack ? "stack" : o.top_by == TopBy::Process ? "process" : "function";
+  doc["rows"] = std::move(rows);
+  nlohmann::ordered_json stacks = nlohmann::ordered_json::array();
+  for (const RecSample& s : r.samples) {
+    std::vector<std::string> names = frame_names(r, s);
+    nlohmann::ordered_json j = totals_json(s.totals, r, o);
+    j["pid"] = s.pid;
+    j["comm"] = s.comm;
+    j["frames"] = std::vector<std::string>(names.begin() + 1, names.end());
+    stacks.push_back(std::move(j));
+  }
+  doc["stacks"] = std::move(stacks);
+  // Names are bytes from ELF files and profiles: invalid UTF-8 becomes U+FFFD.
+  return doc.dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
+bool any_frame_matches(const Recording& r, const RecSample& s, const std::regex& re) {
+  for (const std::string& n : frame_names(r, s))
+    if (std::regex_search(n, re)) return true;
+  return false;
+}
+
+}  // namespace
+
+std::optional<Format> parse_format(std::string_view name) {
+  for (Format f : {Format::Folded, Format::Svg, Format::Pprof, Format::Top, Format::Json})
+    if (name == format_name(f)) return f;
+  return std::nullopt;
+}
+
+const char* format_name(Format f) {
+  switch (f) {
+    case Format::Folded:
+      return "folded";
+    case Format::Svg:
+      return "svg";
+    case Format::Pprof:
+      return "pprof";
+    case Format::Top:
+      return "top";
+    case Format::Json:
+      return "json";
+  }
+  return "?";
+}
+
+Format format_for_path(std::string_view path) {
+  for (std::string_view ext : {".pb.gz", ".pprof", ".pb"})
+    if (path.ends_with(ext)) return Format::Pprof;
+  if (path.ends_with(".svg")) return Format::Svg;
+  if (path.ends_with(".json")) return Format::Json;
+  if (path.ends_with(".txt") || path.ends_with(".top")) return Format::Top;
+  return Format::Folded;
+}
+
+std::string describe(const Recording& r, Metric m) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "rate %s, %.1f s, total %s %s",
+                r.rate <= 1 ? "1 (exact)" : format_bytes(double(r.rate)).c_str(),
+                double(r.duration_nanos) / 1e9, format_amount(total(r, m), m).c_str(),
+                metric_is_bytes(m) ? "" : "objects");
+  std::string s = buf;
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  if (std::string lost = describe_loss(r, m); !lost.empty()) s += "; " + lost;
+  return s;
+}
+
+Result<std::string> render(const Recording& r, Format f, const RenderOptions& o) {
+  switch (f) {
+    case Format::Folded:
+      return folded(r, o);
+    case Format::Svg:
+      return render_flamegraph(flame_stacks(r, o),
+                               flame_options(r, o, std::string("allocscope: ") + metric_name(o.metric)));
+    case Format::Pprof: {
+      Recording copy = r;
+      copy.default_metric = o.metric;
+      return encode_pprof(copy, o.tool);
+    }
+    case Format::Top:
+      return render_table(r, o);
+    case Format::Json:
+      return json(r, o);
+  }
+  return "";
+}
+
+// Frame names with the process named without its pid: two recordings of one
+// program are compared across runs, whose pids differ.
+std::vector<std::string> diff_frames(const Recording& r, const RecSample& s, bool lines) {
+  std::vector<std::string> names = frame_names(r, s, lines);
+  names[0] = s.comm.empty() ? "?" : s.comm;
+  return names;
+}
+
+std::string render_diff_svg(const Recording& base, const Recording& now, const RenderOptions& o) {
+  std::map<std::vector<std::string>, std::pair<double, double>> merged;  // frames -> (now, base)
+  for (const RecSample& s : now.samples)
+    merged[diff_frames(now, s, o.lines)].first += s.totals.value(o.metric);
+  for (const RecSample& s : base.samples)
+    merged[diff_frames(base, s, o.lines)].second += s.totals.value(o.metric);
+  std::vector<FlameStack> stacks;
+  for (auto& [frames, v] : merged) stacks.push_back({frames, v.first, v.second});
+  FlameOptions f = flame_options(now, o, std::string("allocscope diff: ") + metric_name(o.metric));
+  f.subtitle = "base " + describe(base, o.metric) + "; new " + describe(now, o.metric);
+  f.diff = true;
+  return render_flamegraph(stacks, f);
+}
+
+Recording filter_samples(const Recording& r, const SampleFilter& f) {
+  Recording out = r;
+  out.samples.clear();
+  for (const RecSample& s : r.samples) {
+    if (f.pid && s.pid != *f.pid) continue;
+    if (f.comm && !std::regex_search(s.comm, *f.comm)) continue;
+    if (f.focus && !any_frame_matches(r, s, *f.focus)) continue;
+    if (f.ignore && any_frame_matches(r, s, *f.ignore)) continue;
+    out.samples.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace allocscope

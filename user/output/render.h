@@ -1,0 +1,55 @@
+// A Recording rendered in each output format; pure (no files).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "model/recording.h"
+
+namespace allocscope {
+
+enum class Format { Folded, Svg, Pprof, Top, Json };
+std::optional<Format> parse_format(std::string_view name);
+const char* format_name(Format f);
+// By extension: .pb.gz/.pprof/.pb -> pprof, .svg, .json, .txt/.top -> top,
+// anything else (.folded, .stacks) -> folded.
+Format format_for_path(std::string_view path);
+
+enum class TopBy { Function, Stack, Process };
+enum class TopSort { Value, Samples, Lifetime, Name };
+
+struct RenderOptions {
+  Metric metric = Metric::AllocSpace;
+  double confidence = 0.95;        // of the intervals shown
+  bool icicle = false;             // svg: root at the top
+  bool interval_in_frame = false;  // folded: "[lo; hi]" appended to each leaf frame
+  bool lines = false;              // folded, svg, diff svg: frames as "function (file:line)" where known
+  TopBy top_by = TopBy::Function;
+  TopSort sort = TopSort::Value;
+  size_t top = 20;                  // top: rows
+  double long_lived_share = 0.5;    // long-lived: alive for more than this share of the recording
+  std::string tool = "allocscope";  // pprof: comment naming the tool and version
+};
+
+// Fails only where an encoder can (pprof over its size limit).
+Result<std::string> render(const Recording& r, Format f, const RenderOptions& o);
+
+// A differential flame graph: NEW's frames, coloured by growth against BASE.
+std::string render_diff_svg(const Recording& base, const Recording& now, const RenderOptions& o);
+
+// Which samples to keep (report's --pid, --comm, --focus, --ignore).
+struct SampleFilter {
+  std::optional<uint32_t> pid;
+  std::optional<std::regex> comm, focus, ignore;
+};
+Recording filter_samples(const Recording& r, const SampleFilter& f);
+
+// "rate 512 KiB, 2.0 s, total 1.2 GiB": what titles and summaries say.
+std::string describe(const Recording& r, Metric m);
+
+}  // namespace allocscope

@@ -1,0 +1,176 @@
+#include "output/table.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "base/units.h"
+
+namespace allocscope {
+namespace {
+
+// Names come from ELF files, process names and profiles: a control
+// character (a newline in a crafted symbol) would forge lines of the table.
+std::string printable(const std::string& name) {
+  std::string out;
+  for (unsigned char c : name) {
+    if (c < 0x20 || c == 0x7f) {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    } else {
+      out += char(c);
+    }
+  }
+  return out;
+}
+
+std::string stack_key(const std::vector<std::string>& names) {
+  std::string key;
+  for (size_t i = 1; i < names.size(); ++i) key += (i > 1 ? ";" : "") + names[i];
+  return key;
+}
+
+std::map<std::string, TableRow> group(const Recording& r, const RenderOptions& o) {
+  std::map<std::string, TableRow> rows;
+  auto add = [&](const std::string& name, const StackTotals& t, double v) {
+    TableRow& row = rows[name];
+    row.name = name;
+    row.flat.merge(t);
+    row.cum += v;
+  };
+  for (const RecSample& s : r.samples) {
+    double v = s.totals.value(o.metric);
+    std::vector<std::string> names = frame_names(r, s);
+    if (o.top_by == TopBy::Stack) {
+      add(stack_key(names), s.totals, v);
+    } else if (o.top_by == TopBy::Process) {
+      add(names[0], s.totals, v);
+    } else {
+      if (names.size() >= 3) add(names[names.size() - 2], s.totals, 0);
+      if (names.size() < 2) continue;  // a stack without frames (legal in pprof) has no function
+      std::set<std::string> on_stack(names.begin() + 1, names.end() - 1);
+      for (const std::string& n : on_stack) rows[n].name = n, rows[n].cum += v;
+    }
+  }
+  return rows;
+}
+
+double long_lived_ns(const Recording& r, const RenderOptions& o) {
+  return o.long_lived_share * double(r.duration_nanos);
+}
+
+}  // namespace
+
+std::string format_amount(double v, Metric m) {
+  if (metric_is_bytes(m)) return format_bytes(v);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f", v);
+  return buf;
+}
+
+Estimate estimate(const StackTotals& t, Metric m, uint64_t rate, double confidence, const Loss& loss) {
+  const IntervalStats& st = t.stats(m);
+  Interval iv =
+      metric_is_bytes(m) ? bytes_interval(st, rate, confidence) : objects_interval(st, rate, confidence);
+  iv.lo = std::max(0.0, iv.lo - loss.high(m));
+  iv.hi += loss.low(m);
+  return {t.value(m), iv};
+}
+
+LifetimeSummary summarize_lifetimes(const StackTotals& t, double long_lived) {
+  LifetimeSummary l;
+  l.freed = t.lifetimes.count();
+  l.median_ns = t.lifetimes.quantile(0.5);
+  l.p90_ns = t.lifetimes.quantile(0.9);
+  l.max_ns = double(t.lifetimes.max_ns());
+  double sampled = double(t.lifetimes.count() + t.live_ages.count());
+  if (sampled > 0) {
+    l.live_share = double(t.live_ages.count()) / sampled;
+    uint64_t threshold = uint64_t(long_lived);
+    l.long_lived_share =
+        double(t.lifetimes.count_at_least(threshold) + t.live_ages.count_at_least(threshold)) / sampled;
+  }
+  return l;
+}
+
+std::string format_duration_ns(double ns) {
+  char buf[32];
+  if (ns < 1e3)
+    std::snprintf(buf, sizeof buf, "%.0f ns", ns);
+  else if (ns < 1e6)
+    std::snprintf(buf, sizeof buf, "%.1f us", ns / 1e3);
+  else if (ns < 1e9)
+    std::snprintf(buf, sizeof buf, "%.1f ms", ns / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f s", ns / 1e9);
+  return buf;
+}
+
+std::vector<TableRow> table_rows(const Recording& r, const RenderOptions& o) {
+  auto grouped = group(r, o);
+  std::vector<TableRow> rows;
+  for (auto& [name, row] : grouped) rows.push_back(std::move(row));
+  double ll = long_lived_ns(r, o);
+  auto key = [&](const TableRow& row) -> double {
+    switch (o.sort) {
+      case TopSort::Value:
+        return row.flat.value(o.metric) != 0 ? row.flat.value(o.metric) : row.cum * 1e-12;
+      case TopSort::Samples:
+        return double(row.flat.stats(o.metric).samples + row.flat.stats(o.metric).exact_objects);
+      case TopSort::Lifetime:
+        return summarize_lifetimes(row.flat, ll).median_ns;
+      case TopSort::Name:
+        return 0;
+    }
+    return 0;
+  };
+  std::stable_sort(rows.begin(), rows.end(), [&](const TableRow& a, const TableRow& b) {
+    if (o.sort == TopSort::Name) return a.name < b.name;
+    double ka = key(a), kb = key(b);
+    return ka != kb ? ka > kb : a.cum > b.cum;
+  });
+  if (rows.size() > o.top) rows.resize(o.top);
+  return rows;
+}
+
+std::string render_table(const Recording& r, const RenderOptions& o) {
+  double total = 0;
+  for (const RecSample& s : r.samples) total += s.totals.value(o.metric);
+  double ll = long_lived_ns(r, o);
+  std::ostringstream out;
+  out << metric_name(o.metric) << ": " << describe(r, o.metric) << "; " << o.confidence * 100
+      << "% intervals; long-lived: alive > " << format_duration_ns(ll) << "\n";
+  const char* what = o.top_by == TopBy::Stack     ? "stack"
+                     : o.top_by == TopBy::Process ? "process"
+                                                  : "function (as the allocator's direct caller)";
+  Loss loss = loss_of(r);
+  char line[256];
+  std::snprintf(line, sizeof line, "%11s  %-25s %7s %11s %8s %10s %6s %6s  %s\n", "estimate", "interval",
+                "share", "cum", "samples", "lifetime", "live", "long", what);
+  out << line;
+  for (const TableRow& row : table_rows(r, o)) {
+    Estimate e = estimate(row.flat, o.metric, r.rate, o.confidence, loss);
+    LifetimeSummary l = summarize_lifetimes(row.flat, ll);
+    const IntervalStats& st = row.flat.stats(o.metric);
+    // A row without samples of its own (a caller of other functions) has no
+    // estimate to bound.
+    std::string interval = st.samples + st.exact_objects == 0 && !loss.any()
+                               ? "-"
+                               : "[" + format_amount(e.interval.lo, o.metric) + "; " +
+                                     format_amount(e.interval.hi, o.metric) + "]";
+    std::snprintf(line, sizeof line, "%11s  %-25s %6.2f%% %11s %8llu %10s %5.0f%% %5.0f%%  ",
+                  format_amount(e.value, o.metric).c_str(), interval.c_str(),
+                  total > 0 ? 100 * e.value / total : 0.0,
+                  format_amount(row.cum != 0 ? row.cum : e.value, o.metric).c_str(),
+                  (unsigned long long)(st.samples + st.exact_objects),
+                  l.freed ? format_duration_ns(l.median_ns).c_str() : "-", 100 * l.live_share,
+                  100 * l.long_lived_share);
+    out << line << printable(row.name) << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace allocscope

@@ -1,0 +1,74 @@
+#include "probe/allocator_probes.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <set>
+
+#include "host/proc_maps.h"
+#include "probe/allocator_entries.h"
+#include "probe/probe_placement.h"
+
+namespace allocscope {
+
+namespace {
+
+std::vector<ProbeTarget> c_library_symbols(const std::vector<ElfSymbol>& symbols) {
+  std::vector<ProbeTarget> targets;
+  std::set<uint64_t> taken;
+  for (int fn = 0; fn < AS_FN_COUNT; ++fn) {
+    auto sym = std::find_if(symbols.begin(), symbols.end(),
+                            [&](const ElfSymbol& s) { return s.name == as_fn_name(fn); });
+    if (sym != symbols.end() && taken.insert(sym->vaddr).second)
+      targets.push_back({uint16_t(fn), sym->vaddr, 0, 0, false, ""});
+  }
+  return targets;
+}
+
+// In table order, so that an address's name is the same whatever the
+// order of the symbol tables.
+std::vector<ProbeTarget> named_symbols(const std::vector<ElfSymbol>& symbols) {
+  std::vector<std::pair<uint16_t, uint64_t>> found;  // code, address
+  for (const ElfSymbol& s : symbols)
+    if (const AllocatorEntry* e = allocator_entry(s.name)) found.emplace_back(entry_code(*e), s.vaddr);
+  std::sort(found.begin(), found.end());
+  std::vector<ProbeTarget> targets;
+  std::set<uint64_t> taken;
+  for (auto [code, vaddr] : found)
+    if (taken.insert(vaddr).second) targets.push_back({code, vaddr, 0, 0, false, ""});
+  return targets;
+}
+
+}  // namespace
+
+std::vector<ProbeTarget> select_allocator_symbols(const std::vector<ElfSymbol>& symbols, bool c_library) {
+  bool allocator = std::any_of(symbols.begin(), symbols.end(),
+                               [](const ElfSymbol& s) { return defines_allocator(s.name); });
+  if (!allocator) return {};
+  return c_library ? c_library_symbols(symbols) : named_symbols(symbols);
+}
+
+Result<std::vector<ProbeTarget>> find_allocator_probes(const std::string& path, bool naive,
+                                                       const std::string& name) {
+  auto elf = ElfFile::open(path);
+  if (!elf) return fail(elf.error());
+  std::vector<ProbeTarget> targets =
+      select_allocator_symbols(elf->functions(), is_c_library_name(name.empty() ? path : name));
+  if (targets.empty())
+    return fail(path + " defines no malloc, mallocx, je_malloc, tc_malloc or mi_malloc: not an allocator",
+                ENODATA);
+  for (ProbeTarget& t : targets) {
+    auto off = elf->vaddr_to_offset(t.vaddr);
+    if (!off) return fail(off.error());
+    auto code = elf->read(*off, 512);
+    if (!code) return fail(code.error());
+    // Allocating calls need their return seen, which takes the entry.
+    Placement at = place_probe(*code, t.vaddr, naive || as_fn_kind(t.fn) != AS_FN_FREE);
+    t.offset = *off + at.offset;
+    t.placed_at = at.offset;
+    t.emulated = at.emulated;
+    t.instruction = at.instruction;
+  }
+  return targets;
+}
+
+}  // namespace allocscope

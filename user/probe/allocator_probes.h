@@ -1,0 +1,40 @@
+// Which allocator entry points of an ELF object to probe, and where.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "allocscope.h"
+#include "base/result.h"
+#include "symbols/elf_file.h"
+
+namespace allocscope {
+
+struct ProbeTarget {
+  uint16_t fn;              // entry code: as_fn_kind(fn), and the entry point named (allocator_entries.h)
+  uint64_t vaddr = 0;       // the function's entry
+  uint64_t offset = 0;      // file offset of the probe, what the kernel's uprobe takes
+  uint64_t placed_at = 0;   // bytes after the entry where the probe sits
+  bool emulated = false;    // the kernel emulates the probed instruction
+  std::string instruction;  // the probed instruction, e.g. "push rbp"
+};
+
+// One target per entry point the symbols define, each address once. In a C
+// library (`c_library`) the C family's entry points carry their plain kind
+// as code (glibc's aligned_alloc and memalign share an address: the first in
+// enum order is kept); in any other object every known entry point carries
+// its own code. Empty when the symbols define no malloc-kind entry point:
+// the object is not an allocator (libstdc++'s operator new calls malloc).
+std::vector<ProbeTarget> select_allocator_symbols(const std::vector<ElfSymbol>& symbols, bool c_library);
+
+// The targets of the ELF object at `path`, with file offsets. Probes go on
+// the first instruction the kernel emulates (see probe_placement.h), except
+// with `naive`: every probe on the entry. An object that is no allocator
+// fails with code ENODATA, naming what was looked for. `name` is the file's
+// name as processes map it (`path` may be a /proc/PID/map_files link): it
+// tells a C library (libc.so.6, ld-musl-*) by its name.
+Result<std::vector<ProbeTarget>> find_allocator_probes(const std::string& path, bool naive = false,
+                                                       const std::string& name = "");
+
+}  // namespace allocscope

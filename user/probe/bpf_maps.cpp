@@ -1,0 +1,143 @@
+// BpfSession's reads and writes of the kernel's maps: process verdicts, live
+// entries and the live filter, unwind tables, exact totals, counters.
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <cstring>
+
+#include "allocscope.h"  // before the skeleton, which names its types
+#include "probe/bpf_session.h"
+// clang-format off
+#include "allocscope.skel.h"
+// clang-format on
+#include "symbols/unwind_table.h"
+
+namespace allocscope {
+
+Result<void> BpfSession::set_verdict(uint32_t tgid, uint8_t verdict) {
+  int fd = bpf_map__fd(skel_->maps.processes);
+  if (verdict == 0) {
+    bpf_map_delete_elem(fd, &tgid);
+    return {};
+  }
+  if (bpf_map_update_elem(fd, &tgid, &verdict, BPF_ANY) != 0)
+    return fail_errno("set process verdict (raise --max-processes)", errno);
+  return {};
+}
+
+void BpfSession::forget_live(uint32_t tgid, std::span<const uint64_t> addrs) {
+  int fd = bpf_map__fd(skel_->maps.live);
+  for (uint64_t addr : addrs) {
+    as_live_key key{.tgid = tgid, .pad = 0, .addr = addr};
+    if (bpf_map_delete_elem(fd, &key) != 0) continue;  // freed meanwhile: the kernel lowered the filter
+    auto* slot = reinterpret_cast<uint32_t*>(live_filter_.data() +
+                                             size_t(as_live_slot(tgid, addr)) * AS_LIVE_FILTER_STRIDE);
+    __atomic_fetch_sub(slot, 1, __ATOMIC_RELAXED);
+  }
+}
+
+void BpfSession::forget_live(std::span<const as_live_key> keys) {
+  for (const as_live_key& k : keys) forget_live(k.tgid, std::span<const uint64_t>(&k.addr, 1));
+}
+
+Result<void> BpfSession::load_unwind_table(const as_file_key& key, std::span<const as_unwind_row> rows) {
+  std::vector<as_unwind_row> table = kernel_layout(rows);
+  uint32_t n = uint32_t(table.size());
+  LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_INNER_MAP | BPF_F_MMAPABLE);
+  int fd =
+      bpf_map_create(BPF_MAP_TYPE_ARRAY, "unwind_rows", sizeof(uint32_t), sizeof(as_unwind_row), n, &opts);
+  if (fd < 0) return fail_errno("create an unwind table of " + std::to_string(n) + " rows", errno);
+  UniqueFd owner(fd);  // the outer map holds its own reference
+  {
+    auto mem = MappedMemory::map_shared(fd, size_t(n) * sizeof(as_unwind_row), "an unwind table");
+    if (!mem) return fail(mem.error());
+    std::memcpy(mem->data(), table.data(), mem->size());
+  }
+  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.unwind_tables), &key, &fd, BPF_ANY) != 0)
+    return fail_errno("load an unwind table (raise the table count)", errno);
+  forget_table_request(key);
+  return {};
+}
+
+bool BpfSession::has_unwind_table(const as_file_key& key) const {
+  uint32_t id = 0;
+  return bpf_map_lookup_elem(bpf_map__fd(skel_->maps.unwind_tables), &key, &id) == 0;
+}
+
+void BpfSession::forget_table_request(const as_file_key& key) {
+  bpf_map_delete_elem(bpf_map__fd(skel_->maps.table_requests), &key);
+}
+
+namespace {
+
+// Every entry of a hash map, through get_next_key (the map may change under
+// us: entries added meanwhile may be missed, deleted ones skipped).
+template <typename K, typename V>
+std::vector<std::pair<K, V>> all_entries(int fd) {
+  std::vector<std::pair<K, V>> out;
+  K key{}, next{};
+  K* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    V value{};
+    if (bpf_map_lookup_elem(fd, &next, &value) == 0) out.emplace_back(next, value);
+    key = next;
+    prev = &key;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::pair<uint64_t, as_exact_totals>> BpfSession::exact_totals() const {
+  return all_entries<uint64_t, as_exact_totals>(bpf_map__fd(skel_->maps.exact_totals));
+}
+
+std::vector<std::pair<uint64_t, as_exact_totals>> BpfSession::exact_totals(
+    std::span<const uint64_t> ids) const {
+  std::vector<std::pair<uint64_t, as_exact_totals>> out;
+  for (uint64_t id : ids) {
+    as_exact_totals t{};
+    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.exact_totals), &id, &t) == 0) out.emplace_back(id, t);
+  }
+  return out;
+}
+
+void BpfSession::forget_exact(std::span<const uint64_t> ids) {
+  for (uint64_t id : ids) bpf_map_delete_elem(bpf_map__fd(skel_->maps.exact_totals), &id);
+}
+
+std::vector<std::pair<as_live_key, as_live_value>> BpfSession::live_entries() const {
+  return all_entries<as_live_key, as_live_value>(bpf_map__fd(skel_->maps.live));
+}
+
+void BpfSession::forget_file(uint32_t kernel_dev, uint64_t ino) {
+  as_file_key key{.ino = ino, .dev = kernel_dev, .pad = 0};
+  bpf_map_delete_elem(bpf_map__fd(skel_->maps.known_files), &key);
+}
+
+std::vector<std::pair<uint32_t, uint64_t>> BpfSession::process_drops() const {
+  std::vector<std::pair<uint32_t, uint64_t>> out;
+  int fd = bpf_map__fd(skel_->maps.process_drops);
+  uint32_t key, next;
+  uint32_t* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    uint64_t n = 0;
+    if (bpf_map_lookup_elem(fd, &next, &n) == 0) out.emplace_back(next, n);
+    key = next;
+    prev = &key;
+  }
+  return out;
+}
+
+Counters BpfSession::counters() const {
+  Counters total{};
+  int ncpu = libbpf_num_possible_cpus();
+  std::vector<uint64_t> values(ncpu > 0 ? ncpu : 1);
+  for (uint32_t i = 0; i < AS_CNT_COUNT; ++i) {
+    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.counters), &i, values.data()) != 0) continue;
+    for (uint64_t v : values) total[i] += v;
+  }
+  return total;
+}
+
+}  // namespace allocscope

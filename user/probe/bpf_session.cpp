@@ -1,0 +1,333 @@
+#include "probe/bpf_session.h"
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+
+#include "allocscope.skel.h"
+#include "base/unique_fd.h"
+#include "probe/allocator_entries.h"
+#include "stats/sampling.h"
+#include "symbols/unwind_step.h"
+#include "symbols/unwind_table.h"
+
+namespace allocscope {
+namespace {
+
+bool g_verbose = false;
+
+int print_libbpf(enum libbpf_print_level level, const char* fmt, va_list args) {
+  (void)level;
+  if (!g_verbose)  // failures are reported by us, with context
+    return 0;
+  return std::vfprintf(stderr, fmt, args);
+}
+
+std::string privilege_hint(int err) {
+  if ((err == EPERM || err == EACCES) && geteuid() != 0)
+    return " (allocscope needs root, or CAP_BPF and CAP_PERFMON: try sudo)";
+  if (err == EACCES) return " (the kernel's verifier refused a program: -v prints its log)";
+  return "";
+}
+
+// Attach types this libbpf predates (values from the kernel's UAPI).
+constexpr uint32_t kTraceUprobeMulti = 48;    // BPF_TRACE_UPROBE_MULTI, 6.6
+constexpr uint32_t kTraceUprobeSession = 57;  // BPF_TRACE_UPROBE_SESSION, 6.13
+constexpr int kLinkCreate = 28;               // BPF_LINK_CREATE
+
+// bpf_attr for BPF_LINK_CREATE of a uprobe_multi or session link.
+struct UprobeMultiAttr {
+  uint32_t prog_fd, target_fd, attach_type, flags;
+  uint64_t path, offsets, ref_ctr_offsets, cookies;
+  uint32_t cnt, multi_flags, pid;
+};
+
+int create_uprobe_multi_link(int prog_fd, uint32_t attach_type, const std::string& path,
+                             const std::vector<uint64_t>& offsets, const std::vector<uint64_t>& cookies,
+                             pid_t pid) {
+  UprobeMultiAttr attr{};
+  attr.prog_fd = uint32_t(prog_fd);
+  attr.attach_type = attach_type;
+  attr.path = reinterpret_cast<uint64_t>(path.c_str());
+  attr.offsets = reinterpret_cast<uint64_t>(offsets.data());
+  attr.cookies = reinterpret_cast<uint64_t>(cookies.data());
+  attr.cnt = uint32_t(offsets.size());
+  attr.pid = uint32_t(pid);
+  return int(syscall(__NR_bpf, kLinkCreate, &attr, sizeof attr));
+}
+
+bpf_program* entry_program(allocscope_bpf* s, as_fn fn) {
+  switch (fn) {
+    case AS_FN_MALLOC:
+      return s->progs.malloc_enter;
+    case AS_FN_CALLOC:
+      return s->progs.calloc_enter;
+    case AS_FN_REALLOC:
+      return s->progs.realloc_enter_classic;
+    case AS_FN_REALLOCARRAY:
+      return s->progs.reallocarray_enter;
+    case AS_FN_POSIX_MEMALIGN:
+      return s->progs.posix_memalign_enter;
+    case AS_FN_ALIGNED_ALLOC:
+      return s->progs.aligned_alloc_enter;
+    case AS_FN_MEMALIGN:
+      return s->progs.memalign_enter;
+    case AS_FN_VALLOC:
+      return s->progs.valloc_enter;
+    case AS_FN_PVALLOC:
+      return s->progs.pvalloc_enter;
+    case AS_FN_FREE:
+      return s->progs.free_enter;
+    case AS_FN_COUNT:
+      break;
+  }
+  return nullptr;
+}
+
+// A negative return stops libbpf's delivery loop; poll() tells it apart.
+constexpr int kStopDelivery = -EINTR;
+
+int on_event(void* ctx, void* data, size_t size) {
+  auto* handler = static_cast<BpfSession::Handler*>(ctx);
+  return (*handler)({static_cast<const uint8_t*>(data), size}) ? 0 : kStopDelivery;
+}
+
+}  // namespace
+
+void BpfSession::LinkCloser::operator()(bpf_link* l) const { bpf_link__destroy(l); }
+
+void BpfSession::SkeletonCloser::operator()(allocscope_bpf* s) const { allocscope_bpf__destroy(s); }
+
+void BpfSession::RingCloser::operator()(ring_buffer* r) const { ring_buffer__free(r); }
+
+bool kernel_has_uprobe_sessions() {
+  std::unique_ptr<btf, decltype(&btf__free)> owner(btf__load_vmlinux_btf(), &btf__free);
+  btf* vmlinux = owner.get();
+  if (!vmlinux) return false;
+  bool found = false;
+  int id = btf__find_by_name_kind(vmlinux, "bpf_attach_type", BTF_KIND_ENUM);
+  if (id > 0) {
+    const btf_type* t = btf__type_by_id(vmlinux, id);
+    const struct btf_enum* e = btf_enum(t);
+    for (int i = 0; i < btf_vlen(t) && !found; ++i)
+      found = std::string(btf__name_by_offset(vmlinux, e[i].name_off)) == "BPF_TRACE_UPROBE_SESSION";
+  }
+  return found;
+}
+
+const char* probe_mode_name(ProbeMode m) {
+  switch (m) {
+    case ProbeMode::Auto:
+      return "auto";
+    case ProbeMode::Session:
+      return "session";
+    case ProbeMode::Classic:
+      return "classic";
+  }
+  return "?";
+}
+
+// Loads only the programs this mode attaches, with the attach types the
+// kernel checks at load.
+void BpfSession::configure_programs() {
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, skel_->obj) bpf_program__set_autoload(prog, false);
+  auto enable = [](bpf_program* p, uint32_t attach_type) {
+    bpf_program__set_autoload(p, true);
+    if (attach_type) bpf_program__set_expected_attach_type(p, static_cast<bpf_attach_type>(attach_type));
+  };
+  auto& p = skel_->progs;
+  if (mode_ == ProbeMode::Session) {
+    enable(config_.null_probes ? p.null_session : p.alloc_session, kTraceUprobeSession);
+    if (!config_.null_probes) enable(p.malloc_session, kTraceUprobeSession);
+    if (!config_.no_free) enable(config_.null_probes ? p.null_multi : p.free_multi, kTraceUprobeMulti);
+  } else if (config_.null_probes) {
+    enable(p.null_classic, 0);
+  } else {
+    for (int fn = 0; fn < AS_FN_COUNT; ++fn)
+      if (fn != AS_FN_FREE || !config_.no_free) enable(entry_program(skel_.get(), static_cast<as_fn>(fn)), 0);
+    enable(p.alloc_return, 0);
+  }
+  if (!config_.null_probes) {  // the floor measures the allocator probes alone
+    for (bpf_program* lifecycle : {p.on_fork, p.on_exec, p.on_exit}) enable(lifecycle, 0);
+    if (config_.filter_processes) enable(p.on_syscall_exit, 0);
+  }
+}
+
+Result<void> BpfSession::attach_lifecycle() {
+  auto& p = skel_->progs;
+  for (bpf_program* prog : {p.on_fork, p.on_exec, p.on_exit, p.on_syscall_exit}) {
+    if (!bpf_program__autoload(prog)) continue;
+    bpf_link* link = bpf_program__attach(prog);
+    if (!link)
+      return fail(
+          errno_message(std::string("attach ") + bpf_program__name(prog), errno) + privilege_hint(errno),
+          errno);
+    lifecycle_links_.emplace_back(link);
+  }
+  return {};
+}
+
+Result<std::unique_ptr<BpfSession>> BpfSession::open(const SessionConfig& config, Handler handler) {
+  g_verbose = config.verbose;
+  libbpf_set_print(print_libbpf);
+  std::unique_ptr<BpfSession> s(new BpfSession());
+  s->handler_ = std::move(handler);
+  s->config_ = config;
+  bool sessions = kernel_has_uprobe_sessions();
+  if (config.mode == ProbeMode::Session && !sessions)
+    return fail("uprobe sessions need kernel 6.13 or newer; use --probe-mode classic");
+  s->mode_ =
+      config.mode == ProbeMode::Auto ? (sessions ? ProbeMode::Session : ProbeMode::Classic) : config.mode;
+  s->skel_.reset(allocscope_bpf__open());
+  if (!s->skel_) return fail_errno("open BPF object", errno);
+  s->configure_programs();
+  s->skel_->rodata->use_sessions = s->mode_ == ProbeMode::Session;
+  s->skel_->rodata->sample_rate = config.rate;
+  s->skel_->rodata->wakeup_bytes = config.ringbuf_bytes / 4;
+  s->skel_->rodata->use_tables = config.unwind_tables;
+  s->skel_->rodata->frame_pointer_rule = as_frame_pointer_row();
+  s->skel_->rodata->track_live = !config.no_free;
+  s->skel_->rodata->filter_processes = config.filter_processes;
+  s->skel_->rodata->trace_unknown = config.trace_unknown;
+  s->skel_->rodata->follow_children = config.follow_children;
+  s->skel_->rodata->cgroup_id = config.cgroup_id;
+  s->skel_->rodata->cgroup_level = config.cgroup_level;
+  bpf_map__set_max_entries(s->skel_->maps.processes, config.max_processes);
+  Log2Table table = make_log2_table();
+  for (size_t i = 0; i < table.size(); ++i) s->skel_->rodata->log2_table[i] = table[i];
+  bpf_map__set_max_entries(s->skel_->maps.live, config.max_live);
+  bpf_map__set_max_entries(s->skel_->maps.exact_totals, config.max_stacks);
+  bpf_map__set_max_entries(s->skel_->maps.unwind_tables, config.max_tables);
+  bpf_map__set_max_entries(s->skel_->maps.events, config.ringbuf_bytes);
+  if (int err = allocscope_bpf__load(s->skel_.get()); err != 0)
+    return fail(errno_message("load BPF programs", -err) + privilege_hint(-err), -err);
+  s->ring_.reset(ring_buffer__new(bpf_map__fd(s->skel_->maps.events), on_event, &s->handler_, nullptr));
+  if (!s->ring_) return fail_errno("create ring buffer", errno);
+  if (auto ok = s->attach_lifecycle(); !ok) return fail(ok.error());
+  auto filter = MappedMemory::map_shared(
+      bpf_map__fd(s->skel_->maps.live_filter),
+      size_t(bpf_map__max_entries(s->skel_->maps.live_filter)) * AS_LIVE_FILTER_STRIDE, "the live filter");
+  if (!filter) return fail(filter.error());
+  s->live_filter_ = std::move(*filter);
+  return s;
+}
+
+BpfSession::~BpfSession() { detach(); }
+
+Result<void> BpfSession::attach(pid_t pid, const std::string& library_path,
+                                const std::vector<ProbeTarget>& targets) {
+  std::vector<ProbeTarget> wanted;
+  for (const ProbeTarget& t : targets)
+    if (as_fn_kind(t.fn) != AS_FN_FREE || !config_.no_free) wanted.push_back(t);
+  return mode_ == ProbeMode::Session ? attach_session(pid, library_path, wanted)
+                                     : attach_classic(pid, library_path, wanted);
+}
+
+namespace {
+
+Error attach_error(const std::string& what, pid_t pid, int err) {
+  if (err == ESRCH || err == ENOENT)
+    return {what + " to process " + std::to_string(pid) + ": the process exited", err};
+  if (err == EINVAL)  // the kernel logs "ref_ctr_offset mismatch" in dmesg then
+    return {errno_message(what + " to process " + std::to_string(pid), err) +
+                " (another tool, e.g. BCC's memleak, may hold a probe at the same address with a different "
+                "reference counter: stop it and retry)",
+            err};
+  return {errno_message(what + " to process " + std::to_string(pid), err) + privilege_hint(err), err};
+}
+
+}  // namespace
+
+// A session link for the C library's malloc, one for the other allocating
+// entry points (cookie = entry code) and a uprobe_multi link for the frees.
+Result<void> BpfSession::attach_session(pid_t pid, const std::string& path,
+                                        const std::vector<ProbeTarget>& targets) {
+  std::vector<uint64_t> offsets, cookies, malloc_offsets, malloc_cookies, free_offsets, free_cookies;
+  for (const ProbeTarget& t : targets) {
+    bool frees = as_fn_kind(t.fn) == AS_FN_FREE;
+    bool own = frees || t.fn == AS_FN_MALLOC;
+    auto& o = frees ? free_offsets : own ? malloc_offsets : offsets;
+    auto& c = frees ? free_cookies : own ? malloc_cookies : cookies;
+    o.push_back(t.offset);
+    c.push_back(t.fn);
+  }
+  auto& p = skel_->progs;
+  struct Part {
+    bpf_program* prog;
+    uint32_t type;
+    const std::vector<uint64_t>& offsets;
+    const std::vector<uint64_t>& cookies;
+    const char* what;
+  };
+  Part parts[] = {
+      {config_.null_probes ? p.null_session : p.malloc_session, kTraceUprobeSession, malloc_offsets,
+       malloc_cookies, "malloc session probe"},
+      {config_.null_probes ? p.null_session : p.alloc_session, kTraceUprobeSession, offsets, cookies,
+       "allocator session probes"},
+      {config_.null_probes ? p.null_multi : p.free_multi, kTraceUprobeMulti, free_offsets, free_cookies,
+       "free probe"},
+  };
+  std::vector<UniqueFd> made;  // all or nothing: free without malloc's links, or the reverse, would mislead
+  for (const Part& part : parts) {
+    if (part.offsets.empty()) continue;
+    int fd = create_uprobe_multi_link(bpf_program__fd(part.prog), part.type, path, part.offsets, part.cookies,
+                                      pid);
+    if (fd < 0) return fail(attach_error(std::string("attach ") + part.what + " (" + path + ")", pid, errno));
+    made.emplace_back(fd);
+  }
+  for (UniqueFd& l : made) raw_links_.push_back(std::move(l));
+  return {};
+}
+
+Result<void> BpfSession::attach_classic(pid_t pid, const std::string& path,
+                                        const std::vector<ProbeTarget>& targets) {
+  // Return probes first: an entry seen without its return would leave the
+  // thread's nesting depth raised and stop its sampling.
+  for (bool retprobe : {true, false}) {
+    if (retprobe && config_.null_probes) continue;
+    for (const ProbeTarget& t : targets) {
+      if (retprobe && as_fn_kind(t.fn) == AS_FN_FREE) continue;
+      bpf_program* prog = config_.null_probes ? skel_->progs.null_classic
+                          : retprobe          ? skel_->progs.alloc_return
+                                              : entry_program(skel_.get(), as_fn_kind(t.fn));
+      LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = t.fn, .retprobe = retprobe);
+      bpf_link* link = bpf_program__attach_uprobe_opts(prog, pid ? pid : -1, path.c_str(), t.offset, &opts);
+      if (!link)
+        return fail(attach_error(std::string("attach ") + (retprobe ? "uretprobe " : "uprobe ") +
+                                     entry_name(t.fn) + " (" + path + ")",
+                                 pid, errno));
+      (retprobe ? return_links_ : entry_links_).emplace_back(link);
+    }
+  }
+  return {};
+}
+
+void BpfSession::detach() {
+  raw_links_.clear();
+  entry_links_.clear();
+  return_links_.clear();
+  lifecycle_links_.clear();
+}
+
+Result<int> BpfSession::poll(int timeout_ms) {
+  int n = ring_buffer__poll(ring_.get(), timeout_ms);
+  if (n == kStopDelivery) return 0;
+  if (n < 0) return fail_errno("poll ring buffer", -n);
+  // Events are mostly submitted without a wakeup: read what is there.
+  int more = ring_buffer__consume(ring_.get());
+  if (more == kStopDelivery) return n;
+  if (more < 0) return fail_errno("read ring buffer", -more);
+  return n + more;
+}
+
+}  // namespace allocscope

@@ -1,0 +1,129 @@
+// The loaded BPF programs and their links: the only code that talks to libbpf.
+#pragma once
+
+#include <sys/types.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "allocscope.h"
+#include "base/mapped_memory.h"
+#include "base/result.h"
+#include "base/unique_fd.h"
+#include "probe/allocator_probes.h"
+#include "probe/modes.h"
+
+struct allocscope_bpf;
+struct bpf_link;
+struct ring_buffer;
+
+namespace allocscope {
+
+struct SessionConfig {
+  uint64_t rate = 0;
+  uint32_t max_live = 0;
+  uint32_t ringbuf_bytes = 0;  // power of two, multiple of the page size
+  ProbeMode mode = ProbeMode::Auto;
+  bool null_probes = false;       // programs that return at once: the overhead floor
+  bool no_free = false;           // alloc-only: free is not probed
+  bool unwind_tables = true;      // unwind with loaded CFI tables; false: frame pointers only
+  uint32_t max_stacks = 1 << 18;  // exact mode: capacity of the per-stack totals
+  uint32_t max_tables = 4096;     // unwind tables (files) the kernel can hold
+  bool verbose = false;           // libbpf's own messages
+  // System-wide probes (attach with pid 0): the `processes` map decides who
+  // is traced. Per-process probes ignore these.
+  bool filter_processes = false;
+  bool trace_unknown = false;    // processes without a verdict are traced (--all)
+  bool follow_children = false;  // members' children become members at fork
+  uint64_t cgroup_id = 0;        // traced only inside this cgroup (with cgroup_level > 0)
+  uint32_t cgroup_level = 0;
+  uint32_t max_processes = 1 << 16;  // capacity of the process verdict table
+};
+
+bool kernel_has_uprobe_sessions();
+
+using Counters = std::array<uint64_t, AS_CNT_COUNT>;
+
+class BpfSession {
+ public:
+  using Handler = std::function<bool(std::span<const uint8_t>)>;
+
+  static Result<std::unique_ptr<BpfSession>> open(const SessionConfig& config, Handler handler);
+  BpfSession(const BpfSession&) = delete;
+  BpfSession& operator=(const BpfSession&) = delete;
+  ~BpfSession();
+
+  // Probes `targets` of the library at `library_path` (a path the kernel can
+  // open, e.g. through /proc/PID/root) in process `pid` only, or in every
+  // process that maps the file when pid is 0.
+  Result<void> attach(pid_t pid, const std::string& library_path, const std::vector<ProbeTarget>& targets);
+  // Process verdicts (enum as_process_verdict) for system-wide probes and
+  // lifecycle events; 0 removes the verdict.
+  Result<void> set_verdict(uint32_t tgid, uint8_t verdict);
+  // Forgets live samples the kernel still tracks (their process is gone).
+  void forget_live(uint32_t tgid, std::span<const uint64_t> addrs);
+  void forget_live(std::span<const as_live_key> keys);
+  // A C library file the kernel reported (AS_EV_MMAP) but that could not be
+  // probed: reported again the next time a process maps it.
+  void forget_file(uint32_t kernel_dev, uint64_t ino);
+  // Loads the unwind table of the file the kernel's mappings name `key`
+  // (replacing one it had) and clears the kernel's request for it.
+  Result<void> load_unwind_table(const as_file_key& key, std::span<const as_unwind_row> rows);
+  bool has_unwind_table(const as_file_key& key) const;
+  // Forgets the kernel's request for a table (it asks again at the next use).
+  void forget_table_request(const as_file_key& key);
+  // Exact mode: the kernel's totals per stack id; and forgetting some.
+  std::vector<std::pair<uint64_t, as_exact_totals>> exact_totals() const;
+  std::vector<std::pair<uint64_t, as_exact_totals>> exact_totals(std::span<const uint64_t> ids) const;
+  void forget_exact(std::span<const uint64_t> ids);
+  // Every live entry the kernel holds (exact mode reads ages and sweeps).
+  std::vector<std::pair<as_live_key, as_live_value>> live_entries() const;
+  // Samples lost to a full ring buffer, per process (bounded: the busiest).
+  std::vector<std::pair<uint32_t, uint64_t>> process_drops() const;
+  // Removes every probe (entry probes first, so no call is left half-seen).
+  void detach();
+
+  // Delivers pending events to the handler; waits up to timeout_ms for some.
+  // The handler returning false stops the delivery (poll returns early:
+  // a reader that lags still gets control back).
+  Result<int> poll(int timeout_ms);
+  Counters counters() const;
+  ProbeMode mode() const { return mode_; }
+
+ private:
+  BpfSession() = default;
+  struct SkeletonCloser {
+    void operator()(allocscope_bpf* s) const;
+  };
+  struct RingCloser {
+    void operator()(ring_buffer* r) const;
+  };
+  struct LinkCloser {
+    void operator()(bpf_link* l) const;
+  };
+  using Link = std::unique_ptr<bpf_link, LinkCloser>;
+
+  void configure_programs();
+  Result<void> attach_lifecycle();
+  Result<void> attach_session(pid_t pid, const std::string& path, const std::vector<ProbeTarget>& targets);
+  Result<void> attach_classic(pid_t pid, const std::string& path, const std::vector<ProbeTarget>& targets);
+
+  // Declared in the order of creation: members go in reverse, links (and
+  // with them the probes) before the maps and programs they use.
+  SessionConfig config_;
+  ProbeMode mode_ = ProbeMode::Classic;
+  std::unique_ptr<allocscope_bpf, SkeletonCloser> skel_;
+  Handler handler_;
+  std::unique_ptr<ring_buffer, RingCloser> ring_;
+  MappedMemory live_filter_;  // the kernel's live filter, mapped here
+  std::vector<Link> lifecycle_links_;
+  std::vector<Link> entry_links_, return_links_;
+  std::vector<UniqueFd> raw_links_;  // links made with bpf(2) directly, unknown to this libbpf
+};
+
+}  // namespace allocscope

@@ -1,0 +1,229 @@
+#include "probe/table_loader.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+#include <thread>
+
+#include "base/unique_fd.h"
+#include "host/process.h"
+#include "symbols/elf_file.h"
+#include "symbols/unwind_table.h"
+
+extern char** environ;
+
+namespace allocscope {
+
+as_file_key file_key_of(const Mapping& m) {
+  return {.ino = m.inode, .dev = (m.dev_major << 20) | m.dev_minor, .pad = 0};
+}
+
+namespace {
+
+BuiltTable timed_build(const std::string& path) {
+  auto t0 = std::chrono::steady_clock::now();
+  BuiltTable b{build_unwind_table(path), 0};
+  b.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return b;
+}
+
+}  // namespace
+
+bool TableLoader::known(const as_file_key& key) const {
+  Key k{key.ino, key.dev};
+  return tables_.contains(k) || failed_.contains(k);
+}
+
+bool TableLoader::load(const as_file_key& key, const std::string& path) {
+  return known(key) || install(key, path, timed_build(path));
+}
+
+// Builds the tables of several files at once (one thread a core), then
+// loads them: before recording, the time a command waits to start.
+void TableLoader::load_all(const std::vector<std::pair<as_file_key, std::string>>& files) {
+  std::vector<std::pair<as_file_key, std::string>> todo;
+  std::set<Key> seen;
+  for (const auto& [key, path] : files)
+    if (!known(key) && seen.insert({key.ino, key.dev}).second) todo.emplace_back(key, path);
+  std::vector<std::optional<BuiltTable>> built(todo.size());
+  std::atomic<size_t> next = 0;
+  auto work = [&] {
+    for (size_t i; (i = next++) < todo.size();) built[i] = timed_build(todo[i].second);
+  };
+  std::vector<std::thread> workers;
+  for (unsigned n = std::max(1u, std::thread::hardware_concurrency()); n > 1 && workers.size() + 1 < n;)
+    workers.emplace_back(work);
+  work();
+  for (std::thread& t : workers) t.join();
+  for (size_t i = 0; i < todo.size(); ++i)
+    if (!install(todo[i].first, todo[i].second, std::move(*built[i]))) ++stats_.failed;
+}
+
+bool TableLoader::install(const as_file_key& key, const std::string& path, BuiltTable&& b) {
+  Key k{key.ino, key.dev};
+  if (!b.table) {
+    if (verbose_)
+      std::fprintf(stderr, "allocscope: no unwind table for %s: %s\n", path.c_str(),
+                   b.table.error().message.c_str());
+    return false;
+  }
+  UnwindTable& t = *b.table;
+  if (stats_.rows + t.rows.size() > max_rows_ || t.rows.size() > AS_TABLE_MAX_ROWS) {
+    ++stats_.full;
+    failed_.insert(k);  // not asked again
+    return true;
+  }
+  if (auto ok = session_.load_unwind_table(key, t.rows); !ok) {
+    ++stats_.failed;
+    std::fprintf(stderr, "allocscope: warning: %s: %s\n", path.c_str(), ok.error().message.c_str());
+    failed_.insert(k);
+    return true;
+  }
+  ++stats_.files;
+  stats_.rows += t.rows.size();
+  stats_.build_ms += b.ms;
+  if (verbose_)
+    std::fprintf(stderr, "allocscope: unwind table of %s: %zu rows from %s (%lu unsupported), %.1f ms\n",
+                 path.c_str(), t.rows.size(), source_name(t.source), (unsigned long)t.unsupported, b.ms);
+  tables_.emplace(k, std::move(t.rows));
+  return true;
+}
+
+const std::vector<as_unwind_row>* TableLoader::rows(pid_t pid, const Mapping& m) {
+  as_file_key key = file_key_of(m);
+  Key k{key.ino, key.dev};
+  if (!tables_.contains(k) && !failed_.contains(k) && !load(key, mapped_file_path(pid, m))) failed_.insert(k);
+  auto it = tables_.find(k);
+  return it == tables_.end() ? nullptr : &it->second;
+}
+
+std::optional<as_unwind_row> ProcessRows::row(uint64_t pc) {
+  const Mapping* m = find_mapping(maps_, pc);
+  if (!m || !m->executable) return std::nullopt;
+  as_unwind_row none{0, 0, AS_ROW_NONE, 0};
+  if (!m->is_file()) return as_frame_pointer_row();  // JIT code, as the kernel treats it
+  const std::vector<as_unwind_row>* rows = tables_.rows(pid_, *m);
+  const as_unwind_row* r = rows ? find_row(*rows, m->file_offset(pc)) : nullptr;
+  return r ? *r : none;
+}
+
+void TableLoader::on_request(pid_t pid, const as_vma& vma) {
+  as_file_key key{.ino = vma.ino, .dev = vma.dev, .pad = 0};
+  Mapping m;
+  m.start = vma.start;
+  m.end = vma.end;
+  m.offset = vma.pgoff;
+  m.inode = vma.ino;
+  m.dev_major = vma.dev >> 20;
+  m.dev_minor = vma.dev & 0xfffff;
+  // The mapping itself, through /proc/PID/map_files: the very file the
+  // kernel's vma names, whatever mount namespace or overlay it is in.
+  m.path = "/";
+  if (load(key, mapped_file_path(pid, m))) return;
+  ++stats_.failed;
+  // The process is gone: another one mapping the file will ask again.
+  session_.forget_table_request(key);
+}
+
+void TableLoader::load_process(pid_t pid) {
+  auto maps = read_maps(pid);
+  if (!maps) return;
+  std::vector<std::pair<as_file_key, std::string>> files;
+  for (const Mapping& m : *maps)
+    if (m.executable && m.is_file()) files.emplace_back(file_key_of(m), mapped_file_path(pid, m));
+  load_all(files);
+}
+
+void TableLoader::load_paths(const std::vector<std::string>& paths) {
+  std::vector<std::pair<as_file_key, std::string>> files;
+  for (const std::string& path : paths) {
+    struct stat st;
+    if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+      files.push_back(
+          {{.ino = st.st_ino, .dev = (major(st.st_dev) << 20) | minor(st.st_dev), .pad = 0}, path});
+  }
+  load_all(files);
+}
+
+namespace {
+
+// The program's interpreter (PT_INTERP), "" for none.
+std::string interpreter_of(const std::string& program) {
+  auto f = ElfFile::open(program);
+  if (!f) return "";
+  size_t n = 0;
+  if (elf_getphdrnum(f->elf(), &n) != 0) return "";
+  for (size_t i = 0; i < n; ++i) {
+    GElf_Phdr ph;
+    if (!gelf_getphdr(f->elf(), int(i), &ph) || ph.p_type != PT_INTERP || ph.p_filesz > 4096) continue;
+    auto bytes = f->read(ph.p_offset, ph.p_filesz);
+    if (bytes) return std::string(bytes->begin(), std::find(bytes->begin(), bytes->end(), uint8_t(0)));
+  }
+  return "";
+}
+
+// A loader only root can have written: it runs with allocscope's privileges.
+bool trusted_glibc_loader(const std::string& path) {
+  struct stat st;
+  std::string base = path.substr(path.rfind('/') + 1);
+  return base.rfind("ld-linux", 0) == 0 && stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+         st.st_uid == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH));
+}
+
+std::string run_for_output(const std::vector<std::string>& argv) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return "";
+  UniqueFd rd(fds[0]), wr(fds[1]);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, wr.get(), 1);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid;
+  int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  wr.reset();
+  if (rc != 0) return "";
+  std::string out;
+  char buf[4096];
+  for (ssize_t got; (got = read(rd.get(), buf, sizeof buf)) > 0 || (got < 0 && errno == EINTR);)
+    if (got > 0 && out.size() < (1 << 20)) out.append(buf, size_t(got));
+  int status;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> shared_libraries(const std::string& program) {
+  std::vector<std::string> libs;
+  std::string interp = interpreter_of(program);
+  if (interp.empty() || !trusted_glibc_loader(interp)) return libs;
+  // "\tlibfoo.so.1 => /usr/lib/libfoo.so.1 (0x...)" or "\t/lib64/ld-linux-x86-64.so.2 (0x...)".
+  std::istringstream in(run_for_output({interp, "--list", program}));
+  for (std::string line; std::getline(in, line);) {
+    size_t arrow = line.find("=> ");
+    size_t start = arrow != std::string::npos ? arrow + 3 : line.find_first_not_of(" \t");
+    size_t end = line.rfind(" (0x");
+    if (start == std::string::npos || end == std::string::npos || end <= start || line[start] != '/')
+      continue;
+    libs.push_back(line.substr(start, end - start));
+  }
+  return libs;
+}
+
+}  // namespace allocscope

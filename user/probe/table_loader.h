@@ -1,0 +1,96 @@
+// Unwind tables from the binaries traced processes run, into the kernel:
+// before recording for the files a target maps (or, for a command, will
+// map), and on demand when the kernel's unwinder meets a file without one.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "allocscope.h"
+#include "base/result.h"
+#include "host/proc_maps.h"
+#include "probe/bpf_session.h"
+#include "symbols/stack_walk.h"
+#include "symbols/unwind_table.h"
+
+namespace allocscope {
+
+struct TableStats {
+  uint64_t files = 0;   // tables loaded
+  uint64_t rows = 0;    // their rows
+  uint64_t failed = 0;  // files whose table could not be built or loaded
+  uint64_t full = 0;    // files refused: the row budget was spent
+  double build_ms = 0;  // time spent building and loading
+};
+
+// The key the kernel's unwinder uses for a file /proc shows as mapped.
+as_file_key file_key_of(const Mapping& m);
+
+// A table as built, and how long that took.
+struct BuiltTable {
+  Result<UnwindTable> table;
+  double ms = 0;
+};
+
+class TableLoader {
+ public:
+  TableLoader(BpfSession& session, uint64_t max_rows, bool verbose)
+      : session_(session), max_rows_(max_rows), verbose_(verbose) {}
+
+  // The kernel met this mapping of process `pid` without a table.
+  void on_request(pid_t pid, const as_vma& vma);
+  // Every executable file a live process maps.
+  void load_process(pid_t pid);
+  // Files by path (a command's program and libraries, before it runs).
+  void load_paths(const std::vector<std::string>& paths);
+
+  // The rows of the file behind mapping `m` of live process `pid`, built
+  // (and loaded) when new; nullptr when the file cannot be read.
+  const std::vector<as_unwind_row>* rows(pid_t pid, const Mapping& m);
+
+  const TableStats& stats() const { return stats_; }
+
+ private:
+  using Key = std::tuple<uint64_t, uint32_t>;  // ino, dev
+  bool known(const as_file_key& key) const;
+  // Builds and loads the table of the file at `path` under `key`; false when
+  // the file could not be read (the caller may try another path).
+  bool load(const as_file_key& key, const std::string& path);
+  void load_all(const std::vector<std::pair<as_file_key, std::string>>& files);
+  bool install(const as_file_key& key, const std::string& path, BuiltTable&& built);
+
+  BpfSession& session_;
+  uint64_t max_rows_;
+  bool verbose_;
+  std::map<Key, std::vector<as_unwind_row>> tables_;  // what the kernel holds, for userspace walks
+  std::set<Key> failed_;
+  TableStats stats_;
+};
+
+// The rows of a live process's code, for continue_walk: its mappings as
+// given, tables built on demand (frame pointers for anonymous code).
+class ProcessRows : public RowLookup {
+ public:
+  ProcessRows(TableLoader& tables, pid_t pid, const std::vector<Mapping>& maps)
+      : tables_(tables), pid_(pid), maps_(maps) {}
+  std::optional<as_unwind_row> row(uint64_t pc) override;
+
+ private:
+  TableLoader& tables_;
+  pid_t pid_;
+  const std::vector<Mapping>& maps_;
+};
+
+// The shared libraries the dynamic loader would map for `program` (asked of
+// the system's glibc loader, as ldd does, without running the program);
+// empty when that cannot be told (a static or non-glibc program).
+std::vector<std::string> shared_libraries(const std::string& program);
+
+}  // namespace allocscope

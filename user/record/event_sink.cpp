@@ -1,0 +1,322 @@
+#include "record/event_sink.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "record/clocks.h"
+
+namespace allocscope {
+namespace {
+
+// The kernel's dev_t: major in the high 12 bits, minor in the low 20.
+Mapping kernel_mapping(const as_vma& v) {
+  Mapping m;
+  m.start = v.start;
+  m.end = v.end;
+  m.offset = v.ino ? v.pgoff : 0;  // as /proc shows anonymous memory
+  m.dev_major = v.dev >> 20;
+  m.dev_minor = v.dev & 0xfffff;
+  m.inode = v.ino;
+  m.readable = m.executable = true;
+  return m;
+}
+
+std::string comm_of(const char (&comm)[AS_COMM_LEN]) { return std::string(comm, strnlen(comm, AS_COMM_LEN)); }
+
+// The kernel's log2 lifetime buckets (struct as_exact_totals), each counted
+// at its geometric middle.
+DurationHistogram lifetimes_of(const as_exact_totals& now, const as_exact_totals& before) {
+  DurationHistogram h;
+  for (int b = 0; b < AS_LIFETIME_BUCKETS; ++b) {
+    uint32_t n = now.lifetimes[b] - before.lifetimes[b];
+    if (n) h.add(uint64_t(double(1ull << (b + AS_LIFETIME_FIRST_LOG2)) * 1.4142135623730951), n);
+  }
+  return h;
+}
+
+}  // namespace
+
+EventSink::EventSink(Profile& profile, Symbolizer& symbolizer, SinkHooks hooks, size_t max_stacks,
+                     bool per_process)
+    : profile_(profile),
+      symbolizer_(symbolizer),
+      hooks_(hooks),
+      max_stacks_(max_stacks),
+      per_process_(per_process) {}
+
+bool EventSink::operator()(std::span<const uint8_t> data) {
+  uint32_t kind;
+  if (data.size() < sizeof kind) return true;
+  std::memcpy(&kind, data.data(), sizeof kind);
+  if (kind == AS_EV_ALLOC) {
+    on_alloc(data);
+  } else if (kind == AS_EV_FREE && data.size() >= sizeof(as_event)) {
+    as_event e;
+    std::memcpy(&e, data.data(), sizeof e);
+    if (auto id = processes_.find(e.tgid)) profile_.on_free(*id, e.addr, e.ts_ns);
+  } else if (kind == AS_EV_STACK) {
+    on_stack(data);
+  } else if (kind == AS_EV_NEED_TABLE && data.size() >= sizeof(as_table_event)) {
+    as_table_event e;
+    std::memcpy(&e, data.data(), sizeof e);
+    hooks_.unwind.need_table(e.tgid, e.vma);
+  } else if (kind >= AS_EV_FORK && kind <= AS_EV_MMAP && data.size() >= sizeof(as_proc_event)) {
+    as_proc_event e;
+    std::memcpy(&e, data.data(), sizeof e);
+    on_process(e);
+  }
+  // The clock is read now and then: a reader that lags returns to its loop
+  // (outputs, progress) at the deadline all the same.
+  if (++events_since_clock_ < 256) return true;
+  events_since_clock_ = 0;
+  return now_ms() < yield_at_ms_;
+}
+
+// The instance a sample of `tgid` belongs to; nullopt when filtered out.
+std::optional<uint32_t> EventSink::instance_for(uint32_t tgid, const std::string& comm) {
+  bool made;
+  uint32_t id = processes_.current(tgid, comm, &made);
+  if (made) {  // first sample: judge it, and read its mappings while it lives
+    if (!hooks_.verdicts.accept(tgid, comm)) {
+      processes_.reject(id);
+      hooks_.verdicts.reject(tgid);
+    } else {
+      symbolizer_.refresh(pid_t(tgid));
+    }
+  }
+  if (processes_.instance(id).rejected) return std::nullopt;
+  return id;
+}
+
+void EventSink::on_stack(std::span<const uint8_t> data) {
+  if (data.size() < sizeof(as_stack_event)) return;
+  const auto* raw = reinterpret_cast<const as_stack_event*>(data.data());
+  as_stack_event head;
+  std::memcpy(&head, raw, offsetof(as_stack_event, vmas));
+  ++stacks_seen_;
+  std::string comm = comm_of(head.comm);
+  auto instance = instance_for(head.tgid, comm);
+  if (!instance) return;
+  if (stacks_.size() >= max_stacks_) {  // its samples count as dropped for a full table
+    if (refused_.size() < kMaxRefused) refused_.insert(head.id);
+    return;
+  }
+  kernel_maps_.clear();
+  for (uint32_t i = 0; i < std::min<uint32_t>(head.nvmas, AS_MAX_VMAS); ++i) {
+    as_vma v;
+    std::memcpy(&v, &raw->vmas[i], sizeof v);
+    kernel_maps_.push_back(kernel_mapping(v));
+  }
+  symbolizer_.add_mappings(pid_t(head.tgid), kernel_maps_);
+  KnownStack s{*instance, head.fn, {}, {}};
+  s.ips.resize(std::min<size_t>(head.nframes, AS_MAX_FRAMES));
+  std::memcpy(s.ips.data(), data.data() + offsetof(as_stack_event, frames), s.ips.size() * sizeof(uint64_t));
+  if (head.stop == AS_STOP_NO_TABLE && data.size() >= sizeof(as_stack_event) + sizeof(as_deferred_walk) &&
+      !s.ips.empty()) {
+    as_deferred_walk walk;
+    std::memcpy(&walk, data.data() + sizeof(as_stack_event), sizeof walk);
+    auto stack = data.subspan(sizeof(as_stack_event) + sizeof walk);
+    head.stop = uint16_t(hooks_.unwind.finish_walk(
+        head.tgid, walk, stack.first(std::min<size_t>(walk.len, stack.size())), s.ips));
+    ++walks_finished_;
+  }
+  if (head.stop != AS_STOP_COMPLETE) {
+    s.ips.push_back(kTruncatedFrame);
+    ++stacks_truncated_;
+  }
+  s.origin = origin(head.tgid, processes_.instance(*instance).comm, head.fn, s.ips);
+  instance_stacks_[*instance].push_back(head.id);
+  stacks_.insert_or_assign(head.id, std::move(s));
+}
+
+// The profile's stack for a kernel stack, made (with its origin) when new.
+std::optional<uint32_t> EventSink::profile_stack(const KnownStack& s) {
+  size_t before = profile_.stacks().size();
+  auto id = profile_.intern(s.instance, s.fn, s.ips);
+  note_new_profile_stack(before, s);
+  return id;
+}
+
+void EventSink::note_new_profile_stack(size_t stacks_before, const KnownStack& s) {
+  if (profile_.stacks().size() != stacks_before) origins_.push_back(s.origin);
+}
+
+void EventSink::on_alloc(std::span<const uint8_t> data) {
+  if (data.size() < sizeof(as_alloc_event)) return;
+  as_alloc_event a;
+  std::memcpy(&a, data.data(), sizeof a);
+  const as_event& e = a.hdr;
+  std::string comm = comm_of(a.comm);
+  auto it = stacks_.find(e.stack);
+  if (it == stacks_.end()) {
+    // Never received (a full table, or a stack the kernel could not send),
+    // unless its process was filtered out.
+    auto current = processes_.find(e.tgid);
+    forget_untracked(e.tgid, e.addr, e.flags);
+    if (current && processes_.instance(*current).rejected) return;
+    bool full = refused_.contains(e.stack);
+    (full ? table_full_ : stack_lost_) += 1;
+    (full ? table_full_bytes_ : stack_lost_bytes_) += e.size;
+    count_drops(e.tgid, comm, false, !full, full);
+    return;
+  }
+  if (processes_.instance(it->second.instance).rejected) {
+    forget_untracked(e.tgid, e.addr, e.flags);
+    return;
+  }
+  const KnownStack& s = it->second;
+  size_t before = profile_.stacks().size();
+  ProfileCounters counted = profile_.counters();
+  profile_.on_alloc({.pid = s.instance,
+                     .fn = s.fn,
+                     .addr = e.addr,
+                     .size = e.size,
+                     .offset = e.offset,
+                     .ts_ns = e.ts_ns,
+                     .live_tracked = !(e.flags & (AS_EVF_LIVE_DROPPED | AS_EVF_UNTRACKED)),
+                     .ips = s.ips});
+  note_new_profile_stack(before, s);
+  const ProfileCounters& now = profile_.counters();
+  bool table_full = now.stacks_full != counted.stacks_full,
+       user_live_full = now.live_full != counted.live_full;
+  if (table_full || user_live_full) forget_untracked(e.tgid, e.addr, e.flags);
+  count_drops(e.tgid, comm, (e.flags & AS_EVF_LIVE_DROPPED) || user_live_full, false, table_full);
+}
+
+// A sample the kernel tracks live but this side does not (filtered out, or a
+// table full): its kernel entry would outlive the process.
+void EventSink::forget_untracked(uint32_t tgid, uint64_t addr, uint16_t flags) {
+  if (!(flags & (AS_EVF_LIVE_DROPPED | AS_EVF_UNTRACKED)))
+    hooks_.kernel.forget_live(tgid, std::span<const uint64_t>(&addr, 1));
+}
+
+StackOrigin EventSink::origin(uint32_t tgid, const std::string& comm, uint16_t fn,
+                              std::span<const uint64_t> ips) {
+  StackOrigin o;
+  o.pid = per_process_ ? tgid : 0;
+  o.comm = comm;
+  o.mappings = symbolizer_.resolve(pid_t(tgid), ips);
+  o.allocator_addr = hooks_.libraries.allocator_address(tgid, fn);
+  if (o.allocator_addr) o.allocator_mapping = symbolizer_.resolve_address(pid_t(tgid), o.allocator_addr);
+  return o;
+}
+
+void EventSink::count_drops(uint32_t tgid, const std::string& comm, bool live_full, bool stack_lost,
+                            bool table_full) {
+  if (!live_full && !stack_lost && !table_full) return;
+  constexpr size_t kMaxProcesses = 4096;  // beyond: counted in the totals only
+  if (drops_.size() >= kMaxProcesses && !drops_.contains(tgid)) return;
+  ProcessDrops& d = drops_[tgid];
+  d.comm = comm;
+  d.live_full += live_full;
+  d.stack_lost += stack_lost;
+  d.stack_table_full += table_full;
+}
+
+void EventSink::add_exact_delta(const KnownStack& s, const as_exact_totals& now,
+                                const as_exact_totals& before) {
+  if (now.allocs == before.allocs && now.frees == before.frees) return;
+  auto id = profile_stack(s);
+  if (!id) return;
+  profile_.add_exact(
+      *id, {now.allocs - before.allocs, now.alloc_bytes - before.alloc_bytes, now.frees - before.frees,
+            now.free_bytes - before.free_bytes, lifetimes_of(now, before)});
+}
+
+void EventSink::absorb_exact(std::span<const ExactEntry> totals) {
+  for (const auto& [id, now] : totals) {
+    auto it = stacks_.find(id);
+    if (it == stacks_.end() || processes_.instance(it->second.instance).rejected) continue;
+    as_exact_totals& seen = exact_seen_[id];
+    add_exact_delta(it->second, now, seen);
+    seen = now;
+  }
+}
+
+// Exact mode: an instance ended. Its last totals are read, and the kernel's
+// entries for its stacks go; its blocks leave the live totals unless kept.
+void EventSink::finish_exact(uint32_t instance, bool keep_live) {
+  auto ids = instance_stacks_.find(instance);
+  if (ids == instance_stacks_.end()) return;
+  if (!keep_live) {
+    absorb_exact(hooks_.kernel.exact_totals(ids->second));
+    for (uint64_t id : ids->second) {
+      if (auto it = stacks_.find(id); it != stacks_.end())
+        if (auto stack = profile_stack(it->second)) profile_.release_live(*stack);
+      exact_seen_.erase(id);
+      ended_ids_.insert(id);
+    }
+    hooks_.kernel.forget_exact(ids->second);
+  }
+}
+
+std::vector<as_live_key> EventSink::stale_live(
+    std::span<const std::pair<as_live_key, as_live_value>> live) const {
+  std::vector<as_live_key> out;
+  for (const auto& [key, value] : live)
+    if (ended_ids_.contains(value.stack)) out.push_back(key);
+  return out;
+}
+
+void EventSink::set_live_times(std::span<const std::pair<as_live_key, as_live_value>> live) {
+  std::unordered_map<uint32_t, std::vector<uint64_t>> times;
+  for (const auto& [key, value] : live) {
+    auto it = stacks_.find(value.stack);
+    if (it == stacks_.end()) continue;
+    if (auto stack = profile_stack(it->second)) times[*stack].push_back(value.ts_ns);
+  }
+  profile_.set_live_times(std::move(times));
+}
+
+void EventSink::end_instance(uint32_t tgid, bool exited) {
+  auto id = processes_.end(tgid);
+  if (id && processes_.instance(*id).rejected) hooks_.verdicts.unreject(tgid, exited);
+  symbolizer_.forget(pid_t(tgid));
+  if (!id) return;
+  // A root that exits keeps what it never freed; memory of a program
+  // replaced by exec, or of any other process that exits, is released.
+  bool keep = exited && hooks_.verdicts.keeps_live_at_exit(tgid);
+  if (profile_.rate() <= 1) finish_exact(*id, keep);
+  if (!keep) {
+    std::vector<uint64_t> addrs = profile_.drop_process(*id);
+    if (!addrs.empty()) hooks_.kernel.forget_live(tgid, addrs);
+  }
+  // The kernel never names an ended instance's stacks again (ids cover the
+  // instance); exact mode keeps a root's, whose totals are read at the end.
+  if (!keep || profile_.rate() > 1) {
+    if (auto ids = instance_stacks_.find(*id); ids != instance_stacks_.end()) {
+      for (uint64_t s : ids->second) stacks_.erase(s);
+      instance_stacks_.erase(ids);
+    }
+  }
+}
+
+std::string EventSink::last_name(uint32_t tgid) const {
+  auto it = last_names_.find(tgid);
+  return it == last_names_.end() ? "" : it->second;
+}
+
+void EventSink::on_process(const as_proc_event& e) {
+  if (e.kind == AS_EV_EXEC || e.kind == AS_EV_EXIT) {
+    constexpr size_t kMaxNames = 4096;  // only the drop report asks; forget the oldest batch
+    if (last_names_.size() >= kMaxNames) last_names_.clear();
+    last_names_[e.tgid] = comm_of(e.comm);
+  }
+  switch (e.kind) {
+    case AS_EV_EXEC:
+      end_instance(e.tgid, false);
+      symbolizer_.track(pid_t(e.tgid));  // the new program's file, while it runs
+      hooks_.libraries.on_exec(e.tgid);
+      break;
+    case AS_EV_EXIT:
+      end_instance(e.tgid, true);
+      break;
+    case AS_EV_MMAP:
+      hooks_.libraries.new_library(e);
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace allocscope

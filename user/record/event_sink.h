@@ -1,0 +1,117 @@
+// Ring buffer records -> profile. Samples are aggregated per process
+// instance (ProcessTable); each stack arrives once, already unwound by the
+// kernel, with the mappings of its frames, and is resolved to its mappings
+// while its process is known; later samples name it by its id. Lifecycle
+// events end instances and drop what they held live. In exact mode the
+// kernel keeps the totals per stack id, and the sink folds them in.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "allocscope.h"
+#include "model/process_table.h"
+#include "model/profile.h"
+#include "record/sink_hooks.h"
+#include "symbols/symbolizer.h"
+
+namespace allocscope {
+
+// Samples a process lost, by cause.
+struct ProcessDrops {
+  std::string comm;
+  uint64_t live_full = 0, stack_table_full = 0, stack_lost = 0;
+};
+
+class EventSink {
+ public:
+  // per_process false: stacks of one name merge across processes.
+  EventSink(Profile& profile, Symbolizer& symbolizer, SinkHooks hooks, size_t max_stacks,
+            bool per_process = true);
+
+  // Takes one record; false when the reader should return to its loop
+  // (the deadline set by yield_at has passed).
+  bool operator()(std::span<const uint8_t> data);
+  void yield_at(uint64_t monotonic_ms) { yield_at_ms_ = monotonic_ms; }
+
+  // Exact mode: folds the kernel's totals (all of them, read at once) into
+  // the profile, as what changed since the last call.
+  void absorb_exact(std::span<const ExactEntry> totals);
+  // Exact mode: kernel live entries whose stacks belong to ended instances
+  // (to delete), and the allocation times of the others by profile stack.
+  std::vector<as_live_key> stale_live(std::span<const std::pair<as_live_key, as_live_value>> live) const;
+  void set_live_times(std::span<const std::pair<as_live_key, as_live_value>> live);
+  bool has_stale_live() const { return !ended_ids_.empty(); }
+  void forget_stale_ids() { ended_ids_.clear(); }
+
+  const std::vector<StackOrigin>& origins() const { return origins_; }
+  const ProcessTable& processes() const { return processes_; }
+  // Process instances with samples recorded (not filtered out).
+  uint64_t recorded_processes() const { return processes_.instances() - processes_.rejected(); }
+  const std::map<uint32_t, ProcessDrops>& drops() const { return drops_; }
+  uint64_t stacks_seen() const { return stacks_seen_; }
+  uint64_t stacks_truncated() const { return stacks_truncated_; }
+  // Walks the kernel stopped for want of a table, finished here.
+  uint64_t walks_finished() const { return walks_finished_; }
+  // Samples that named a stack the sink never received (or had to drop).
+  uint64_t stack_lost() const { return stack_lost_; }
+  uint64_t stack_lost_bytes() const { return stack_lost_bytes_; }
+  // Samples of stacks the sink's table had no room for (--max-stacks).
+  uint64_t table_full() const { return table_full_; }
+  uint64_t table_full_bytes() const { return table_full_bytes_; }
+  // The name a process had at its last exec or exit, for processes that
+  // sent no sample (all lost); "" when not known.
+  std::string last_name(uint32_t tgid) const;
+
+ private:
+  struct KnownStack {
+    uint32_t instance = 0;
+    uint16_t fn = 0;
+    std::vector<uint64_t> ips;  // innermost first; kTruncatedFrame last when cut short
+    StackOrigin origin;         // resolved on arrival, while the process lives
+  };
+
+  void on_stack(std::span<const uint8_t> data);
+  void on_alloc(std::span<const uint8_t> data);
+  void on_process(const as_proc_event& e);
+  void end_instance(uint32_t tgid, bool exited);
+  void finish_exact(uint32_t instance, bool keep_live);
+  void forget_untracked(uint32_t tgid, uint64_t addr, uint16_t flags);
+  std::optional<uint32_t> instance_for(uint32_t tgid, const std::string& comm);
+  void count_drops(uint32_t tgid, const std::string& comm, bool live_full, bool stack_lost, bool table_full);
+  StackOrigin origin(uint32_t tgid, const std::string& comm, uint16_t fn, std::span<const uint64_t> ips);
+  std::optional<uint32_t> profile_stack(const KnownStack& s);
+  void note_new_profile_stack(size_t stacks_before, const KnownStack& s);
+  void add_exact_delta(const KnownStack& s, const as_exact_totals& now, const as_exact_totals& before);
+
+  Profile& profile_;
+  Symbolizer& symbolizer_;
+  SinkHooks hooks_;
+  size_t max_stacks_;
+  bool per_process_;
+  ProcessTable processes_;
+  std::vector<StackOrigin> origins_;                                     // by profile stack index
+  std::unordered_map<uint64_t, KnownStack> stacks_;                      // by kernel stack id
+  std::unordered_map<uint32_t, std::vector<uint64_t>> instance_stacks_;  // instance -> its stack ids
+  std::unordered_map<uint64_t, as_exact_totals> exact_seen_;             // what absorb_exact added so far
+  std::unordered_set<uint64_t> ended_ids_;  // stack ids of ended instances, until their live entries go
+  static constexpr size_t kMaxRefused = 1 << 16;
+  std::unordered_set<uint64_t> refused_;  // stack ids the full table turned away (bounded: drop reports)
+  std::map<uint32_t, ProcessDrops> drops_;
+  std::unordered_map<uint32_t, std::string> last_names_;  // bounded: see on_process
+  std::vector<Mapping> kernel_maps_;
+  uint64_t stacks_seen_ = 0, stacks_truncated_ = 0, walks_finished_ = 0;
+  uint64_t stack_lost_ = 0, stack_lost_bytes_ = 0, table_full_ = 0, table_full_bytes_ = 0;
+  uint64_t yield_at_ms_ = UINT64_MAX;
+  uint32_t events_since_clock_ = 0;
+};
+
+}  // namespace allocscope

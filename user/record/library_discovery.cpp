@@ -1,0 +1,232 @@
+#include "record/library_discovery.h"
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "host/process.h"
+#include "probe/allocator_entries.h"
+#include "probe/allocator_probes.h"
+#include "record/clocks.h"
+#include "record/messages.h"
+#include "record/scope.h"
+
+namespace allocscope {
+namespace {
+
+constexpr size_t kMaxRemembered = 1 << 16;  // files known to be no allocator
+
+void print_placement(const std::string& path, const std::vector<ProbeTarget>& targets, ProbeMode mode) {
+  std::fprintf(stderr, "allocscope: %s probes in %s:\n", probe_mode_name(mode), path.c_str());
+  for (const ProbeTarget& t : targets)
+    std::fprintf(stderr, "  %-28s +%-3llu %-24s %s\n", entry_name(t.fn).c_str(),
+                 (unsigned long long)t.placed_at, t.instruction.c_str(),
+                 t.emulated ? "emulated" : "single-stepped");
+}
+
+// The distinct files a process maps executable, in address order.
+std::vector<const Mapping*> code_files(const std::vector<Mapping>& maps) {
+  std::vector<const Mapping*> files;
+  std::set<std::tuple<uint32_t, uint32_t, uint64_t>> seen;
+  for (const Mapping& m : maps)
+    if (m.executable && m.is_file() && seen.insert({m.dev_major, m.dev_minor, m.inode}).second)
+      files.push_back(&m);
+  return files;
+}
+
+}  // namespace
+
+LibraryDiscovery::LibraryDiscovery(const RecordConfig& config, BpfSession& session, Symbolizer& symbolizer)
+    : session_(session),
+      symbolizer_(symbolizer),
+      system_wide_(system_wide(config)),
+      naive_placement_(config.naive_placement),
+      verbose_(config.verbose),
+      max_files_(config.max_allocator_files) {
+  // allocscope's own allocator (linked in) is never probed: it records nothing.
+  struct stat st;
+  if (stat("/proc/self/exe", &st) == 0) own_executable_ = file_key(st);
+}
+
+LibraryDiscovery::FileKey LibraryDiscovery::file_key(const Mapping& m) {
+  return {(uint64_t(m.dev_major) << 32) | m.dev_minor, m.inode};
+}
+
+// The same key for a file found by path.
+LibraryDiscovery::FileKey LibraryDiscovery::file_key(const struct stat& st) {
+  return {(uint64_t(major(st.st_dev)) << 32) | minor(st.st_dev), st.st_ino};
+}
+
+// The kernel's encoding of a device number (major << 20 | minor).
+LibraryDiscovery::FileKey LibraryDiscovery::file_key(uint32_t kernel_dev, uint64_t ino) {
+  return {(uint64_t(kernel_dev >> 20) << 32) | (kernel_dev & 0xfffff), ino};
+}
+
+// Probes the allocator in mapping `m` of process `pid`: in that process
+// alone, or (system-wide) in every process, once per file.
+Result<bool> LibraryDiscovery::attach_file(pid_t pid, const Mapping& m) {
+  return attach_file(pid, file_key(m), mapped_file_path(pid, m), m.path);
+}
+
+Result<bool> LibraryDiscovery::attach_file(pid_t pid, FileKey key, const std::string& path,
+                                           const std::string& shown) {
+  if (not_allocators_.contains(key) || key == own_executable_) return false;
+  if (system_wide_ && allocator_offsets_.contains(key)) return true;
+  auto targets = find_allocator_probes(path, naive_placement_, shown);
+  if (targets && allocator_offsets_.size() >= max_files_) {
+    // Bounded: under --all any user can bring new allocator files (copies
+    // of libc). Counted as not probed, and said once.
+    ++libraries_missed_;
+    not_allocators_.insert(key);  // asked about once
+    if (!warned_full_)
+      print_error("warning: " + std::to_string(max_files_) + " allocator files are probed; " + shown +
+                  " and any later ones are not (raise --max-allocator-files)");
+    warned_full_ = true;
+    return false;
+  }
+  if (!targets && (targets.error().code == ENODATA || targets.error().code == ENOEXEC)) {
+    // No allocator (or no ELF: JIT code in a memfd). Remembered so that its
+    // symbols are read once; bounded, by forgetting (a file is read again).
+    if (not_allocators_.size() >= kMaxRemembered) not_allocators_.clear();
+    not_allocators_.insert(key);
+    return false;
+  }
+  if (!targets) return fail(targets.error());
+  if (verbose_) print_placement(shown, *targets, session_.mode());
+  if (auto ok = session_.attach(system_wide_ ? 0 : pid, path, *targets); !ok) return fail(ok.error());
+  auto& entries = allocator_offsets_[key];
+  for (const ProbeTarget& t : *targets) entries[t.fn] = t.offset - t.placed_at;
+  return true;
+}
+
+Result<void> LibraryDiscovery::attach_process(pid_t pid) {
+  auto maps = read_maps(pid);
+  if (!maps) {
+    if (!process_exists(pid)) return fail("process " + std::to_string(pid) + " exited during attach");
+    return fail(maps.error());
+  }
+  std::string searched;
+  size_t probed = 0;
+  for (const Mapping* m : code_files(*maps)) {
+    auto ok = attach_file(pid, *m);
+    if (!ok) return fail(ok.error());
+    probed += *ok;
+    searched += (searched.empty() ? "" : ", ") + m->path;
+  }
+  if (!probed)
+    return fail("process " + std::to_string(pid) + " (" + read_comm(pid) +
+                ") maps no allocator allocscope knows (looked for malloc, mallocx, je_malloc, tc_malloc and "
+                "mi_malloc in the symbols of " +
+                (searched.empty() ? std::string("no file") : searched) +
+                "); a stripped static binary has no symbols to find them by");
+  return {};
+}
+
+void LibraryDiscovery::attach_paths(pid_t pid, const std::vector<std::string>& paths) {
+  for (const std::string& path : paths) {
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (auto ok = attach_file(pid, file_key(st), path, path); !ok)
+      print_error("warning: " + ok.error().message);
+  }
+}
+
+Result<void> LibraryDiscovery::attach_every_process() {
+  for (pid_t pid : list_processes()) {
+    if (pid == getpid()) continue;
+    auto maps = read_maps(pid);  // kernel threads and the just exited have none
+    if (!maps) continue;
+    for (const Mapping* m : code_files(*maps)) {
+      if (allocator_offsets_.contains(file_key(*m)) || not_allocators_.contains(file_key(*m))) continue;
+      if (auto ok = attach_file(pid, *m); !ok) {
+        ++libraries_missed_;
+        not_allocators_.insert(file_key(*m));  // warned once
+        print_error("warning: " + ok.error().message);
+      }
+    }
+  }
+  if (allocator_offsets_.empty()) return fail("no allocator could be probed (see the warnings above)");
+  return {};
+}
+
+void LibraryDiscovery::new_library(const as_proc_event& e) {
+  pending_.push_back({e.tgid, e.addr, file_key(e.dev, e.ino), e.dev, now_ms() + 1000, e.ts_ns});
+  retry_pending(now_ms());
+}
+
+void LibraryDiscovery::on_exec(uint32_t tgid) {
+  // What the kernel mapped itself shows no mmap: the program (a static
+  // binary's own malloc) and its interpreter (musl's C library).
+  if (!system_wide_) return;
+  auto maps = read_maps(pid_t(tgid));  // the new program's, not what the symbolizer saw before
+  if (!maps) return;
+  std::vector<const Mapping*> files = code_files(*maps);
+
+  if (files.size() == 1) {  // no interpreter: a static program, whose allocator is its own or none
+    auto ok = attach_file(pid_t(tgid), *files.front());
+    if (!ok) print_error("warning: " + ok.error().message);
+    if (ok && !*ok && ++without_allocator_ <= 3) without_allocator_names_.push_back(files.front()->path);
+    return;
+  }
+  for (const Mapping* m : files)
+    if (!allocator_offsets_.contains(file_key(*m)) && !not_allocators_.contains(file_key(*m)))
+      pending_.push_back({tgid, m->start, file_key(*m), 0, now_ms() + 1000, monotonic_ns()});
+}
+
+void LibraryDiscovery::retry_pending(uint64_t now) {
+  std::erase_if(pending_, [&](const PendingLibrary& p) { return settle(p, now); });
+}
+
+bool LibraryDiscovery::settle(const PendingLibrary& p, uint64_t now) {
+  if (allocator_offsets_.contains(p.key) || not_allocators_.contains(p.key)) return true;
+  auto maps = read_maps(pid_t(p.tgid));
+  if (maps)
+    for (const Mapping& m : *maps)
+      // By address: /proc names an overlayfs file by the overlay's inode,
+      // the kernel's vma by the backing file's.
+      if (m.executable && (p.addr ? m.start <= p.addr && p.addr < m.end : file_key(m) == p.key)) {
+        if (!allocator_offsets_.contains(file_key(m)) && !not_allocators_.contains(file_key(m)))
+          attach_pending(p, m);
+        return true;
+      }
+  if (maps && now < p.deadline_ms) return false;  // not mapped yet: the loader is on it
+  give_up(p);  // gone before we could read where: the next process to map it tells again
+  return true;
+}
+
+void LibraryDiscovery::attach_pending(const PendingLibrary& p, const Mapping& m) {
+  auto ok = attach_file(pid_t(p.tgid), m);
+  if (!ok) {
+    give_up(p);
+    print_error("warning: " + ok.error().message);
+  } else if (*ok && verbose_) {  // the gap: its allocations before now were not seen
+    std::fprintf(stderr,
+                 "allocscope: probing %s, a new allocator (process %u), %.1f ms after it was mapped\n",
+                 m.path.c_str(), p.tgid, (monotonic_ns() - p.mapped_ns) / 1e6);
+  }
+}
+
+void LibraryDiscovery::give_up(const PendingLibrary& p) {
+  ++libraries_missed_;
+  if (p.kernel_dev) session_.forget_file(p.kernel_dev, p.key.second);
+}
+
+uint64_t LibraryDiscovery::allocator_address(uint32_t tgid, int fn) {
+  for (const Mapping& m : symbolizer_.maps(pid_t(tgid))) {
+    auto lib = allocator_offsets_.find(file_key(m));
+    if (!m.executable || lib == allocator_offsets_.end()) continue;
+    auto entry = lib->second.find(uint16_t(fn));
+    if (entry == lib->second.end()) continue;
+    uint64_t off = entry->second;
+    if (off >= m.offset && off < m.offset + (m.end - m.start)) return m.start + (off - m.offset);
+  }
+  return 0;
+}
+
+}  // namespace allocscope

@@ -1,0 +1,99 @@
+// The allocators probed: every ELF object a traced process maps that defines
+// allocator entry points (the C library, a preloaded or linked jemalloc,
+// tcmalloc or mimalloc, a static executable's own malloc), the targets', every
+// running process's (--all), and those that processes map later, looked for
+// again until /proc shows them. Each file's symbols are read once. Knows
+// where each allocator's entry points are, for the leaf frame of every stack.
+#pragma once
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "allocscope.h"
+#include "base/result.h"
+#include "host/proc_maps.h"
+#include "probe/bpf_session.h"
+#include "record/record.h"
+#include "record/sink_hooks.h"
+#include "symbols/symbolizer.h"
+
+namespace allocscope {
+
+class LibraryDiscovery : public LibraryWatch {
+ public:
+  LibraryDiscovery(const RecordConfig& config, BpfSession& session, Symbolizer& symbolizer);
+
+  // Probes every allocator process `pid` maps; fails when it maps none.
+  Result<void> attach_process(pid_t pid);
+  // A launched command's files (program, libraries, preloads), probed
+  // before it runs in process `pid` (held before exec): no allocation is
+  // missed while a new mapping would be noticed.
+  void attach_paths(pid_t pid, const std::vector<std::string>& paths);
+  // --all: every distinct allocator file that a running process maps
+  // (containers and chroots bring their own); later ones come as mmap events.
+  Result<void> attach_every_process();
+  // Looks again for libraries announced before /proc showed them.
+  void retry_pending(uint64_t now_ms);
+  bool has_pending() const { return !pending_.empty(); }
+
+  size_t libraries_probed() const { return allocator_offsets_.size(); }
+  // Library files that could not be probed, or vanished before they could.
+  uint64_t libraries_missed() const { return libraries_missed_; }
+  // Static programs run by traced processes that define no allocator
+  // allocscope knows (stripped ones), and the first few of their paths.
+  uint64_t without_allocator() const { return without_allocator_; }
+  const std::vector<std::string>& without_allocator_names() const { return without_allocator_names_; }
+
+  void new_library(const as_proc_event& e) override;
+  void on_exec(uint32_t tgid) override;
+  uint64_t allocator_address(uint32_t tgid, int fn) override;
+
+ private:
+  using FileKey = std::pair<uint64_t, uint64_t>;  // device, inode
+
+  // A file mapped by a process that announced it (AS_EV_MMAP) before
+  // /proc showed the mapping: looked for again until the deadline.
+  struct PendingLibrary {
+    uint32_t tgid;
+    uint64_t addr;        // where it was mapped; 0: any mapping of `key`
+    FileKey key;          // the file as the kernel's vma names it (overlayfs: the backing file)
+    uint32_t kernel_dev;  // ... in the kernel's encoding, to report it again if it is given up
+    uint64_t deadline_ms;
+    uint64_t mapped_ns;  // when the process mapped it (CLOCK_MONOTONIC)
+  };
+
+  static FileKey file_key(const Mapping& m);
+  static FileKey file_key(const struct stat& st);
+  static FileKey file_key(uint32_t kernel_dev, uint64_t ino);
+  // Probes the file of mapping `m` if it is an allocator: true when it is
+  // (or was already) probed, false when it is no allocator.
+  Result<bool> attach_file(pid_t pid, const Mapping& m);
+  Result<bool> attach_file(pid_t pid, FileKey key, const std::string& path, const std::string& shown);
+  // Whether `p` is settled (probed, failed or given up), or still awaited.
+  bool settle(const PendingLibrary& p, uint64_t now_ms);
+  void attach_pending(const PendingLibrary& p, const Mapping& m);
+  void give_up(const PendingLibrary& p);
+
+  BpfSession& session_;
+  Symbolizer& symbolizer_;
+  bool system_wide_, naive_placement_, verbose_;
+  size_t max_files_;
+  bool warned_full_ = false;
+  std::map<FileKey, std::map<uint16_t, uint64_t>> allocator_offsets_;  // entry code -> file offset, per file
+  std::set<FileKey> not_allocators_;  // files whose symbols define no allocator
+  FileKey own_executable_{};
+  std::vector<PendingLibrary> pending_;
+  uint64_t libraries_missed_ = 0;
+  uint64_t without_allocator_ = 0;
+  std::vector<std::string> without_allocator_names_;
+};
+
+}  // namespace allocscope

@@ -1,0 +1,40 @@
+#include "record/process_filter.h"
+
+#include "record/scope.h"
+
+namespace allocscope {
+
+ProcessFilter::ProcessFilter(const RecordConfig& config, BpfSession& session)
+    : session_(session), system_wide_(system_wide(config)), members_only_(members_only(config)) {
+  if (!config.comm.empty()) comm_filter_.emplace(config.comm, std::regex::extended | std::regex::nosubs);
+}
+
+Result<void> ProcessFilter::add_root(uint32_t tgid) {
+  roots_.insert(tgid);
+  return session_.set_verdict(tgid, AS_PROC_MEMBER);
+}
+
+Result<void> ProcessFilter::follow(uint32_t tgid) { return session_.set_verdict(tgid, AS_PROC_MEMBER); }
+
+bool ProcessFilter::accept(uint32_t, const std::string& comm) {
+  return !comm_filter_ || std::regex_search(comm, *comm_filter_);
+}
+
+void ProcessFilter::reject(uint32_t tgid) {
+  // Spares it the sampled path; a followed process stays followed, to be
+  // judged again when it runs another program.
+  if (system_wide_ && !roots_.contains(tgid))
+    if (!session_.set_verdict(tgid, members_only_ ? AS_PROC_MEMBER_IGNORED : AS_PROC_IGNORED))
+      ++verdicts_refused_;  // still sampled by the kernel; its samples are dropped here
+}
+
+void ProcessFilter::unreject(uint32_t tgid, bool exited) {
+  // The verdict was written for the program that was sampled; the process
+  // has since run another or exited, so whatever the kernel did at that
+  // moment is done again here, after the write.
+  if (!system_wide_ || roots_.contains(tgid)) return;
+  if (!session_.set_verdict(tgid, exited || !members_only_ ? 0 : AS_PROC_MEMBER))
+    ++verdicts_refused_;  // its new program is not followed
+}
+
+}  // namespace allocscope

@@ -1,0 +1,44 @@
+// Which processes a recording samples: the roots it was given (-p, -- CMD),
+// the --comm filter, and the verdicts that tell the kernel.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <regex>
+#include <string>
+#include <unordered_set>
+
+#include "base/result.h"
+#include "probe/bpf_session.h"
+#include "record/record.h"
+#include "record/sink_hooks.h"
+
+namespace allocscope {
+
+class ProcessFilter : public ProcessVerdicts {
+ public:
+  ProcessFilter(const RecordConfig& config, BpfSession& session);
+
+  // A process recorded until it exits, whatever its name: a member of the
+  // kernel's table that keeps its live samples at exit.
+  Result<void> add_root(uint32_t tgid);
+  // A descendant of a root, forked before recording began.
+  Result<void> follow(uint32_t tgid);
+
+  bool accept(uint32_t tgid, const std::string& comm) override;
+  void reject(uint32_t tgid) override;
+  void unreject(uint32_t tgid, bool exited) override;
+  bool keeps_live_at_exit(uint32_t tgid) const override { return roots_.contains(tgid); }
+  // Verdicts the kernel's full process table refused: processes it samples
+  // or skips against the filter's judgement.
+  uint64_t verdicts_refused() const { return verdicts_refused_; }
+
+ private:
+  BpfSession& session_;
+  bool system_wide_, members_only_;
+  std::optional<std::regex> comm_filter_;
+  std::unordered_set<uint32_t> roots_;
+  uint64_t verdicts_refused_ = 0;
+};
+
+}  // namespace allocscope

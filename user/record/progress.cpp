@@ -1,0 +1,40 @@
+#include "record/progress.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace allocscope {
+
+std::string progress_line(const ProgressFigures& f) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "allocscope: %.0f s, %llu process%s, %llu samples, %llu dropped",
+                f.elapsed_s, (unsigned long long)f.processes, f.processes == 1 ? "" : "es",
+                (unsigned long long)f.samples, (unsigned long long)f.drops);
+  return buf;
+}
+
+ProgressReporter::ProgressReporter(bool enabled, FILE* out, double plain_every_s)
+    : enabled_(enabled), out_(out), tty_(isatty(fileno(out))), plain_every_s_(plain_every_s) {}
+
+bool ProgressReporter::due(double elapsed_s) const {
+  return enabled_ && (elapsed_s - last_s_ >= (tty_ ? 1 : plain_every_s_) || (tty_ && !drawn_));
+}
+
+void ProgressReporter::update(const ProgressFigures& f) {
+  if (!due(f.elapsed_s)) return;
+  if (tty_) {
+    std::fprintf(out_, "\r%s\033[K", progress_line(f).c_str());
+    drawn_ = true;
+  } else {
+    std::fprintf(out_, "%s\n", progress_line(f).c_str());
+  }
+  last_s_ = f.elapsed_s;
+}
+
+void ProgressReporter::finish() {
+  if (drawn_) std::fputc('\n', out_);
+  drawn_ = false;
+}
+
+}  // namespace allocscope

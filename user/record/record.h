@@ -1,0 +1,51 @@
+// `allocscope record`: attach or launch, sample, write the profile.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/profile.h"
+#include "output/outputs.h"
+#include "probe/modes.h"
+#include "stats/sampling.h"
+
+namespace allocscope {
+
+struct RecordConfig {
+  std::vector<pid_t> pids;              // -p: attach to these processes (with --all: only these)
+  std::vector<std::string> command;     // -- CMD: launch and follow this
+  bool all = false;                     // --all: every process on the machine
+  std::optional<bool> children;         // follow descendants; default: with -- CMD
+  std::string comm;                     // --comm: only processes whose name matches (regex)
+  std::string cgroup;                   // --cgroup: only processes in this cgroup
+  bool per_process = true;              // false: merge processes of one name
+  uint32_t max_processes = 1 << 16;     // capacity of the kernel's process table
+  uint32_t max_allocator_files = 1024;  // distinct files probed; more are counted, not probed
+  uint64_t duration_ms = 0;             // 0: until the target exits or a signal
+  std::vector<OutputSpec> outputs;      // default: allocscope.folded
+  uint64_t interval_ms = 0;             // > 0: numbered outputs every interval
+  RenderOptions render;                 // how outputs show estimates (metric set from `metric`)
+  uint64_t rate = kDefaultRate;
+  Metric metric = Metric::AllocSpace;
+  uint32_t max_live = 1 << 18;
+  uint32_t max_stacks = 1 << 18;
+  uint32_t ringbuf_bytes = 16 << 20;
+  bool no_free = false;  // alloc-only: free is not probed
+  UnwindMode unwind = UnwindMode::Dwarf;
+  uint64_t max_unwind_rows = 1 << 25;  // budget of the kernel's unwind tables (8 bytes a row)
+  ProbeMode probe_mode = ProbeMode::Auto;
+  bool null_probes = false;      // benchmark floor: probes that do nothing
+  bool naive_placement = false;  // benchmark: every probe on the entry instruction
+  bool verbose = false;
+  bool quiet = false;
+};
+
+// Runs a recording; returns the process exit status: the command's with
+// `-- CMD`, else 0, or 1 after an error (already printed).
+int record(const RecordConfig& config);
+
+}  // namespace allocscope

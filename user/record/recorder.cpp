@@ -1,0 +1,343 @@
+// The orchestrator of `allocscope record`: opens the session, attaches to or
+// launches the targets, polls until the end (writing numbered outputs every
+// --interval), then writes the outputs and the summary.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "host/env_command.h"
+#include "host/process.h"
+#include "host/target.h"
+#include "probe/bpf_session.h"
+#include "probe/table_loader.h"
+#include "record/clocks.h"
+#include "record/event_sink.h"
+#include "record/library_discovery.h"
+#include "record/messages.h"
+#include "record/output_writer.h"
+#include "record/process_filter.h"
+#include "record/progress.h"
+#include "record/record.h"
+#include "record/scope.h"
+#include "record/session_hooks.h"
+#include "record/stop_signals.h"
+#include "record/summary.h"
+#include "symbols/symbolizer.h"
+
+namespace allocscope {
+namespace {
+
+SessionConfig session_config(const RecordConfig& c) {
+  return {.rate = c.rate,
+          .max_live = c.max_live,
+          .ringbuf_bytes = c.ringbuf_bytes,
+          .mode = c.probe_mode,
+          .null_probes = c.null_probes,
+          .no_free = c.no_free,
+          .unwind_tables = c.unwind == UnwindMode::Dwarf,
+          .max_stacks = c.max_stacks,
+          .verbose = c.verbose,
+          .filter_processes = system_wide(c),
+          .trace_unknown = !members_only(c),
+          .follow_children = follows_children(c),
+          .max_processes = c.max_processes};
+}
+
+// What exists once the BPF session is open, in the order it is made (and
+// unmade in reverse): each part holds references to those above it.
+struct SessionParts {
+  SessionParts(const RecordConfig& c, std::unique_ptr<BpfSession> s, Profile& profile, Symbolizer& symbolizer)
+      : session(std::move(s)),
+        tables(*session, c.max_unwind_rows, c.verbose),
+        verdicts(c, *session),
+        kernel(*session),
+        unwind(tables, symbolizer),
+        libraries(c, *session, symbolizer),
+        sink(profile, symbolizer, {verdicts, kernel, libraries, unwind}, c.max_stacks, c.per_process) {}
+
+  std::unique_ptr<BpfSession> session;
+  TableLoader tables;
+  ProcessFilter verdicts;
+  SessionState kernel;
+  SessionUnwind unwind;
+  LibraryDiscovery libraries;
+  EventSink sink;
+};
+
+// Where a recording's loop ended, in CLOCK_MONOTONIC milliseconds.
+struct LoopEnd {
+  uint64_t start = 0, end = 0, interval_start = 0;
+  unsigned interval = 0;     // numbered outputs written so far
+  bool target_gone = false;  // every target exited (rather than a signal or --duration)
+};
+
+class Recorder {
+ public:
+  explicit Recorder(const RecordConfig& c) : config_(c), profile_(c.rate, c.max_stacks, c.max_live) {}
+  int run();
+
+ private:
+  Result<void> open_session();
+  Result<std::vector<Target>> make_targets();
+  Result<void> prepare(std::vector<Target>& targets);
+  void prepare_tables(const std::vector<Target>& targets, const std::vector<std::string>& launched);
+  std::vector<std::string> launch_files() const;
+  void announce(std::vector<Target>& targets);
+  Result<LoopEnd> loop(std::vector<Target>& targets);
+  void sweep_exact_live(uint64_t now);
+  RecordingState state() const;
+  Result<void> write(unsigned number, uint64_t duration_ms);
+  int finish(std::vector<Target>& targets, const LoopEnd& loop);
+
+  const RecordConfig& config_;
+  Profile profile_;
+  Symbolizer symbolizer_;
+  std::unique_ptr<SessionParts> parts_;
+  uint64_t last_sweep_ms_ = 0;
+  int64_t start_wall_ns_ = 0;
+};
+
+Result<void> Recorder::open_session() {
+  SessionConfig sc = session_config(config_);
+  if (!config_.cgroup.empty()) {
+    auto cg = find_cgroup(config_.cgroup);
+    if (!cg) return fail(cg.error());
+    sc.cgroup_id = cg->id;
+    sc.cgroup_level = cg->level;
+  }
+  // Events arrive only from poll(), once the parts below are made.
+  auto session = BpfSession::open(sc, [this](std::span<const uint8_t> data) { return parts_->sink(data); });
+  if (!session) return fail(session.error());
+  parts_ = std::make_unique<SessionParts>(config_, std::move(*session), profile_, symbolizer_);
+  // allocscope's own allocations are never sampled (system-wide probes see them).
+  return parts_->session->set_verdict(uint32_t(getpid()), AS_PROC_IGNORED);
+}
+
+Result<std::vector<Target>> Recorder::make_targets() {
+  std::vector<Target> targets;
+  if (!config_.command.empty()) {
+    auto t = Target::launch(config_.command);
+    if (!t) return fail(t.error());
+    targets.push_back(std::move(*t));
+  }
+  for (pid_t pid : config_.pids) {
+    auto t = Target::attach(pid);
+    if (!t) return fail(t.error());
+    targets.push_back(std::move(*t));
+  }
+  for (Target& t : targets)
+    if (auto ok = parts_->verdicts.add_root(uint32_t(t.pid())); !ok) return fail(ok.error());
+  // Children forked before recording began: followed too (new ones are
+  // marked by the kernel at fork).
+  if (follows_children(config_) && !config_.pids.empty())
+    for (pid_t child : descendants_of(config_.pids))
+      if (auto ok = parts_->verdicts.follow(uint32_t(child)); !ok) return fail(ok.error());
+  return targets;
+}
+
+// The session, the targets, their allocators probed and unwind tables loaded.
+// What can be checked before the kernel is touched: the processes named and
+// the outputs' directories. A bad pid or an unwritable output fails at once,
+// not after BPF is loaded, nor (an output) after a long recording.
+Result<void> check_before_attach(const RecordConfig& c) {
+  for (pid_t pid : c.pids)
+    if (pid <= 0 || !process_exists(pid)) return fail("no such process: " + std::to_string(pid), ESRCH);
+  for (const OutputSpec& o : c.outputs) {
+    if (o.path == "-") continue;
+    size_t slash = o.path.rfind('/');
+    std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : o.path.substr(0, slash);
+    if (access(dir.c_str(), W_OK | X_OK) != 0) return fail_errno("write " + o.path, errno);
+  }
+  return {};
+}
+
+Result<void> Recorder::prepare(std::vector<Target>& targets) {
+  if (auto ok = check_before_attach(config_); !ok) return ok;
+  if (auto ok = open_session(); !ok) return ok;
+  auto made = make_targets();
+  if (!made) return fail(made.error());
+  targets = std::move(*made);
+  if (config_.all)
+    if (auto ok = parts_->libraries.attach_every_process(); !ok) return ok;
+  // The launched command's files, found once (it runs the loader to list them).
+  std::vector<std::string> launched = config_.command.empty() ? std::vector<std::string>{} : launch_files();
+  for (Target& t : targets) {
+    if (t.launched()) parts_->libraries.attach_paths(t.pid(), launched);
+    if (auto ok = parts_->libraries.attach_process(t.pid()); !ok) return ok;
+  }
+  if (config_.unwind == UnwindMode::Dwarf) prepare_tables(targets, launched);
+  return {};
+}
+
+// Unwind tables of what the targets run, built before recording begins:
+// samples taken before a file's table is in cannot be unwound past it.
+void Recorder::prepare_tables(const std::vector<Target>& targets, const std::vector<std::string>& launched) {
+  for (const Target& t : targets)
+    if (t.launched())
+      parts_->tables.load_paths(launched);
+    else
+      parts_->tables.load_process(t.pid());
+}
+
+// The launched command's program and the libraries the loader will map for
+// it (LD_PRELOAD included), before it runs.
+std::vector<std::string> Recorder::launch_files() const {
+  EnvCommand command = through_env(config_.command);
+  std::string program = find_program(command.program);
+  if (program.empty()) return {};
+  std::vector<std::string> files = shared_libraries(program);
+  files.push_back(program);
+  // `-- env LD_PRELOAD=... prog`: the preloads too. A bare name is looked for
+  // where the loader looks by default.
+  for (const std::string& p : command.preloads) {
+    if (p.find('/') != std::string::npos) {
+      files.push_back(p);
+      continue;
+    }
+    for (const char* dir : {"/lib/x86_64-linux-gnu/", "/usr/lib/x86_64-linux-gnu/", "/lib/", "/usr/lib/"})
+      if (access((std::string(dir) + p).c_str(), R_OK) == 0) {
+        files.push_back(dir + p);
+        break;
+      }
+  }
+  return files;
+}
+
+void Recorder::announce(std::vector<Target>& targets) {
+  std::string names;
+  for (Target& t : targets) {
+    symbolizer_.track(t.pid());  // after exec: the command's maps
+    names += (names.empty() ? "" : ", ") + std::to_string(t.pid()) + " (" + read_comm(t.pid()) + ")";
+  }
+  if (config_.quiet) return;
+  if (config_.all && targets.empty()) {
+    size_t n = parts_->libraries.libraries_probed();
+    std::fprintf(stderr, "allocscope: recording every process (%zu allocator file%s); Ctrl-C to stop\n", n,
+                 n == 1 ? "" : "s");
+  } else {
+    std::fprintf(stderr, "allocscope: recording process%s %s%s; Ctrl-C to stop\n",
+                 targets.size() > 1 ? "es" : "", names.c_str(),
+                 follows_children(config_) ? " and its descendants" : "");
+  }
+}
+
+Result<LoopEnd> Recorder::loop(std::vector<Target>& targets) {
+  start_wall_ns_ = wall_ns();
+  LoopEnd l;
+  l.start = l.interval_start = now_ms();
+  ProgressReporter progress(!config_.quiet);
+  while (!stop_signal()) {
+    uint64_t now = now_ms();
+    if (config_.duration_ms && now - l.start >= config_.duration_ms) break;
+    if (config_.interval_ms && now - l.interval_start >= config_.interval_ms) {
+      progress.finish();
+      if (auto ok = write(++l.interval, now - l.interval_start); !ok) print_error(ok.error());
+      profile_.reset_alloc_totals();  // the live set carries over
+      l.interval_start = now;
+      start_wall_ns_ = wall_ns();
+    }
+    uint64_t next_interval = config_.interval_ms ? l.interval_start + config_.interval_ms : UINT64_MAX;
+    uint64_t next_stop = config_.duration_ms ? l.start + config_.duration_ms : UINT64_MAX;
+    parts_->sink.yield_at(std::min({next_interval, next_stop, now + 1000}));
+    if (auto n = parts_->session->poll(100); !n) return fail(n.error());
+    if (parts_->libraries.has_pending()) parts_->libraries.retry_pending(now_ms());
+    sweep_exact_live(now_ms());
+    if (double elapsed = (now_ms() - l.start) / 1000.0; progress.due(elapsed))
+      progress.update(progress_figures(state(), elapsed));  // the kernel's counters read only then
+    if (!targets.empty() &&
+        std::all_of(targets.begin(), targets.end(), [](Target& t) { return t.exited(); })) {
+      l.target_gone = true;
+      break;
+    }
+  }
+  progress.finish();
+  l.end = now_ms();
+  return l;
+}
+
+// Exact mode: the kernel's live entries of ended processes, deleted now and
+// then (finding them means reading the whole live map).
+void Recorder::sweep_exact_live(uint64_t now) {
+  if (!exact_mode(config_) || !parts_->sink.has_stale_live() || now - last_sweep_ms_ < 1000) return;
+  last_sweep_ms_ = now;
+  auto live = parts_->session->live_entries();
+  parts_->session->forget_live(parts_->sink.stale_live(live));
+  parts_->sink.forget_stale_ids();
+}
+
+RecordingState Recorder::state() const {
+  return {*parts_->session,
+          profile_,
+          parts_->sink,
+          parts_->tables,
+          parts_->libraries.libraries_missed(),
+          parts_->verdicts.verdicts_refused(),
+          parts_->libraries.without_allocator(),
+          parts_->libraries.without_allocator_names()};
+}
+
+Result<void> Recorder::write(unsigned number, uint64_t duration_ms) {
+  if (exact_mode(config_)) {  // the kernel's totals, as of now
+    parts_->sink.absorb_exact(parts_->session->exact_totals());
+    if (!config_.no_free) parts_->sink.set_live_times(parts_->session->live_entries());
+  }
+  RecordingMeta meta{config_.rate,
+                     start_wall_ns_,
+                     int64_t(duration_ms) * 1000000,
+                     config_.metric,
+                     recording_counters(state()),
+                     monotonic_ns()};
+  return write_record_outputs(saved_recording(profile_, symbolizer_, meta, parts_->sink.origins()), config_,
+                              number);
+}
+
+// Detaches, reads what is left, writes the outputs and the summary; returns
+// the exit status.
+int Recorder::finish(std::vector<Target>& targets, const LoopEnd& l) {
+  bool launched = !targets.empty() && targets.front().launched();
+  parts_->session->detach();
+  while (parts_->session->poll(0).value_or(0) > 0) {
+  }
+  if (!config_.quiet && l.target_gone && !launched)
+    std::fprintf(stderr, "allocscope: the traced processes exited; inuse shows what they held at exit\n");
+  auto written = write(config_.interval_ms ? l.interval + 1 : 0, l.end - l.interval_start);
+  if (!written) print_error(written.error());
+  if (!config_.quiet) print_summary(state(), config_, l.end - l.start);
+  // A signal is passed on to a launched command; after --duration it runs on
+  // untraced and allocscope waits for it.
+  int status = launched ? targets.front().finish(l.target_gone ? 0 : stop_signal()) : 0;
+  if (!written) return 1;
+  return status;
+}
+
+int Recorder::run() {
+  std::vector<Target> targets;
+  if (auto ok = prepare(targets); !ok) {
+    print_error(ok.error());
+    return 1;
+  }
+  install_stop_handlers();
+  if (!targets.empty() && targets.front().launched()) {
+    if (auto ok = targets.front().start(); !ok) {
+      print_error(ok.error());
+      return 127;
+    }
+  }
+  announce(targets);
+  auto ended = loop(targets);
+  if (!ended) {
+    print_error(ended.error());
+    return 1;
+  }
+  return finish(targets, *ended);
+}
+
+}  // namespace
+
+int record(const RecordConfig& config) { return Recorder(config).run(); }
+
+}  // namespace allocscope

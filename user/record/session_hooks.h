@@ -1,0 +1,47 @@
+// The sink's hooks that the BPF session and its unwind tables answer: the
+// kernel's state of samples, and walks the kernel left unfinished.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "probe/bpf_session.h"
+#include "probe/table_loader.h"
+#include "record/sink_hooks.h"
+#include "symbols/symbolizer.h"
+
+namespace allocscope {
+
+class SessionState : public KernelState {
+ public:
+  explicit SessionState(BpfSession& session) : session_(session) {}
+
+  void forget_live(uint32_t tgid, std::span<const uint64_t> addrs) override {
+    session_.forget_live(tgid, addrs);
+  }
+  std::vector<ExactEntry> exact_totals(std::span<const uint64_t> ids) override {
+    return session_.exact_totals(ids);
+  }
+  void forget_exact(std::span<const uint64_t> ids) override { session_.forget_exact(ids); }
+
+ private:
+  BpfSession& session_;
+};
+
+// Tables are built when the kernel asks; a walk it stopped is finished here
+// with the process's newest mappings.
+class SessionUnwind : public UnwindTables {
+ public:
+  SessionUnwind(TableLoader& tables, Symbolizer& symbolizer) : tables_(tables), symbolizer_(symbolizer) {}
+
+  void need_table(uint32_t tgid, const as_vma& vma) override;
+  int finish_walk(uint32_t tgid, const as_deferred_walk& walk, std::span<const uint8_t> stack,
+                  std::vector<uint64_t>& ips) override;
+
+ private:
+  TableLoader& tables_;
+  Symbolizer& symbolizer_;
+};
+
+}  // namespace allocscope

@@ -1,0 +1,79 @@
+// What the event sink asks of the rest of the recorder, as small interfaces
+// grouped by role, so that a test can fake each one.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "allocscope.h"
+
+namespace allocscope {
+
+using ExactEntry = std::pair<uint64_t, as_exact_totals>;  // stack id, totals
+
+// Which processes are recorded (the --comm filter), and what that means for
+// the kernel's verdicts.
+class ProcessVerdicts {
+ public:
+  virtual ~ProcessVerdicts() = default;
+  // Whether a new process instance is recorded; a rejected one is told to
+  // `reject` once, and its samples are dropped.
+  virtual bool accept(uint32_t tgid, const std::string& comm) = 0;
+  virtual void reject(uint32_t tgid) = 0;
+  // A process that `reject` was told of has exec'ed or exited.
+  virtual void unreject(uint32_t tgid, bool exited) = 0;
+  // Root processes (-p, -- CMD) keep their live samples at exit: what they
+  // never freed. Every other process frees everything when it ends.
+  virtual bool keeps_live_at_exit(uint32_t tgid) const = 0;
+};
+
+// The kernel's state about samples, which the sink retires when their
+// process instance ends.
+class KernelState {
+ public:
+  virtual ~KernelState() = default;
+  // The kernel's live entries of an ended process, to delete.
+  virtual void forget_live(uint32_t tgid, std::span<const uint64_t> addrs) = 0;
+  // Exact mode: the kernel's totals of these stack ids, and forgetting them.
+  virtual std::vector<ExactEntry> exact_totals(std::span<const uint64_t> ids) = 0;
+  virtual void forget_exact(std::span<const uint64_t> ids) = 0;
+};
+
+// The C libraries processes map: probed as they appear, and where their
+// allocator functions are.
+class LibraryWatch {
+ public:
+  virtual ~LibraryWatch() = default;
+  // A C library file mapped for the first time (AS_EV_MMAP).
+  virtual void new_library(const as_proc_event& e) = 0;
+  // A process ran a new program (whose C library may show no mmap).
+  virtual void on_exec(uint32_t tgid) = 0;
+  // Runtime address of allocator `fn` in process `tgid`, 0 if unknown.
+  virtual uint64_t allocator_address(uint32_t tgid, int fn) = 0;
+};
+
+// Unwinding the kernel could not finish for want of a table.
+class UnwindTables {
+ public:
+  virtual ~UnwindTables() = default;
+  // The kernel met a file without an unwind table (AS_EV_NEED_TABLE).
+  virtual void need_table(uint32_t tgid, const as_vma& vma) = 0;
+  // Finishes a walk the kernel stopped there (frames so far in `ips`, the
+  // stopped frame's registers and the stack above in `stack`); returns why
+  // it ended (enum as_stop).
+  virtual int finish_walk(uint32_t tgid, const as_deferred_walk& walk, std::span<const uint8_t> stack,
+                          std::vector<uint64_t>& ips) = 0;
+};
+
+// The sink's collaborators; they outlive it.
+struct SinkHooks {
+  ProcessVerdicts& verdicts;
+  KernelState& kernel;
+  LibraryWatch& libraries;
+  UnwindTables& unwind;
+};
+
+}  // namespace allocscope

@@ -1,0 +1,12 @@
+// SIGINT, SIGTERM and SIGHUP end a recording: the loop sees the signal, the
+// outputs are written, and a launched command is passed the signal.
+#pragma once
+
+namespace allocscope {
+
+// Without SA_RESTART: a signal interrupts the poll.
+void install_stop_handlers();
+// The signal that asked to stop, 0 while none has.
+int stop_signal();
+
+}  // namespace allocscope

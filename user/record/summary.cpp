@@ -1,0 +1,183 @@
+#include "record/summary.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "base/units.h"
+#include "host/process.h"
+#include "model/loss.h"
+#include "record/messages.h"
+#include "record/scope.h"
+
+namespace allocscope {
+namespace {
+
+using ull = unsigned long long;
+
+void print_totals(const RecordingState& s, const RecordConfig& config, uint64_t elapsed_ms) {
+  double alloc = 0, live = 0;
+  for (const StackRecord& r : s.profile.stacks()) {
+    alloc += r.totals.alloc_bytes;
+    live += r.totals.live_bytes;
+  }
+  Counters k = s.session.counters();
+  const ProfileCounters& p = s.profile.counters();
+  uint64_t n = s.sink.recorded_processes();
+  std::string processes = std::to_string(n) + (n == 1 ? " process" : " processes");
+  std::fprintf(
+      stderr,
+      "allocscope: %.1f s, rate %s, %llu samples, %zu stacks, %s, est. %s allocated, %s live; "
+      "drops: ringbuf %llu, live-map-full %llu, stack-lost %llu, stack-table-full %llu\n",
+      elapsed_ms / 1000.0, exact_mode(config) ? "1 (exact)" : format_bytes(double(config.rate)).c_str(),
+      (ull)k[AS_CNT_SAMPLES], s.profile.stacks().size(), processes.c_str(), format_bytes(alloc).c_str(),
+      format_bytes(live).c_str(), (ull)k[AS_CNT_RINGBUF_DROPS], (ull)(k[AS_CNT_LIVE_FULL] + p.live_full),
+      (ull)s.sink.stack_lost(), (ull)(p.stacks_full + s.sink.table_full()));
+}
+
+void print_kernel_figures(const RecordingState& s) {
+  Counters k = s.session.counters();
+  std::fprintf(stderr,
+               "allocscope: kernel counters: samples=%llu frees=%llu nested=%llu failed_allocs=%llu "
+               "returns=%llu filtered=%llu table_requests=%llu frames=%llu row_cache_misses=%llu\n",
+               (ull)k[AS_CNT_SAMPLES], (ull)k[AS_CNT_FREES], (ull)k[AS_CNT_NESTED],
+               (ull)k[AS_CNT_FAILED_ALLOCS], (ull)k[AS_CNT_RETURNS], (ull)k[AS_CNT_FILTERED],
+               (ull)k[AS_CNT_TABLE_REQUESTS], (ull)k[AS_CNT_FRAMES], (ull)k[AS_CNT_ROW_MISSES]);
+  const TableStats& t = s.tables.stats();
+  std::fprintf(stderr, "allocscope: unwind tables: %llu files, %llu rows (%.1f MiB), built in %.0f ms\n",
+               (ull)t.files, (ull)t.rows, t.rows * 8.0 / (1 << 20), t.build_ms);
+}
+
+void print_truncation(const RecordingState& s) {
+  uint64_t cut = s.sink.stacks_truncated();
+  if (!cut) return;
+  std::string why;
+  for (const auto& [name, n] : recording_counters(s))
+    if (name.rfind("truncated_", 0) == 0 && n)
+      why += (why.empty() ? "" : ", ") + name.substr(10) + " " + std::to_string(n);
+  std::fprintf(
+      stderr,
+      "allocscope: %llu of %llu distinct stacks cut short ([truncated]); walks that stopped early: %s\n",
+      (ull)cut, (ull)s.sink.stacks_seen(), why.c_str());
+}
+
+// The processes that lost the most samples, by cause.
+void print_process_drops(const RecordingState& s) {
+  std::map<uint32_t, ProcessDrops> drops = s.sink.drops();
+  std::map<uint32_t, uint64_t> ringbuf;
+  for (auto [tgid, n] : s.session.process_drops()) {
+    ringbuf[tgid] = n;
+    ProcessDrops& d = drops[tgid];
+    if (d.comm.empty()) {  // lost every sample it sent: named from its instance, or /proc
+      auto id = s.sink.processes().latest(tgid);
+      d.comm = id ? s.sink.processes().instance(*id).comm : s.sink.last_name(tgid);
+      if (d.comm.empty()) d.comm = read_comm(pid_t(tgid));
+    }
+  }
+  std::vector<std::pair<uint64_t, uint32_t>> worst;
+  for (const auto& [tgid, d] : drops)
+    worst.push_back({d.live_full + d.stack_lost + d.stack_table_full + ringbuf[tgid], tgid});
+  std::sort(worst.rbegin(), worst.rend());
+  for (size_t i = 0; i < worst.size() && i < 5 && worst[i].first; ++i) {
+    const ProcessDrops& d = drops[worst[i].second];
+    std::fprintf(stderr,
+                 "allocscope:   drops in %s (%u): ringbuf %llu, live-map-full %llu, stack-lost %llu, "
+                 "stack-table-full %llu\n",
+                 d.comm.empty() ? "?" : d.comm.c_str(), worst[i].second, (ull)ringbuf[worst[i].second],
+                 (ull)d.live_full, (ull)d.stack_lost, (ull)d.stack_table_full);
+  }
+}
+
+void print_warnings(const RecordingState& s, const RecordConfig& config) {
+  Counters k = s.session.counters();
+  const ProfileCounters& p = s.profile.counters();
+  Recording lost;
+  lost.rate = config.rate;
+  lost.counters = recording_counters(s);
+  if (std::string what = describe_loss(lost, config.metric); !what.empty()) print_error("warning: " + what);
+  if (k[AS_CNT_RINGBUF_DROPS] || k[AS_CNT_FREE_DROPS])
+    print_error("warning: the ring buffer overflowed. Raise --ringbuf-size" +
+                std::string(exact_mode(config) ? "." : " or --rate."));
+  if (k[AS_CNT_EXACT_FULL])
+    print_error("warning: the per-stack totals were full (exact mode). Raise --max-stacks.");
+  if (k[AS_CNT_LIVE_FULL] || p.live_full)
+    print_error("warning: the live table was full; inuse estimates are low. Raise --max-live.");
+  if (p.stacks_full || s.sink.table_full())
+    print_error("warning: the stack table was full; estimates are low. Raise --max-stacks.");
+  if (k[AS_CNT_PROC_DROPS])
+    print_error(
+        "warning: process events were lost (ring buffer full); some ended processes may show live bytes.");
+  if (k[AS_CNT_PROC_TABLE_FULL] + s.verdicts_refused)
+    print_error(
+        "warning: the process table was full; some children were not followed. Raise --max-processes.");
+  if (s.without_allocator) {
+    std::string names;
+    for (const std::string& n : s.without_allocator_names) names += (names.empty() ? "" : ", ") + n;
+    print_error("warning: " + std::to_string(s.without_allocator) +
+                " static program(s) ran with no allocator allocscope knows, so nothing of theirs was "
+                "recorded (no malloc, mallocx, je_malloc, tc_malloc or mi_malloc symbol: stripped?): " +
+                names);
+  }
+  if (s.libraries_missed)
+    print_error("warning: " + std::to_string(s.libraries_missed) +
+                " allocator file(s) could not be probed (-v tells why)");
+}
+
+}  // namespace
+
+NamedCounters recording_counters(const RecordingState& s) {
+  Counters k = s.session.counters();
+  const ProfileCounters& p = s.profile.counters();
+  const TableStats& t = s.tables.stats();
+  auto stop = [&](as_stop why) { return k[size_t(AS_CNT_STOP_FIRST) + size_t(why)]; };
+  return {{"samples", k[AS_CNT_SAMPLES]},
+          {"frees_seen", k[AS_CNT_FREES]},
+          {"processes", s.sink.recorded_processes()},
+          {"dropped_ringbuf", k[AS_CNT_RINGBUF_DROPS]},
+          {"dropped_ringbuf_bytes", k[AS_CNT_DROPPED_BYTES]},
+          {"dropped_frees", k[AS_CNT_FREE_DROPS]},
+          {"dropped_frees_bytes", k[AS_CNT_FREE_DROPS_BYTES]},
+          {"dropped_live_map_full", k[AS_CNT_LIVE_FULL] + p.live_full},
+          {"dropped_live_map_full_bytes", k[AS_CNT_LIVE_FULL_BYTES] + p.live_full_bytes},
+          {"dropped_stack_lost", s.sink.stack_lost()},
+          {"dropped_stack_lost_bytes", s.sink.stack_lost_bytes()},
+          {"dropped_stack_table_full", p.stacks_full + s.sink.table_full()},
+          {"dropped_stack_table_full_bytes", p.stacks_full_bytes + s.sink.table_full_bytes()},
+          {"dropped_exact_full", k[AS_CNT_EXACT_FULL]},
+          {"dropped_exact_full_bytes", k[AS_CNT_EXACT_FULL_BYTES]},
+          {"dropped_process_events", k[AS_CNT_PROC_DROPS]},
+          {"children_not_followed", k[AS_CNT_PROC_TABLE_FULL] + s.verdicts_refused},
+          {"libraries_not_probed", s.libraries_missed},
+          {"stacks_unwound", s.sink.stacks_seen()},
+          {"stacks_truncated", s.sink.stacks_truncated()},
+          {"walks_finished_in_userspace", s.sink.walks_finished()},
+          {"truncated_no_unwind_info", stop(AS_STOP_NO_INFO)},
+          {"truncated_table_not_loaded", stop(AS_STOP_NO_TABLE)},
+          {"truncated_bad_frame", stop(AS_STOP_BAD_FRAME)},
+          {"truncated_unreadable_stack", stop(AS_STOP_READ)},
+          {"truncated_bad_return_address", stop(AS_STOP_BAD_IP)},
+          {"truncated_depth", stop(AS_STOP_DEPTH)},
+          {"truncated_mmap_lock_busy", stop(AS_STOP_VMA_BUSY)},
+          {"truncated_too_many_mappings", stop(AS_STOP_VMAS)},
+          {"unwind_tables", t.files},
+          {"unwind_table_rows", t.rows},
+          {"unwind_tables_failed", t.failed + t.full}};
+}
+
+ProgressFigures progress_figures(const RecordingState& s, double elapsed_s) {
+  Counters k = s.session.counters();
+  const ProfileCounters& p = s.profile.counters();
+  return {elapsed_s, s.sink.recorded_processes(), k[AS_CNT_SAMPLES],
+          k[AS_CNT_RINGBUF_DROPS] + k[AS_CNT_LIVE_FULL] + p.live_full + s.sink.stack_lost() + p.stacks_full +
+              k[AS_CNT_EXACT_FULL] + s.sink.table_full()};
+}
+
+void print_summary(const RecordingState& s, const RecordConfig& config, uint64_t elapsed_ms) {
+  print_totals(s, config, elapsed_ms);
+  if (config.verbose) print_kernel_figures(s);
+  print_truncation(s);
+  print_process_drops(s);
+  print_warnings(s, config);
+}
+
+}  // namespace allocscope

@@ -1,0 +1,39 @@
+// A recording's counters (saved in the profile), the progress line's
+// figures, and the summary printed at the end with its warnings.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/profile.h"
+#include "probe/bpf_session.h"
+#include "probe/table_loader.h"
+#include "record/event_sink.h"
+#include "record/progress.h"
+#include "record/record.h"
+
+namespace allocscope {
+
+using NamedCounters = std::vector<std::pair<std::string, uint64_t>>;
+
+// Where the figures come from.
+struct RecordingState {
+  const BpfSession& session;
+  const Profile& profile;
+  const EventSink& sink;
+  const TableLoader& tables;
+  uint64_t libraries_missed = 0;
+  uint64_t verdicts_refused = 0;   // process verdicts the full kernel table refused
+  uint64_t without_allocator = 0;  // static programs run with no allocator allocscope knows
+  std::vector<std::string> without_allocator_names;
+};
+
+// Every counter, by the name it has in the saved profile.
+NamedCounters recording_counters(const RecordingState& s);
+ProgressFigures progress_figures(const RecordingState& s, double elapsed_s);
+// Totals, drops (and the processes that lost the most), and what to raise.
+void print_summary(const RecordingState& s, const RecordConfig& config, uint64_t elapsed_ms);
+
+}  // namespace allocscope

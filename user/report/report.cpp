@@ -1,0 +1,63 @@
+#include "report/report.h"
+
+#include <cstdio>
+
+#include "host/files.h"
+#include "output/pprof.h"
+
+namespace allocscope {
+namespace {
+
+// A profile larger than this, compressed, is refused before it is read
+// (the decoder bounds what it inflates to the same).
+constexpr size_t kMaxInputBytes = size_t{1} << 30;
+
+Result<Recording> load(const std::string& path) {
+  auto bytes = read_regular_file(path, kMaxInputBytes);
+  if (!bytes) return fail(bytes.error());
+  auto r = decode_pprof(*bytes);
+  if (!r) return fail(path + ": " + r.error().message, r.error().code);
+  return r;
+}
+
+Result<SampleFilter> make_filter(const ReportConfig& c) {
+  SampleFilter f;
+  f.pid = c.pid;
+  try {
+    if (!c.comm.empty()) f.comm.emplace(c.comm, std::regex::extended);
+    if (!c.focus.empty()) f.focus.emplace(c.focus, std::regex::extended);
+    if (!c.ignore.empty()) f.ignore.emplace(c.ignore, std::regex::extended);
+  } catch (const std::regex_error& e) {
+    return fail(std::string("invalid regular expression: ") + e.what());
+  }
+  return f;
+}
+
+Result<void> run(const ReportConfig& c) {
+  auto filter = make_filter(c);
+  if (!filter) return fail(filter.error());
+  auto now = load(c.input);
+  if (!now) return fail(now.error());
+  RenderOptions o = c.render;
+  o.metric = c.metric.value_or(now->default_metric);
+  Recording shown = filter_samples(*now, *filter);
+  if (c.diff_base.empty()) return write_outputs(shown, c.outputs, o);
+  auto base = load(c.diff_base);
+  if (!base) return fail(base.error());
+  std::string svg = render_diff_svg(filter_samples(*base, *filter), shown, o);
+  for (const OutputSpec& out : c.outputs)
+    if (auto ok = write_file_atomically(out.path, svg); !ok) return ok;
+  return {};
+}
+
+}  // namespace
+
+int report(const ReportConfig& config) {
+  if (auto ok = run(config); !ok) {
+    std::fprintf(stderr, "allocscope: %s\n", ok.error().message.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace allocscope

@@ -1,0 +1,91 @@
+#include "symbols/elf_file.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace allocscope {
+
+void ElfFile::Closer::operator()(Elf* e) const { elf_end(e); }
+
+ElfFile::ElfFile(UniqueFd fd, Elf* elf, std::string path)
+    : fd_(std::move(fd)), elf_(elf), path_(std::move(path)) {}
+
+Result<ElfFile> ElfFile::open(const std::string& path) {
+  elf_version(EV_CURRENT);
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return fail_errno("open " + path, errno);
+  std::unique_ptr<Elf, Closer> elf(elf_begin(fd.get(), ELF_C_READ_MMAP, nullptr));
+  if (!elf || elf_kind(elf.get()) != ELF_K_ELF) return fail("read " + path + ": not an ELF file", ENOEXEC);
+  return ElfFile(std::move(fd), elf.release(), path);
+}
+
+namespace {
+
+// Symbols of one table; versym (may be null) marks non-default versions.
+void collect(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr, Elf_Data* versym, std::vector<ElfSymbol>& out) {
+  Elf_Data* data = elf_getdata(scn, nullptr);
+  if (!data || shdr.sh_entsize == 0) return;
+  size_t n = shdr.sh_size / shdr.sh_entsize;
+  for (size_t i = 0; i < n; ++i) {
+    GElf_Sym sym;
+    if (!gelf_getsym(data, int(i), &sym) || sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
+    int type = GELF_ST_TYPE(sym.st_info);
+    if (type != STT_FUNC && type != STT_GNU_IFUNC) continue;
+    GElf_Versym ver;
+    if (versym && gelf_getversym(versym, int(i), &ver) && (ver & 0x8000))
+      continue;  // hidden: an old compatibility version, not what programs bind to
+    const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+    if (name && *name) out.push_back({name, sym.st_value, sym.st_size});
+  }
+}
+
+}  // namespace
+
+std::vector<ElfSymbol> ElfFile::functions() const {
+  std::vector<ElfSymbol> out;
+  Elf_Data* versym = nullptr;
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf_.get(), scn));) {
+    GElf_Shdr shdr;
+    if (gelf_getshdr(scn, &shdr) && shdr.sh_type == SHT_GNU_versym) versym = elf_getdata(scn, nullptr);
+  }
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf_.get(), scn));) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr)) continue;
+    if (shdr.sh_type == SHT_DYNSYM)
+      collect(elf_.get(), scn, shdr, versym, out);
+    else if (shdr.sh_type == SHT_SYMTAB)
+      collect(elf_.get(), scn, shdr, nullptr, out);
+  }
+  return out;
+}
+
+Result<uint64_t> ElfFile::vaddr_to_offset(uint64_t vaddr) const {
+  size_t n = 0;
+  if (elf_getphdrnum(elf_.get(), &n) != 0) return fail("read " + path_ + ": no program headers");
+  for (size_t i = 0; i < n; ++i) {
+    GElf_Phdr ph;
+    if (gelf_getphdr(elf_.get(), int(i), &ph) && ph.p_type == PT_LOAD && vaddr >= ph.p_vaddr &&
+        vaddr < ph.p_vaddr + ph.p_filesz)
+      return vaddr - ph.p_vaddr + ph.p_offset;
+  }
+  return fail("read " + path_ + ": address outside loadable segments");
+}
+
+}  // namespace allocscope
+
+namespace allocscope {
+
+Result<std::vector<uint8_t>> ElfFile::read(uint64_t offset, size_t n) const {
+  std::vector<uint8_t> bytes(n);
+  ssize_t got = pread(fd_.get(), bytes.data(), n, off_t(offset));
+  if (got < 0) return fail_errno("read " + path_, errno);
+  bytes.resize(size_t(got));
+  return bytes;
+}
+
+}  // namespace allocscope

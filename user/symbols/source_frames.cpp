@@ -1,0 +1,110 @@
+#include "symbols/source_frames.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+
+#include <cstdlib>
+#include <memory>
+#include <utility>
+
+#include "symbols/demangle.h"
+
+namespace allocscope {
+namespace {
+
+using Location = std::pair<std::string, int64_t>;  // file, line
+
+// A string attribute, also when it lives on the abstract origin (inlined
+// instances) or the declaration (DW_AT_specification, out-of-class members).
+const char* integrated_string(Dwarf_Die* die, int name) {
+  Dwarf_Attribute attr;
+  return dwarf_formstring(dwarf_attr_integrate(die, name, &attr));
+}
+
+bool is_function(Dwarf_Die* die) {
+  int tag = dwarf_tag(die);
+  return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine || tag == DW_TAG_entry_point;
+}
+
+SourceFrame function_frame(Dwarf_Die* die, const Location& at) {
+  const char* linkage = integrated_string(die, DW_AT_linkage_name);
+  if (!linkage) linkage = integrated_string(die, DW_AT_MIPS_linkage_name);  // pre-DWARF 4 producers
+  const char* name = integrated_string(die, DW_AT_name);
+  SourceFrame f;
+  // The linkage name demangles to what the symbol table would say (qualified,
+  // with parameters), so inlined frames read like outer ones.
+  f.system_name = linkage ? linkage : name ? name : "";
+  f.function = linkage ? demangle(linkage) : name ? name : "[inlined]";
+  f.file = at.first;
+  f.line = at.second;
+  return f;
+}
+
+// The call an inlined_subroutine DIE stands for; its file index refers to
+// the file table of the CU the DIE is in.
+Location call_site(Dwarf_Die* inlined, Dwarf_Files* files) {
+  Location at{"", 0};
+  Dwarf_Attribute attr;
+  Dwarf_Word v;
+  if (files && dwarf_formudata(dwarf_attr(inlined, DW_AT_call_file, &attr), &v) == 0)
+    if (const char* file = dwarf_filesrc(files, v, nullptr, nullptr)) at.first = file;
+  if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_line, &attr), &v) == 0) at.second = int64_t(v);
+  return at;
+}
+
+// The address's own row of the line table.
+Location line_at(Dwfl_Module* mod, Dwarf_Addr addr) {
+  int line = 0;
+  Dwfl_Line* row = dwfl_module_getsrc(mod, addr);
+  const char* file = row ? dwfl_lineinfo(row, nullptr, &line, nullptr, nullptr, nullptr) : nullptr;
+  return {file ? file : "", file ? line : 0};
+}
+
+struct FreeScopes {
+  void operator()(Dwarf_Die* p) const { std::free(p); }
+};
+using Scopes = std::unique_ptr<Dwarf_Die, FreeScopes>;
+
+// The concrete scopes holding `pc`, innermost first, up to the CU.
+// dwarf_getscopes alone leaves an inlined instance for its abstract
+// definition's parents, which loses the callers it was inlined into; the
+// innermost DIE's own parents keep them (as eu-addr2line -i does).
+int concrete_scopes(Dwarf_Die* cu, Dwarf_Addr pc, Scopes* out) {
+  Dwarf_Die* raw = nullptr;
+  int n = dwarf_getscopes(cu, pc, &raw);
+  Scopes first(raw);
+  if (n <= 0) return 0;
+  Dwarf_Die innermost = raw[0];
+  raw = nullptr;
+  n = dwarf_getscopes_die(&innermost, &raw);
+  out->reset(raw);
+  return n > 0 ? n : 0;
+}
+
+}  // namespace
+
+std::vector<SourceFrame> source_frames(Dwfl_Module* mod, uint64_t addr) {
+  std::vector<SourceFrame> frames;
+  Dwarf_Addr bias = 0;
+  Dwarf_Die* cu = mod ? dwfl_module_addrdie(mod, addr, &bias) : nullptr;
+  if (!cu) return frames;
+  Location at = line_at(mod, addr);
+  Scopes scopes;
+  int n = concrete_scopes(cu, addr - bias, &scopes);
+  Dwarf_Files* files = nullptr;
+  if (dwarf_getsrcfiles(cu, &files, nullptr) != 0) files = nullptr;
+  for (int i = 0; i < n; ++i) {
+    Dwarf_Die* die = scopes.get() + i;
+    if (!is_function(die)) continue;
+    frames.push_back(function_frame(die, at));
+    if (dwarf_tag(die) != DW_TAG_inlined_subroutine) return frames;
+    at = call_site(die, files);
+  }
+  // No concrete function around (a line table only, or an inline chain cut
+  // short): the outer frame is left for the symbol table to name.
+  if (!frames.empty() || !at.first.empty() || at.second != 0) frames.push_back({"", "", at.first, at.second});
+  return frames;
+}
+
+}  // namespace allocscope

@@ -1,0 +1,341 @@
+#include "symbols/symbolizer.h"
+
+#include <cxxabi.h>
+#include <elfutils/libdwfl.h>
+#include <gelf.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "host/files.h"
+#include "host/process.h"
+#include "symbols/demangle.h"
+
+namespace allocscope {
+
+constexpr size_t kMaxPerfMapBytes = size_t{256} << 20;  // a large JIT's map is tens of MiB
+
+// One binary, opened with libdwfl as a module of its own.
+struct Symbolizer::Module {
+  Dwfl* dwfl = nullptr;
+  Dwfl_Module* mod = nullptr;
+  Elf* elf = nullptr;
+  Dwarf_Addr bias = 0;
+  std::string basename;
+  std::string build_id;  // hex, "" when unknown
+  // Per ELF address: a recording asks for the same return addresses in many
+  // stacks, and a DWARF scope walk is far dearer than a map lookup.
+  std::unordered_map<uint64_t, std::vector<SourceFrame>> frames;
+
+  Module(const std::string& open_path, const std::string& shown_path) {
+    static char* debuginfo_path = nullptr;
+    static const Dwfl_Callbacks callbacks = {
+        .find_elf = dwfl_build_id_find_elf,
+        .find_debuginfo = dwfl_standard_find_debuginfo,
+        .section_address = dwfl_offline_section_address,
+        .debuginfo_path = &debuginfo_path,
+    };
+    basename = shown_path.substr(shown_path.rfind('/') + 1);
+    dwfl = dwfl_begin(&callbacks);
+    if (!dwfl) return;
+    mod = dwfl_report_elf(dwfl, basename.c_str(), open_path.c_str(), -1, 0, false);
+    dwfl_report_end(dwfl, nullptr, nullptr);
+    if (mod) elf = dwfl_module_getelf(mod, &bias);
+    build_id = read_build_id();
+  }
+  ~Module() {
+    if (dwfl) dwfl_end(dwfl);
+  }
+
+  // ELF virtual address of a file offset, through the loadable segments.
+  bool offset_to_vaddr(uint64_t offset, uint64_t* vaddr) const {
+    size_t n = 0;
+    if (!elf || elf_getphdrnum(elf, &n) != 0) return false;
+    for (size_t i = 0; i < n; ++i) {
+      GElf_Phdr ph;
+      if (gelf_getphdr(elf, int(i), &ph) && ph.p_type == PT_LOAD && offset >= ph.p_offset &&
+          offset < ph.p_offset + ph.p_filesz) {
+        *vaddr = offset - ph.p_offset + ph.p_vaddr;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // The module's function symbols (its own and its debug file's), sorted:
+  // libdwfl's address lookup scans every symbol, which on libLLVM's 50,000
+  // costs ~0.2 ms an address.
+  struct Symbol {
+    uint64_t start, size;  // module addresses (ELF vaddr + bias)
+    int rank;              // among aliases: global before weak before local
+    const char* name;
+  };
+  std::vector<Symbol> symbols;
+  bool symbols_read = false;
+
+  void read_symbols() {
+    symbols_read = true;
+    int n = mod ? dwfl_module_getsymtab(mod) : -1;
+    for (int i = 1; i < n; ++i) {
+      GElf_Sym sym;
+      GElf_Addr addr;
+      const char* name = dwfl_module_getsym_info(mod, i, &sym, &addr, nullptr, nullptr, nullptr);
+      if (!name || !*name || GELF_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_shndx == SHN_UNDEF) continue;
+      int bind = GELF_ST_BIND(sym.st_info);
+      symbols.push_back({addr, sym.st_size, bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2, name});
+    }
+    std::sort(symbols.begin(), symbols.end(), [](const Symbol& a, const Symbol& b) {
+      return a.start != b.start ? a.start < b.start : a.rank < b.rank;
+    });
+  }
+
+  // {demangled, system} names of the function at vaddr; empty when unknown.
+  std::pair<std::string, std::string> names_at(uint64_t vaddr) {
+    if (!symbols_read) read_symbols();
+    uint64_t addr = vaddr + bias;
+    auto it = std::upper_bound(symbols.begin(), symbols.end(), addr,
+                               [](uint64_t a, const Symbol& s) { return a < s.start; });
+    if (it == symbols.begin()) return {};
+    uint64_t start = (it - 1)->start;
+    while (it != symbols.begin() && (it - 1)->start == start)  // the first alias: the best ranked
+      --it;
+    // Sized symbols end where they say; unsized ones at the next symbol.
+    if (it->size && addr >= it->start + it->size) return {};
+    // Versioned .dynsym names ("__libc_start_main@@GLIBC_2.34") print
+    // without their version.
+    std::string plain(it->name, std::strcspn(it->name, "@"));
+    return {demangle(plain), plain};
+  }
+
+  // Source frames at vaddr, innermost first; the outer one is named by the
+  // symbol table, as without DWARF ("" when neither knows it).
+  const std::vector<SourceFrame>& frames_at(uint64_t vaddr) {
+    auto [it, added] = frames.try_emplace(vaddr);
+    std::vector<SourceFrame>& f = it->second;
+    if (!added) return f;
+    f = source_frames(mod, vaddr + bias);
+    if (f.empty()) f.emplace_back();
+    auto [name, system] = names_at(vaddr);
+    if (!name.empty()) {
+      f.back().function = std::move(name);
+      f.back().system_name = std::move(system);
+    }
+    return f;
+  }
+
+  std::string read_build_id() const {
+    const unsigned char* bits = nullptr;
+    GElf_Addr vaddr;
+    int n = mod ? dwfl_module_build_id(mod, &bits, &vaddr) : 0;
+    std::string hex;
+    for (int i = 0; i < n; ++i) {
+      char b[3];
+      std::snprintf(b, sizeof b, "%02x", bits[i]);
+      hex += b;
+    }
+    return hex;
+  }
+};
+
+namespace {
+
+std::string offset_name(const std::string& path, uint64_t offset) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "+0x%llx", (unsigned long long)offset);
+  std::string base = path.empty() ? "[anon]" : path.substr(path.rfind('/') + 1);
+  return base + buf;
+}
+
+// A frame known by a name only (no symbol, no DWARF).
+FrameInfo named(FrameInfo info, std::string name) {
+  info.function = std::move(name);
+  info.frames = {{info.function, "", "", 0}};
+  return info;
+}
+
+}  // namespace
+
+Symbolizer::Symbolizer() = default;
+Symbolizer::~Symbolizer() = default;
+
+Symbolizer::ModuleKey Symbolizer::key_of(const Mapping& m) {
+  return {(uint64_t(m.dev_major) << 32) | m.dev_minor, m.inode};
+}
+
+void Symbolizer::track(pid_t pid) {
+  if (processes_.contains(pid)) return;
+  Process& p = processes_[pid];
+  if (auto maps = read_maps(pid)) {
+    p.maps = std::move(*maps);
+    learn_paths(p.maps);
+  }
+}
+
+// Remembers, per file, a path that opens it from here after the process is
+// gone: the path the process used, when it names the same file for us.
+void Symbolizer::learn_paths(const std::vector<Mapping>& maps) {
+  for (const Mapping& m : maps) {
+    if (!m.is_file() || m.deleted) continue;
+    ModuleKey key = key_of(m);
+    if (paths_.contains(key)) continue;
+    struct stat st;
+    if (stat(m.path.c_str(), &st) == 0 && st.st_ino == m.inode && major(st.st_dev) == m.dev_major &&
+        minor(st.st_dev) == m.dev_minor)
+      paths_.emplace(key, m.path);
+  }
+}
+
+const Mapping* Symbolizer::mapping_for(pid_t pid, uint64_t ip, bool refresh) {
+  auto it = processes_.find(pid);
+  if (it == processes_.end()) return nullptr;
+  const Mapping* m = find_mapping(it->second.maps, ip);
+  if (!m && refresh) {  // mapped after the snapshot (dlopen, JIT)
+    if (auto maps = read_maps(pid); maps && !maps->empty()) {
+      learn_paths(*maps);
+      it->second.maps = std::move(*maps);
+      m = find_mapping(it->second.maps, ip);
+    }
+  }
+  return m;
+}
+
+void Symbolizer::refresh(pid_t pid) {
+  track(pid);
+  if (auto maps = read_maps(pid); maps && !maps->empty()) {
+    learn_paths(*maps);
+    processes_[pid].maps = std::move(*maps);
+  }
+}
+
+void Symbolizer::add_mappings(pid_t pid, std::span<const Mapping> kernel_maps) {
+  std::vector<Mapping>& maps = processes_[pid].maps;
+  auto in_snapshot = [&](const Mapping& k) {
+    const Mapping* m = find_mapping(maps, k.start);
+    return m && m->start == k.start && m->end == k.end && m->inode == k.inode && m->offset == k.offset;
+  };
+  bool changed = false, new_file = false;
+  for (const Mapping& k : kernel_maps)
+    if (!in_snapshot(k)) {
+      changed = true;
+      new_file |= k.inode && !paths_.contains(key_of(k));
+    }
+  if (!changed)  // the common case: one lookup per mapping
+    return;
+  if (new_file)  // a file not seen before: /proc tells its path while the process lives
+    refresh(pid);
+  bool added = false;
+  for (const Mapping& k : kernel_maps) {
+    if (in_snapshot(k)) continue;
+    // The kernel's view at sample time wins over a snapshot taken before the
+    // range was unmapped and mapped again.
+    std::erase_if(maps, [&](const Mapping& m) { return m.start < k.end && k.start < m.end; });
+    Mapping m = k;
+    if (auto p = paths_.find(key_of(m)); p != paths_.end()) m.path = p->second;
+    maps.push_back(std::move(m));
+    added = true;
+  }
+  if (added)
+    std::sort(maps.begin(), maps.end(), [](const Mapping& a, const Mapping& b) { return a.start < b.start; });
+}
+
+void Symbolizer::forget(pid_t pid) {
+  processes_.erase(pid);
+  perf_maps_.erase(pid);
+}
+
+const std::vector<Mapping>& Symbolizer::maps(pid_t pid) {
+  track(pid);
+  return processes_[pid].maps;
+}
+
+// Opens the binary behind `m` once: through the live process when it can
+// (exact even for deleted files and other mount namespaces), else by a path
+// known to hold the same file.
+void Symbolizer::open_module(pid_t pid, const Mapping& m) {
+  ModuleKey key = key_of(m);
+  if (modules_.contains(key)) return;
+  std::string path = mapped_file_path(pid, m);
+  if (access(path.c_str(), R_OK) != 0) {
+    auto known = paths_.find(key);
+    if (known == paths_.end()) return;  // gone, and nowhere else to be found: addresses stay as offsets
+    path = known->second;
+  }
+  modules_.emplace(key, std::make_unique<Module>(path, m.path));
+}
+
+uint32_t Symbolizer::intern(pid_t pid, const Mapping& m) {
+  auto key = std::tuple{m.start, m.end, m.offset, m.inode, m.inode ? 0 : pid};
+  auto [it, added] = mapping_ids_.try_emplace(key, uint32_t(mappings_.size()));
+  if (added) mappings_.push_back(m);
+  return it->second;
+}
+
+// Reads the process's perf map when first needed, and again when it grew
+// (the JIT named more code since) and `addr` is not in it.
+void Symbolizer::load_perf_map(pid_t pid, uint64_t addr) {
+  std::shared_ptr<PerfMap>& map = perf_maps_[pid];
+  if (!map) map = std::make_shared<PerfMap>();
+  if (find_jit_symbol(map->symbols, addr)) return;
+  std::string path = "/tmp/perf-" + std::to_string(pid) + ".map";
+  struct stat st, process;
+  if (lstat(path.c_str(), &st) != 0 || st.st_size == map->size) return;
+  // /tmp is anyone's: only a map of the process's own user (or root's) names
+  // its code, never through a symlink, a FIFO or a file without bound.
+  if (stat(("/proc/" + std::to_string(pid)).c_str(), &process) != 0) return;
+  auto file = read_file_owned_by(path, process.st_uid, kMaxPerfMapBytes);
+  if (!file) return;
+  // Left over by an earlier process with this pid: it names other code.
+  if (double started = process_start_time(pid); started > 0 && double(file->mtime) + 2 < started) return;
+  map->symbols = parse_perf_map(file->text);
+  map->size = file->size;
+}
+
+uint32_t Symbolizer::resolve_address(pid_t pid, uint64_t addr) {
+  track(pid);
+  const Mapping* m = mapping_for(pid, addr, true);
+  if (!m) return kNoMapping;
+  if (m->is_file()) open_module(pid, *m);
+  uint32_t id = intern(pid, *m);
+  if (!m->inode && m->executable) {  // JIT code, perhaps named in a perf map
+    load_perf_map(pid, addr);
+    jit_[id] = perf_maps_[pid];
+  }
+  return id;
+}
+
+std::vector<uint32_t> Symbolizer::resolve(pid_t pid, std::span<const uint64_t> ips) {
+  std::vector<uint32_t> ids;
+  ids.reserve(ips.size());
+  for (uint64_t ip : ips) ids.push_back(resolve_address(pid, ip - 1));  // a return address: look up the call
+  return ids;
+}
+
+FrameInfo Symbolizer::describe(uint32_t id, uint64_t ip) {
+  FrameInfo info;
+  uint64_t addr = ip - 1;  // every frame is a return address: look up the call
+  info.mapping = mapping(id);
+  if (!info.mapping) return named(std::move(info), "[unknown]");
+  const Mapping& m = *info.mapping;
+  if (auto jit = jit_.find(id); jit != jit_.end())
+    if (const JitSymbol* sym = find_jit_symbol(jit->second->symbols, addr))
+      return named(std::move(info), sym->name);
+  auto mod = modules_.find(key_of(m));
+  uint64_t vaddr;
+  if (mod == modules_.end() || !mod->second->offset_to_vaddr(m.file_offset(addr), &vaddr))
+    return named(std::move(info), offset_name(m.path, m.file_offset(addr)));
+  info.build_id = mod->second->build_id;
+  info.frames = mod->second->frames_at(vaddr);
+  SourceFrame& outer = info.frames.back();
+  if (outer.function.empty()) outer.function = offset_name(m.path, vaddr);
+  info.function = outer.function;
+  info.system_name = outer.system_name;
+  return info;
+}
+
+}  // namespace allocscope

@@ -1,0 +1,296 @@
+#include "symbols/unwind_table.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <gelf.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <optional>
+
+namespace allocscope {
+namespace {
+
+constexpr int kRegRbp = 6, kRegRsp = 7, kRegRip = 16;  // DWARF x86-64 numbers
+
+struct Segment {
+  uint64_t vaddr, offset, filesz;
+};
+
+// Executable PT_LOAD segments: the code rows can describe.
+std::vector<Segment> code_segments(Elf* elf) {
+  std::vector<Segment> out;
+  size_t n = 0;
+  if (elf_getphdrnum(elf, &n) != 0) return out;
+  for (size_t i = 0; i < n; ++i) {
+    GElf_Phdr ph;
+    if (gelf_getphdr(elf, int(i), &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
+      out.push_back({ph.p_vaddr, ph.p_offset, ph.p_filesz});
+  }
+  return out;
+}
+
+std::optional<uint64_t> file_offset(const std::vector<Segment>& segs, uint64_t vaddr) {
+  for (const Segment& s : segs)
+    if (vaddr >= s.vaddr && vaddr - s.vaddr < s.filesz) return vaddr - s.vaddr + s.offset;
+  return std::nullopt;
+}
+
+Elf_Scn* section(Elf* elf, const char* name, GElf_Shdr* shdr) {
+  size_t strndx;
+  if (elf_getshdrstrndx(elf, &strndx) != 0) return nullptr;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    const char* n = gelf_getshdr(scn, shdr) ? elf_strptr(elf, strndx, shdr->sh_name) : nullptr;
+    if (n && std::strcmp(n, name) == 0 && shdr->sh_type != SHT_NOBITS) return scn;
+  }
+  return nullptr;
+}
+
+// FDE start addresses from .eh_frame_hdr's search table, in the encoding
+// every GNU and LLVM linker writes (sdata4 relative to the header).
+std::optional<std::vector<uint64_t>> eh_frame_hdr_starts(Elf* elf) {
+  GElf_Shdr sh;
+  Elf_Scn* scn = section(elf, ".eh_frame_hdr", &sh);
+  Elf_Data* d = scn ? elf_getdata(scn, nullptr) : nullptr;
+  if (!d || d->d_size < 12) return std::nullopt;
+  const auto* h = static_cast<const uint8_t*>(d->d_buf);
+  constexpr uint8_t kUdata4 = 0x03, kSdata4 = 0x0b, kDatarelSdata4 = 0x3b;
+  if (h[0] != 1 || (h[1] & 0x0f) != kSdata4 || h[2] != kUdata4 || h[3] != kDatarelSdata4) return std::nullopt;
+  uint32_t count;
+  std::memcpy(&count, h + 8, 4);
+  if ((d->d_size - 12) / 8 < count) return std::nullopt;
+  std::vector<uint64_t> starts(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    int32_t rel;
+    std::memcpy(&rel, h + 12 + 8 * size_t(i), 4);
+    starts[i] = sh.sh_addr + int64_t(rel);
+  }
+  return starts;
+}
+
+// .debug_frame FDEs hold their start as a plain 8-byte address.
+std::vector<uint64_t> debug_frame_starts(Elf* elf) {
+  std::vector<uint64_t> starts;
+  GElf_Shdr sh;
+  Elf_Scn* scn = section(elf, ".debug_frame", &sh);
+  Elf_Data* d = scn ? elf_getdata(scn, nullptr) : nullptr;
+  const char* ident = elf_getident(elf, nullptr);
+  if (!d || !ident) return starts;
+  Dwarf_Off off = 0, next;
+  Dwarf_CFI_Entry e;
+  while (dwarf_next_cfi(reinterpret_cast<const unsigned char*>(ident), d, false, off, &next, &e) == 0) {
+    if (!dwarf_cfi_cie_p(&e) && e.fde.end - e.fde.start >= 8) {
+      uint64_t start;
+      std::memcpy(&start, e.fde.start, 8);
+      starts.push_back(start);
+    }
+    off = next;
+  }
+  std::sort(starts.begin(), starts.end());
+  return starts;
+}
+
+std::vector<uint64_t> symbol_starts(const ElfFile& f) {
+  std::vector<uint64_t> starts;
+  for (const ElfSymbol& s : f.functions()) starts.push_back(s.vaddr);
+  std::sort(starts.begin(), starts.end());
+  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+  return starts;
+}
+
+bool fits_units(int64_t bytes, int64_t lo, int64_t hi) {
+  return bytes % 8 == 0 && bytes / 8 >= lo && bytes / 8 <= hi;
+}
+
+// A register rule "saved at CFA + n": [DW_OP_call_frame_cfa, DW_OP_plus_uconst n]
+// (elfutils' form of DW_CFA_offset), or plain [DW_OP_call_frame_cfa] for n = 0.
+std::optional<int64_t> saved_at_cfa(const Dwarf_Op* ops, size_t n) {
+  if (n == 1 && ops[0].atom == DW_OP_call_frame_cfa) return 0;
+  if (n == 2 && ops[0].atom == DW_OP_call_frame_cfa && ops[1].atom == DW_OP_plus_uconst)
+    return int64_t(ops[1].number);
+  return std::nullopt;
+}
+
+// The CFA rule, or nullopt for one the kernel cannot follow.
+std::optional<std::pair<uint8_t, int16_t>> cfa_rule(Dwarf_Frame* fr) {
+  Dwarf_Op* ops = nullptr;
+  size_t n = 0;
+  if (dwarf_frame_cfa(fr, &ops, &n) != 0 || n == 0) return std::nullopt;
+  if (n == 1 && ops[0].atom == DW_OP_bregx) {
+    int64_t off = int64_t(ops[0].number2);
+    if ((ops[0].number != kRegRsp && ops[0].number != kRegRbp) || !fits_units(off, INT16_MIN, INT16_MAX))
+      return std::nullopt;
+    return std::pair{uint8_t(ops[0].number == kRegRsp ? AS_CFA_RSP : AS_CFA_RBP), int16_t(off / 8)};
+  }
+  // GNU ld's .plt: rsp + 8 + ((rip & 15) >= N) << 3.
+  static const uint8_t plt[] = {DW_OP_breg7, DW_OP_breg16, DW_OP_lit15, DW_OP_and, 0,
+                                DW_OP_ge,    DW_OP_lit3,   DW_OP_shl,   DW_OP_plus};
+  if (n == std::size(plt) && ops[0].number == 8 && ops[1].number == 0 && ops[4].atom >= DW_OP_lit0 &&
+      ops[4].atom <= DW_OP_lit31 &&
+      std::equal(ops, ops + n, plt, [](const Dwarf_Op& o, uint8_t a) { return a == 0 || o.atom == a; }))
+    return std::pair{uint8_t(AS_CFA_PLT), int16_t(ops[4].atom - DW_OP_lit0)};
+  // A realigned frame (GCC's DRAP): the CFA saved below rbp.
+  if (n == 2 && ops[0].atom == DW_OP_breg6 && ops[1].atom == DW_OP_deref &&
+      fits_units(int64_t(ops[0].number), INT16_MIN, INT16_MAX))
+    return std::pair{uint8_t(AS_CFA_DEREF_RBP), int16_t(int64_t(ops[0].number) / 8)};
+  return std::nullopt;
+}
+
+as_unwind_row row_for(Dwarf_Frame* fr) {
+  as_unwind_row none{0, 0, AS_ROW_NONE, 0};
+  Dwarf_Op mem[3], *ops = nullptr;
+  size_t n = 0;
+  if (dwarf_frame_register(fr, kRegRip, mem, &ops, &n) != 0) return none;
+  if (n == 0 && ops == mem)  // return address undefined: the outermost frame
+    return {0, 0, AS_ROW_END, 0};
+  if (saved_at_cfa(ops, n) != -8) return none;
+  auto cfa = cfa_rule(fr);
+  if (!cfa) return none;
+  as_unwind_row r{0, cfa->second, cfa->first, 0};
+  if (dwarf_frame_register(fr, kRegRbp, mem, &ops, &n) != 0) return none;
+  if (n == 0 && !ops) {
+    r.rbp = 0;  // same value
+  } else if (auto at = saved_at_cfa(ops, n); at && fits_units(*at, INT8_MIN + 1, INT8_MAX) && *at != 0) {
+    r.rbp = int8_t(*at / 8);
+  } else {
+    r.rbp = AS_RBP_LOST;
+  }
+  return r;
+}
+
+struct CfiCloser {
+  void operator()(Dwarf_CFI* c) const { dwarf_cfi_end(c); }
+};
+struct DwarfCloser {
+  void operator()(Dwarf* d) const { dwarf_end(d); }
+};
+
+bool same_rule(const as_unwind_row& a, const as_unwind_row& b) {
+  return a.kind == b.kind && a.cfa_off == b.cfa_off && a.rbp == b.rbp;
+}
+
+// Rows for every FDE that starts at one of `starts` (vaddrs, sorted).
+void add_rows(Dwarf_CFI* cfi, const std::vector<uint64_t>& starts, const std::vector<Segment>& segs,
+              UnwindTable& t) {
+  std::vector<std::pair<uint64_t, as_unwind_row>> rows;  // vaddr, rule
+  auto push = [&](uint64_t vaddr, as_unwind_row r) {
+    if (!rows.empty() && rows.back().first == vaddr)
+      rows.back().second = r;
+    else if (rows.empty() || !same_rule(rows.back().second, r))
+      rows.emplace_back(vaddr, r);
+  };
+  for (size_t i = 0; i < starts.size(); ++i) {
+    uint64_t limit = i + 1 < starts.size() ? starts[i + 1] : std::numeric_limits<uint64_t>::max();
+    uint64_t pc = starts[i];
+    if (!rows.empty() && pc < rows.back().first)
+      continue;  // inside a range already described (aliases of one FDE)
+    bool any = false;
+    while (pc < limit) {
+      Dwarf_Frame* fr = nullptr;
+      if (dwarf_cfi_addrframe(cfi, pc, &fr) != 0) break;
+      std::unique_ptr<Dwarf_Frame, decltype(&std::free)> owned(fr, &std::free);
+      Dwarf_Addr start = 0, end = 0;
+      bool signal = false;
+      if (dwarf_frame_info(fr, &start, &end, &signal) < 0 || end <= pc) break;
+      as_unwind_row r = signal ? as_unwind_row{0, 0, AS_ROW_NONE, 0} : row_for(fr);
+      t.unsupported += r.kind == AS_ROW_NONE;
+      push(pc, r);
+      any = true;
+      pc = end;
+    }
+    t.fdes += any;
+    if (any && pc < limit) push(pc, {0, 0, AS_ROW_NONE, 0});  // code between FDEs has no information
+  }
+  for (const auto& [vaddr, r] : rows) {
+    auto off = file_offset(segs, vaddr);
+    if (!off || *off > UINT32_MAX) continue;
+    as_unwind_row row = r;
+    row.pc = uint32_t(*off);
+    t.rows.push_back(row);
+  }
+}
+
+}  // namespace
+
+Result<UnwindTable> build_unwind_table(const ElfFile& f) {
+  Elf* elf = f.elf();
+  GElf_Ehdr eh;
+  if (!gelf_getehdr(elf, &eh) || eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64)
+    return fail("unwind table of " + f.path() + ": not an x86-64 ELF file");
+  std::vector<Segment> segs = code_segments(elf);
+  UnwindTable t;
+  GElf_Shdr sh;
+  if (section(elf, ".eh_frame", &sh)) {
+    std::unique_ptr<Dwarf_CFI, CfiCloser> cfi(dwarf_getcfi_elf(elf));
+    if (cfi) {
+      auto starts = eh_frame_hdr_starts(elf);
+      add_rows(cfi.get(), starts ? *starts : symbol_starts(f), segs, t);
+    }
+  } else if (section(elf, ".debug_frame", &sh)) {
+    std::unique_ptr<Dwarf, DwarfCloser> dw(dwarf_begin_elf(elf, DWARF_C_READ, nullptr));
+    if (Dwarf_CFI* cfi = dw ? dwarf_getcfi(dw.get()) : nullptr) {
+      t.source = UnwindTable::Source::DebugFrame;
+      add_rows(cfi, debug_frame_starts(elf), segs, t);
+    }
+  }
+  if (t.rows.empty()) {
+    t.source = UnwindTable::Source::FramePointers;
+    t.rows.push_back({0, 2, AS_CFA_RBP, -2});
+  }
+  std::sort(t.rows.begin(), t.rows.end(),
+            [](const as_unwind_row& a, const as_unwind_row& b) { return a.pc < b.pc; });
+  // Code at the entry point that no FDE describes (the dynamic loader's
+  // _start and _dl_start_user) is the process's first frame: nothing called it.
+  if (auto entry = file_offset(segs, eh.e_entry)) {
+    auto it = std::upper_bound(t.rows.begin(), t.rows.end(), *entry,
+                               [](uint64_t v, const as_unwind_row& r) { return v < r.pc; });
+    if (it != t.rows.begin() && (it - 1)->kind == AS_ROW_NONE) (it - 1)->kind = AS_ROW_END;
+  }
+  return t;
+}
+
+Result<UnwindTable> build_unwind_table(const std::string& path) {
+  auto f = ElfFile::open(path);
+  if (!f) return fail(f.error());
+  return build_unwind_table(*f);
+}
+
+const as_unwind_row* find_row(std::span<const as_unwind_row> rows, uint64_t pc) {
+  auto it = std::upper_bound(rows.begin(), rows.end(), pc,
+                             [](uint64_t v, const as_unwind_row& r) { return v < r.pc; });
+  return it == rows.begin() ? nullptr : &*(it - 1);
+}
+
+std::vector<as_unwind_row> kernel_layout(std::span<const as_unwind_row> rows) {
+  uint32_t n = uint32_t(rows.size());
+  uint32_t pages = rows.empty() ? 1 : (rows.back().pc >> AS_TABLE_PAGE_SHIFT) + 1;
+  std::vector<as_unwind_row> out;
+  out.reserve(AS_TABLE_HEAD + pages + 1 + n);
+  out.push_back({n, 0, AS_ROW_NONE, 0});
+  out.push_back({pages, 0, AS_ROW_NONE, 0});
+  size_t at = 0;
+  for (uint32_t p = 0; p <= pages; ++p) {
+    uint64_t start = uint64_t(p) << AS_TABLE_PAGE_SHIFT;
+    while (at < rows.size() && rows[at].pc < start) ++at;
+    out.push_back({p == pages ? n : uint32_t(at), 0, AS_ROW_NONE, 0});
+  }
+  out.insert(out.end(), rows.begin(), rows.end());
+  return out;
+}
+
+const char* source_name(UnwindTable::Source s) {
+  switch (s) {
+    case UnwindTable::Source::EhFrame:
+      return ".eh_frame";
+    case UnwindTable::Source::DebugFrame:
+      return ".debug_frame";
+    case UnwindTable::Source::FramePointers:
+      return "frame pointers";
+  }
+  return "?";
+}
+
+}  // namespace allocscope

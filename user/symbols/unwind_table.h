@@ -1,0 +1,42 @@
+// Call frame information compiled into the rows the BPF unwinder follows
+// (struct as_unwind_row, bpf/unwind.h): elfutils interprets each FDE of
+// .eh_frame (or .debug_frame) and reports the pc range of every rule; a row
+// keeps what an x86-64 unwind of code that calls needs (the CFA rule and
+// where rbp was saved), keyed by file offset so that the kernel can look it
+// up from a mapping's offset without knowing the load address.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "allocscope.h"
+#include "base/result.h"
+#include "symbols/elf_file.h"
+
+namespace allocscope {
+
+struct UnwindTable {
+  std::vector<as_unwind_row> rows;  // sorted by pc, consecutive rows differ
+  enum class Source { EhFrame, DebugFrame, FramePointers } source = Source::EhFrame;
+  uint64_t fdes = 0;         // frame description entries read
+  uint64_t unsupported = 0;  // rules the kernel cannot follow (rows that stop a walk)
+};
+
+// Builds the table of an x86-64 ELF file. A file without call frame
+// information gets the frame-pointer rule for all of its code.
+Result<UnwindTable> build_unwind_table(const ElfFile& elf);
+Result<UnwindTable> build_unwind_table(const std::string& path);
+
+// The row that covers file offset `pc`: the last with row.pc <= pc (the
+// kernel's binary search); nullptr when pc is before the first.
+const as_unwind_row* find_row(std::span<const as_unwind_row> rows, uint64_t pc);
+
+const char* source_name(UnwindTable::Source s);
+
+// The rows as the kernel holds them: header, page index, rows (the layout
+// bpf/unwind.h describes and as_table_find searches).
+std::vector<as_unwind_row> kernel_layout(std::span<const as_unwind_row> rows);
+
+}  // namespace allocscope
