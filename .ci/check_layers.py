@@ -5,7 +5,8 @@ user/ is a stack of layers, lowest first (the order of user/CMakeLists.txt).
 A file in layer L may include headers of L and of the layers below it; the
 BPF ABI headers (bpf/) and system headers may be included anywhere. cli/ is
 the top floor and sees only the entry points of record and report and the
-base layer. Prints each offending include as file:line and exits 1.
+base layer. user/preload/ is a C library loaded into traced programs: it
+includes no layer at all. Prints each offending include as file:line and exits 1.
 """
 import pathlib
 import re
@@ -21,12 +22,23 @@ def layer_of(header):
     return first if "/" in header and first in LAYERS else None
 
 
+def includes(path):
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        m = INCLUDE.match(line)
+        if m:
+            yield n, m.group(1)
+
+
 def violations(root):
     bad = []
     for path in sorted((root / "user").rglob("*")):
-        if path.suffix not in (".h", ".cpp", ".inc"):
+        if path.suffix not in (".h", ".c", ".cpp", ".inc"):
             continue
         own = path.relative_to(root / "user").parts[0]
+        if own == "preload":  # loaded into traced programs: no layer of the library
+            bad += [(path, n, f"preload includes {h} from the library")
+                    for n, h in includes(path) if layer_of(h)]
+            continue
         if own not in LAYERS:
             bad.append((path, 0, f"{own}/ is not a layer: add it to LAYERS and user/CMakeLists.txt"))
             continue

@@ -9,6 +9,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/usdt.bpf.h>
 // clang-format on
 
 #define AS_INLINE static __always_inline
@@ -194,42 +195,55 @@ static __always_inline void count_dropped(__u32 tgid, __u64 size) {
   count_process_drop(tgid);
 }
 
-static __always_inline void emit_alloc(struct pt_regs *ctx, struct thread_state *st, __u64 addr) {
+/* A sampled allocation of `size` bytes at addr, entry code fn: its stack
+ * walked and sent, its block tracked live, its event sent (exact mode: its
+ * stack's totals counted). `flags` may already say the block is not to be
+ * tracked (AS_EVF_LIVE_DROPPED: its free will not be seen). */
+static __always_inline void emit_alloc(struct pt_regs *ctx, __u32 fn, __u64 size, __u64 offset, __u64 addr,
+                                       __u16 flags, bool in_process) {
   __u64 pid_tgid = bpf_get_current_pid_tgid();
   __u32 tgid = pid_tgid >> 32;
   __u64 now = bpf_ktime_get_ns();
   count(AS_CNT_SAMPLES);
   struct walk w;
-  struct as_stack_event *stack = walk_stack(ctx, st->pending_fn, &w);
+  /* A USDT probe fires inside the allocator's code: its own frame is not
+   * the program's (the leaf is named by fn). A uprobe's sample is taken at
+   * the return, where the first pc is already the caller's. */
+  struct as_stack_event *stack = walk_stack(ctx, fn, in_process, &w);
   if (!stack || !(stack->stop == AS_STOP_NO_TABLE ? send_deferred(stack, &w) : send_stack(stack))) {
-    count_dropped(tgid, st->pending_size);
+    count_dropped(tgid, size);
     return;
   }
   __u64 id = stack->id;
-  __u16 flags = track_live ? 0 : AS_EVF_UNTRACKED;
-  struct as_live_value val = {.ts_ns = now, .size = st->pending_size, .stack = id};
+  bool live = track_live && !(flags & AS_EVF_LIVE_DROPPED);
+  if (!track_live) flags |= AS_EVF_UNTRACKED;
+  if (track_live && !live) {
+    count(AS_CNT_LIVE_FULL);
+    count_bytes(AS_CNT_LIVE_FULL_BYTES, size);
+  }
+  struct as_live_value val = {.ts_ns = now, .size = size, .stack = id};
   if (sample_rate <= 1) {
-    count_exact(id, st->pending_size, addr, now);
-    if (track_live) track_live_block(tgid, addr, &val, &flags);
+    count_exact(id, size, addr, now);
+    if (live) track_live_block(tgid, addr, &val, &flags);
     return;
   }
   /* Reserved before the live insert so that a racing free's event is
    * queued after this one. */
   struct as_alloc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
   if (!e) {
-    count_dropped(tgid, st->pending_size);
+    count_dropped(tgid, size);
     return;
   }
-  if (track_live) track_live_block(tgid, addr, &val, &flags);
+  if (live) track_live_block(tgid, addr, &val, &flags);
   e->hdr.kind = AS_EV_ALLOC;
   e->hdr.tgid = tgid;
   e->hdr.tid = (__u32)pid_tgid;
-  e->hdr.fn = st->pending_fn;
+  e->hdr.fn = fn;
   e->hdr.flags = flags;
   e->hdr.ts_ns = now;
   e->hdr.addr = addr;
-  e->hdr.size = st->pending_size;
-  e->hdr.offset = st->pending_offset;
+  e->hdr.size = size;
+  e->hdr.offset = offset;
   e->hdr.stack = id;
   __builtin_memcpy(e->comm, stack->comm, sizeof(e->comm));
   __u8 one = 1;
@@ -256,7 +270,7 @@ static __always_inline int alloc_exit(struct pt_regs *ctx) {
     count(AS_CNT_FAILED_ALLOCS);
     return 0;
   }
-  emit_alloc(ctx, st, addr);
+  emit_alloc(ctx, st->pending_fn, st->pending_size, st->pending_offset, addr, 0, false);
   return 0;
 }
 
@@ -316,6 +330,10 @@ static __always_inline bool enter(struct pt_regs *ctx, __u64 code) {
   }
   return false;
 }
+
+// clang-format off
+#include "inprocess.bpf.h"
+// clang-format on
 
 /* Uprobe session (kernel 6.13+): one program for every allocating entry
  * point of a library, the entry point in the attach cookie. Returning 1 from

@@ -85,7 +85,21 @@ enum as_process_verdict {
 enum as_event_flags {
   AS_EVF_LIVE_DROPPED = 1, /* live map was full: this sample's free will not be seen */
   AS_EVF_UNTRACKED = 2,    /* live tracking is off (--no-free): no live entry, nothing dropped */
+  AS_EVF_WEIGHTED = 4,     /* a USDT provider gave only a weight: `offset` holds it (weighted bytes) */
 };
+
+/* In-process sampling (the preload library, or any program that fires the
+ * OpenTelemetry memory-profiling probes): USDT probes
+ *   otel_memory:alloc(ptr, size, weighted_bytes[, code, offset, rate])
+ *   otel_memory:free(ptr)
+ * fired only for sampled blocks. The preload library adds the last three:
+ * the entry code (with AS_USDT_UNTRACKED when its own set of sampled blocks
+ * had no room, so that block's free will not be seen), the bytes before the
+ * sampled byte, and its mean bytes between samples (1: every allocation).
+ * Providers with the three standard arguments only: see AS_EVF_WEIGHTED. */
+#define AS_USDT_PROVIDER "otel_memory"
+#define AS_USDT_FULL_ARGS 6
+#define AS_USDT_UNTRACKED 0x10000
 
 /* Per-CPU counters, summed by userspace. */
 enum as_counter {
@@ -111,7 +125,8 @@ enum as_counter {
   AS_CNT_FREE_DROPS_BYTES = 27, /* requested bytes of the blocks AS_CNT_FREE_DROPS counts */
   AS_CNT_FRAMES = 28,           /* frames the kernel's walks found */
   AS_CNT_ROW_MISSES = 29,       /* of them, looked up in a table (not in the thread's row cache) */
-  AS_CNT_COUNT = 30,
+  AS_CNT_USDT_RATE = 30,        /* in-process samples taken at another rate than the session's: not counted */
+  AS_CNT_COUNT = 31,
 };
 
 /* The live filter: counters of live samples per hash slot, which lets a

@@ -122,6 +122,10 @@ struct walk_scratch {
   struct as_stack_event ev;
   __u64 stack_end; /* end of the mapping that holds the thread's stack; 0: unknown */
   __u64 generation;
+  /* Of the walk in progress; here, not in the loop's state, so that the
+   * verifier sees one frame rather than each of 127: */
+  __u32 skip;  /* the first frame is unwound but not recorded (a USDT probe's site) */
+  __u32 steps; /* frames unwound so far */
   struct cached_row rows[ROW_CACHE];
   struct stack_window window;
 };

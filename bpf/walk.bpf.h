@@ -172,10 +172,11 @@ static long walk_frame(__u64 unused, void *data) {
     return 1;
   }
   __u64 ip = w->regs.ip;
-  /* A return address: the call is before it. Frame 0's pc, the allocator's
-   * return into its caller, is where that caller resumes, and its state. */
-  __u64 at = n == 0 ? ip : ip - 1;
+  /* A return address: the call is before it. The first pc (the allocator's
+   * return into its caller, or a USDT probe's site) is where that code
+   * resumes, and its state. */
   struct walk_scratch *sc = w->scratch;
+  __u64 at = sc->steps == 0 ? ip : ip - 1;
   __u64 tag = at | (sc->generation << 48);
   struct cached_row *c = &sc->rows[(at ^ (at >> 9)) & (ROW_CACHE - 1)];
   if (c->tag == tag) {
@@ -200,14 +201,19 @@ static long walk_frame(__u64 unused, void *data) {
     c->tag = tag;
     c->row = w->row;
   }
-  ev->frames[n] = ip;
-  ev->nframes = n + 1;
-  w->id = mix(w->id, ip);
+  if (sc->skip) {
+    sc->skip = 0;
+  } else {
+    ev->frames[n] = ip;
+    ev->nframes = n + 1;
+    w->id = mix(w->id, ip);
+  }
   int rc = unwind_step(&w->row, &w->regs, &w->scratch->window);
   if (rc != AS_STOP_NONE) {
     w->stop = rc;
     return 1;
   }
+  sc->steps++;
   return 0;
 }
 
@@ -216,7 +222,8 @@ static long walk_frame(__u64 unused, void *data) {
  * gives the stack's id; NULL when there is no scratch. */
 #define STACK_GUESS (8ULL << 20) /* glibc's default thread stack */
 
-static __always_inline struct as_stack_event *walk_stack(struct pt_regs *ctx, __u16 fn, struct walk *wp) {
+static __always_inline struct as_stack_event *walk_stack(struct pt_regs *ctx, __u16 fn, bool skip_first,
+                                                         struct walk *wp) {
   __u64 ip = ctx->ip, sp = ctx->sp, bp = ctx->bp;
   struct task_struct *task = bpf_get_current_task_btf();
   struct walk_scratch *scratch = bpf_task_storage_get(&walks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -250,6 +257,8 @@ static __always_inline struct as_stack_event *walk_stack(struct pt_regs *ctx, __
     w.stop = AS_STOP_NONE;
     w.restart = 0;
     w.misses = 0;
+    scratch->skip = skip_first;
+    scratch->steps = 0;
     bpf_loop(AS_MAX_FRAMES, walk_frame, &w, 0);
     if (!w.restart) break;
     ev->nvmas = 0;

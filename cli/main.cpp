@@ -151,6 +151,12 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, Text& t) {
       ->check(CLI::IsMember({"fp", "dwarf"}));
   rec->add_flag("--no-free", c.no_free,
                 "Alloc-only: do not probe free (cheaper; the inuse metrics are then unavailable)");
+  auto* preload = rec->add_flag(
+      "--preload", c.preload,
+      "With -- CMD: sample inside the command (liballocscope-preload.so, LD_PRELOAD) and enter the kernel "
+      "only "
+      "for sampled allocations: many times cheaper than a probe on every call. Needs a dynamically linked "
+      "command");
   rec->add_option("--probe-mode", t.probe_mode,
                   "How probes are attached: auto, session (kernel 6.13+: return probes only on sampled "
                   "calls) or classic (uprobes and uretprobes)")
@@ -195,8 +201,14 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, Text& t) {
   auto* cmd = rec->add_option("command", c.command, "Command to launch (after --)");
   pid->excludes(cmd);
   all->excludes(cmd);
-  rec->callback([&c, &t, pid, cmd, all] {
+  rec->callback([&c, &t, pid, cmd, all, preload] {
     if (!*pid && !*cmd && !*all) throw CLI::RequiredError("record needs --all, -p PID or -- COMMAND");
+    if (*preload && !*cmd)
+      throw CLI::ValidationError(
+          "--preload launches a command through the preload library: add -- COMMAND (-p and --all find "
+          "processes that already load it by themselves)");
+    if (*preload && c.null_probes)
+      throw CLI::ValidationError("--null-probes measures uprobes, not --preload");
     bool children = *t.children_flag ? t.children : bool(*cmd);
     if ((!c.comm.empty() || !c.cgroup.empty()) && !*all && !children)
       throw CLI::ValidationError(

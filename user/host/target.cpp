@@ -17,7 +17,7 @@ namespace {
 
 int pidfd_open(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
 
-[[noreturn]] void exec_child(const std::vector<std::string>& command, int go_fd, int error_fd) {
+[[noreturn]] void exec_child(const std::vector<std::string>& command, char** envp, int go_fd, int error_fd) {
   char byte;
   if (read(go_fd, &byte, 1) != 1)  // the parent gave up: do not run the command
     _exit(127);
@@ -27,7 +27,7 @@ int pidfd_open(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid,
   std::vector<char*> argv;
   for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  execvp(argv[0], argv.data());
+  execvpe(argv[0], argv.data(), envp);
   int err = errno;
   (void)!write(error_fd, &err, sizeof err);
   _exit(127);
@@ -60,7 +60,14 @@ Result<Target> Target::attach(pid_t pid) {
   return t;
 }
 
-Result<Target> Target::launch(const std::vector<std::string>& command) {
+Result<Target> Target::launch(const std::vector<std::string>& command,
+                              const std::optional<std::vector<std::string>>& environment) {
+  // Made before fork: the child may only exec.
+  std::vector<char*> envp;
+  if (environment) {
+    for (const std::string& e : *environment) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+  }
   int go[2], err[2];
   if (pipe2(go, O_CLOEXEC) != 0) return fail_errno("pipe", errno);
   UniqueFd go_read(go[0]), go_write(go[1]);
@@ -71,7 +78,8 @@ Result<Target> Target::launch(const std::vector<std::string>& command) {
   if (pid == 0) {
     go_write.reset();
     err_read.reset();
-    exec_child(command, go_read.get(), err_write.get());  // never returns
+    exec_child(command, environment ? envp.data() : environ, go_read.get(),
+               err_write.get());  // never returns
   }
   Target t;
   t.pid_ = pid;

@@ -16,8 +16,10 @@ namespace allocscope {
 class Target {
  public:
   static Result<Target> attach(pid_t pid);
-  // Forks a child that waits, before exec, for start().
-  static Result<Target> launch(const std::vector<std::string>& command);
+  // Forks a child that waits, before exec, for start(); it runs with
+  // `environment` (NAME=VALUE entries) when one is given.
+  static Result<Target> launch(const std::vector<std::string>& command,
+                               const std::optional<std::vector<std::string>>& environment = std::nullopt);
   Target(Target&&) noexcept;
   Target& operator=(Target&&) = delete;
   ~Target();

@@ -157,6 +157,10 @@ void BpfSession::configure_programs() {
       if (fn != AS_FN_FREE || !config_.no_free) enable(entry_program(skel_.get(), static_cast<as_fn>(fn)), 0);
     enable(p.alloc_return, 0);
   }
+  if (!config_.null_probes) {
+    enable(p.usdt_alloc, 0);
+    if (!config_.no_free) enable(p.usdt_free, 0);
+  }
   if (!config_.null_probes) {  // the floor measures the allocator probes alone
     for (bpf_program* lifecycle : {p.on_fork, p.on_exec, p.on_exit}) enable(lifecycle, 0);
     if (config_.filter_processes) enable(p.on_syscall_exit, 0);
@@ -309,6 +313,24 @@ Result<void> BpfSession::attach_classic(pid_t pid, const std::string& path,
       (retprobe ? return_links_ : entry_links_).emplace_back(link);
     }
   }
+  return {};
+}
+
+Result<void> BpfSession::attach_in_process(pid_t pid, const std::string& path) {
+  if (config_.null_probes)
+    return fail("--null-probes measures allocator probes only, not in-process sampling");
+  std::vector<Link> made;
+  for (auto [prog, name] :
+       {std::pair{skel_->progs.usdt_alloc, "alloc"}, std::pair{skel_->progs.usdt_free, "free"}}) {
+    if (!bpf_program__autoload(prog)) continue;
+    bpf_link* link =
+        bpf_program__attach_usdt(prog, pid ? pid : -1, path.c_str(), AS_USDT_PROVIDER, name, nullptr);
+    if (!link)
+      return fail(attach_error(
+          std::string("attach USDT probe ") + AS_USDT_PROVIDER + ":" + name + " (" + path + ")", pid, errno));
+    made.emplace_back(link);
+  }
+  for (Link& l : made) entry_links_.push_back(std::move(l));
   return {};
 }
 

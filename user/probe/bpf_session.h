@@ -62,6 +62,9 @@ class BpfSession {
   // open, e.g. through /proc/PID/root) in process `pid` only, or in every
   // process that maps the file when pid is 0.
   Result<void> attach(pid_t pid, const std::string& library_path, const std::vector<ProbeTarget>& targets);
+  // Probes the in-process sampling USDT probes (otel_memory:alloc and
+  // :free) of the object at `path`, in process `pid` or (0) every process.
+  Result<void> attach_in_process(pid_t pid, const std::string& path);
   // Process verdicts (enum as_process_verdict) for system-wide probes and
   // lifecycle events; 0 removes the verdict.
   Result<void> set_verdict(uint32_t tgid, uint8_t verdict);

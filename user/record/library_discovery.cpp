@@ -13,6 +13,7 @@
 #include "host/process.h"
 #include "probe/allocator_entries.h"
 #include "probe/allocator_probes.h"
+#include "probe/usdt_notes.h"
 #include "record/clocks.h"
 #include "record/messages.h"
 #include "record/scope.h"
@@ -48,6 +49,7 @@ LibraryDiscovery::LibraryDiscovery(const RecordConfig& config, BpfSession& sessi
       system_wide_(system_wide(config)),
       naive_placement_(config.naive_placement),
       verbose_(config.verbose),
+      in_process_only_(config.preload),
       max_files_(config.max_allocator_files) {
   // allocscope's own allocator (linked in) is never probed: it records nothing.
   struct stat st;
@@ -77,7 +79,13 @@ Result<bool> LibraryDiscovery::attach_file(pid_t pid, const Mapping& m) {
 Result<bool> LibraryDiscovery::attach_file(pid_t pid, FileKey key, const std::string& path,
                                            const std::string& shown) {
   if (not_allocators_.contains(key) || key == own_executable_) return false;
-  if (system_wide_ && allocator_offsets_.contains(key)) return true;
+  if (system_wide_ && (allocator_offsets_.contains(key) || in_process_files_.contains(key))) return true;
+  if (auto in_process = attach_in_process(pid, key, path, shown); !in_process || *in_process)
+    return in_process;
+  if (in_process_only_) {
+    not_allocators_.insert(key);
+    return false;
+  }
   auto targets = find_allocator_probes(path, naive_placement_, shown);
   if (targets && allocator_offsets_.size() >= max_files_) {
     // Bounded: under --all any user can bring new allocator files (copies
@@ -113,7 +121,16 @@ Result<void> LibraryDiscovery::attach_process(pid_t pid) {
   }
   std::string searched;
   size_t probed = 0;
-  for (const Mapping* m : code_files(*maps)) {
+  // A process that samples in process is traced through that alone: the
+  // allocator behind it would count its allocations twice.
+  std::vector<const Mapping*> files = code_files(*maps);
+  for (const Mapping* m : files) {
+    auto ok = attach_in_process(pid, file_key(*m), mapped_file_path(pid, *m), m->path);
+    if (!ok) return fail(ok.error());
+    probed += *ok;
+  }
+  if (probed) return {};
+  for (const Mapping* m : files) {
     auto ok = attach_file(pid, *m);
     if (!ok) return fail(ok.error());
     probed += *ok;
@@ -126,6 +143,16 @@ Result<void> LibraryDiscovery::attach_process(pid_t pid) {
                 (searched.empty() ? std::string("no file") : searched) +
                 "); a stripped static binary has no symbols to find them by");
   return {};
+}
+
+Result<bool> LibraryDiscovery::attach_in_process(pid_t pid, FileKey key, const std::string& path,
+                                                 const std::string& shown) {
+  auto has = has_in_process_probes(path);
+  if (!has || !*has) return false;  // not ELF: find_allocator_probes says so
+  if (auto ok = session_.attach_in_process(system_wide_ ? 0 : pid, path); !ok) return fail(ok.error());
+  in_process_files_.insert(key);
+  if (verbose_) std::fprintf(stderr, "allocscope: in-process sampling probes in %s\n", shown.c_str());
+  return true;
 }
 
 void LibraryDiscovery::attach_paths(pid_t pid, const std::vector<std::string>& paths) {

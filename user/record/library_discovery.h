@@ -2,7 +2,9 @@
 // allocator entry points (the C library, a preloaded or linked jemalloc,
 // tcmalloc or mimalloc, a static executable's own malloc), the targets', every
 // running process's (--all), and those that processes map later, looked for
-// again until /proc shows them. Each file's symbols are read once. Knows
+// again until /proc shows them; or a file that samples in process (the
+// preload library, an otel_memory provider), through its USDT probes instead
+// of the uprobes of the allocator behind it. Each file is read once. Knows
 // where each allocator's entry points are, for the leaf frame of every stack.
 #pragma once
 
@@ -44,7 +46,7 @@ class LibraryDiscovery : public LibraryWatch {
   void retry_pending(uint64_t now_ms);
   bool has_pending() const { return !pending_.empty(); }
 
-  size_t libraries_probed() const { return allocator_offsets_.size(); }
+  size_t libraries_probed() const { return allocator_offsets_.size() + in_process_files_.size(); }
   // Library files that could not be probed, or vanished before they could.
   uint64_t libraries_missed() const { return libraries_missed_; }
   // Static programs run by traced processes that define no allocator
@@ -77,6 +79,8 @@ class LibraryDiscovery : public LibraryWatch {
   // (or was already) probed, false when it is no allocator.
   Result<bool> attach_file(pid_t pid, const Mapping& m);
   Result<bool> attach_file(pid_t pid, FileKey key, const std::string& path, const std::string& shown);
+  // Probes the in-process sampling probes of the file if it has them.
+  Result<bool> attach_in_process(pid_t pid, FileKey key, const std::string& path, const std::string& shown);
   // Whether `p` is settled (probed, failed or given up), or still awaited.
   bool settle(const PendingLibrary& p, uint64_t now_ms);
   void attach_pending(const PendingLibrary& p, const Mapping& m);
@@ -85,10 +89,12 @@ class LibraryDiscovery : public LibraryWatch {
   BpfSession& session_;
   Symbolizer& symbolizer_;
   bool system_wide_, naive_placement_, verbose_;
+  bool in_process_only_;  // --preload: no allocator uprobes, only in-process probes
   size_t max_files_;
   bool warned_full_ = false;
   std::map<FileKey, std::map<uint16_t, uint64_t>> allocator_offsets_;  // entry code -> file offset, per file
-  std::set<FileKey> not_allocators_;  // files whose symbols define no allocator
+  std::set<FileKey> not_allocators_;    // files whose symbols define no allocator
+  std::set<FileKey> in_process_files_;  // files whose in-process probes are attached
   FileKey own_executable_{};
   std::vector<PendingLibrary> pending_;
   uint64_t libraries_missed_ = 0;

@@ -35,6 +35,9 @@ struct RecordConfig {
   uint32_t max_stacks = 1 << 18;
   uint32_t ringbuf_bytes = 16 << 20;
   bool no_free = false;  // alloc-only: free is not probed
+  // --preload: the launched command samples in process (liballocscope-preload),
+  // traced through its USDT probes instead of allocator uprobes.
+  bool preload = false;
   UnwindMode unwind = UnwindMode::Dwarf;
   uint64_t max_unwind_rows = 1 << 25;  // budget of the kernel's unwind tables (8 bytes a row)
   ProbeMode probe_mode = ProbeMode::Auto;

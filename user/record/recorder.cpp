@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "host/env_command.h"
+#include "host/preload_library.h"
 #include "host/process.h"
 #include "host/target.h"
 #include "probe/bpf_session.h"
@@ -99,6 +101,7 @@ class Recorder {
   std::unique_ptr<SessionParts> parts_;
   uint64_t last_sweep_ms_ = 0;
   int64_t start_wall_ns_ = 0;
+  std::string preload_library_;  // --preload: liballocscope-preload.so
 };
 
 Result<void> Recorder::open_session() {
@@ -120,7 +123,13 @@ Result<void> Recorder::open_session() {
 Result<std::vector<Target>> Recorder::make_targets() {
   std::vector<Target> targets;
   if (!config_.command.empty()) {
-    auto t = Target::launch(config_.command);
+    std::optional<std::vector<std::string>> environment;
+    if (config_.preload) {
+      std::vector<std::string> current;
+      for (char** e = environ; *e; ++e) current.emplace_back(*e);
+      environment = preload_environment(current, preload_library_, config_.rate);
+    }
+    auto t = Target::launch(config_.command, environment);
     if (!t) return fail(t.error());
     targets.push_back(std::move(*t));
   }
@@ -157,6 +166,11 @@ Result<void> check_before_attach(const RecordConfig& c) {
 
 Result<void> Recorder::prepare(std::vector<Target>& targets) {
   if (auto ok = check_before_attach(config_); !ok) return ok;
+  if (config_.preload) {
+    auto library = find_preload_library();
+    if (!library) return fail(library.error());
+    preload_library_ = *library;
+  }
   if (auto ok = open_session(); !ok) return ok;
   auto made = make_targets();
   if (!made) return fail(made.error());
@@ -167,6 +181,12 @@ Result<void> Recorder::prepare(std::vector<Target>& targets) {
   std::vector<std::string> launched = config_.command.empty() ? std::vector<std::string>{} : launch_files();
   for (Target& t : targets) {
     if (t.launched()) parts_->libraries.attach_paths(t.pid(), launched);
+    // The preload library is not mapped before exec: its path alone tells.
+    if (t.launched() && config_.preload) {
+      if (parts_->libraries.libraries_probed() == 0)
+        return fail("the preload library's probes could not be attached (" + preload_library_ + ")");
+      continue;
+    }
     if (auto ok = parts_->libraries.attach_process(t.pid()); !ok) return ok;
   }
   if (config_.unwind == UnwindMode::Dwarf) prepare_tables(targets, launched);
@@ -191,6 +211,7 @@ std::vector<std::string> Recorder::launch_files() const {
   if (program.empty()) return {};
   std::vector<std::string> files = shared_libraries(program);
   files.push_back(program);
+  if (config_.preload) files.push_back(preload_library_);
   // `-- env LD_PRELOAD=... prog`: the preloads too. A bare name is looked for
   // where the loader looks by default.
   for (const std::string& p : command.preloads) {

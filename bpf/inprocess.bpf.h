@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* In-process sampling: the USDT probes otel_memory:alloc and
+ * otel_memory:free (bpf/allocscope.h, AS_USDT_*), fired by the preload
+ * library or by any program that samples its own allocations. The process
+ * decided what to sample; here only its stack is walked and the block
+ * tracked, as for a sampled uprobe. A part of allocscope.bpf.c's one
+ * translation unit, included there after the uprobe path. */
+#pragma once
+
+static __always_inline __u64 usdt_arg(struct pt_regs *ctx, __u64 n) {
+  long v = 0;
+  if (bpf_usdt_arg(ctx, n, &v) != 0) return 0;
+  return (__u64)v;
+}
+
+SEC("usdt")
+int usdt_alloc(struct pt_regs *ctx) {
+  __u64 addr = usdt_arg(ctx, 0), size = usdt_arg(ctx, 1), weight = usdt_arg(ctx, 2);
+  __u32 fn = AS_FN_MALLOC;
+  __u64 offset = 0;
+  __u16 flags = 0;
+  if (!addr) return 0;
+  if (!process_traced(bpf_get_current_pid_tgid() >> 32)) {
+    count(AS_CNT_FILTERED);
+    return 0;
+  }
+  if (bpf_usdt_arg_cnt(ctx) >= AS_USDT_FULL_ARGS) {
+    __u64 code = usdt_arg(ctx, 3);
+    /* The statistics assume one rate: a process sampling at another
+     * (its ALLOCSCOPE_RATE) is counted out, and said so. */
+    if (usdt_arg(ctx, 5) != (sample_rate <= 1 ? 1 : sample_rate)) {
+      count(AS_CNT_USDT_RATE);
+      return 0;
+    }
+    fn = code & 0xffff;
+    if (code & AS_USDT_UNTRACKED) flags |= AS_EVF_LIVE_DROPPED;
+    offset = usdt_arg(ctx, 4);
+  } else {
+    /* Only a weight: userspace recovers the rate from it. Exact mode
+     * cannot use such samples. */
+    if (sample_rate <= 1) {
+      count(AS_CNT_USDT_RATE);
+      return 0;
+    }
+    flags |= AS_EVF_WEIGHTED;
+    offset = weight;
+  }
+  emit_alloc(ctx, fn, size, offset, addr, flags, true);
+  return 0;
+}
+
+SEC("usdt")
+int usdt_free(struct pt_regs *ctx) {
+  free_address(usdt_arg(ctx, 0));
+  return 0;
+}

@@ -1,0 +1,16 @@
+// The in-process sampling probes an ELF file carries: SystemTap SDT notes
+// (.note.stapsdt) of the otel_memory provider, fired by liballocscope-preload
+// or by any program that samples its own allocations.
+#pragma once
+
+#include <string>
+
+#include "base/result.h"
+
+namespace allocscope {
+
+// Whether the file at `path` carries the otel_memory:alloc probe (ENOEXEC:
+// not an ELF file).
+Result<bool> has_in_process_probes(const std::string& path);
+
+}  // namespace allocscope
