@@ -200,16 +200,16 @@ static __always_inline void count_dropped(__u32 tgid, __u64 size) {
  * stack's totals counted). `flags` may already say the block is not to be
  * tracked (AS_EVF_LIVE_DROPPED: its free will not be seen). */
 static __always_inline void emit_alloc(struct pt_regs *ctx, __u32 fn, __u64 size, __u64 offset, __u64 addr,
-                                       __u16 flags, bool in_process) {
+                                       __u16 flags, __u32 own_frames) {
   __u64 pid_tgid = bpf_get_current_pid_tgid();
   __u32 tgid = pid_tgid >> 32;
   __u64 now = bpf_ktime_get_ns();
   count(AS_CNT_SAMPLES);
   struct walk w;
-  /* A USDT probe fires inside the allocator's code: its own frame is not
-   * the program's (the leaf is named by fn). A uprobe's sample is taken at
-   * the return, where the first pc is already the caller's. */
-  struct as_stack_event *stack = walk_stack(ctx, fn, in_process, &w);
+  /* A USDT probe fires inside the sampler's code: its frames are not the
+   * program's (the leaf is named by fn). A uprobe's sample is taken at the
+   * return, where the first pc is already the caller's. */
+  struct as_stack_event *stack = walk_stack(ctx, fn, own_frames, &w);
   if (!stack || !(stack->stop == AS_STOP_NO_TABLE ? send_deferred(stack, &w) : send_stack(stack))) {
     count_dropped(tgid, size);
     return;
@@ -270,7 +270,7 @@ static __always_inline int alloc_exit(struct pt_regs *ctx) {
     count(AS_CNT_FAILED_ALLOCS);
     return 0;
   }
-  emit_alloc(ctx, st->pending_fn, st->pending_size, st->pending_offset, addr, 0, false);
+  emit_alloc(ctx, st->pending_fn, st->pending_size, st->pending_offset, addr, 0, 0);
   return 0;
 }
 

@@ -99,6 +99,11 @@ enum as_event_flags {
  * Providers with the three standard arguments only: see AS_EVF_WEIGHTED. */
 #define AS_USDT_PROVIDER "otel_memory"
 #define AS_USDT_FULL_ARGS 6
+/* Frames at the top of a sampled stack that are the sampler's own: the
+ * full form fires from a function its entry point called (two frames), the
+ * standard form is taken to fire in the entry point itself (one). */
+#define AS_USDT_OWN_FRAMES_FULL 2
+#define AS_USDT_OWN_FRAMES 1
 #define AS_USDT_UNTRACKED 0x10000
 
 /* Per-CPU counters, summed by userspace. */

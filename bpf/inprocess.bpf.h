@@ -19,6 +19,7 @@ int usdt_alloc(struct pt_regs *ctx) {
   __u32 fn = AS_FN_MALLOC;
   __u64 offset = 0;
   __u16 flags = 0;
+  __u32 own_frames = AS_USDT_OWN_FRAMES;
   if (!addr) return 0;
   if (!process_traced(bpf_get_current_pid_tgid() >> 32)) {
     count(AS_CNT_FILTERED);
@@ -35,6 +36,7 @@ int usdt_alloc(struct pt_regs *ctx) {
     fn = code & 0xffff;
     if (code & AS_USDT_UNTRACKED) flags |= AS_EVF_LIVE_DROPPED;
     offset = usdt_arg(ctx, 4);
+    own_frames = AS_USDT_OWN_FRAMES_FULL;
   } else {
     /* Only a weight: userspace recovers the rate from it. Exact mode
      * cannot use such samples. */
@@ -45,7 +47,7 @@ int usdt_alloc(struct pt_regs *ctx) {
     flags |= AS_EVF_WEIGHTED;
     offset = weight;
   }
-  emit_alloc(ctx, fn, size, offset, addr, flags, true);
+  emit_alloc(ctx, fn, size, offset, addr, flags, own_frames);
   return 0;
 }
 

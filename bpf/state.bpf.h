@@ -124,7 +124,7 @@ struct walk_scratch {
   __u64 generation;
   /* Of the walk in progress; here, not in the loop's state, so that the
    * verifier sees one frame rather than each of 127: */
-  __u32 skip;  /* the first frame is unwound but not recorded (a USDT probe's site) */
+  __u32 skip;  /* first frames unwound but not recorded (a USDT probe's sampler) */
   __u32 steps; /* frames unwound so far */
   struct cached_row rows[ROW_CACHE];
   struct stack_window window;

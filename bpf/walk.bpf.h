@@ -202,7 +202,7 @@ static long walk_frame(__u64 unused, void *data) {
     c->row = w->row;
   }
   if (sc->skip) {
-    sc->skip = 0;
+    sc->skip--;
   } else {
     ev->frames[n] = ip;
     ev->nframes = n + 1;
@@ -222,7 +222,7 @@ static long walk_frame(__u64 unused, void *data) {
  * gives the stack's id; NULL when there is no scratch. */
 #define STACK_GUESS (8ULL << 20) /* glibc's default thread stack */
 
-static __always_inline struct as_stack_event *walk_stack(struct pt_regs *ctx, __u16 fn, bool skip_first,
+static __always_inline struct as_stack_event *walk_stack(struct pt_regs *ctx, __u16 fn, __u32 skip,
                                                          struct walk *wp) {
   __u64 ip = ctx->ip, sp = ctx->sp, bp = ctx->bp;
   struct task_struct *task = bpf_get_current_task_btf();
@@ -257,7 +257,7 @@ static __always_inline struct as_stack_event *walk_stack(struct pt_regs *ctx, __
     w.stop = AS_STOP_NONE;
     w.restart = 0;
     w.misses = 0;
-    scratch->skip = skip_first;
+    scratch->skip = skip;
     scratch->steps = 0;
     bpf_loop(AS_MAX_FRAMES, walk_frame, &w, 0);
     if (!w.restart) break;

@@ -45,16 +45,26 @@ double truth_of(const Truth& t, const std::string& metric) {
 // --rate 1: every allocation is recorded, so every site's totals are exact.
 class ExactMode : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(ExactMode, EverySiteEqualsTruth) {
-  REQUIRE_BPF();
-  const std::string metric = GetParam();
+void expect_exact(const std::string& metric, std::vector<std::string> options) {
   const int scale = 2;
-  Folded folded = record_command({"--rate", "1", "--metric", metric}, scale);
+  options.insert(options.end(), {"--rate", "1", "--metric", metric});
+  Folded folded = record_command(options, scale);
   ASSERT_FALSE(folded.empty());
   for (const site_spec& s : kSites) {
     double truth = truth_of(site_truth(s, kThreads, scale), metric);
     EXPECT_EQ(site_value(folded, s.function, s.allocator), truth) << s.function << " " << metric;
   }
+}
+
+TEST_P(ExactMode, EverySiteEqualsTruth) {
+  REQUIRE_BPF();
+  expect_exact(GetParam(), {});
+}
+
+// The same through the in-process sampler (liballocscope-preload.so).
+TEST_P(ExactMode, EverySiteEqualsTruthInProcess) {
+  REQUIRE_BPF();
+  expect_exact(GetParam(), {"--preload"});
 }
 
 INSTANTIATE_TEST_SUITE_P(Metrics, ExactMode,
@@ -64,13 +74,12 @@ INSTANTIATE_TEST_SUITE_P(Metrics, ExactMode,
 // truth (Horvitz-Thompson variance over the site's allocations).
 class DefaultRate : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(DefaultRate, EverySiteWithinFiveSigma) {
-  REQUIRE_BPF();
-  const std::string metric = GetParam();
+void expect_within_five_sigma(const std::string& metric, std::vector<std::string> options) {
   const int scale = 50;
   const bool live = metric.starts_with("inuse");
   const bool bytes = metric.ends_with("space");
-  Folded folded = record_command({"--metric", metric}, scale);
+  options.insert(options.end(), {"--metric", metric});
+  Folded folded = record_command(options, scale);
   double samples_expected = 0;
   for (const site_spec& s : kSites) {
     Truth t = site_truth(s, kThreads, scale);
@@ -90,6 +99,16 @@ TEST_P(DefaultRate, EverySiteWithinFiveSigma) {
                                  << estimate;
   }
   EXPECT_GT(samples_expected, 200) << "the workload is too small for a statistical check";
+}
+
+TEST_P(DefaultRate, EverySiteWithinFiveSigma) {
+  REQUIRE_BPF();
+  expect_within_five_sigma(GetParam(), {});
+}
+
+TEST_P(DefaultRate, EverySiteWithinFiveSigmaInProcess) {
+  REQUIRE_BPF();
+  expect_within_five_sigma(GetParam(), {"--preload"});
 }
 
 INSTANTIATE_TEST_SUITE_P(Metrics, DefaultRate, ::testing::Values("alloc_space", "inuse_space"));

@@ -1,9 +1,11 @@
 #include "record/event_sink.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "record/clocks.h"
+#include "stats/sampling.h"
 
 namespace allocscope {
 namespace {
@@ -164,6 +166,16 @@ void EventSink::on_alloc(std::span<const uint8_t> data) {
     forget_untracked(e.tgid, e.addr, e.flags);
     return;
   }
+  uint64_t offset = e.offset;
+  if (e.flags & AS_EVF_WEIGHTED) {  // a weight in place of the offset: the rate must be the session's
+    double rate = rate_from_weight(e.size, e.offset);
+    if (!(std::fabs(rate / double(profile_.rate()) - 1) < 0.01)) {
+      ++other_rate_;
+      forget_untracked(e.tgid, e.addr, e.flags);
+      return;
+    }
+    offset = expected_offset(e.size, profile_.rate());
+  }
   const KnownStack& s = it->second;
   size_t before = profile_.stacks().size();
   ProfileCounters counted = profile_.counters();
@@ -171,7 +183,7 @@ void EventSink::on_alloc(std::span<const uint8_t> data) {
                      .fn = s.fn,
                      .addr = e.addr,
                      .size = e.size,
-                     .offset = e.offset,
+                     .offset = offset,
                      .ts_ns = e.ts_ns,
                      .live_tracked = !(e.flags & (AS_EVF_LIVE_DROPPED | AS_EVF_UNTRACKED)),
                      .ips = s.ips});

@@ -64,6 +64,9 @@ class EventSink {
   // Samples that named a stack the sink never received (or had to drop).
   uint64_t stack_lost() const { return stack_lost_; }
   uint64_t stack_lost_bytes() const { return stack_lost_bytes_; }
+  // In-process samples (a provider that reports only weights) taken at
+  // another rate than the session's: not counted.
+  uint64_t other_rate() const { return other_rate_; }
   // Samples of stacks the sink's table had no room for (--max-stacks).
   uint64_t table_full() const { return table_full_; }
   uint64_t table_full_bytes() const { return table_full_bytes_; }
@@ -110,6 +113,7 @@ class EventSink {
   std::vector<Mapping> kernel_maps_;
   uint64_t stacks_seen_ = 0, stacks_truncated_ = 0, walks_finished_ = 0;
   uint64_t stack_lost_ = 0, stack_lost_bytes_ = 0, table_full_ = 0, table_full_bytes_ = 0;
+  uint64_t other_rate_ = 0;
   uint64_t yield_at_ms_ = UINT64_MAX;
   uint32_t events_since_clock_ = 0;
 };

@@ -118,6 +118,11 @@ void print_warnings(const RecordingState& s, const RecordConfig& config) {
                 "recorded (no malloc, mallocx, je_malloc, tc_malloc or mi_malloc symbol: stripped?): " +
                 names);
   }
+  if (uint64_t n = k[AS_CNT_USDT_RATE] + s.sink.other_rate())
+    print_error("warning: " + std::to_string(n) +
+                " in-process samples were taken at another rate than --rate and not counted: record with "
+                "the rate of the process (its ALLOCSCOPE_RATE), or set it to this one" +
+                (exact_mode(config) ? " (exact mode needs ALLOCSCOPE_RATE=1)" : ""));
   if (s.libraries_missed)
     print_error("warning: " + std::to_string(s.libraries_missed) +
                 " allocator file(s) could not be probed (-v tells why)");
@@ -148,6 +153,7 @@ NamedCounters recording_counters(const RecordingState& s) {
           {"dropped_process_events", k[AS_CNT_PROC_DROPS]},
           {"children_not_followed", k[AS_CNT_PROC_TABLE_FULL] + s.verdicts_refused},
           {"libraries_not_probed", s.libraries_missed},
+          {"dropped_other_rate", k[AS_CNT_USDT_RATE] + s.sink.other_rate()},
           {"stacks_unwound", s.sink.stacks_seen()},
           {"stacks_truncated", s.sink.stacks_truncated()},
           {"walks_finished_in_userspace", s.sink.walks_finished()},

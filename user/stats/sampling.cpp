@@ -1,5 +1,6 @@
 #include "stats/sampling.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace allocscope {
@@ -29,6 +30,21 @@ Weight unbias(uint64_t size, uint64_t rate) {
   if (p <= 0)  // never sampled in sampling mode; keep the math total
     return {0, 0};
   return {1.0 / p, double(size) / p};
+}
+
+double rate_from_weight(uint64_t size, uint64_t weight) {
+  if (size == 0 || weight < size) return 0;
+  if (weight == size) return 1;  // sampled for sure: every allocation
+  // weight = s / (1 - exp(-s / R))  =>  R = -s / log(1 - s / weight)
+  return -double(size) / std::log1p(-double(size) / double(weight));
+}
+
+uint64_t expected_offset(uint64_t size, uint64_t rate) {
+  if (rate <= 1 || size == 0) return 0;
+  double s = double(size), r = double(rate), x = s / r;
+  // E[C | C < s] for C ~ Exp(mean r): r - s e^-x / (1 - e^-x); s/2 as x -> 0.
+  double mean = x < 1e-6 ? s / 2 : r - s / std::expm1(x);
+  return uint64_t(std::clamp(mean, 0.0, s - 1));
 }
 
 Countdown::Countdown(uint64_t rate, const Log2Table& table, uint64_t seed)

@@ -29,6 +29,14 @@ struct Weight {
 };
 Weight unbias(uint64_t size, uint64_t rate);
 
+// The mean rate R at which a sample of `size` bytes has weight `weight` =
+// size / p(size, R), for samplers that report only a weight (otel_memory
+// providers); 0 when no rate fits (weight < size).
+double rate_from_weight(uint64_t size, uint64_t weight);
+// The expected offset of the sampled byte in a sampled allocation, when the
+// sampler does not say it: the mean of an exponential truncated at size.
+uint64_t expected_offset(uint64_t size, uint64_t rate);
+
 // Userspace twin of the per-thread countdown in the BPF program, for tests
 // and simulations: feeds allocation sizes, says which are sampled.
 class Countdown {
