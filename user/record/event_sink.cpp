@@ -1,7 +1,6 @@
 #include "record/event_sink.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 
 #include "record/clocks.h"
@@ -168,8 +167,7 @@ void EventSink::on_alloc(std::span<const uint8_t> data) {
   }
   uint64_t offset = e.offset;
   if (e.flags & AS_EVF_WEIGHTED) {  // a weight in place of the offset: the rate must be the session's
-    double rate = rate_from_weight(e.size, e.offset);
-    if (!(std::fabs(rate / double(profile_.rate()) - 1) < 0.01)) {
+    if (!weight_fits_rate(e.size, e.offset, profile_.rate())) {
       ++other_rate_;
       forget_untracked(e.tgid, e.addr, e.flags);
       return;

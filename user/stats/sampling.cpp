@@ -32,11 +32,11 @@ Weight unbias(uint64_t size, uint64_t rate) {
   return {1.0 / p, double(size) / p};
 }
 
-double rate_from_weight(uint64_t size, uint64_t weight) {
-  if (size == 0 || weight < size) return 0;
-  if (weight == size) return 1;  // sampled for sure: every allocation
-  // weight = s / (1 - exp(-s / R))  =>  R = -s / log(1 - s / weight)
-  return -double(size) / std::log1p(-double(size) / double(weight));
+bool weight_fits_rate(uint64_t size, uint64_t weight, uint64_t rate) {
+  double p = sample_probability(size, rate);
+  if (p <= 0) return false;
+  double expected = double(size) / p;
+  return std::fabs(double(weight) - expected) <= std::max(1.0, 1e-3 * expected);
 }
 
 uint64_t expected_offset(uint64_t size, uint64_t rate) {

@@ -29,10 +29,11 @@ struct Weight {
 };
 Weight unbias(uint64_t size, uint64_t rate);
 
-// The mean rate R at which a sample of `size` bytes has weight `weight` =
-// size / p(size, R), for samplers that report only a weight (otel_memory
-// providers); 0 when no rate fits (weight < size).
-double rate_from_weight(uint64_t size, uint64_t weight);
+// Whether a sampler that reports only a weight (otel_memory providers)
+// sampled at `rate`: its weight is size / p(size, rate), to rounding. (The
+// rate cannot be recovered from the weight of a block much larger than it,
+// whose weight is its size at every such rate.)
+bool weight_fits_rate(uint64_t size, uint64_t weight, uint64_t rate);
 // The expected offset of the sampled byte in a sampled allocation, when the
 // sampler does not say it: the mean of an exponential truncated at size.
 uint64_t expected_offset(uint64_t size, uint64_t rate);

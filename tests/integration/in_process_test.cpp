@@ -1,0 +1,73 @@
+// The in-process path: `record --preload` (liballocscope-preload.so) and
+// third-party programs that fire the otel_memory probes themselves.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "harness.h"
+#include "otel_provider_spec.h"
+
+namespace allocscope::test {
+namespace {
+
+// Threads, a signal handler that allocates, a fork whose child allocates and
+// exits with its own status, every C entry point: the same output and exit
+// status as without allocscope, sampled and in exact mode (a probe on every
+// call).
+TEST(InProcess, TracedProgramBehavesAsUntraced) {
+  REQUIRE_BPF();
+  RunResult plain = run({PRELOAD_STRESS_BIN});
+  ASSERT_EQ(plain.status, 3) << plain.err;
+  ASSERT_NE(plain.out.find("digest"), std::string::npos);
+  for (const char* rate : {"512KiB", "4KiB", "1"}) {
+    std::string out = temp_path("stress.folded");
+    RunResult traced = run(
+        {ALLOCSCOPE_BIN, "record", "-q", "--preload", "--rate", rate, "-o", out, "--", PRELOAD_STRESS_BIN});
+    EXPECT_EQ(traced.status, plain.status) << rate << ": " << traced.err;
+    EXPECT_EQ(traced.out, plain.out) << rate;
+    Folded f = read_folded(out);
+    double work = 0;
+    for (const auto& [frames, value] : f)
+      for (const std::string& frame : frames)
+        if (frame == "work") work += value;
+    EXPECT_GT(work, 0) << rate << ": nothing recorded under work()";
+    std::remove(out.c_str());
+  }
+}
+
+// otel_memory:alloc(ptr, size, weight) from a program of its own (no
+// preload library): attached by -p, recorded through the probes alone (not
+// also through the C library's uprobes, which would count it twice), each
+// site within 5 sigma of the truth.
+TEST(InProcess, ThirdPartyProviderIsRecorded) {
+  REQUIRE_BPF();
+  Child provider({OTEL_PROVIDER_BIN, "--wait"});
+  ASSERT_TRUE(provider.wait_for_line("ready", 10000));
+  std::string out = temp_path("otel.folded");
+  Child rec({ALLOCSCOPE_BIN, "record", "-v", "-p", std::to_string(provider.pid()), "-o", out});
+  ASSERT_TRUE(rec.wait_for_line("recording process", 60000, true)) << rec.err();
+  EXPECT_NE(rec.err().find("in-process sampling probes in"), std::string::npos) << rec.err();
+  provider.signal(SIGUSR1);
+  ASSERT_TRUE(provider.wait_for_line("done", 30000));
+  rec.signal(SIGINT);
+  ASSERT_EQ(rec.wait(), 0) << rec.err();
+  provider.signal(SIGUSR1);
+  EXPECT_EQ(provider.wait(), 0);
+
+  Folded f = read_folded(out);
+  for (int i = 0; i < 3; ++i) {
+    std::string site = "otel_site_" + std::to_string(i);
+    double truth = double(OTEL_BLOCKS) * double(otel_sizes[i]);
+    double estimate = site_value(f, site, "malloc");
+    double sigma = ht_sigma(OTEL_BLOCKS, double(otel_sizes[i]), OTEL_RATE, true);
+    double z = (estimate - truth) / sigma;
+    std::printf("  %s: estimate %.0f, truth %.0f, z %+.2f\n", site.c_str(), estimate, truth, z);
+    EXPECT_LT(std::fabs(z), 5.0) << site << "\n" << rec.err();
+  }
+  std::remove(out.c_str());
+}
+
+}  // namespace
+}  // namespace allocscope::test
