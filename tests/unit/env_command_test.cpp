@@ -27,5 +27,15 @@ TEST(ThroughEnv, OtherCommandsAndWhatEnvDoesNotRunAreLeftAlone) {
   EXPECT_EQ(through_env({}).program, "");
 }
 
+TEST(WithFirstPreload, PutsTheLibraryFirstInEnvsPreload) {
+  EXPECT_EQ(with_first_preload({"env", "A=1", "LD_PRELOAD=libjemalloc.so.2", "./server"}, "/l.so"),
+            (std::vector<std::string>{"env", "A=1", "LD_PRELOAD=/l.so:libjemalloc.so.2", "./server"}));
+  EXPECT_EQ(with_first_preload({"env", "LD_PRELOAD=", "./server"}, "/l.so"),
+            (std::vector<std::string>{"env", "LD_PRELOAD=/l.so", "./server"}));
+  EXPECT_EQ(with_first_preload({"./server", "LD_PRELOAD=x"}, "/l.so"),
+            (std::vector<std::string>{"./server", "LD_PRELOAD=x"}))
+      << "an argument of the program, not env's";
+}
+
 }  // namespace
 }  // namespace allocscope

@@ -43,9 +43,22 @@ EnvCommand through_env(const std::vector<std::string>& command) {
       e.program = a;
       return e;
     }
-    if (a.compare(0, eq, "LD_PRELOAD") == 0) e.preloads = split_preload(a.substr(eq + 1));
+    if (a.compare(0, eq, "LD_PRELOAD") == 0) {
+      e.preloads = split_preload(a.substr(eq + 1));
+      e.preload_arg = i;
+    }
   }
   return {command[0], {}};  // env with no program prints the environment
+}
+
+std::vector<std::string> with_first_preload(const std::vector<std::string>& command,
+                                            const std::string& library) {
+  EnvCommand e = through_env(command);
+  if (!e.preload_arg) return command;
+  std::vector<std::string> out = command;
+  std::string rest = command[e.preload_arg].substr(sizeof "LD_PRELOAD=" - 1);
+  out[e.preload_arg] = "LD_PRELOAD=" + library + (rest.empty() ? "" : ":" + rest);
+  return out;
 }
 
 }  // namespace allocscope

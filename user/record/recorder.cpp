@@ -129,7 +129,9 @@ Result<std::vector<Target>> Recorder::make_targets() {
       for (char** e = environ; *e; ++e) current.emplace_back(*e);
       environment = preload_environment(current, preload_library_, config_.rate);
     }
-    auto t = Target::launch(config_.command, environment);
+    auto t = Target::launch(
+        config_.preload ? with_first_preload(config_.command, preload_library_) : config_.command,
+        environment);
     if (!t) return fail(t.error());
     targets.push_back(std::move(*t));
   }
