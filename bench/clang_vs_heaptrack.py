@@ -28,6 +28,8 @@ CONFIGS = {
     "default": [],
     "64KiB": ["--rate", "64KiB"],
     "exact": ["--rate", "1"],
+    "preload": ["--preload"],
+    "preload-exact": ["--preload", "--rate", "1"],
 }
 
 

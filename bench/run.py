@@ -96,6 +96,8 @@ def measure(config, bench_argv):
 def configurations(build, smoke):
     allocscope = os.path.join(build, "allocscope")
     a = lambda *opts: allocscope_tracer(allocscope, list(opts))
+    launch = lambda *opts: (allocscope, "record", "-q", "-o", "/dev/null") + opts + ("--",)
+    preload = os.path.join(build, "liballocscope-preload.so")
     configs = [
         {"name": "untraced"},
         {"name": "floor: null probes, placed", "attach": a("--null-probes")},
@@ -105,6 +107,10 @@ def configurations(build, smoke):
         {"name": "allocscope (live tracking)", "attach": a()},
         {"name": "allocscope --probe-mode classic", "attach": a("--probe-mode", "classic")},
         {"name": "allocscope --rate 1", "attach": a("--rate", "1")},
+        # In process (record --preload): the countdown runs in the program.
+        {"name": "preload library, no tracer", "prefix": ("env", "LD_PRELOAD=" + preload)},
+        {"name": "allocscope --preload", "prefix": launch("--preload")},
+        {"name": "allocscope --preload --rate 1", "prefix": launch("--preload", "--rate", "1")},
     ]
     if not smoke:
         if shutil.which("memleak-bpfcc"):
@@ -157,27 +163,29 @@ def allocator_table(build, reps, pairs, smoke):
     """Each allocator preloaded into malloc_bench: untraced, its probe floor, allocscope."""
     bench = os.path.join(build, "bench", "malloc_bench")
     a = lambda *opts: allocscope_tracer(os.path.join(build, "allocscope"), list(opts))
-    kinds = [("untraced", None), ("floor", a("--null-probes")), ("allocscope", a())]
+    kinds = [("untraced", None), ("floor", a("--null-probes")), ("allocscope", a()), ("--preload", None)]
+    launch = (os.path.join(build, "allocscope"), "record", "-q", "--preload", "-o", "/dev/null", "--")
     allocators = [(n, f) for n, f in ALLOCATORS if not f or os.path.exists("/usr/lib/x86_64-linux-gnu/" + f)]
     results = {}
     for rnd in range(reps):
         for name, lib in allocators:
             prefix = ("env", "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/" + lib) if lib else ()
             for kind, attach in kinds:
-                config = {"name": kind, "attach": attach, "prefix": prefix}
+                config = {"name": kind, "attach": attach,
+                          "prefix": launch + prefix if kind == "--preload" else prefix}
                 value, _ = measure(config, [bench, "--threads", "1", "--pairs", str(pairs)])
                 results.setdefault((name, kind), []).append(value)
                 print(f"  round {rnd + 1}/{reps} {name} {kind}: {value:.1f} ns", file=sys.stderr)
     print(f"\nmalloc_bench on each allocator (LD_PRELOAD), 1 thread, {pairs} pairs, {reps} runs each; "
           "ns per malloc+free pair, medians")
-    print("\n| allocator | untraced | floor: null probes | allocscope | floor overhead | allocscope overhead "
-          "| x floor overhead |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("\n| allocator | untraced | floor: null probes | allocscope | --preload | floor overhead "
+          "| allocscope overhead | x floor overhead | --preload x untraced |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, _ in allocators:
-        base, floor, traced = (statistics.median(results[(name, k)]) for k, _ in kinds)
+        base, floor, traced, inproc = (statistics.median(results[(name, k)]) for k, _ in kinds)
         ratio = (traced - base) / (floor - base) if floor > base else float("nan")
-        print(f"| {name} | {base:.0f} | {floor:.0f} | {traced:.0f} | {floor - base:.0f} | {traced - base:.0f} "
-              f"| {ratio:.2f} |")
+        print(f"| {name} | {base:.0f} | {floor:.0f} | {traced:.0f} | {inproc:.0f} | {floor - base:.0f} "
+              f"| {traced - base:.0f} | {ratio:.2f} | {inproc / base:.2f} |")
 
 
 def userspace_cost(build, smoke):

@@ -149,6 +149,15 @@ Result<bool> LibraryDiscovery::attach_in_process(pid_t pid, FileKey key, const s
                                                  const std::string& shown) {
   auto has = has_in_process_probes(path);
   if (!has || !*has) return false;  // not ELF: find_allocator_probes says so
+  if (system_wide_ && !in_process_only_) {
+    // System-wide allocator probes would count its processes a second time.
+    // Said once per file (such files are then looked at as allocators).
+    if (in_process_seen_.size() < kMaxRemembered && in_process_seen_.insert(key).second)
+      print_error("note: " + shown +
+                  " samples in process (otel_memory probes); a system-wide recording traces it through "
+                  "allocator probes instead: record its process alone (-p PID) for the in-process path");
+    return false;
+  }
   if (auto ok = session_.attach_in_process(system_wide_ ? 0 : pid, path); !ok) return fail(ok.error());
   in_process_files_.insert(key);
   if (verbose_) std::fprintf(stderr, "allocscope: in-process sampling probes in %s\n", shown.c_str());

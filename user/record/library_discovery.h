@@ -95,6 +95,7 @@ class LibraryDiscovery : public LibraryWatch {
   std::map<FileKey, std::map<uint16_t, uint64_t>> allocator_offsets_;  // entry code -> file offset, per file
   std::set<FileKey> not_allocators_;    // files whose symbols define no allocator
   std::set<FileKey> in_process_files_;  // files whose in-process probes are attached
+  std::set<FileKey> in_process_seen_;   // in-process samplers met by a system-wide recording
   FileKey own_executable_{};
   std::vector<PendingLibrary> pending_;
   uint64_t libraries_missed_ = 0;
