@@ -142,7 +142,7 @@ static __always_inline bool alloc_enter(__u32 fn, __u64 size, __u64 memptr) {
     st->pending_offset = st->countdown;
     st->countdown = draw_countdown();
   }
-  if (!process_traced(bpf_get_current_pid_tgid() >> 32)) {
+  if (!process_traced(bpf_get_current_pid_tgid() >> 32, false)) {
     count(AS_CNT_FILTERED);
     if (always_return) st->depth = 1;
     return always_return;

@@ -81,6 +81,11 @@ enum as_process_verdict {
   AS_PROC_IGNORED = 2,        /* not traced (allocscope itself, or judged by a filter); forgotten at exec */
   AS_PROC_MEMBER_IGNORED = 3, /* a member whose program a filter rejected: a member again at exec */
 };
+/* OR'ed into a verdict (or alone, for a process without one): the process
+ * samples in process (it maps a file whose otel_memory probes are attached),
+ * so the system-wide allocator probes leave it to those. Cleared at exec. */
+#define AS_PROC_IN_PROCESS 0x80
+#define AS_PROC_VERDICT_MASK 0x7f
 
 enum as_event_flags {
   AS_EVF_LIVE_DROPPED = 1, /* live map was full: this sample's free will not be seen */

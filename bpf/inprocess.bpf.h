@@ -21,7 +21,7 @@ int usdt_alloc(struct pt_regs *ctx) {
   __u16 flags = 0;
   __u32 own_frames = AS_USDT_OWN_FRAMES;
   if (!addr) return 0;
-  if (!process_traced(bpf_get_current_pid_tgid() >> 32)) {
+  if (!process_traced(bpf_get_current_pid_tgid() >> 32, true)) {
     count(AS_CNT_FILTERED);
     return 0;
   }

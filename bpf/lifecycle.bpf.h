@@ -6,7 +6,8 @@
 #pragma once
 
 static __always_inline bool wanted(__u8 *verdict) {
-  return verdict ? *verdict != AS_PROC_IGNORED : trace_unknown;
+  __u8 b = base_verdict(verdict);
+  return b ? b != AS_PROC_IGNORED : trace_unknown;
 }
 
 struct file_id {
@@ -50,7 +51,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child) {
     return 0;
   __u32 ptgid = parent->tgid, ctgid = child->tgid;
   __u8 *v = bpf_map_lookup_elem(&processes, &ptgid);
-  if (v && (*v != AS_PROC_MEMBER || follow_children)) {
+  if (v && (base_verdict(v) != AS_PROC_MEMBER || follow_children)) {
     __u8 copy = *v; /* a child of an ignored process has its name until exec */
     if (bpf_map_update_elem(&processes, &ctgid, &copy, BPF_ANY) != 0) count(AS_CNT_PROC_TABLE_FULL);
   }
@@ -62,21 +63,23 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm) {
   __u32 tgid = p->tgid;
   __u8 *v = bpf_map_lookup_elem(&processes, &tgid);
-  /* A new name: judged again. */
-  if (v && *v == AS_PROC_IGNORED) {
+  /* A new name: judged again; a new program: in process only if it is a
+   * sampler itself (below) or maps one (on_syscall_exit). */
+  __u8 b = base_verdict(v);
+  if (v && (b == AS_PROC_IGNORED || b == 0)) {
     bpf_map_delete_elem(&processes, &tgid);
     v = 0;
-  } else if (v && *v == AS_PROC_MEMBER_IGNORED) {
-    *v = AS_PROC_MEMBER;
+  } else if (v) {
+    *v = b == AS_PROC_MEMBER_IGNORED ? AS_PROC_MEMBER : b;
   }
   /* A new program: a fresh countdown, no allocator call in progress. */
   bpf_task_storage_delete(&threads, p);
   bpf_task_storage_delete(&walks, p); /* its mappings and rows were the old program's */
-  if (wanted(v)) {
-    struct file_id id = {};
-    identify(bprm->file, &id);
-    emit_proc(AS_EV_EXEC, tgid, 0, p->comm, &id, 0);
-  }
+  struct file_id id = {};
+  identify(bprm->file, &id);
+  struct as_file_key key = {.ino = id.ino, .dev = id.dev};
+  mark_in_process(tgid, &key);
+  if (wanted(v)) emit_proc(AS_EV_EXEC, tgid, 0, p->comm, &id, 0);
   return 0;
 }
 
@@ -88,7 +91,8 @@ int BPF_PROG(on_exit, struct task_struct *p) {
   __u32 tgid = p->tgid;
   __u8 *v = bpf_map_lookup_elem(&processes, &tgid);
   /* With --all, an ignored process's exit too: its id may come back. */
-  bool want = v ? (*v != AS_PROC_IGNORED || trace_unknown) : trace_unknown;
+  __u8 b = base_verdict(v);
+  bool want = b ? (b != AS_PROC_IGNORED || trace_unknown) : trace_unknown;
   /* The process id may be reused: nothing of this process may carry over. */
   bpf_map_delete_elem(&processes, &tgid);
   bpf_map_delete_elem(&seen_processes, &tgid);
@@ -118,6 +122,7 @@ int BPF_PROG(on_syscall_exit, struct pt_regs *regs, long ret) {
   struct task_struct *t = bpf_get_current_task_btf();
   if (bpf_find_vma(t, ret, identify_vma, &id, 0) != 0 || !id.ino) return 0;
   struct as_file_key key = {.ino = id.ino, .dev = id.dev};
+  mark_in_process(tgid, &key);
   __u8 one = 1;
   if (bpf_map_update_elem(&known_files, &key, &one, BPF_NOEXIST) != 0) return 0;
   emit_proc(AS_EV_MMAP, tgid, 0, t->comm, &id, ret);

@@ -82,6 +82,15 @@ struct {
   __type(value, __u8);
 } processes SEC(".maps");
 
+/* Files whose in-process probes are attached system-wide: a process that
+ * maps or runs one is marked AS_PROC_IN_PROCESS. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 256);
+  __type(key, struct as_file_key);
+  __type(value, __u8);
+} in_process_files SEC(".maps");
+
 /* Files (device, inode) already reported by an mmap event. */
 struct {
   __uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -223,14 +232,28 @@ static __always_inline struct thread_state *thread_state(bool create) {
                               create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 }
 
-/* Whether samples of the current process are wanted. Per-process probes
- * only reach traced processes; system-wide ones reach every process mapping
- * the library, and this is asked only when a countdown fires. */
-static __always_inline bool process_traced(__u32 tgid) {
+/* A process's verdict without the in-process bit; 0 for none. */
+static __always_inline __u8 base_verdict(const __u8 *v) { return v ? *v & AS_PROC_VERDICT_MASK : 0; }
+
+/* Whether samples of the current process are wanted, from allocator probes
+ * or (in_process) from its own sampler's probes. Per-process probes only
+ * reach traced processes; system-wide ones reach every process mapping the
+ * file, and this is asked only when a sample is taken. */
+static __always_inline bool process_traced(__u32 tgid, bool in_process) {
   if (!filter_processes) return true;
   __u8 *v = bpf_map_lookup_elem(&processes, &tgid);
-  if (v ? *v != AS_PROC_MEMBER : !trace_unknown) return false;
+  if (v && (*v & AS_PROC_IN_PROCESS) && !in_process) return false; /* its own sampler counts it */
+  __u8 b = base_verdict(v);
+  if (b ? b != AS_PROC_MEMBER : !trace_unknown) return false;
   return !cgroup_level || bpf_get_current_ancestor_cgroup_id(cgroup_level) == cgroup_id;
+}
+
+/* Marks a process that runs or maps an in-process sampler file. */
+static __always_inline void mark_in_process(__u32 tgid, const struct as_file_key *key) {
+  if (!filter_processes || !bpf_map_lookup_elem(&in_process_files, key)) return;
+  __u8 *v = bpf_map_lookup_elem(&processes, &tgid);
+  __u8 marked = (v ? *v : 0) | AS_PROC_IN_PROCESS;
+  if (bpf_map_update_elem(&processes, &tgid, &marked, BPF_ANY) != 0) count(AS_CNT_PROC_TABLE_FULL);
 }
 
 static __always_inline void count_process_drop(__u32 tgid) {

@@ -37,6 +37,21 @@ TEST(InProcess, TracedProgramBehavesAsUntraced) {
   }
 }
 
+// Each of otel_provider's sites within 5 sigma of its truth.
+void expect_provider_sites(const std::string& out, const std::string& log) {
+  Folded f = read_folded(out);
+  for (int i = 0; i < 3; ++i) {
+    std::string site = "otel_site_" + std::to_string(i);
+    double truth = double(OTEL_BLOCKS) * double(otel_sizes[i]);
+    double estimate = site_value(f, site, "malloc");
+    double sigma = ht_sigma(OTEL_BLOCKS, double(otel_sizes[i]), OTEL_RATE, true);
+    double z = (estimate - truth) / sigma;
+    std::printf("  %s: estimate %.0f, truth %.0f, z %+.2f\n", site.c_str(), estimate, truth, z);
+    EXPECT_LT(std::fabs(z), 5.0) << site << "\n" << log;
+  }
+  std::remove(out.c_str());
+}
+
 // otel_memory:alloc(ptr, size, weight) from a program of its own (no
 // preload library): attached by -p, recorded through the probes alone (not
 // also through the C library's uprobes, which would count it twice), each
@@ -56,17 +71,30 @@ TEST(InProcess, ThirdPartyProviderIsRecorded) {
   provider.signal(SIGUSR1);
   EXPECT_EQ(provider.wait(), 0);
 
-  Folded f = read_folded(out);
-  for (int i = 0; i < 3; ++i) {
-    std::string site = "otel_site_" + std::to_string(i);
-    double truth = double(OTEL_BLOCKS) * double(otel_sizes[i]);
-    double estimate = site_value(f, site, "malloc");
-    double sigma = ht_sigma(OTEL_BLOCKS, double(otel_sizes[i]), OTEL_RATE, true);
-    double z = (estimate - truth) / sigma;
-    std::printf("  %s: estimate %.0f, truth %.0f, z %+.2f\n", site.c_str(), estimate, truth, z);
-    EXPECT_LT(std::fabs(z), 5.0) << site << "\n" << rec.err();
-  }
-  std::remove(out.c_str());
+  expect_provider_sites(out, rec.err());
+}
+
+// System-wide (a launched command is followed with system-wide probes;
+// --all -p): the C library's probes, which every process meets, leave the
+// provider's process to its own probes, so nothing is counted twice.
+TEST(InProcess, ThirdPartyProviderIsCountedOnceBySystemWideProbes) {
+  REQUIRE_BPF();
+  std::string out = temp_path("otel-launched.folded");
+  RunResult r = run({ALLOCSCOPE_BIN, "record", "-q", "-o", out, "--", OTEL_PROVIDER_BIN});
+  ASSERT_EQ(r.status, 0) << r.err;
+  expect_provider_sites(out, r.err);
+
+  Child provider({OTEL_PROVIDER_BIN, "--wait"});
+  ASSERT_TRUE(provider.wait_for_line("ready", 10000));
+  Child rec({ALLOCSCOPE_BIN, "record", "--all", "-p", std::to_string(provider.pid()), "-o", out});
+  ASSERT_TRUE(rec.wait_for_line("recording", 60000, true)) << rec.err();
+  provider.signal(SIGUSR1);
+  ASSERT_TRUE(provider.wait_for_line("done", 30000));
+  rec.signal(SIGINT);
+  ASSERT_EQ(rec.wait(), 0) << rec.err();
+  provider.signal(SIGUSR1);
+  EXPECT_EQ(provider.wait(), 0);
+  expect_provider_sites(out, rec.err());
 }
 
 }  // namespace

@@ -16,12 +16,33 @@ namespace allocscope {
 
 Result<void> BpfSession::set_verdict(uint32_t tgid, uint8_t verdict) {
   int fd = bpf_map__fd(skel_->maps.processes);
+  uint8_t old = 0;
+  if (bpf_map_lookup_elem(fd, &tgid, &old) == 0)
+    verdict |= old & AS_PROC_IN_PROCESS;  // the kernel's to clear
   if (verdict == 0) {
     bpf_map_delete_elem(fd, &tgid);
     return {};
   }
   if (bpf_map_update_elem(fd, &tgid, &verdict, BPF_ANY) != 0)
     return fail_errno("set process verdict (raise --max-processes)", errno);
+  return {};
+}
+
+Result<void> BpfSession::add_in_process_file(uint32_t kernel_dev, uint64_t ino) {
+  as_file_key key{.ino = ino, .dev = kernel_dev, .pad = 0};
+  uint8_t one = 1;
+  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.in_process_files), &key, &one, BPF_ANY) != 0)
+    return fail_errno("remember an in-process sampler file", errno);
+  return {};
+}
+
+Result<void> BpfSession::mark_in_process(uint32_t tgid) {
+  int fd = bpf_map__fd(skel_->maps.processes);
+  uint8_t verdict = 0;
+  bpf_map_lookup_elem(fd, &tgid, &verdict);
+  verdict |= AS_PROC_IN_PROCESS;
+  if (bpf_map_update_elem(fd, &tgid, &verdict, BPF_ANY) != 0)
+    return fail_errno("mark process " + std::to_string(tgid) + " (raise --max-processes)", errno);
   return {};
 }
 

@@ -68,6 +68,11 @@ class BpfSession {
   // Process verdicts (enum as_process_verdict) for system-wide probes and
   // lifecycle events; 0 removes the verdict.
   Result<void> set_verdict(uint32_t tgid, uint8_t verdict);
+  // System-wide: processes that map or run this file (kernel device
+  // encoding) sample in process, and allocator probes leave them alone;
+  // mark_in_process says so of one that already does.
+  Result<void> add_in_process_file(uint32_t kernel_dev, uint64_t ino);
+  Result<void> mark_in_process(uint32_t tgid);
   // Forgets live samples the kernel still tracks (their process is gone).
   void forget_live(uint32_t tgid, std::span<const uint64_t> addrs);
   void forget_live(std::span<const as_live_key> keys);

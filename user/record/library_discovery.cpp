@@ -70,6 +70,10 @@ LibraryDiscovery::FileKey LibraryDiscovery::file_key(uint32_t kernel_dev, uint64
   return {(uint64_t(kernel_dev >> 20) << 32) | (kernel_dev & 0xfffff), ino};
 }
 
+uint32_t LibraryDiscovery::kernel_dev(const FileKey& key) {
+  return uint32_t((key.first >> 32) << 20 | (key.first & 0xfffff));
+}
+
 // Probes the allocator in mapping `m` of process `pid`: in that process
 // alone, or (system-wide) in every process, once per file.
 Result<bool> LibraryDiscovery::attach_file(pid_t pid, const Mapping& m) {
@@ -79,7 +83,7 @@ Result<bool> LibraryDiscovery::attach_file(pid_t pid, const Mapping& m) {
 Result<bool> LibraryDiscovery::attach_file(pid_t pid, FileKey key, const std::string& path,
                                            const std::string& shown) {
   if (not_allocators_.contains(key) || key == own_executable_) return false;
-  if (system_wide_ && (allocator_offsets_.contains(key) || in_process_files_.contains(key))) return true;
+  if (system_wide_ && allocator_offsets_.contains(key)) return true;
   if (auto in_process = attach_in_process(pid, key, path, shown); !in_process || *in_process)
     return in_process;
   if (in_process_only_) {
@@ -147,16 +151,19 @@ Result<void> LibraryDiscovery::attach_process(pid_t pid) {
 
 Result<bool> LibraryDiscovery::attach_in_process(pid_t pid, FileKey key, const std::string& path,
                                                  const std::string& shown) {
+  if (system_wide_ && in_process_files_.contains(key)) {  // attached once, for every process
+    if (pid > 0)
+      if (auto ok = session_.mark_in_process(uint32_t(pid)); !ok) return fail(ok.error());
+    return true;
+  }
   auto has = has_in_process_probes(path);
   if (!has || !*has) return false;  // not ELF: find_allocator_probes says so
-  if (system_wide_ && !in_process_only_) {
-    // System-wide allocator probes would count its processes a second time.
-    // Said once per file (such files are then looked at as allocators).
-    if (in_process_seen_.size() < kMaxRemembered && in_process_seen_.insert(key).second)
-      print_error("note: " + shown +
-                  " samples in process (otel_memory probes); a system-wide recording traces it through "
-                  "allocator probes instead: record its process alone (-p PID) for the in-process path");
-    return false;
+  if (system_wide_) {
+    // Its processes are left to it by the allocator probes: those that
+    // map it from now on by the kernel, this one here.
+    if (auto ok = session_.add_in_process_file(kernel_dev(key), key.second); !ok) return fail(ok.error());
+    if (pid > 0)
+      if (auto ok = session_.mark_in_process(uint32_t(pid)); !ok) return fail(ok.error());
   }
   if (auto ok = session_.attach_in_process(system_wide_ ? 0 : pid, path); !ok) return fail(ok.error());
   in_process_files_.insert(key);
@@ -179,6 +186,10 @@ Result<void> LibraryDiscovery::attach_every_process() {
     auto maps = read_maps(pid);  // kernel threads and the just exited have none
     if (!maps) continue;
     for (const Mapping* m : code_files(*maps)) {
+      if (in_process_files_.contains(file_key(*m))) {
+        if (!session_.mark_in_process(uint32_t(pid))) ++libraries_missed_;
+        continue;
+      }
       if (allocator_offsets_.contains(file_key(*m)) || not_allocators_.contains(file_key(*m))) continue;
       if (auto ok = attach_file(pid, *m); !ok) {
         ++libraries_missed_;

@@ -75,6 +75,7 @@ class LibraryDiscovery : public LibraryWatch {
   static FileKey file_key(const Mapping& m);
   static FileKey file_key(const struct stat& st);
   static FileKey file_key(uint32_t kernel_dev, uint64_t ino);
+  static uint32_t kernel_dev(const FileKey& key);
   // Probes the file of mapping `m` if it is an allocator: true when it is
   // (or was already) probed, false when it is no allocator.
   Result<bool> attach_file(pid_t pid, const Mapping& m);
@@ -95,7 +96,6 @@ class LibraryDiscovery : public LibraryWatch {
   std::map<FileKey, std::map<uint16_t, uint64_t>> allocator_offsets_;  // entry code -> file offset, per file
   std::set<FileKey> not_allocators_;    // files whose symbols define no allocator
   std::set<FileKey> in_process_files_;  // files whose in-process probes are attached
-  std::set<FileKey> in_process_seen_;   // in-process samplers met by a system-wide recording
   FileKey own_executable_{};
   std::vector<PendingLibrary> pending_;
   uint64_t libraries_missed_ = 0;
