@@ -1,0 +1,126 @@
+// How a recording ends: every stop signal writes complete outputs, and a
+// recorder killed outright (SIGKILL, no cleanup at all) leaves no probe in
+// its target, which runs on and exits as it would have.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "harness.h"
+#include "host/process.h"
+#include "output/pprof.h"
+
+namespace allocscope::test {
+namespace {
+
+std::string slurp(const std::string& path) { return read_text_file(path).value_or(""); }
+
+// The ids of the BPF programs loaded on the machine whose name is one of
+// allocscope's allocator probes (bpftool prints "ID: TYPE  name NAME ...").
+std::set<int> allocscope_programs() {
+  RunResult r = run({"bpftool", "prog", "show"});
+  std::set<int> ids;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);)
+    for (const char* name : {" name alloc_session ", " name malloc_session ", " name free_multi ",
+                             " name usdt_alloc ", " name usdt_free ", " name malloc_enter "})
+      if (line.find(name) != std::string::npos) ids.insert(std::atoi(line.c_str()));
+  return ids;
+}
+
+// Whether the programs loaded since `before` (another allocscope may run
+// beside the test) are gone within the limit.
+bool gone_within(const std::set<int>& before, std::chrono::seconds limit) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    std::set<int> now = allocscope_programs();
+    if (std::all_of(now.begin(), now.end(), [&](int id) { return before.contains(id); })) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+// Waits until programs not in `before` are loaded.
+void wait_for_new_programs(const std::set<int>& before) {
+  for (int i = 0; i < 400; ++i) {
+    std::set<int> now = allocscope_programs();
+    if (std::any_of(now.begin(), now.end(), [&](int id) { return !before.contains(id); })) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+class StopSignal : public ::testing::TestWithParam<int> {};
+
+// SIGINT, SIGTERM, SIGHUP: allocscope detaches, and the pprof, folded and
+// SVG outputs are whole and hold the workload's samples.
+TEST_P(StopSignal, WritesCompleteOutputs) {
+  REQUIRE_BPF();
+  Child target({WORKLOAD_BIN, "--threads", "2", "--scale-pct", "20", "--wait"});
+  ASSERT_TRUE(target.wait_for_line("ready", 10000));
+  std::string dir = temp_path("signal-outputs");
+  std::filesystem::create_directories(dir);
+  std::set<int> before = allocscope_programs();
+  Child rec({ALLOCSCOPE_BIN, "record", "-q", "-p", std::to_string(target.pid()), "-o", dir + "/heap.pb.gz",
+             "-o", dir + "/heap.folded", "-o", dir + "/heap.svg"});
+  // -q prints nothing: wait for the probes by their programs.
+  wait_for_new_programs(before);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // programs load before links attach
+  target.signal(SIGUSR1);
+  EXPECT_EQ(target.wait(), 0);
+  rec.signal(GetParam());
+  ASSERT_EQ(rec.wait(), 0) << strsignal(GetParam()) << ": " << rec.err();
+  auto pprof = decode_pprof(slurp(dir + "/heap.pb.gz"));
+  ASSERT_TRUE(pprof) << pprof.error().message;
+  EXPECT_FALSE(pprof->samples.empty());
+  Folded folded = read_folded(dir + "/heap.folded");
+  EXPECT_GT(site_value(folded, "site_malloc_small", "malloc"), 0);
+  std::string svg = slurp(dir + "/heap.svg");
+  EXPECT_NE(svg.rfind("</svg>"), std::string::npos) << "flame graph cut short";
+  EXPECT_TRUE(gone_within(before, std::chrono::seconds(5))) << "probes left behind";
+  std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, StopSignal, ::testing::Values(SIGINT, SIGTERM, SIGHUP),
+                         [](const auto& info) { return std::string(sigabbrev_np(info.param)); });
+
+// SIGKILL: no handler runs, yet the kernel drops every probe with the
+// recorder's last descriptor; the target, traced by uprobes (-p) or by its
+// in-process probes (--preload, launched), then finishes as untraced.
+TEST(Signals, KilledRecorderLeavesNoProbe) {
+  REQUIRE_BPF();
+  Child target({WORKLOAD_BIN, "--threads", "2", "--scale-pct", "20", "--wait"});
+  ASSERT_TRUE(target.wait_for_line("ready", 10000));
+  std::set<int> before = allocscope_programs();
+  Child rec({ALLOCSCOPE_BIN, "record", "-p", std::to_string(target.pid()), "-o", temp_path("killed.folded")});
+  ASSERT_TRUE(rec.wait_for_line("recording", 60000, true)) << rec.err();
+  rec.signal(SIGKILL);
+  rec.wait();
+  EXPECT_TRUE(gone_within(before, std::chrono::seconds(5))) << "uprobes left behind";
+  target.signal(SIGUSR1);
+  EXPECT_EQ(target.wait(), 0) << "the target was harmed";
+
+  Child launched({ALLOCSCOPE_BIN, "record", "--preload", "-o", temp_path("killed-preload.folded"), "--",
+                  WORKLOAD_BIN, "--threads", "2", "--scale-pct", "20", "--wait"});
+  ASSERT_TRUE(launched.wait_for_line("ready", 60000)) << launched.err();
+  std::string children = slurp("/proc/" + std::to_string(launched.pid()) + "/task/" +
+                               std::to_string(launched.pid()) + "/children");
+  pid_t workload = std::atoi(children.c_str());
+  ASSERT_GT(workload, 0) << "no launched child";
+  launched.signal(SIGKILL);
+  launched.wait();
+  EXPECT_TRUE(gone_within(before, std::chrono::seconds(5))) << "USDT probes left behind";
+  kill(workload, SIGUSR1);
+  // Reparented, so not ours to reap; it still writes to our pipe, and its
+  // last line says it ran to its end.
+  EXPECT_TRUE(launched.wait_for_line("live blocks", 30000)) << "the launched workload did not finish";
+}
+
+}  // namespace
+}  // namespace allocscope::test
