@@ -38,8 +38,8 @@ int usdt_alloc(struct pt_regs *ctx) {
     offset = usdt_arg(ctx, 4);
     own_frames = AS_USDT_OWN_FRAMES_FULL;
   } else {
-    /* Only a weight: userspace recovers the rate from it. Exact mode
-     * cannot use such samples. */
+    /* Only a weight: userspace checks it against the session's rate.
+     * Exact mode cannot use such samples. */
     if (sample_rate <= 1) {
       count(AS_CNT_USDT_RATE);
       return 0;

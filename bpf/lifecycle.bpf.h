@@ -75,11 +75,13 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
   /* A new program: a fresh countdown, no allocator call in progress. */
   bpf_task_storage_delete(&threads, p);
   bpf_task_storage_delete(&walks, p); /* its mappings and rows were the old program's */
+  bool want = wanted(v);
+  if (!want && !filter_processes) return 0;
   struct file_id id = {};
   identify(bprm->file, &id);
   struct as_file_key key = {.ino = id.ino, .dev = id.dev};
   mark_in_process(tgid, &key);
-  if (wanted(v)) emit_proc(AS_EV_EXEC, tgid, 0, p->comm, &id, 0);
+  if (want) emit_proc(AS_EV_EXEC, tgid, 0, p->comm, &id, 0);
   return 0;
 }
 

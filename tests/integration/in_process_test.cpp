@@ -56,22 +56,30 @@ void expect_provider_sites(const std::string& out, const std::string& log) {
 // preload library): attached by -p, recorded through the probes alone (not
 // also through the C library's uprobes, which would count it twice), each
 // site within 5 sigma of the truth.
-TEST(InProcess, ThirdPartyProviderIsRecorded) {
-  REQUIRE_BPF();
+// Records otel_provider started before allocscope (options name it by -p)
+// while it allocates; returns allocscope's stderr, the profile in `out`.
+std::string record_waiting_provider(std::vector<std::string> options, const std::string& out) {
   Child provider({OTEL_PROVIDER_BIN, "--wait"});
-  ASSERT_TRUE(provider.wait_for_line("ready", 10000));
-  std::string out = temp_path("otel.folded");
-  Child rec({ALLOCSCOPE_BIN, "record", "-v", "-p", std::to_string(provider.pid()), "-o", out});
-  ASSERT_TRUE(rec.wait_for_line("recording process", 60000, true)) << rec.err();
-  EXPECT_NE(rec.err().find("in-process sampling probes in"), std::string::npos) << rec.err();
+  EXPECT_TRUE(provider.wait_for_line("ready", 10000));
+  std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "-o", out, "-p", std::to_string(provider.pid())};
+  argv.insert(argv.end(), options.begin(), options.end());
+  Child rec(argv);
+  EXPECT_TRUE(rec.wait_for_line("recording", 60000, true)) << rec.err();
   provider.signal(SIGUSR1);
-  ASSERT_TRUE(provider.wait_for_line("done", 30000));
+  EXPECT_TRUE(provider.wait_for_line("done", 30000));
   rec.signal(SIGINT);
-  ASSERT_EQ(rec.wait(), 0) << rec.err();
+  EXPECT_EQ(rec.wait(), 0) << rec.err();
   provider.signal(SIGUSR1);
   EXPECT_EQ(provider.wait(), 0);
+  return rec.err();
+}
 
-  expect_provider_sites(out, rec.err());
+TEST(InProcess, ThirdPartyProviderIsRecorded) {
+  REQUIRE_BPF();
+  std::string out = temp_path("otel.folded");
+  std::string log = record_waiting_provider({"-v"}, out);
+  EXPECT_NE(log.find("in-process sampling probes in"), std::string::npos) << log;
+  expect_provider_sites(out, log);
 }
 
 // System-wide (a launched command is followed with system-wide probes;
@@ -84,17 +92,8 @@ TEST(InProcess, ThirdPartyProviderIsCountedOnceBySystemWideProbes) {
   ASSERT_EQ(r.status, 0) << r.err;
   expect_provider_sites(out, r.err);
 
-  Child provider({OTEL_PROVIDER_BIN, "--wait"});
-  ASSERT_TRUE(provider.wait_for_line("ready", 10000));
-  Child rec({ALLOCSCOPE_BIN, "record", "--all", "-p", std::to_string(provider.pid()), "-o", out});
-  ASSERT_TRUE(rec.wait_for_line("recording", 60000, true)) << rec.err();
-  provider.signal(SIGUSR1);
-  ASSERT_TRUE(provider.wait_for_line("done", 30000));
-  rec.signal(SIGINT);
-  ASSERT_EQ(rec.wait(), 0) << rec.err();
-  provider.signal(SIGUSR1);
-  EXPECT_EQ(provider.wait(), 0);
-  expect_provider_sites(out, rec.err());
+  std::string log = record_waiting_provider({"--all"}, out);
+  expect_provider_sites(out, log);
 }
 
 }  // namespace

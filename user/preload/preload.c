@@ -47,7 +47,8 @@ __extension__ unsigned short otel_memory_free_semaphore __attribute__((unused, s
 
 /* ---- Settings and per-thread state ------------------------------------ */
 
-static uint64_t sample_rate = 512 * 1024;
+#define DEFAULT_RATE (512 * 1024)
+static uint64_t sample_rate = DEFAULT_RATE;
 static uint64_t log2_table[AS_LOG2_TABLE_SIZE];
 static int sampler_ready; /* the table is filled: sampling may start */
 
@@ -202,10 +203,7 @@ ALWAYS_INLINE void count_allocation(struct thread_sampler *t, void *p, size_t si
   fire_alloc(p, size, offset, code);
 }
 
-__attribute__((noinline, cold)) static void fire_free(void *p) {
-  STAP_PROBE1(otel_memory, free, p);
-  __asm__ volatile(""); /* a call, not a jump: the probe stays in its own frame */
-}
+__attribute__((noinline, cold)) static void fire_free(void *p) { STAP_PROBE1(otel_memory, free, p); }
 
 /* Before a block is freed (and its address can be handed out again). */
 ALWAYS_INLINE void release(void *p) {
@@ -446,10 +444,10 @@ static void after_fork_in_child(void) {
 
 static uint64_t rate_from_environment(void) {
   const char *s = getenv("ALLOCSCOPE_RATE");
-  if (!s || !*s) return 512 * 1024;
+  if (!s || !*s) return DEFAULT_RATE;
   char *end;
   unsigned long long v = strtoull(s, &end, 10);
-  if (*end || v == 0 || v > AS_MAX_RATE) return 512 * 1024;
+  if (*end || v == 0 || v > AS_MAX_RATE) return DEFAULT_RATE;
   return v;
 }
 

@@ -157,11 +157,9 @@ void BpfSession::configure_programs() {
       if (fn != AS_FN_FREE || !config_.no_free) enable(entry_program(skel_.get(), static_cast<as_fn>(fn)), 0);
     enable(p.alloc_return, 0);
   }
-  if (!config_.null_probes) {
+  if (!config_.null_probes) {  // the floor measures the allocator probes alone
     enable(p.usdt_alloc, 0);
     if (!config_.no_free) enable(p.usdt_free, 0);
-  }
-  if (!config_.null_probes) {  // the floor measures the allocator probes alone
     for (bpf_program* lifecycle : {p.on_fork, p.on_exec, p.on_exit}) enable(lifecycle, 0);
     if (config_.filter_processes) enable(p.on_syscall_exit, 0);
   }

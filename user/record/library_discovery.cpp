@@ -156,8 +156,14 @@ Result<bool> LibraryDiscovery::attach_in_process(pid_t pid, FileKey key, const s
       if (auto ok = session_.mark_in_process(uint32_t(pid)); !ok) return fail(ok.error());
     return true;
   }
+  if (no_in_process_probes_.contains(key)) return false;
   auto has = has_in_process_probes(path);
-  if (!has || !*has) return false;  // not ELF: find_allocator_probes says so
+  if (!has || !*has) {  // not ELF: find_allocator_probes says so
+    // Remembered so that its notes are read once; bounded, by forgetting.
+    if (no_in_process_probes_.size() >= kMaxRemembered) no_in_process_probes_.clear();
+    no_in_process_probes_.insert(key);
+    return false;
+  }
   if (system_wide_) {
     // Its processes are left to it by the allocator probes: those that
     // map it from now on by the kernel, this one here.
@@ -186,10 +192,6 @@ Result<void> LibraryDiscovery::attach_every_process() {
     auto maps = read_maps(pid);  // kernel threads and the just exited have none
     if (!maps) continue;
     for (const Mapping* m : code_files(*maps)) {
-      if (in_process_files_.contains(file_key(*m))) {
-        if (!session_.mark_in_process(uint32_t(pid))) ++libraries_missed_;
-        continue;
-      }
       if (allocator_offsets_.contains(file_key(*m)) || not_allocators_.contains(file_key(*m))) continue;
       if (auto ok = attach_file(pid, *m); !ok) {
         ++libraries_missed_;

@@ -94,8 +94,9 @@ class LibraryDiscovery : public LibraryWatch {
   size_t max_files_;
   bool warned_full_ = false;
   std::map<FileKey, std::map<uint16_t, uint64_t>> allocator_offsets_;  // entry code -> file offset, per file
-  std::set<FileKey> not_allocators_;    // files whose symbols define no allocator
-  std::set<FileKey> in_process_files_;  // files whose in-process probes are attached
+  std::set<FileKey> not_allocators_;        // files whose symbols define no allocator
+  std::set<FileKey> in_process_files_;      // files whose in-process probes are attached
+  std::set<FileKey> no_in_process_probes_;  // files read and found without them
   FileKey own_executable_{};
   std::vector<PendingLibrary> pending_;
   uint64_t libraries_missed_ = 0;
