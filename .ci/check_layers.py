@@ -12,8 +12,8 @@ import pathlib
 import re
 import sys
 
-LAYERS = ["base", "stats", "model", "host", "symbols", "output", "probe", "record", "report"]
-CLI_ALLOWED = {"record/record.h", "report/report.h"}
+LAYERS = ["base", "stats", "model", "host", "symbols", "output", "probe", "record", "report", "agent"]
+CLI_ALLOWED = {"record/record.h", "report/report.h", "agent/agent.h"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 

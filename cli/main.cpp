@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/agent.h"
 #include "base/units.h"
 #include "countdown.h"
 #include "record/record.h"
@@ -70,6 +71,72 @@ std::vector<OutputSpec> output_specs(const std::vector<std::string>& paths, cons
   return specs;
 }
 
+// Options record and agent share: what is sampled, how, and the capacities.
+void add_sampling_options(CLI::App* app, RecordConfig& c, Text& t) {
+  app->add_option("--rate", t.rate,
+                  "Mean bytes between samples (65536, 64KiB, 1MiB); 1 records every allocation")
+      ->capture_default_str()
+      ->check(parsed_by(
+          [](const std::string& v) {
+            auto r = parse_bytes(v);
+            return r && *r >= 1 && *r <= AS_MAX_RATE;
+          },
+          "rate (1 byte to 4 GiB)"));
+  t.max_live_opt =
+      app->add_option(
+             "--max-live", c.max_live,
+             "Capacity of the live-allocation tables (samples; default 262144, 4194304 in exact mode)")
+          ->check(CLI::Range(1u, 1u << 26));
+  app->add_option("--max-stacks", c.max_stacks, "Capacity of the distinct-stack table")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1u << 26));
+  app->add_option("--ringbuf-size", t.ringbuf,
+                  "Kernel-to-user ring buffer size (a power of two: 4MiB, 64MiB)")
+      ->capture_default_str()
+      ->check(parsed_by(
+          [](const std::string& v) {
+            auto n = parse_bytes(v);
+            return n && *n >= 4096 && *n <= (1ULL << 30) && (*n & (*n - 1)) == 0;
+          },
+          "ring buffer size (power of two, 4 KiB to 1 GiB)"));
+  app->add_option(
+         "--unwind", t.unwind,
+         "How the kernel walks sampled stacks: dwarf (the binaries' call frame information, compiled "
+         "into tables the kernel follows: full stacks through code without frame pointers) or fp "
+         "(frame pointers only: no tables, but stacks stop at code built without them)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp", "dwarf"}));
+  app->add_option("--probe-mode", t.probe_mode,
+                  "How probes are attached: auto, session (kernel 6.13+: return probes only on sampled "
+                  "calls) or classic (uprobes and uretprobes)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "session", "classic"}));
+  app->add_option("--comm", c.comm,
+                  "With --all or --children: only processes whose name matches this regular "
+                  "expression (extended syntax)")
+      ->check([](const std::string& re) -> std::string {
+        try {
+          std::regex(re, std::regex::extended);
+          return "";
+        } catch (const std::regex_error& e) {
+          return std::string("invalid regular expression: ") + e.what();
+        }
+      });
+  app->add_option("--cgroup", c.cgroup,
+                  "With --all or --children: only processes in this cgroup v2 or below it "
+                  "(/sys/fs/cgroup/system.slice/x.service or system.slice/x.service)");
+  app->add_option("--max-processes", c.max_processes,
+                  "Capacity of the kernel's table of followed and ignored processes")
+      ->capture_default_str()
+      ->check(CLI::Range(16u, 1u << 22));
+  app->add_option("--max-allocator-files", c.max_allocator_files,
+                  "Distinct allocator files probed at most (any user can make --all meet new ones); "
+                  "more are counted and not probed")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 65536u));
+  app->add_flag("-v,--verbose", c.verbose, "Print probe placement, kernel counters and libbpf's messages");
+}
+
 CLI::App* add_record(CLI::App& app, RecordConfig& c, Text& t) {
   auto* rec = app.add_subcommand("record", "Sample heap allocations of a process or a command");
   rec->footer(
@@ -105,15 +172,6 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, Text& t) {
   rec->add_option("--format", t.format,
                   "Format of every output, whatever its extension: " + kFormat.get_description())
       ->check(kFormat);
-  rec->add_option("--rate", t.rate,
-                  "Mean bytes between samples (65536, 64KiB, 1MiB); 1 records every allocation")
-      ->capture_default_str()
-      ->check(parsed_by(
-          [](const std::string& v) {
-            auto r = parse_bytes(v);
-            return r && *r >= 1 && *r <= AS_MAX_RATE;
-          },
-          "rate (1 byte to 4 GiB)"));
   rec->add_option("--metric", t.metric,
                   "Value shown per stack: alloc_space, alloc_objects, inuse_space (live at the end), "
                   "inuse_objects (pprof files hold all four)")
@@ -124,31 +182,8 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, Text& t) {
                   "allocations and the live set at its end")
       ->check(parsed_by(parse_duration_ms, "interval"));
   rec->add_flag("--icicle", c.render.icicle, "Flame graphs top-down (root at the top)");
+  add_sampling_options(rec, c, t);
   add_estimate_options(rec, c.render);
-  t.max_live_opt =
-      rec->add_option(
-             "--max-live", c.max_live,
-             "Capacity of the live-allocation tables (samples; default 262144, 4194304 in exact mode)")
-          ->check(CLI::Range(1u, 1u << 26));
-  rec->add_option("--max-stacks", c.max_stacks, "Capacity of the distinct-stack table")
-      ->capture_default_str()
-      ->check(CLI::Range(1u, 1u << 26));
-  rec->add_option("--ringbuf-size", t.ringbuf,
-                  "Kernel-to-user ring buffer size (a power of two: 4MiB, 64MiB)")
-      ->capture_default_str()
-      ->check(parsed_by(
-          [](const std::string& v) {
-            auto n = parse_bytes(v);
-            return n && *n >= 4096 && *n <= (1ULL << 30) && (*n & (*n - 1)) == 0;
-          },
-          "ring buffer size (power of two, 4 KiB to 1 GiB)"));
-  rec->add_option(
-         "--unwind", t.unwind,
-         "How the kernel walks sampled stacks: dwarf (the binaries' call frame information, compiled "
-         "into tables the kernel follows: full stacks through code without frame pointers) or fp "
-         "(frame pointers only: no tables, but stacks stop at code built without them)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"fp", "dwarf"}));
   rec->add_flag("--no-free", c.no_free,
                 "Alloc-only: do not probe free (cheaper; the inuse metrics are then unavailable)");
   auto* preload = rec->add_flag(
@@ -157,11 +192,6 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, Text& t) {
       "only "
       "for sampled allocations: many times cheaper than a probe on every call. Needs a dynamically linked "
       "command");
-  rec->add_option("--probe-mode", t.probe_mode,
-                  "How probes are attached: auto, session (kernel 6.13+: return probes only on sampled "
-                  "calls) or classic (uprobes and uretprobes)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "session", "classic"}));
   // Benchmark switches (BENCHMARKS.md): not for everyday use.
   rec->add_flag("--null-probes", c.null_probes, "Probes that do nothing: the overhead floor")->group("");
   rec->add_flag("--naive-placement", c.naive_placement, "Every probe on its function's entry")->group("");
@@ -169,34 +199,10 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, Text& t) {
       rec->add_flag("--children,!--no-children", t.children,
                     "Follow every process the targets fork or run (default with -- CMD): system-wide probes, "
                     "each child traced from its first instruction");
-  rec->add_option("--comm", c.comm,
-                  "With --all or --children: only processes whose name matches this regular "
-                  "expression (extended syntax)")
-      ->check([](const std::string& re) -> std::string {
-        try {
-          std::regex(re, std::regex::extended);
-          return "";
-        } catch (const std::regex_error& e) {
-          return std::string("invalid regular expression: ") + e.what();
-        }
-      });
-  rec->add_option("--cgroup", c.cgroup,
-                  "With --all or --children: only processes in this cgroup v2 or below it "
-                  "(/sys/fs/cgroup/system.slice/x.service or system.slice/x.service)");
   rec->add_option("--per-process", c.per_process,
                   "false: merge the stacks of processes that have the same name (root frame 'comm' rather "
                   "than 'comm (pid)')")
       ->capture_default_str();
-  rec->add_option("--max-processes", c.max_processes,
-                  "Capacity of the kernel's table of followed and ignored processes")
-      ->capture_default_str()
-      ->check(CLI::Range(16u, 1u << 22));
-  rec->add_option("--max-allocator-files", c.max_allocator_files,
-                  "Distinct allocator files probed at most (any user can make --all meet new ones); "
-                  "more are counted and not probed")
-      ->capture_default_str()
-      ->check(CLI::Range(1u, 65536u));
-  rec->add_flag("-v,--verbose", c.verbose, "Print probe placement, kernel counters and libbpf's messages");
   rec->add_flag("-q,--quiet", c.quiet, "Print nothing but errors (no progress line, no summary)");
   auto* cmd = rec->add_option("command", c.command, "Command to launch (after --)");
   pid->excludes(cmd);
@@ -219,20 +225,86 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, Text& t) {
   return rec;
 }
 
-void finish_record(RecordConfig& c, const Text& t) {
+void finish_sampling(RecordConfig& c, const Text& t) {
   c.rate = *parse_bytes(t.rate);
-  c.metric = *parse_metric(t.metric);
   c.ringbuf_bytes = static_cast<uint32_t>(*parse_bytes(t.ringbuf));
   c.probe_mode = t.probe_mode == "session"   ? ProbeMode::Session
                  : t.probe_mode == "classic" ? ProbeMode::Classic
                                              : ProbeMode::Auto;
   if (!t.duration.empty()) c.duration_ms = *parse_duration_ms(t.duration);
-  if (!t.interval.empty()) c.interval_ms = *parse_duration_ms(t.interval);
   c.unwind = t.unwind == "fp" ? UnwindMode::Fp : UnwindMode::Dwarf;
   // Exact mode tracks every live block, not a sample of them.
   if (c.rate <= 1 && !*t.max_live_opt) c.max_live = 1 << 22;
+}
+
+void finish_record(RecordConfig& c, const Text& t) {
+  finish_sampling(c, t);
+  c.metric = *parse_metric(t.metric);
+  if (!t.interval.empty()) c.interval_ms = *parse_duration_ms(t.interval);
   c.outputs = output_specs(t.outputs, t.format, "allocscope.folded", Format::Folded);
   if (*t.children_flag) c.children = t.children;
+}
+
+CLI::App* add_agent(CLI::App& app, AgentConfig& c, Text& t) {
+  auto* agent = app.add_subcommand(
+      "agent", "Record without end and serve heap profiles and metrics over HTTP (pprof, Prometheus)");
+  agent->footer(
+      "Endpoints (each takes ?pid=N, ?comm=NAME, ?unit=U, ?container=ID, ?pod=UID or ?cgroup=PATH, or a\n"
+      "prefix /pid/N, /comm/NAME, /unit/U, /container/ID, /pod/UID before the path):\n"
+      "  /debug/pprof/allocs  /debug/pprof/heap   pprof, Go's four sample types; ?seconds=N: the next N s\n"
+      "  /metrics                                 Prometheus: live and allocated bytes per process, program, "
+      "cgroup\n"
+      "  /targets                                 Prometheus HTTP service discovery (?level=program)\n"
+      "  /flamegraph?metric=inuse_space           SVG flame graph\n"
+      "  /                                        index of the processes recorded\n"
+      "Examples:\n"
+      "  allocscope agent                                   every process, served on 127.0.0.1:6060\n"
+      "  allocscope agent --comm '^(nginx|postgres)$'       only these programs\n"
+      "  allocscope agent -p 1234 --listen :7070            one process\n"
+      "  allocscope agent --listen 0.0.0.0:6060 --token-file /etc/allocscope/token\n"
+      "  go tool pprof -top http://127.0.0.1:6060/debug/pprof/heap?pid=1234");
+  auto* pid = agent
+                  ->add_option("-p,--pid", c.record.pids,
+                               "Record only these processes (repeat or separate by commas); default: every "
+                               "process, including those started later")
+                  ->delimiter(',');
+  agent->add_option("--listen", c.listen, "Address to serve on: HOST:PORT, :PORT (loopback), [IPV6]:PORT")
+      ->capture_default_str();
+  agent
+      ->add_option("--token-file", c.token_file,
+                   "File holding a bearer token every request must send (Authorization: Bearer TOKEN); "
+                   "owned by root or you, read once")
+      ->check(CLI::ExistingFile);
+  agent->add_option("--log", c.log_file, "Append messages to this file (reopened on SIGHUP); default stderr");
+  agent
+      ->add_option("-d,--duration", t.duration,
+                   "Stop after this long (tests, trials); default: until SIGTERM")
+      ->check(parsed_by(parse_duration_ms, "duration"));
+  agent
+      ->add_option("--max-series", c.max_series,
+                   "/metrics: series per level (process, program, cgroup) at most, the largest by live bytes")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  agent->add_option("--max-seconds", c.max_seconds, "Longest ?seconds= window served")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86400));
+  add_sampling_options(agent, c.record, t);
+  agent->callback([&c, pid] {
+    c.record.all = true;  // processes started later too; -p then picks from them
+    if (*pid) c.record.all = !c.record.comm.empty() || !c.record.cgroup.empty();
+    if (*pid && c.record.all)
+      throw CLI::ValidationError(
+          "-p names processes: --comm and --cgroup choose among all of them, not both");
+  });
+  return agent;
+}
+
+void finish_agent(AgentConfig& c, const Text& t) {
+  finish_sampling(c.record, t);
+  c.record.outputs.clear();
+  c.record.quiet = true;  // the agent logs; no progress line, no summary
+  c.record.hangup_stops = false;
+  c.record.children = false;
 }
 
 CLI::App* add_report(CLI::App& app, ReportConfig& c, Text& t) {
@@ -305,10 +377,12 @@ int run(int argc, char** argv) {
   app.require_subcommand(1);
   RecordConfig record_config;
   ReportConfig report_config;
-  Text record_text, report_text;
+  AgentConfig agent_config;
+  Text record_text, report_text, agent_text;
   report_text.metric = "";
   auto* rec = add_record(app, record_config, record_text);
   auto* rep = add_report(app, report_config, report_text);
+  auto* agt = add_agent(app, agent_config, agent_text);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -322,6 +396,10 @@ int run(int argc, char** argv) {
   if (rep->parsed()) {
     finish_report(report_config, report_text);
     return report(report_config);
+  }
+  if (agt->parsed()) {
+    finish_agent(agent_config, agent_text);
+    return agent(agent_config);
   }
   return 2;
 }

@@ -34,6 +34,21 @@ std::string read_comm(pid_t pid) {
   return comm;
 }
 
+std::string cgroup_v2_path(std::string_view text) {
+  while (!text.empty()) {
+    std::string_view line = text.substr(0, text.find('\n'));
+    if (line.starts_with("0::")) return std::string(line.substr(3));
+    if (line.size() == text.size()) break;
+    text.remove_prefix(line.size() + 1);
+  }
+  return "";
+}
+
+std::string read_cgroup_path(pid_t pid) {
+  auto text = read_text_file("/proc/" + std::to_string(pid) + "/cgroup");
+  return text ? cgroup_v2_path(*text) : "";
+}
+
 Result<std::vector<Mapping>> read_maps(pid_t pid) {
   auto text = read_text_file("/proc/" + std::to_string(pid) + "/maps");
   if (!text) return fail(text.error());

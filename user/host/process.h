@@ -46,6 +46,10 @@ struct CgroupId {
   uint32_t level = 0;
 };
 Result<CgroupId> find_cgroup(const std::string& path);
+// The cgroup v2 path in /proc/PID/cgroup's text (the "0::" line), "" if none.
+std::string cgroup_v2_path(std::string_view proc_cgroup);
+// The process's cgroup v2 path ("/system.slice/x.service"); "" when gone.
+std::string read_cgroup_path(pid_t pid);
 // Where /proc/self/mountinfo (its text) has cgroup v2 mounted; "" if nowhere.
 std::string cgroup2_mount(std::string_view mountinfo);
 

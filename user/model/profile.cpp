@@ -58,6 +58,17 @@ void StackTotals::merge(const StackTotals& o) {
   live_ages.merge(o.live_ages);
 }
 
+AllocTotals alloc_totals(const StackTotals& t) {
+  return {t.alloc_objects, t.alloc_bytes, t.samples, t.alloc_stats};
+}
+
+void subtract_allocs(StackTotals& t, const AllocTotals& e) {
+  t.alloc_objects = std::max(0.0, t.alloc_objects - e.objects);
+  t.alloc_bytes = std::max(0.0, t.alloc_bytes - e.bytes);
+  t.samples -= std::min(t.samples, e.samples);
+  t.alloc_stats.subtract(e.stats);
+}
+
 Profile::Profile(uint64_t rate, size_t max_stacks, size_t max_live)
     : rate_(rate), max_stacks_(max_stacks), max_live_(max_live) {}
 

@@ -36,6 +36,17 @@ struct StackTotals {
   void merge(const StackTotals& other);
 };
 
+// The allocation side of a stack's totals at one moment: the baseline of a
+// delta (what a later window allocated).
+struct AllocTotals {
+  double objects = 0, bytes = 0;
+  uint64_t samples = 0;
+  IntervalStats stats = {};
+};
+AllocTotals alloc_totals(const StackTotals& t);
+// `t` with only what was allocated after `earlier`; the live side is kept.
+void subtract_allocs(StackTotals& t, const AllocTotals& earlier);
+
 // A distinct stack: ips are innermost first, as the kernel gives them.
 struct StackRecord {
   uint32_t pid = 0;

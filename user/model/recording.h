@@ -40,6 +40,9 @@ struct RecSample {
                                     // the leaf is the allocator entry point called
   uint32_t pid = 0;
   std::string comm;
+  // More string labels naming the process (the agent's unit, container,
+  // pod, host), in pprof's sample labels.
+  std::vector<std::pair<std::string, std::string>> labels;
   StackTotals totals;  // unbiased estimates and sample counts
 };
 

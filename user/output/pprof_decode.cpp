@@ -194,7 +194,8 @@ class Decoder {
     return {};
   }
 
-  // pid and comm from the labels; others (e.g. Go's "bytes") are ignored.
+  // pid, comm and string labels; numeric ones other than ours (e.g. Go's
+  // "bytes") are ignored.
   Step labels(const pb::Sample& s, RecSample& rs) {
     for (const pb::Label& label : s.label()) {
       auto key = str(label.key(), "label key");
@@ -206,6 +207,8 @@ class Decoder {
         return fail("pid label " + std::to_string(label.num()) + " out of range");
       else if (*key == "comm")
         rs.comm = *value;
+      else if (!value->empty())
+        rs.labels.emplace_back(*key, *value);
       else
         apply_extra_label(*key, label.num(), rs.totals);
     }

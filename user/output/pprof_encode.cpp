@@ -172,6 +172,12 @@ void add_samples(pb::Profile& p, StringTable& strings, const Recording& r) {
       comm->set_key(comm_key);
       comm->set_str(strings.intern(rs.comm));
     }
+    for (const auto& [key, value] : rs.labels) {
+      if (value.empty()) continue;
+      pb::Label* l = s->add_label();
+      l->set_key(strings.intern(key));
+      l->set_str(strings.intern(value));
+    }
     for (const NumLabel& extra : extra_labels(rs.totals)) {
       pb::Label* l = s->add_label();
       l->set_key(strings.intern(extra.key));

@@ -11,6 +11,7 @@
 #include "model/profile.h"
 #include "output/outputs.h"
 #include "probe/modes.h"
+#include "record/live_view.h"
 #include "stats/sampling.h"
 
 namespace allocscope {
@@ -45,10 +46,12 @@ struct RecordConfig {
   bool naive_placement = false;  // benchmark: every probe on the entry instruction
   bool verbose = false;
   bool quiet = false;
+  bool hangup_stops = true;  // SIGHUP ends the recording (the agent reopens its log instead)
 };
 
 // Runs a recording; returns the process exit status: the command's with
-// `-- CMD`, else 0, or 1 after an error (already printed).
-int record(const RecordConfig& config);
+// `-- CMD`, else 0, or 1 after an error (already printed). An observer sees
+// the recording as it runs (the agent); with no outputs, none are written.
+int record(const RecordConfig& config, RecordObserver* observer = nullptr);
 
 }  // namespace allocscope

@@ -77,10 +77,18 @@ struct LoopEnd {
   bool target_gone = false;  // every target exited (rather than a signal or --duration)
 };
 
-class Recorder {
+class Recorder final : public LiveView {
  public:
-  explicit Recorder(const RecordConfig& c) : config_(c), profile_(c.rate, c.max_stacks, c.max_live) {}
+  Recorder(const RecordConfig& c, RecordObserver* observer)
+      : config_(c), observer_(observer), profile_(c.rate, c.max_stacks, c.max_live) {}
   int run();
+
+  // LiveView, for the observer.
+  std::vector<ProcessTotals> processes() override;
+  const ProcessTable& process_table() const override { return parts_->sink.processes(); }
+  Baseline baseline(const InstanceSelector& keep) override;
+  Recording snapshot(const InstanceSelector& keep, const Baseline* since) override;
+  NamedCounters counters() override { return recording_counters(state()); }
 
  private:
   Result<void> open_session();
@@ -92,10 +100,14 @@ class Recorder {
   Result<LoopEnd> loop(std::vector<Target>& targets);
   void sweep_exact_live(uint64_t now);
   RecordingState state() const;
+  void absorb_exact();
+  RecordingMeta meta(uint64_t duration_ms) const;
+  std::vector<uint32_t> stacks_of(const InstanceSelector& keep) const;
   Result<void> write(unsigned number, uint64_t duration_ms);
   int finish(std::vector<Target>& targets, const LoopEnd& loop);
 
   const RecordConfig& config_;
+  RecordObserver* observer_;
   Profile profile_;
   Symbolizer symbolizer_;
   std::unique_ptr<SessionParts> parts_;
@@ -269,6 +281,7 @@ Result<LoopEnd> Recorder::loop(std::vector<Target>& targets) {
     if (auto n = parts_->session->poll(100); !n) return fail(n.error());
     if (parts_->libraries.has_pending()) parts_->libraries.retry_pending(now_ms());
     sweep_exact_live(now_ms());
+    if (observer_) observer_->on_tick(*this);
     if (double elapsed = (now_ms() - l.start) / 1000.0; progress.due(elapsed))
       progress.update(progress_figures(state(), elapsed));  // the kernel's counters read only then
     if (!targets.empty() &&
@@ -278,6 +291,7 @@ Result<LoopEnd> Recorder::loop(std::vector<Target>& targets) {
     }
   }
   progress.finish();
+  if (observer_) observer_->on_stop();
   l.end = now_ms();
   return l;
 }
@@ -303,19 +317,67 @@ RecordingState Recorder::state() const {
           parts_->libraries.without_allocator_names()};
 }
 
+// Exact mode: the kernel's totals, as of now.
+void Recorder::absorb_exact() {
+  if (!exact_mode(config_)) return;
+  parts_->sink.absorb_exact(parts_->session->exact_totals());
+  if (!config_.no_free) parts_->sink.set_live_times(parts_->session->live_entries());
+}
+
+RecordingMeta Recorder::meta(uint64_t duration_ms) const {
+  return {config_.rate,
+          start_wall_ns_,
+          int64_t(duration_ms) * 1000000,
+          config_.metric,
+          recording_counters(state()),
+          monotonic_ns()};
+}
+
 Result<void> Recorder::write(unsigned number, uint64_t duration_ms) {
-  if (exact_mode(config_)) {  // the kernel's totals, as of now
-    parts_->sink.absorb_exact(parts_->session->exact_totals());
-    if (!config_.no_free) parts_->sink.set_live_times(parts_->session->live_entries());
+  if (config_.outputs.empty()) return {};
+  absorb_exact();
+  return write_record_outputs(
+      saved_recording(profile_, symbolizer_, meta(duration_ms), parts_->sink.origins()), config_, number);
+}
+
+std::vector<ProcessTotals> Recorder::processes() {
+  absorb_exact();
+  const ProcessTable& table = parts_->sink.processes();
+  std::unordered_map<uint32_t, size_t> index;  // instance -> its place in the result
+  std::vector<ProcessTotals> all;
+  for (const StackRecord& s : profile_.stacks()) {
+    auto [it, made] = index.try_emplace(s.pid, all.size());
+    if (made) all.push_back({s.pid, table.instance(s.pid), {}});
+    all[it->second].totals.merge(s.totals);
   }
-  RecordingMeta meta{config_.rate,
-                     start_wall_ns_,
-                     int64_t(duration_ms) * 1000000,
-                     config_.metric,
-                     recording_counters(state()),
-                     monotonic_ns()};
-  return write_record_outputs(saved_recording(profile_, symbolizer_, meta, parts_->sink.origins()), config_,
-                              number);
+  return all;
+}
+
+std::vector<uint32_t> Recorder::stacks_of(const InstanceSelector& keep) const {
+  const ProcessTable& table = parts_->sink.processes();
+  std::unordered_map<uint32_t, bool> kept;  // instance -> keep's verdict
+  std::vector<uint32_t> stacks;
+  for (uint32_t i = 0; i < profile_.stacks().size(); ++i) {
+    uint32_t instance = profile_.stacks()[i].pid;
+    auto [it, made] = kept.try_emplace(instance, false);
+    if (made) it->second = keep(instance, table.instance(instance));
+    if (it->second) stacks.push_back(i);
+  }
+  return stacks;
+}
+
+Baseline Recorder::baseline(const InstanceSelector& keep) {
+  absorb_exact();
+  Baseline base;
+  for (uint32_t i : stacks_of(keep)) base.emplace(i, alloc_totals(profile_.stacks()[i].totals));
+  return base;
+}
+
+Recording Recorder::snapshot(const InstanceSelector& keep, const Baseline* since) {
+  absorb_exact();
+  StackChoice choice{stacks_of(keep), since};
+  uint64_t elapsed_ms = uint64_t(std::max<int64_t>(0, wall_ns() - start_wall_ns_) / 1000000);
+  return build_recording(profile_, symbolizer_, meta(elapsed_ms), parts_->sink.origins(), &choice);
 }
 
 // Detaches, reads what is left, writes the outputs and the summary; returns
@@ -343,7 +405,7 @@ int Recorder::run() {
     print_error(ok.error());
     return 1;
   }
-  install_stop_handlers();
+  install_stop_handlers(config_.hangup_stops);
   if (!targets.empty() && targets.front().launched()) {
     if (auto ok = targets.front().start(); !ok) {
       print_error(ok.error());
@@ -361,6 +423,6 @@ int Recorder::run() {
 
 }  // namespace
 
-int record(const RecordConfig& config) { return Recorder(config).run(); }
+int record(const RecordConfig& config, RecordObserver* observer) { return Recorder(config, observer).run(); }
 
 }  // namespace allocscope

@@ -88,8 +88,24 @@ class Builder {
 
 }  // namespace
 
+namespace {
+
+RecSample sample_of(Builder& b, const StackRecord& s, const StackOrigin& o, StackTotals totals) {
+  RecSample sample;
+  sample.pid = o.pid;
+  sample.comm = o.comm;
+  sample.totals = std::move(totals);
+  sample.locations.push_back(b.allocator(o.allocator_mapping, s.fn, o.allocator_addr));
+  for (size_t f = 0; f < s.ips.size(); ++f)
+    sample.locations.push_back(
+        b.frame(f < o.mappings.size() ? o.mappings[f] : Symbolizer::kNoMapping, s.ips[f]));
+  return sample;
+}
+
+}  // namespace
+
 Recording build_recording(const Profile& profile, Symbolizer& symbolizer, const RecordingMeta& meta,
-                          const std::vector<StackOrigin>& origins) {
+                          const std::vector<StackOrigin>& origins, const StackChoice* choice) {
   Recording r;
   r.rate = meta.rate;
   r.time_nanos = meta.time_nanos;
@@ -98,20 +114,20 @@ Recording build_recording(const Profile& profile, Symbolizer& symbolizer, const 
   r.counters = meta.counters;
   Builder b(symbolizer, r);
   std::vector<DurationHistogram> ages = profile.live_ages(meta.now_ns);
-  for (size_t i = 0; i < profile.stacks().size(); ++i) {
-    const StackRecord& s = profile.stacks()[i];
-    const StackOrigin& o = origins[i];
-    RecSample sample;
-    sample.pid = o.pid;
-    sample.comm = o.comm;
-    sample.totals = s.totals;
-    sample.totals.live_ages = ages[i];
-    sample.locations.push_back(b.allocator(o.allocator_mapping, s.fn, o.allocator_addr));
-    for (size_t f = 0; f < s.ips.size(); ++f)
-      sample.locations.push_back(
-          b.frame(f < o.mappings.size() ? o.mappings[f] : Symbolizer::kNoMapping, s.ips[f]));
-    r.samples.push_back(std::move(sample));
-  }
+  auto add = [&](uint32_t i) {
+    StackTotals totals = profile.stacks()[i].totals;
+    totals.live_ages = ages[i];
+    if (choice && choice->baseline) {
+      if (auto it = choice->baseline->find(i); it != choice->baseline->end())
+        subtract_allocs(totals, it->second);
+      if (totals.alloc_objects == 0 && totals.live_objects == 0) return;
+    }
+    r.samples.push_back(sample_of(b, profile.stacks()[i], origins[i], std::move(totals)));
+  };
+  if (choice)
+    for (uint32_t i : choice->stacks) add(i);
+  else
+    for (uint32_t i = 0; i < profile.stacks().size(); ++i) add(i);
   return r;
 }
 

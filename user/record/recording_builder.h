@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -21,8 +22,17 @@ struct RecordingMeta {
   uint64_t now_ns = 0;  // CLOCK_MONOTONIC at the snapshot: live samples' ages
 };
 
-// origins[i] describes profile.stacks()[i].
+// Part of a profile: the stacks to show and, for a delta, what each had
+// allocated at the window's start (stacks absent from it are new).
+struct StackChoice {
+  std::vector<uint32_t> stacks;  // indices into profile.stacks(), ascending
+  const std::unordered_map<uint32_t, AllocTotals>* baseline = nullptr;
+};
+
+// origins[i] describes profile.stacks()[i]. Without a choice, every stack.
+// A delta leaves out the stacks with nothing allocated in the window and
+// nothing live.
 Recording build_recording(const Profile& profile, Symbolizer& symbolizer, const RecordingMeta& meta,
-                          const std::vector<StackOrigin>& origins);
+                          const std::vector<StackOrigin>& origins, const StackChoice* choice = nullptr);
 
 }  // namespace allocscope

@@ -4,8 +4,9 @@
 
 namespace allocscope {
 
-// Without SA_RESTART: a signal interrupts the poll.
-void install_stop_handlers();
+// Without SA_RESTART: a signal interrupts the poll. SIGHUP stops too unless
+// the caller handles it (hangup_stops false).
+void install_stop_handlers(bool hangup_stops = true);
 // The signal that asked to stop, 0 while none has.
 int stop_signal();
 

@@ -157,6 +157,17 @@ void IntervalStats::merge(const IntervalStats& o) {
   exact_bytes += o.exact_bytes;
 }
 
+void IntervalStats::subtract(const IntervalStats& e) {
+  samples -= std::min(samples, e.samples);
+  u_bytes -= std::min(u_bytes, e.u_bytes);
+  ht_bytes = std::max(0.0, ht_bytes - e.ht_bytes);
+  ht_var_bytes = std::max(0.0, ht_var_bytes - e.ht_var_bytes);
+  ht_objects = std::max(0.0, ht_objects - e.ht_objects);
+  ht_var_objects = std::max(0.0, ht_var_objects - e.ht_var_objects);
+  exact_objects -= std::min(exact_objects, e.exact_objects);
+  exact_bytes -= std::min(exact_bytes, e.exact_bytes);
+}
+
 double IntervalStats::max_object_weight(uint64_t rate) const {
   if (min_size == 0) return 0;
   return 1 / sample_probability(min_size, rate);

@@ -92,6 +92,9 @@ struct IntervalStats {
   void add_exact(uint64_t objects, uint64_t bytes);
   void remove_exact(uint64_t objects, uint64_t bytes);
   void merge(const IntervalStats& other);
+  // What was added since `earlier`, a state of the same accumulator (a
+  // delta). The smallest size stays the whole run's: a conservative bound.
+  void subtract(const IntervalStats& earlier);
 
   // Horvitz-Thompson point estimates and their estimated variances.
   double bytes_estimate() const { return double(exact_bytes) + ht_bytes; }

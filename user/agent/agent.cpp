@@ -1,0 +1,124 @@
+// The agent: an HTTP server beside an endless recording of the chosen
+// processes, the two meeting only in the Bridge.
+#include "agent/agent.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+
+#include "agent/bridge.h"
+#include "agent/http_api.h"
+#include "agent/label_cache.h"
+#include "agent/listen_address.h"
+#include "host/files.h"
+
+namespace allocscope {
+namespace {
+
+volatile sig_atomic_t g_hangup = 0;
+void on_hangup(int) { g_hangup = 1; }
+
+// systemd gives a service JOURNAL_STREAM: lines then carry the journal's
+// "<priority>" prefix (sd-daemon(3)); a terminal gets plain lines.
+void log(int priority, const char* format, ...) {
+  static const bool journal = std::getenv("JOURNAL_STREAM") != nullptr;
+  std::string line = journal ? "<" + std::to_string(priority) + ">allocscope: " : "allocscope: ";
+  char buf[1024];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buf, sizeof buf, format, args);
+  va_end(args);
+  std::fprintf(stderr, "%s%s\n", line.c_str(), buf);
+}
+
+// --log: appended to, never through a symlink, 0600; stderr becomes it.
+Result<void> open_log(const std::string& path) {
+  int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+  if (fd < 0) return fail_errno("open log " + path, errno);
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return fail("log " + path + ": not a regular file", EINVAL);
+  }
+  dup2(fd, STDERR_FILENO);
+  close(fd);
+  return {};
+}
+
+Result<std::string> read_token(const std::string& path) {
+  auto file = read_file_owned_by(path, getuid(), 4096);
+  if (!file) return fail(file.error());
+  std::string token = file->text;
+  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+  if (token.empty()) return fail("token file " + path + " is empty", EINVAL);
+  for (char c : token)
+    if (!std::isgraph(static_cast<unsigned char>(c)))
+      return fail("token file " + path + ": one line of printable characters", EINVAL);
+  return token;
+}
+
+}  // namespace
+
+int agent(const AgentConfig& config) {
+  auto where = parse_listen(config.listen);
+  if (!where) {
+    log(3, "%s", where.error().message.c_str());
+    return 2;
+  }
+  std::string token;
+  if (!config.token_file.empty()) {
+    auto t = read_token(config.token_file);
+    if (!t) {
+      log(3, "%s", t.error().message.c_str());
+      return 1;
+    }
+    token = *t;
+  }
+  if (!config.log_file.empty())
+    if (auto ok = open_log(config.log_file); !ok) {
+      log(3, "%s", ok.error().message.c_str());
+      return 1;
+    }
+  if (!where->loopback() && token.empty())
+    log(4,
+        "warning: listening on %s without --token-file: anyone who can reach it reads the code and heap of "
+        "every process recorded",
+        config.listen.c_str());
+
+  Bridge bridge(16);
+  LabelCache labels(1 << 16);
+  bridge.set_tick([&](LiveView& view) {
+    labels.refresh(view.process_table());
+    if (g_hangup) {
+      g_hangup = 0;
+      if (!config.log_file.empty())
+        if (auto ok = open_log(config.log_file); !ok) log(3, "%s", ok.error().message.c_str());
+      log(6, "SIGHUP: log reopened");
+    }
+  });
+  struct sigaction sa {};
+  sa.sa_handler = on_hangup;
+  sigaction(SIGHUP, &sa, nullptr);
+
+  HttpApi api(config, bridge, labels, token);
+  if (auto ok = api.start(where->host, where->port); !ok) {
+    log(3, "%s", ok.error().message.c_str());
+    return 1;
+  }
+  log(6,
+      "serving http://%s%s%s:%d/ (profiles at /debug/pprof/heap and /debug/pprof/allocs, /metrics, /targets)",
+      where->host.find(':') != std::string::npos ? "[" : "", where->host.c_str(),
+      where->host.find(':') != std::string::npos ? "]" : "", where->port);
+  int status = record(config.record, &bridge);
+  api.stop();
+  log(6, "stopped: probes detached; %llu requests served", static_cast<unsigned long long>(api.requests()));
+  return status;
+}
+
+}  // namespace allocscope

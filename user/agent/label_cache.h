@@ -1,0 +1,32 @@
+// The labels of the process instances a recording has seen, read from /proc
+// when each is first seen (an ended process has nothing left to read).
+// Used from the recording's thread only.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+
+#include "agent/targets.h"
+#include "model/process_table.h"
+
+namespace allocscope {
+
+class LabelCache {
+ public:
+  explicit LabelCache(size_t capacity) : capacity_(capacity) {}
+  // Reads the labels of the instances made since the last call. When full,
+  // the labels of ended instances make room; if none has ended, new ones go
+  // unlabelled and are counted.
+  void refresh(const ProcessTable& table);
+  const TargetLabels& of(uint32_t instance) const;
+  uint64_t dropped() const { return dropped_; }
+
+ private:
+  void make_room(const ProcessTable& table);
+  size_t capacity_;
+  size_t seen_ = 0;  // instances of the table read so far
+  uint64_t dropped_ = 0;
+  std::unordered_map<uint32_t, TargetLabels> labels_;
+};
+
+}  // namespace allocscope

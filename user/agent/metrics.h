@@ -1,0 +1,39 @@
+// /metrics in Prometheus's text exposition format (version 0.0.4): the
+// estimates per process, program and cgroup, the recording's counters and
+// the agent's own cost. Pure logic.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "agent/targets.h"
+#include "record/live_view.h"
+
+namespace allocscope {
+
+struct LabelledProcess {
+  const ProcessTotals* process;
+  const TargetLabels* labels;
+};
+
+struct AgentSelf {
+  double cpu_seconds = 0;
+  uint64_t resident_bytes = 0;
+  uint64_t requests = 0, request_errors = 0, labels_dropped = 0;
+};
+
+struct MetricsInput {
+  std::vector<LabelledProcess> processes;  // the target's, running or ended
+  std::vector<std::pair<std::string, uint64_t>> counters;
+  AgentSelf self;
+  size_t max_series = 500;  // per level (process, program, cgroup): the largest by live bytes
+};
+
+std::string render_metrics(const MetricsInput& in);
+
+// A label value as the exposition format quotes it.
+std::string escape_label_value(const std::string& v);
+
+}  // namespace allocscope

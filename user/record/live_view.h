@@ -1,0 +1,57 @@
+// A recording seen while it runs: what the always-on agent serves. The view
+// is used from the recording's own thread only (RecordObserver::on_tick),
+// so it needs no locks; the agent hands its requests to that thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "model/process_table.h"
+#include "model/profile.h"
+#include "model/recording.h"
+
+namespace allocscope {
+
+// One process instance (a run of one program in one process) with the sum
+// of its stacks so far.
+struct ProcessTotals {
+  uint32_t instance = 0;
+  ProcessInstance process;
+  StackTotals totals;
+};
+
+// Which process instances a view holds (by id in the process table).
+using InstanceSelector = std::function<bool(uint32_t instance, const ProcessInstance&)>;
+// Allocation totals per stack at one moment: the start of a delta.
+using Baseline = std::unordered_map<uint32_t, AllocTotals>;
+
+class LiveView {
+ public:
+  virtual ~LiveView() = default;
+  // Every instance with samples, running or ended.
+  virtual std::vector<ProcessTotals> processes() = 0;
+  // Every instance seen; new ones are appended.
+  virtual const ProcessTable& process_table() const = 0;
+  virtual Baseline baseline(const InstanceSelector& keep) = 0;
+  // The symbolized profile of the chosen instances: allocations since the
+  // recording began (since `since` when given) and what is live now.
+  virtual Recording snapshot(const InstanceSelector& keep, const Baseline* since = nullptr) = 0;
+  // The recording's named counters (samples, drops by cause, probe state).
+  virtual std::vector<std::pair<std::string, uint64_t>> counters() = 0;
+};
+
+class RecordObserver {
+ public:
+  virtual ~RecordObserver() = default;
+  // From the recording's loop between polls: at most ~100 ms apart.
+  virtual void on_tick(LiveView& view) = 0;
+  // The loop has ended (a signal, the duration, the targets gone): probes
+  // are detached next, and the view is not offered again.
+  virtual void on_stop() {}
+};
+
+}  // namespace allocscope
