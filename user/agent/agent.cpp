@@ -17,6 +17,7 @@
 #include "agent/label_cache.h"
 #include "agent/listen_address.h"
 #include "host/files.h"
+#include "record/stop_signals.h"
 
 namespace allocscope {
 namespace {
@@ -93,7 +94,12 @@ int agent(const AgentConfig& config) {
 
   Bridge bridge(16);
   LabelCache labels(1 << 16);
+  bool started = false;
   bridge.set_tick([&](LiveView& view) {
+    if (!started) {  // the first tick: every probe is in place
+      started = true;
+      log(6, "recording: probes attached");
+    }
     labels.refresh(view.process_table());
     if (g_hangup) {
       g_hangup = 0;
@@ -102,6 +108,9 @@ int agent(const AgentConfig& config) {
       log(6, "SIGHUP: log reopened");
     }
   });
+  // From here on SIGTERM and SIGINT stop the recording (even before it
+  // starts), and SIGHUP reopens the log.
+  install_stop_handlers(false);
   struct sigaction sa {};
   sa.sa_handler = on_hangup;
   sigaction(SIGHUP, &sa, nullptr);

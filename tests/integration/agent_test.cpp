@@ -1,0 +1,337 @@
+// The always-on agent with real clients: `go tool pprof` reads its profiles
+// over HTTP and a real Prometheus scrapes its metrics through its service
+// discovery; the numbers match the workload's exact truth.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "harness.h"
+#include "host/process.h"
+
+namespace allocscope::test {
+namespace {
+
+constexpr double kZ = 5;
+constexpr double kRate = 64 * 1024;
+
+// A port nobody listens on now (the kernel's choice).
+int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// The agent on a port of its own, recording the workload's processes.
+struct Agent {
+  explicit Agent(std::vector<std::string> extra = {})
+      : port(free_port()), child([&] {
+          std::vector<std::string> argv{
+              ALLOCSCOPE_BIN, "agent", "--listen", "127.0.0.1:" + std::to_string(port), "--rate", "64KiB"};
+          if (extra.empty()) extra = {"--comm", "^alloc_sites$"};
+          argv.insert(argv.end(), extra.begin(), extra.end());
+          return argv;
+        }()) {}
+  bool ready() { return child.wait_for_line("recording: probes attached", 60000, true); }
+  std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port) + path; }
+  int port;
+  Child child;
+};
+
+// Per allocation site (the first frame named site_*): the four values of a
+// profile as `go tool pprof -raw` prints them.
+struct SiteValues {
+  double alloc_objects = 0, alloc_bytes = 0, inuse_objects = 0, inuse_bytes = 0;
+};
+using Sites = std::map<std::string, SiteValues>;
+
+Sites parse_raw(const std::string& raw) {
+  std::map<std::string, std::string> site_of_location;  // location id -> its site_* function
+  std::istringstream in(raw.substr(raw.find("\nLocations")));
+  for (std::string line; std::getline(in, line);) {
+    size_t colon = line.find(": 0x"), site = line.find(" site_");
+    if (colon == std::string::npos || site == std::string::npos) continue;
+    std::string id = line.substr(line.find_first_not_of(' '), colon - line.find_first_not_of(' '));
+    site_of_location[id] = line.substr(site + 1, line.find(' ', site + 1) - site - 1);
+  }
+  Sites sites;
+  std::istringstream samples(raw.substr(0, raw.find("\nLocations")));
+  for (std::string line; std::getline(samples, line);) {
+    size_t colon = line.find(": ");
+    if (colon == std::string::npos || line.find('[') != std::string::npos) continue;
+    std::istringstream values(line.substr(0, colon)), locations(line.substr(colon + 2));
+    SiteValues v;
+    if (!(values >> v.alloc_objects >> v.alloc_bytes >> v.inuse_objects >> v.inuse_bytes)) continue;
+    for (std::string id; locations >> id;)
+      if (auto it = site_of_location.find(id); it != site_of_location.end()) {
+        SiteValues& s = sites[it->second];
+        s.alloc_objects += v.alloc_objects;
+        s.alloc_bytes += v.alloc_bytes;
+        s.inuse_objects += v.inuse_objects;
+        s.inuse_bytes += v.inuse_bytes;
+        break;
+      }
+  }
+  return sites;
+}
+
+// `go tool pprof` (a real client of Go's net/http/pprof) on one URL.
+RunResult go_pprof(const std::string& how, const std::string& url) {
+  std::string tmp = temp_path("pprof-tmp");
+  std::filesystem::create_directories(tmp);
+  return run({"env", "PPROF_TMPDIR=" + tmp, "HOME=" + tmp, "go", "tool", "pprof", how, url}, 120000);
+}
+
+// Each site's allocated and in-use bytes within kZ standard deviations of
+// the truth for `threads` x `scale` runs of the workload.
+void expect_sites_match(const Sites& sites, int scale, const std::string& what, bool check_live = true) {
+  for (const site_spec& s : kSites) {
+    Truth t = site_truth(s, 1, scale);
+    const SiteValues& v = sites.count(s.function) ? sites.at(s.function) : SiteValues{};
+    double sd = ht_sigma(t.objects, double(s.size), kRate, true) + 1 + 1e-6 * t.bytes;
+    EXPECT_LT(std::fabs(v.alloc_bytes - t.bytes) / sd, kZ)
+        << what << " " << s.function << " alloc_space " << v.alloc_bytes << " truth " << t.bytes;
+    if (!check_live) continue;
+    double live_sd = ht_sigma(t.live_objects, double(s.size), kRate, true) + 1 + 1e-6 * t.live_bytes;
+    EXPECT_LT(std::fabs(v.inuse_bytes - t.live_bytes) / live_sd, kZ)
+        << what << " " << s.function << " inuse_space " << v.inuse_bytes << " truth " << t.live_bytes;
+  }
+}
+
+std::string cgroup_root() {
+  auto mountinfo = read_text_file("/proc/self/mountinfo");
+  return mountinfo ? cgroup2_mount(*mountinfo) : "";
+}
+
+// One process in a cgroup of its own, addressed three ways (its pid, its
+// program by path prefix, its cgroup): go tool pprof reads each endpoint
+// with -raw and -top, and every site matches the truth.
+TEST(Agent, GoPprofReadsEachTargetAndItMatchesTruth) {
+  REQUIRE_BPF();
+  constexpr int kScale = 50;
+  std::string root = cgroup_root();
+  ASSERT_FALSE(root.empty()) << "no cgroup v2 hierarchy";
+  std::string cgroup = "/allocscope-agent-test-" + std::to_string(getpid());
+  std::filesystem::create_directory(root + cgroup);
+  Child workload({WORKLOAD_BIN, "--threads", "1", "--scale-pct", std::to_string(kScale), "--wait", "--hold"});
+  ASSERT_TRUE(workload.wait_for_line("ready", 10000));
+  std::ofstream(root + cgroup + "/cgroup.procs") << workload.pid() << "\n";
+  Agent agent;
+  ASSERT_TRUE(agent.ready()) << agent.child.err();
+  workload.signal(SIGUSR1);
+  ASSERT_TRUE(workload.wait_for_line("done", 60000));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the last samples reach the agent
+
+  std::string pid = std::to_string(workload.pid());
+  for (const std::string& path :
+       std::vector<std::string>{"/debug/pprof/heap?pid=" + pid, "/comm/alloc_sites/debug/pprof/allocs",
+                                "/debug/pprof/allocs?cgroup=" + cgroup}) {
+    RunResult raw = go_pprof("-raw", agent.url(path));
+    ASSERT_EQ(raw.status, 0) << path << ": " << raw.err;
+    expect_sites_match(parse_raw(raw.out), kScale, path);
+    RunResult top = go_pprof("-top", agent.url(path));
+    ASSERT_EQ(top.status, 0) << top.err;
+    EXPECT_NE(top.out.find("site_malloc_kept"), std::string::npos) << top.out;
+  }
+  workload.signal(SIGUSR1);
+  EXPECT_EQ(workload.wait(), 0);
+  agent.child.signal(SIGTERM);
+  EXPECT_EQ(agent.child.wait(), 0) << agent.child.err();
+  EXPECT_NE(agent.child.err().find("stopped: probes detached"), std::string::npos) << agent.child.err();
+  std::filesystem::remove(root + cgroup);
+}
+
+// ?seconds=N: the allocations of the next N seconds only. One process runs
+// before the window, another inside it: the delta holds the second's
+// allocations and none of the first's.
+TEST(Agent, SecondsGivesTheDeltaOfTheWindow) {
+  REQUIRE_BPF();
+  constexpr int kScale = 20;
+  Agent agent;
+  ASSERT_TRUE(agent.ready()) << agent.child.err();
+  Child before({WORKLOAD_BIN, "--threads", "1", "--scale-pct", std::to_string(kScale), "--wait", "--hold"});
+  ASSERT_TRUE(before.wait_for_line("ready", 10000));
+  before.signal(SIGUSR1);
+  ASSERT_TRUE(before.wait_for_line("done", 60000));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+
+  auto delta = std::async(std::launch::async, [&] {
+    return go_pprof("-raw", agent.url("/comm/alloc_sites/debug/pprof/allocs?seconds=6"));
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  RunResult inside = run({WORKLOAD_BIN, "--threads", "1", "--scale-pct", std::to_string(kScale)});
+  ASSERT_EQ(inside.status, 0);
+  RunResult raw = delta.get();
+  ASSERT_EQ(raw.status, 0) << raw.err;
+  // The window's allocations are the second process's: the first one's
+  // alloc values are gone from the delta (its live blocks stay, as gauges).
+  expect_sites_match(parse_raw(raw.out), kScale, "delta", false);
+  before.signal(SIGUSR1);
+  EXPECT_EQ(before.wait(), 0);
+  agent.child.signal(SIGTERM);
+  EXPECT_EQ(agent.child.wait(), 0) << agent.child.err();
+}
+
+// A real Prometheus finds the workload through /targets (HTTP service
+// discovery), scrapes /metrics?pid=N, and its query API returns the
+// workload's live bytes within kZ sigma of the truth.
+TEST(Agent, PrometheusScrapesLiveBytesThroughDiscovery) {
+  REQUIRE_BPF();
+  constexpr int kScale = 50;
+  Agent agent;
+  ASSERT_TRUE(agent.ready()) << agent.child.err();
+  Child workload({WORKLOAD_BIN, "--threads", "1", "--scale-pct", std::to_string(kScale), "--wait", "--hold"});
+  ASSERT_TRUE(workload.wait_for_line("ready", 10000));
+  workload.signal(SIGUSR1);
+  ASSERT_TRUE(workload.wait_for_line("done", 60000));
+
+  std::string dir = temp_path("prometheus");
+  std::filesystem::create_directories(dir + "/data");
+  int prom_port = free_port();
+  std::ofstream(dir + "/prometheus.yml")
+      << "global:\n  scrape_interval: 1s\n"
+         "scrape_configs:\n  - job_name: allocscope\n    http_sd_configs:\n"
+         "      - url: "
+      << agent.url("/targets") << "\n        refresh_interval: 1s\n";
+  Child prometheus({"prometheus", "--config.file=" + dir + "/prometheus.yml",
+                    "--storage.tsdb.path=" + dir + "/data",
+                    "--web.listen-address=127.0.0.1:" + std::to_string(prom_port)});
+  httplib::Client client("127.0.0.1", prom_port);
+  std::string query = "allocscope_process_live_bytes{pid=\"" + std::to_string(workload.pid()) + "\"}";
+  double live = -1;
+  for (int i = 0; i < 120 && live < 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    auto res = client.Get("/api/v1/query?query=" + httplib::detail::encode_query_param(query));
+    if (!res || res->status != 200) continue;
+    auto j = nlohmann::json::parse(res->body, nullptr, false);
+    if (j.is_discarded() || j["data"]["result"].empty()) continue;
+    live = std::stod(j["data"]["result"][0]["value"][1].get<std::string>());
+  }
+  ASSERT_GE(live, 0) << "Prometheus never had the series; its log:\n" << prometheus.err();
+  double truth = 0, var = 0;
+  for (const site_spec& s : kSites) {
+    Truth t = site_truth(s, 1, kScale);
+    truth += t.live_bytes;
+    double sd = ht_sigma(t.live_objects, double(s.size), kRate, true);
+    var += sd * sd;
+  }
+  std::printf("  Prometheus: live %.0f, truth %.0f (z %.2f)\n", live, truth, (live - truth) / std::sqrt(var));
+  EXPECT_LT(std::fabs(live - truth) / std::sqrt(var), kZ);
+  prometheus.signal(SIGTERM);
+  prometheus.wait();
+  workload.signal(SIGUSR1);
+  EXPECT_EQ(workload.wait(), 0);
+  agent.child.signal(SIGTERM);
+  EXPECT_EQ(agent.child.wait(), 0) << agent.child.err();
+  std::filesystem::remove_all(dir);
+}
+
+// Bad requests get clean HTTP errors, a flood of concurrent scrapes gets
+// answers (profiles, or 503/429 when too many wait), and the agent serves on.
+TEST(Agent, BadRequestsAndFloodsGetCleanErrors) {
+  REQUIRE_BPF();
+  Agent agent;
+  ASSERT_TRUE(agent.ready()) << agent.child.err();
+  httplib::Client client("127.0.0.1", agent.port);
+  client.set_read_timeout(60, 0);
+  struct Case {
+    std::string path;
+    int status;
+  };
+  for (const Case& c : std::vector<Case>{{"/debug/pprof/heap?pid=999999999", 404},
+                                         {"/debug/pprof/heap?pid=abc", 400},
+                                         {"/debug/pprof/heap?pid=1&comm=x", 400},
+                                         {"/debug/pprof/allocs?seconds=100000", 400},
+                                         {"/debug/pprof/allocs?seconds=-1", 400},
+                                         {"/debug/pprof/allocs?seconds=0", 400},
+                                         {"/comm/nothing-runs-this/debug/pprof/heap", 404},
+                                         {"/flamegraph?metric=bogus", 400},
+                                         {"/targets?level=bogus", 400},
+                                         {"/no/such/endpoint", 404},
+                                         {"/debug/pprof/heap", 200},
+                                         {"/metrics", 200},
+                                         {"/targets", 200},
+                                         {"/", 200}}) {
+    auto res = client.Get(c.path);
+    ASSERT_TRUE(res) << c.path;
+    EXPECT_EQ(res->status, c.status) << c.path << ": " << res->body;
+  }
+  auto post = client.Post("/metrics", std::string(1 << 20, 'x'), "text/plain");
+  ASSERT_TRUE(post);
+  EXPECT_GE(post->status, 400);
+
+  // 40 clients at once, a few of them asking for 1-second deltas.
+  std::vector<std::future<int>> answers;
+  for (int i = 0; i < 40; ++i)
+    answers.push_back(std::async(std::launch::async, [&, i] {
+      httplib::Client c("127.0.0.1", agent.port);
+      c.set_read_timeout(60, 0);
+      auto r = c.Get(i % 8 == 0 ? "/debug/pprof/allocs?seconds=1" : i % 2 ? "/metrics" : "/debug/pprof/heap");
+      return r ? r->status : -1;
+    }));
+  int ok = 0;
+  for (auto& a : answers) {
+    int status = a.get();
+    EXPECT_TRUE(status == 200 || status == 503 || status == 429) << status;
+    ok += status == 200;
+  }
+  EXPECT_GT(ok, 0);
+  auto after = client.Get("/metrics");
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->status, 200);
+  EXPECT_NE(after->body.find("allocscope_agent_requests_total"), std::string::npos);
+  agent.child.signal(SIGTERM);
+  EXPECT_EQ(agent.child.wait(), 0) << agent.child.err();
+}
+
+// With a token file, a request without the token (or with another) is
+// refused; a non-loopback address without one is warned about.
+TEST(Agent, TokenIsRequiredWhenGivenAndOpenAddressesAreWarnedAbout) {
+  REQUIRE_BPF();
+  std::string token = temp_path("token");
+  std::ofstream(token) << "s3cret-token\n";
+  Agent agent({"--comm", "^alloc_sites$", "--token-file", token});
+  ASSERT_TRUE(agent.ready()) << agent.child.err();
+  httplib::Client client("127.0.0.1", agent.port);
+  auto none = client.Get("/metrics");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 401);
+  auto wrong = client.Get("/metrics", {{"Authorization", "Bearer s3cret-tokem"}});
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status, 401);
+  auto right = client.Get("/metrics", {{"Authorization", "Bearer s3cret-token"}});
+  ASSERT_TRUE(right);
+  EXPECT_EQ(right->status, 200);
+  agent.child.signal(SIGTERM);
+  EXPECT_EQ(agent.child.wait(), 0);
+  std::remove(token.c_str());
+
+  int port = free_port();
+  Child open(
+      {ALLOCSCOPE_BIN, "agent", "--listen", "0.0.0.0:" + std::to_string(port), "--comm", "^alloc_sites$"});
+  ASSERT_TRUE(open.wait_for_line("recording: probes attached", 60000, true)) << open.err();
+  EXPECT_NE(open.err().find("without --token-file"), std::string::npos) << open.err();
+  open.signal(SIGTERM);
+  EXPECT_EQ(open.wait(), 0);
+}
+
+}  // namespace
+}  // namespace allocscope::test
