@@ -82,8 +82,8 @@ Recording crafted() {
   r.rate = 1;
   r.functions = {{"bad\xff\xfename\n", "bad", ""}};
   r.locations = {{-1, 0x1000, {{0, 0}}}};
-  r.samples = {RecSample{{}, 7, "no-frames", {1, 100, 1, 100, 1, 1}},
-               RecSample{{0}, 8, "bad\xc3", {2, 200, 0, 0, 2, 0}}};
+  r.samples = {RecSample{{}, 7, "no-frames", {1, 100, 1, 100, 1, 1}, {}},
+               RecSample{{0}, 8, "bad\xc3", {2, 200, 0, 0, 2, 0}, {}}};
   return r;
 }
 

@@ -60,7 +60,7 @@ Recording synthetic() {
       {-1, 0x1234, {}},
   };
   auto sample = [](std::vector<uint32_t> locs, uint32_t pid, std::string comm, StackTotals t) {
-    return RecSample{std::move(locs), pid, std::move(comm), t};
+    return RecSample{std::move(locs), pid, std::move(comm), t, {}};
   };
   r.samples = {
       sample({0, 3, 4}, 100, "server", {3.4, 1572864.5, 1.6, 524288.49, 3, 1}),
@@ -157,7 +157,7 @@ TEST(PprofRoundTrip, RoundsValuesToNearest) {
 
 TEST(PprofRoundTrip, SaturatesValuesOutsideInt64) {
   Recording r;
-  r.samples = {{{}, 1, "x", {NAN, 1e30, -1e30, 7, 1, 0}}};
+  r.samples = {{{}, 1, "x", {NAN, 1e30, -1e30, 7, 1, 0}, {}}};
   auto d = decode_pprof(encode_pprof(r).value());
   ASSERT_TRUE(d) << d.error();
   EXPECT_EQ(d->samples[0].totals.alloc_objects, 0);

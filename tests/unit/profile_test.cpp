@@ -247,6 +247,40 @@ TEST(Profile, ExactModeMatchesReferenceModel) {
     }
 }
 
+// An always-on recording forgets the stacks of ended processes: the others
+// keep their totals, their live samples still find their stacks on free,
+// serials never repeat, and the room made takes new stacks.
+TEST(Profile, ForgetKeepsTheRestWhole) {
+  Profile p(1, 3, kBig);
+  const std::vector<uint64_t> a = {0x401000}, b = {0x402000}, c = {0x403000};
+  alloc(p, 10, AS_FN_MALLOC, 0x1000, 8, a);
+  alloc(p, 20, AS_FN_MALLOC, 0x2000, 16, b);
+  alloc(p, 20, AS_FN_MALLOC, 0x3000, 32, c);
+  uint64_t serial_c = find(p, 20, AS_FN_MALLOC, c)->serial;
+  alloc(p, 30, AS_FN_MALLOC, 0x4000, 64, a);  // the table is full
+  EXPECT_EQ(find(p, 30, AS_FN_MALLOC, a), nullptr);
+
+  std::vector<uint32_t> remap = p.forget([](const StackRecord& s) { return s.pid == 10; });
+  ASSERT_EQ(remap.size(), 3u);
+  EXPECT_EQ(remap[0], Profile::kGone);
+  EXPECT_EQ(remap[1], 0u);
+  EXPECT_EQ(remap[2], 1u);
+  EXPECT_EQ(find(p, 10, AS_FN_MALLOC, a), nullptr);
+  EXPECT_EQ(p.live_count(), 2u);  // pid 10's live sample went with its stack
+  EXPECT_EQ(find(p, 20, AS_FN_MALLOC, c)->serial, serial_c);
+  p.on_free(20, 0x3000);
+  EXPECT_EQ(find(p, 20, AS_FN_MALLOC, c)->totals.live_bytes, 0);
+  EXPECT_EQ(find(p, 20, AS_FN_MALLOC, c)->totals.alloc_bytes, 32);
+  EXPECT_EQ(find(p, 20, AS_FN_MALLOC, b)->totals.live_bytes, 16);
+
+  alloc(p, 30, AS_FN_MALLOC, 0x4000, 64, a);  // room again, under a new serial
+  const StackRecord* fresh = find(p, 30, AS_FN_MALLOC, a);
+  ASSERT_NE(fresh, nullptr);
+  EXPECT_GT(fresh->serial, serial_c);
+  alloc(p, 20, AS_FN_MALLOC, 0x5000, 16, b);  // the index still finds kept stacks
+  EXPECT_EQ(find(p, 20, AS_FN_MALLOC, b)->totals.samples, 2u);
+}
+
 TEST(Metric, NamesRoundTrip) {
   for (Metric m : {Metric::AllocSpace, Metric::AllocObjects, Metric::InuseSpace, Metric::InuseObjects})
     EXPECT_EQ(parse_metric(metric_name(m)), m) << metric_name(m);

@@ -11,11 +11,13 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 
 #include "agent/bridge.h"
 #include "agent/http_api.h"
 #include "agent/label_cache.h"
 #include "agent/listen_address.h"
+#include "agent/retired.h"
 #include "host/files.h"
 #include "record/stop_signals.h"
 
@@ -64,6 +66,19 @@ Result<std::string> read_token(const std::string& path) {
   return token;
 }
 
+// Ended processes' stacks, forgotten once the stack table is half full (at
+// most every 10 s: finding them reads every stack), so that processes
+// started in a week's time still find room; their totals live on as
+// retired.
+void forget_ended(LiveView& view, const LabelCache& labels, RetiredTotals& retired, uint64_t& last_ms) {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  uint64_t now = uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1000000;
+  if (view.stack_table_use() < 0.5 || now - last_ms < 10000) return;
+  last_ms = now;
+  for (const ProcessTotals& p : view.forget_ended()) retired.add(p, labels.of(p.instance));
+}
+
 }  // namespace
 
 int agent(const AgentConfig& config) {
@@ -94,6 +109,8 @@ int agent(const AgentConfig& config) {
 
   Bridge bridge(16);
   LabelCache labels(1 << 16);
+  RetiredTotals retired(4096);
+  uint64_t last_forget_ms = 0;
   bool started = false;
   bridge.set_tick([&](LiveView& view) {
     if (!started) {  // the first tick: every probe is in place
@@ -101,6 +118,7 @@ int agent(const AgentConfig& config) {
       log(6, "recording: probes attached");
     }
     labels.refresh(view.process_table());
+    forget_ended(view, labels, retired, last_forget_ms);
     if (g_hangup) {
       g_hangup = 0;
       if (!config.log_file.empty())
@@ -115,7 +133,7 @@ int agent(const AgentConfig& config) {
   sa.sa_handler = on_hangup;
   sigaction(SIGHUP, &sa, nullptr);
 
-  HttpApi api(config, bridge, labels, token);
+  HttpApi api(config, bridge, labels, retired, token);
   if (auto ok = api.start(where->host, where->port); !ok) {
     log(3, "%s", ok.error().message.c_str());
     return 1;

@@ -70,10 +70,12 @@ std::string local_host_name() {
 
 }  // namespace
 
-HttpApi::HttpApi(const AgentConfig& config, Bridge& bridge, LabelCache& labels, std::string token)
+HttpApi::HttpApi(const AgentConfig& config, Bridge& bridge, LabelCache& labels, RetiredTotals& retired,
+                 std::string token)
     : config_(config),
       bridge_(bridge),
       labels_(labels),
+      retired_(retired),
       token_(std::move(token)),
       host_name_(local_host_name()),
       server_(std::make_unique<httplib::Server>()) {}
@@ -238,7 +240,13 @@ void HttpApi::metrics(const Addressed& a, httplib::Response& res) {
                 labels.push_back(labels_.of(p.instance));
                 all.push_back(std::move(p));
               }
+            for (const auto& [key, r] : retired_.entries())
+              if (target_holds(a.target, r.totals.process, r.labels)) {
+                labels.push_back(r.labels);
+                all.push_back(r.totals);
+              }
             in.counters = v.counters();
+            in.counters.emplace_back("agent_processes_forgotten", retired_.processes());
             in.self.labels_dropped = labels_.dropped();
           },
           res))

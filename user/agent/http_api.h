@@ -12,6 +12,7 @@
 #include "agent/agent.h"
 #include "agent/bridge.h"
 #include "agent/label_cache.h"
+#include "agent/retired.h"
 #include "base/result.h"
 
 namespace httplib {
@@ -24,8 +25,10 @@ namespace allocscope {
 
 class HttpApi {
  public:
-  // `labels` is read inside bridge jobs only (the recording's thread).
-  HttpApi(const AgentConfig& config, Bridge& bridge, LabelCache& labels, std::string token);
+  // `labels` and `retired` are read inside bridge jobs only (the recording's
+  // thread).
+  HttpApi(const AgentConfig& config, Bridge& bridge, LabelCache& labels, RetiredTotals& retired,
+          std::string token);
   ~HttpApi();
 
   // Binds the address (errors before anything is attached), then serves
@@ -49,6 +52,7 @@ class HttpApi {
   const AgentConfig& config_;
   Bridge& bridge_;
   LabelCache& labels_;
+  RetiredTotals& retired_;
   std::string token_;
   std::string host_name_;
   std::unique_ptr<httplib::Server> server_;

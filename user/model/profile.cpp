@@ -80,7 +80,7 @@ std::optional<uint32_t> Profile::intern(uint32_t pid, uint16_t fn, std::span<con
   if (auto it = index_.find(key); it != index_.end()) return it->second;
   if (stacks_.size() >= max_stacks_) return std::nullopt;
   uint32_t id = static_cast<uint32_t>(stacks_.size());
-  stacks_.push_back({pid, fn, {ips.begin(), ips.end()}, {}});
+  stacks_.push_back({next_serial_++, pid, fn, {ips.begin(), ips.end()}, {}});
   index_.emplace(std::move(key), id);
   return id;
 }
@@ -174,6 +174,38 @@ std::vector<uint64_t> Profile::drop_process(uint32_t pid) {
   }
   live_.erase(set);
   return addrs;
+}
+
+std::vector<uint32_t> Profile::forget(const std::function<bool(const StackRecord&)>& drop) {
+  std::vector<uint32_t> remap(stacks_.size(), kGone);
+  std::vector<StackRecord> kept;
+  for (uint32_t i = 0; i < stacks_.size(); ++i) {
+    if (drop(stacks_[i])) continue;
+    remap[i] = uint32_t(kept.size());
+    kept.push_back(std::move(stacks_[i]));
+  }
+  stacks_ = std::move(kept);
+  for (auto it = index_.begin(); it != index_.end();) {
+    it->second = remap[it->second];
+    it = it->second == kGone ? index_.erase(it) : std::next(it);
+  }
+  for (auto set = live_.begin(); set != live_.end();) {
+    for (auto e = set->second.begin(); e != set->second.end();) {
+      e->second.stack = remap[e->second.stack];
+      if (e->second.stack != kGone) {
+        ++e;
+        continue;
+      }
+      e = set->second.erase(e);
+      --live_count_;
+    }
+    set = set->second.empty() ? live_.erase(set) : std::next(set);
+  }
+  std::unordered_map<uint32_t, std::vector<uint64_t>> times;
+  for (auto& [stack, ts] : live_times_)
+    if (remap[stack] != kGone) times.emplace(remap[stack], std::move(ts));
+  live_times_ = std::move(times);
+  return remap;
 }
 
 std::vector<DurationHistogram> Profile::live_ages(uint64_t now_ns) const {

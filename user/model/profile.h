@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -49,6 +50,7 @@ void subtract_allocs(StackTotals& t, const AllocTotals& earlier);
 
 // A distinct stack: ips are innermost first, as the kernel gives them.
 struct StackRecord {
+  uint64_t serial = 0;  // never reused: names the stack across forget()
   uint32_t pid = 0;
   uint16_t fn = 0;  // enum as_fn
   std::vector<uint64_t> ips;
@@ -107,6 +109,11 @@ class Profile {
   // Starts a new interval: alloc totals and sample counts to zero, the live
   // set (and its estimates) kept.
   void reset_alloc_totals();
+  // Forgets the stacks `drop` picks, with any live samples they still have
+  // (an always-on recording makes room this way for new processes).
+  // Returns each old index's new one, kGone for the stacks forgotten.
+  static constexpr uint32_t kGone = UINT32_MAX;
+  std::vector<uint32_t> forget(const std::function<bool(const StackRecord&)>& drop);
 
   uint64_t rate() const { return rate_; }
   const std::vector<StackRecord>& stacks() const { return stacks_; }
@@ -132,6 +139,7 @@ class Profile {
   std::unordered_map<std::string, uint32_t> index_;
   std::unordered_map<uint32_t, LiveSet> live_;  // pid -> its live samples
   size_t live_count_ = 0;
+  uint64_t next_serial_ = 1;
   ProfileCounters counters_;
   std::unordered_map<uint32_t, std::vector<uint64_t>> live_times_;  // exact mode
 };

@@ -40,10 +40,10 @@ struct RecSample {
                                     // the leaf is the allocator entry point called
   uint32_t pid = 0;
   std::string comm;
+  StackTotals totals;  // unbiased estimates and sample counts
   // More string labels naming the process (the agent's unit, container,
   // pod, host), in pprof's sample labels.
   std::vector<std::pair<std::string, std::string>> labels;
-  StackTotals totals;  // unbiased estimates and sample counts
 };
 
 struct Recording {

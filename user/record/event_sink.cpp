@@ -130,6 +130,13 @@ void EventSink::on_stack(std::span<const uint8_t> data) {
   stacks_.insert_or_assign(head.id, std::move(s));
 }
 
+void EventSink::forget_stacks(std::span<const uint32_t> remap) {
+  std::vector<StackOrigin> kept;
+  for (size_t i = 0; i < origins_.size() && i < remap.size(); ++i)
+    if (remap[i] != Profile::kGone) kept.push_back(std::move(origins_[i]));
+  origins_ = std::move(kept);
+}
+
 // The profile's stack for a kernel stack, made (with its origin) when new.
 std::optional<uint32_t> EventSink::profile_stack(const KnownStack& s) {
   size_t before = profile_.stacks().size();

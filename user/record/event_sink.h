@@ -53,6 +53,8 @@ class EventSink {
   void forget_stale_ids() { ended_ids_.clear(); }
 
   const std::vector<StackOrigin>& origins() const { return origins_; }
+  // The profile forgot stacks (Profile::forget's remap): their origins go.
+  void forget_stacks(std::span<const uint32_t> remap);
   const ProcessTable& processes() const { return processes_; }
   // Process instances with samples recorded (not filtered out).
   uint64_t recorded_processes() const { return processes_.instances() - processes_.rejected(); }

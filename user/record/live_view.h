@@ -26,8 +26,8 @@ struct ProcessTotals {
 
 // Which process instances a view holds (by id in the process table).
 using InstanceSelector = std::function<bool(uint32_t instance, const ProcessInstance&)>;
-// Allocation totals per stack at one moment: the start of a delta.
-using Baseline = std::unordered_map<uint32_t, AllocTotals>;
+// Allocation totals per stack (by serial) at one moment: the start of a delta.
+using Baseline = std::unordered_map<uint64_t, AllocTotals>;
 
 class LiveView {
  public:
@@ -42,6 +42,12 @@ class LiveView {
   virtual Recording snapshot(const InstanceSelector& keep, const Baseline* since = nullptr) = 0;
   // The recording's named counters (samples, drops by cause, probe state).
   virtual std::vector<std::pair<std::string, uint64_t>> counters() = 0;
+  // Share of the stack table in use (0 to 1).
+  virtual double stack_table_use() const = 0;
+  // Forgets the stacks of ended instances, making room for new ones, and
+  // returns those instances' totals. Sampling mode only (exact mode keeps
+  // its totals in the kernel by stack): there it forgets nothing.
+  virtual std::vector<ProcessTotals> forget_ended() = 0;
 };
 
 class RecordObserver {

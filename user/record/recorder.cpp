@@ -89,6 +89,10 @@ class Recorder final : public LiveView {
   Baseline baseline(const InstanceSelector& keep) override;
   Recording snapshot(const InstanceSelector& keep, const Baseline* since) override;
   NamedCounters counters() override { return recording_counters(state()); }
+  double stack_table_use() const override {
+    return double(profile_.stacks().size()) / double(std::max<uint32_t>(1, config_.max_stacks));
+  }
+  std::vector<ProcessTotals> forget_ended() override;
 
  private:
   Result<void> open_session();
@@ -353,6 +357,17 @@ std::vector<ProcessTotals> Recorder::processes() {
   return all;
 }
 
+std::vector<ProcessTotals> Recorder::forget_ended() {
+  if (exact_mode(config_)) return {};
+  std::vector<ProcessTotals> ended = processes();
+  std::erase_if(ended, [](const ProcessTotals& p) { return !p.process.ended; });
+  if (ended.empty()) return ended;
+  const ProcessTable& table = parts_->sink.processes();
+  parts_->sink.forget_stacks(
+      profile_.forget([&](const StackRecord& s) { return table.instance(s.pid).ended; }));
+  return ended;
+}
+
 std::vector<uint32_t> Recorder::stacks_of(const InstanceSelector& keep) const {
   const ProcessTable& table = parts_->sink.processes();
   std::unordered_map<uint32_t, bool> kept;  // instance -> keep's verdict
@@ -369,7 +384,8 @@ std::vector<uint32_t> Recorder::stacks_of(const InstanceSelector& keep) const {
 Baseline Recorder::baseline(const InstanceSelector& keep) {
   absorb_exact();
   Baseline base;
-  for (uint32_t i : stacks_of(keep)) base.emplace(i, alloc_totals(profile_.stacks()[i].totals));
+  for (uint32_t i : stacks_of(keep))
+    base.emplace(profile_.stacks()[i].serial, alloc_totals(profile_.stacks()[i].totals));
   return base;
 }
 

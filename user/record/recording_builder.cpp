@@ -118,7 +118,7 @@ Recording build_recording(const Profile& profile, Symbolizer& symbolizer, const 
     StackTotals totals = profile.stacks()[i].totals;
     totals.live_ages = ages[i];
     if (choice && choice->baseline) {
-      if (auto it = choice->baseline->find(i); it != choice->baseline->end())
+      if (auto it = choice->baseline->find(profile.stacks()[i].serial); it != choice->baseline->end())
         subtract_allocs(totals, it->second);
       if (totals.alloc_objects == 0 && totals.live_objects == 0) return;
     }
