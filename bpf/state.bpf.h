@@ -32,7 +32,13 @@ struct thread_state {
   __u64 pending_size;   /* requested bytes */
   __u64 pending_offset; /* bytes before the sampled byte */
   __u64 pending_memptr; /* posix_memalign's out pointer */
+  __u32 epoch;          /* probe_epoch when this state was last good */
 };
+
+/* Raised by userspace whenever it attaches probes again (the agent's duty
+ * cycle): a call whose return probe went away mid-call left its thread's
+ * depth raised, so a state from an older epoch starts afresh. */
+volatile __u32 probe_epoch = 0;
 
 struct {
   __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -228,8 +234,14 @@ static __always_inline __u64 draw_countdown(void) {
 }
 
 static __always_inline struct thread_state *thread_state(bool create) {
-  return bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0,
-                              create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+  struct thread_state *st = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0,
+                                                 create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+  if (st && st->epoch != probe_epoch) {
+    st->epoch = probe_epoch;
+    st->depth = 0;
+    st->pending = 0;
+  }
+  return st;
 }
 
 /* A process's verdict without the in-process bit; 0 for none. */

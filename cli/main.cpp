@@ -8,6 +8,7 @@
 #include <optional>
 #include <regex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "agent/agent.h"
@@ -36,7 +37,7 @@ const CLI::Validator kFormat = parsed_by(parse_format, "format (folded, svg, ppr
 // Options kept as text by CLI11 and converted once parsing succeeded.
 struct Text {
   std::string rate = "512KiB", duration, metric = "alloc_space", ringbuf = "16MiB", probe_mode = "auto";
-  std::string format, interval, by = "function", sort = "value", unwind = "dwarf";
+  std::string format, interval, by = "function", sort = "value", unwind = "dwarf", duty;
   std::vector<std::string> outputs;
   bool children = false;
   CLI::Option* children_flag = nullptr;  // given at all? (the default depends on -- CMD)
@@ -245,6 +246,15 @@ void finish_record(RecordConfig& c, const Text& t) {
   if (*t.children_flag) c.children = t.children;
 }
 
+// "30s/5m" -> {30000, 300000}.
+std::optional<std::pair<uint64_t, uint64_t>> duty_cycle(const std::string& v) {
+  size_t slash = v.find('/');
+  if (slash == std::string::npos) return std::nullopt;
+  auto on = parse_duration_ms(v.substr(0, slash)), period = parse_duration_ms(v.substr(slash + 1));
+  if (!on || !period || *on == 0 || *on >= *period) return std::nullopt;
+  return std::pair{*on, *period};
+}
+
 CLI::App* add_agent(CLI::App& app, AgentConfig& c, Text& t) {
   auto* agent = app.add_subcommand(
       "agent", "Record without end and serve heap profiles and metrics over HTTP (pprof, Prometheus)");
@@ -285,11 +295,20 @@ CLI::App* add_agent(CLI::App& app, AgentConfig& c, Text& t) {
                    "/metrics: series per level (process, program, cgroup) at most, the largest by live bytes")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
+  agent
+      ->add_option(
+          "--duty", t.duty,
+          "Probes attached for ON of every PERIOD (30s/5m): the trap on every allocator call is paid "
+          "only then; allocated totals grow only in the windows, and in-use figures count what the "
+          "windows allocated (frees are not seen between them). Default: always attached")
+      ->check(parsed_by(duty_cycle, "duty cycle ON/PERIOD, ON shorter than PERIOD (30s/5m)"));
   agent->add_option("--max-seconds", c.max_seconds, "Longest ?seconds= window served")
       ->capture_default_str()
       ->check(CLI::Range(1, 86400));
   add_sampling_options(agent, c.record, t);
-  agent->callback([&c, pid] {
+  agent->callback([&c, &t, pid] {
+    if (!t.duty.empty() && parse_bytes(t.rate).value_or(0) <= 1)
+      throw CLI::ValidationError("--duty samples: exact mode (--rate 1) counts in the kernel without pause");
     c.record.all = true;  // processes started later too; -p then picks from them
     if (*pid) c.record.all = !c.record.comm.empty() || !c.record.cgroup.empty();
     if (*pid && c.record.all)
@@ -301,6 +320,7 @@ CLI::App* add_agent(CLI::App& app, AgentConfig& c, Text& t) {
 
 void finish_agent(AgentConfig& c, const Text& t) {
   finish_sampling(c.record, t);
+  if (auto duty = duty_cycle(t.duty)) std::tie(c.record.duty_on_ms, c.record.duty_period_ms) = *duty;
   c.record.outputs.clear();
   c.record.quiet = true;  // the agent logs; no progress line, no summary
   c.record.hangup_stops = false;

@@ -333,5 +333,51 @@ TEST(Agent, TokenIsRequiredWhenGivenAndOpenAddressesAreWarnedAbout) {
   EXPECT_EQ(open.wait(), 0);
 }
 
+// The value of one of the recording's counters in /metrics.
+double recording_counter(httplib::Client& c, const std::string& name) {
+  auto res = c.Get("/metrics");
+  if (!res || res->status != 200) return -1;
+  std::string key = "allocscope_recording_events_total{name=\"" + name + "\"} ";
+  size_t at = res->body.find(key);
+  return at == std::string::npos ? -1 : std::stod(res->body.substr(at + key.size()));
+}
+
+double ns_per_pair(const std::string& bench_out) {
+  size_t at = bench_out.find("ns_per_pair ");
+  return at == std::string::npos ? -1 : std::stod(bench_out.substr(at + 12));
+}
+
+// --duty: between windows no probe is left (an allocation costs what it
+// costs untraced, not a trap), in a window every call is probed again, and
+// /metrics says which it is.
+TEST(Agent, DutyCycleRemovesTheProbesBetweenWindows) {
+  REQUIRE_BPF();
+  Agent agent({"--comm", "^malloc_bench$", "--duty", "3s/6s"});
+  ASSERT_TRUE(agent.ready()) << agent.child.err();
+  httplib::Client client("127.0.0.1", agent.port);
+  auto wait_for = [&](double paused) {
+    for (int i = 0; i < 200; ++i) {
+      if (recording_counter(client, "duty_probes_paused") == paused) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  };
+  std::vector<std::string> bench{MALLOC_BENCH_BIN, "--threads", "1", "--pairs", "300000", "--size", "64"};
+  ASSERT_TRUE(wait_for(1));
+  RunResult paused = run(bench);
+  ASSERT_TRUE(wait_for(0));
+  RunResult attached = run(bench);
+  ASSERT_EQ(paused.status, 0);
+  ASSERT_EQ(attached.status, 0);
+  std::printf("  paused %.0f ns a pair, attached %.0f ns a pair\n", ns_per_pair(paused.out),
+              ns_per_pair(attached.out));
+  EXPECT_LT(ns_per_pair(paused.out), 500) << "a probe was left between windows";
+  EXPECT_GT(ns_per_pair(attached.out), 500) << "the window did not probe again";
+  EXPECT_GE(recording_counter(client, "duty_windows"), 2);
+  EXPECT_EQ(recording_counter(client, "duty_probes_lost"), 0);
+  agent.child.signal(SIGTERM);
+  EXPECT_EQ(agent.child.wait(), 0) << agent.child.err();
+}
+
 }  // namespace
 }  // namespace allocscope::test

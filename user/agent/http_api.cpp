@@ -1,6 +1,7 @@
 #include "agent/http_api.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -85,6 +86,12 @@ HttpApi::~HttpApi() { stop(); }
 Result<void> HttpApi::start(const std::string& host, int port) {
   httplib::Server& s = *server_;
   s.new_task_queue = [] { return new httplib::ThreadPool(8); };
+  // SO_REUSEADDR only: the library's default, SO_REUSEPORT, would let a
+  // second agent share the port and answer half of the scrapes.
+  s.set_socket_options([](int sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   s.set_payload_max_length(64 << 10);  // every endpoint is a GET
   s.set_read_timeout(10, 0);
   s.set_write_timeout(60, 0);

@@ -176,6 +176,13 @@ std::vector<uint64_t> Profile::drop_process(uint32_t pid) {
   return addrs;
 }
 
+void Profile::drop_all_live() {
+  for (const auto& [pid, set] : live_)
+    for (const auto& [addr, e] : set) unlive(e);
+  live_.clear();
+  live_times_.clear();
+}
+
 std::vector<uint32_t> Profile::forget(const std::function<bool(const StackRecord&)>& drop) {
   std::vector<uint32_t> remap(stacks_.size(), kGone);
   std::vector<StackRecord> kept;

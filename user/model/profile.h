@@ -106,6 +106,8 @@ class Profile {
   // The process ended (exit or exec): its memory is no longer in use. Returns
   // the addresses of the live samples dropped.
   std::vector<uint64_t> drop_process(uint32_t pid);
+  // Every live sample forgotten (their frees will not be seen).
+  void drop_all_live();
   // Starts a new interval: alloc totals and sample counts to zero, the live
   // set (and its estimates) kept.
   void reset_alloc_totals();

@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -231,8 +232,45 @@ Result<void> BpfSession::attach(pid_t pid, const std::string& library_path,
   std::vector<ProbeTarget> wanted;
   for (const ProbeTarget& t : targets)
     if (as_fn_kind(t.fn) != AS_FN_FREE || !config_.no_free) wanted.push_back(t);
-  return mode_ == ProbeMode::Session ? attach_session(pid, library_path, wanted)
-                                     : attach_classic(pid, library_path, wanted);
+  if (!paused_)
+    if (auto ok = attach_now(pid, library_path, wanted); !ok) return ok;
+  remember(pid, library_path, std::move(wanted), false);
+  return {};
+}
+
+Result<void> BpfSession::attach_now(pid_t pid, const std::string& path,
+                                    const std::vector<ProbeTarget>& targets) {
+  return mode_ == ProbeMode::Session ? attach_session(pid, path, targets)
+                                     : attach_classic(pid, path, targets);
+}
+
+void BpfSession::remember(pid_t pid, const std::string& path, std::vector<ProbeTarget> targets,
+                          bool in_process) {
+  if (!config_.pausable) return;
+  UniqueFd file(::open(path.c_str(), O_PATH | O_CLOEXEC));
+  if (file) attached_.push_back({pid, std::move(file), std::move(targets), in_process});
+}
+
+void BpfSession::pause_probes() {
+  if (paused_) return;
+  raw_links_.clear();  // entry probes first, as in detach()
+  entry_links_.clear();
+  return_links_.clear();
+  paused_ = true;
+}
+
+size_t BpfSession::resume_probes() {
+  if (!paused_) return 0;
+  paused_ = false;
+  ++skel_->bss->probe_epoch;  // threads caught mid-call by the pause start afresh
+  size_t lost = 0;
+  std::erase_if(attached_, [&](const Attached& a) {
+    std::string path = "/proc/self/fd/" + std::to_string(a.file.get());
+    auto ok = a.in_process ? attach_in_process_now(a.pid, path) : attach_now(a.pid, path, a.targets);
+    lost += !ok;
+    return !ok;
+  });
+  return lost;
 }
 
 namespace {
@@ -317,6 +355,13 @@ Result<void> BpfSession::attach_classic(pid_t pid, const std::string& path,
 Result<void> BpfSession::attach_in_process(pid_t pid, const std::string& path) {
   if (config_.null_probes)
     return fail("--null-probes measures allocator probes only, not in-process sampling");
+  if (!paused_)
+    if (auto ok = attach_in_process_now(pid, path); !ok) return ok;
+  remember(pid, path, {}, true);
+  return {};
+}
+
+Result<void> BpfSession::attach_in_process_now(pid_t pid, const std::string& path) {
   std::vector<Link> made;
   for (auto [prog, name] :
        {std::pair{skel_->progs.usdt_alloc, "alloc"}, std::pair{skel_->progs.usdt_free, "free"}}) {

@@ -43,6 +43,7 @@ struct SessionConfig {
   uint64_t cgroup_id = 0;        // traced only inside this cgroup (with cgroup_level > 0)
   uint32_t cgroup_level = 0;
   uint32_t max_processes = 1 << 16;  // capacity of the process verdict table
+  bool pausable = false;             // pause_probes() and resume_probes() are used (a file held per attach)
 };
 
 bool kernel_has_uprobe_sessions();
@@ -95,6 +96,15 @@ class BpfSession {
   std::vector<std::pair<uint32_t, uint64_t>> process_drops() const;
   // Removes every probe (entry probes first, so no call is left half-seen).
   void detach();
+  // Duty cycle: removes the allocator and in-process probes (the process
+  // lifecycle stays seen) and puts them back. Files attached meanwhile are
+  // probed at resume. Each file is held open, so it is found again after
+  // the process whose path named it has gone; a per-process probe whose
+  // process has gone is dropped. Resume returns the probes it could not
+  // put back.
+  void pause_probes();
+  size_t resume_probes();
+  bool paused() const { return paused_; }
 
   // Delivers pending events to the handler; waits up to timeout_ms for some.
   // The handler returning false stops the delivery (poll returns early:
@@ -120,6 +130,20 @@ class BpfSession {
   Result<void> attach_lifecycle();
   Result<void> attach_session(pid_t pid, const std::string& path, const std::vector<ProbeTarget>& targets);
   Result<void> attach_classic(pid_t pid, const std::string& path, const std::vector<ProbeTarget>& targets);
+  Result<void> attach_now(pid_t pid, const std::string& path, const std::vector<ProbeTarget>& targets);
+  Result<void> attach_in_process_now(pid_t pid, const std::string& path);
+  void remember(pid_t pid, const std::string& path, std::vector<ProbeTarget> targets, bool in_process);
+
+  // What was attached, to attach again after a pause (empty targets: the
+  // in-process probes).
+  struct Attached {
+    pid_t pid;
+    UniqueFd file;  // O_PATH: attached again as /proc/self/fd/N
+    std::vector<ProbeTarget> targets;
+    bool in_process;
+  };
+  std::vector<Attached> attached_;
+  bool paused_ = false;
 
   // Declared in the order of creation: members go in reverse, links (and
   // with them the probes) before the maps and programs they use.

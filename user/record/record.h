@@ -29,7 +29,10 @@ struct RecordConfig {
   uint64_t duration_ms = 0;             // 0: until the target exits or a signal
   std::vector<OutputSpec> outputs;      // default: allocscope.folded
   uint64_t interval_ms = 0;             // > 0: numbered outputs every interval
-  RenderOptions render;                 // how outputs show estimates (metric set from `metric`)
+  // Duty cycle (the agent's --duty): probes attached for the first
+  // duty_on_ms of every duty_period_ms; 0: always attached.
+  uint64_t duty_on_ms = 0, duty_period_ms = 0;
+  RenderOptions render;  // how outputs show estimates (metric set from `metric`)
   uint64_t rate = kDefaultRate;
   Metric metric = Metric::AllocSpace;
   uint32_t max_live = 1 << 18;

@@ -46,7 +46,8 @@ SessionConfig session_config(const RecordConfig& c) {
           .filter_processes = system_wide(c),
           .trace_unknown = !members_only(c),
           .follow_children = follows_children(c),
-          .max_processes = c.max_processes};
+          .max_processes = c.max_processes,
+          .pausable = c.duty_period_ms > 0};
 }
 
 // What exists once the BPF session is open, in the order it is made (and
@@ -88,7 +89,7 @@ class Recorder final : public LiveView {
   const ProcessTable& process_table() const override { return parts_->sink.processes(); }
   Baseline baseline(const InstanceSelector& keep) override;
   Recording snapshot(const InstanceSelector& keep, const Baseline* since) override;
-  NamedCounters counters() override { return recording_counters(state()); }
+  NamedCounters counters() override;
   double stack_table_use() const override {
     return double(profile_.stacks().size()) / double(std::max<uint32_t>(1, config_.max_stacks));
   }
@@ -103,9 +104,10 @@ class Recorder final : public LiveView {
   void announce(std::vector<Target>& targets);
   Result<LoopEnd> loop(std::vector<Target>& targets);
   void sweep_exact_live(uint64_t now);
+  void duty_step(uint64_t elapsed_ms);
   RecordingState state() const;
   void absorb_exact();
-  RecordingMeta meta(uint64_t duration_ms) const;
+  RecordingMeta meta(uint64_t duration_ms);
   std::vector<uint32_t> stacks_of(const InstanceSelector& keep) const;
   Result<void> write(unsigned number, uint64_t duration_ms);
   int finish(std::vector<Target>& targets, const LoopEnd& loop);
@@ -116,6 +118,7 @@ class Recorder final : public LiveView {
   Symbolizer symbolizer_;
   std::unique_ptr<SessionParts> parts_;
   uint64_t last_sweep_ms_ = 0;
+  uint64_t duty_windows_ = 0, duty_lost_ = 0;
   int64_t start_wall_ns_ = 0;
   std::string preload_library_;  // --preload: liballocscope-preload.so
 };
@@ -285,6 +288,7 @@ Result<LoopEnd> Recorder::loop(std::vector<Target>& targets) {
     if (auto n = parts_->session->poll(100); !n) return fail(n.error());
     if (parts_->libraries.has_pending()) parts_->libraries.retry_pending(now_ms());
     sweep_exact_live(now_ms());
+    if (config_.duty_period_ms) duty_step(now_ms() - l.start);
     if (observer_) observer_->on_tick(*this);
     if (double elapsed = (now_ms() - l.start) / 1000.0; progress.due(elapsed))
       progress.update(progress_figures(state(), elapsed));  // the kernel's counters read only then
@@ -298,6 +302,24 @@ Result<LoopEnd> Recorder::loop(std::vector<Target>& targets) {
   if (observer_) observer_->on_stop();
   l.end = now_ms();
   return l;
+}
+
+// The duty cycle: probes off for the rest of each period after its first
+// duty_on_ms. Frees are not seen while they are off, so a window starts
+// with no live sample: in-use figures cover what the windows allocated.
+void Recorder::duty_step(uint64_t elapsed_ms) {
+  BpfSession& s = *parts_->session;
+  bool on = elapsed_ms % config_.duty_period_ms < config_.duty_on_ms;
+  if (!on && !s.paused()) {
+    s.pause_probes();
+  } else if (on && s.paused()) {
+    profile_.drop_all_live();
+    std::vector<as_live_key> keys;
+    for (const auto& [key, value] : s.live_entries()) keys.push_back(key);
+    s.forget_live(keys);
+    duty_lost_ += s.resume_probes();
+    ++duty_windows_;
+  }
 }
 
 // Exact mode: the kernel's live entries of ended processes, deleted now and
@@ -328,13 +350,19 @@ void Recorder::absorb_exact() {
   if (!config_.no_free) parts_->sink.set_live_times(parts_->session->live_entries());
 }
 
-RecordingMeta Recorder::meta(uint64_t duration_ms) const {
-  return {config_.rate,
-          start_wall_ns_,
-          int64_t(duration_ms) * 1000000,
-          config_.metric,
-          recording_counters(state()),
-          monotonic_ns()};
+NamedCounters Recorder::counters() {
+  NamedCounters c = recording_counters(state());
+  if (config_.duty_period_ms) {
+    c.emplace_back("duty_windows", duty_windows_ + 1);  // the first window began attached
+    c.emplace_back("duty_probes_paused", parts_->session->paused());
+    c.emplace_back("duty_probes_lost", duty_lost_);
+  }
+  return c;
+}
+
+RecordingMeta Recorder::meta(uint64_t duration_ms) {
+  return {config_.rate,   start_wall_ns_, int64_t(duration_ms) * 1000000,
+          config_.metric, counters(),     monotonic_ns()};
 }
 
 Result<void> Recorder::write(unsigned number, uint64_t duration_ms) {
