@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <map>
 
+#include "base/utf8.h"
+
 namespace allocscope {
 namespace {
 
@@ -80,9 +82,11 @@ void counters(std::string& out, const std::vector<std::pair<std::string, uint64_
 
 }  // namespace
 
-std::string escape_label_value(const std::string& v) {
+std::string escape_label_value(const std::string& raw) {
+  // Prometheus rejects a whole scrape over one label that is not UTF-8 (a
+  // comm cut mid-character at 15 bytes).
   std::string out;
-  for (char c : v) {
+  for (char c : valid_utf8(raw)) {
     if (c == '\\' || c == '"') out += '\\';
     if (c == '\n') {
       out += "\\n";

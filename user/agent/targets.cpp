@@ -6,6 +6,8 @@
 #include <charconv>
 #include <vector>
 
+#include "base/utf8.h"
+
 namespace allocscope {
 namespace {
 
@@ -96,8 +98,8 @@ bool target_holds(const Target& t, const ProcessInstance& p, const TargetLabels&
       return true;
     case TargetKind::Pid:
       return std::to_string(p.tgid) == t.value;
-    case TargetKind::Comm:
-      return p.comm == t.value;
+    case TargetKind::Comm:  // discovery gives names repaired to UTF-8
+      return p.comm == t.value || valid_utf8(p.comm) == t.value;
     case TargetKind::Cgroup: {
       std::string_view c = labels.cgroup, want = t.value;
       while (want.size() > 1 && want.back() == '/') want.remove_suffix(1);
@@ -141,8 +143,10 @@ Result<Addressed> address(std::string_view path, const std::multimap<std::string
   if (a.target.kind != TargetKind::All && a.target.value.empty())
     return fail(std::string("empty ") + target_kind_name(a.target.kind), EINVAL);
   uint32_t pid = 0;
-  if (a.target.kind == TargetKind::Pid && !parse_pid(a.target.value, pid))
-    return fail("not a process id: " + a.target.value, EINVAL);
+  if (a.target.kind == TargetKind::Pid) {
+    if (!parse_pid(a.target.value, pid)) return fail("not a process id: " + a.target.value, EINVAL);
+    a.target.value = std::to_string(pid);  // "042" is process 42
+  }
   return a;
 }
 

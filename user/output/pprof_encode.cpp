@@ -2,6 +2,7 @@
 #include <cerrno>
 #include <string_view>
 
+#include "base/utf8.h"
 #include "model/loss.h"
 #include "output/gzip.h"
 #include "output/pprof.h"
@@ -12,52 +13,6 @@ namespace allocscope {
 namespace {
 
 using namespace pprof_columns;
-
-// Length of the well-formed UTF-8 sequence that starts s (RFC 3629: no
-// overlong forms, no surrogates, nothing above U+10FFFF), 0 when there is none.
-size_t utf8_sequence_length(std::string_view s) {
-  auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
-  const unsigned char c = byte(0);
-  if (c < 0x80) return 1;
-  size_t n = 0;
-  unsigned char lo = 0x80, hi = 0xBF;  // the range of the second byte
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    lo = c == 0xE0 ? 0xA0 : lo;
-    hi = c == 0xED ? 0x9F : hi;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    lo = c == 0xF0 ? 0x90 : lo;
-    hi = c == 0xF4 ? 0x8F : hi;
-  } else {
-    return 0;
-  }
-  if (s.size() < n || byte(1) < lo || byte(1) > hi) return 0;
-  for (size_t i = 2; i < n; ++i)
-    if (byte(i) < 0x80 || byte(i) > 0xBF) return 0;
-  return n;
-}
-
-// profile.proto's strings are proto3 `string`s: protobuf refuses to parse a
-// message holding invalid UTF-8 (so our own decoder would reject the file),
-// yet comm and paths are arbitrary bytes. Invalid bytes become U+FFFD.
-std::string valid_utf8(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    size_t n = utf8_sequence_length(s.substr(i));
-    if (n == 0) {
-      out += "\xEF\xBF\xBD";
-      ++i;
-    } else {
-      out.append(s.substr(i, n));
-      i += n;
-    }
-  }
-  return out;
-}
 
 // profile.proto stores every string once and refers to it by index; index 0
 // is reserved for "".
