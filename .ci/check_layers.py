@@ -5,7 +5,7 @@ user/ is a stack of layers, lowest first (the order of user/CMakeLists.txt).
 A file in layer L may include headers of L and of the layers below it; the
 BPF ABI headers (bpf/) and system headers may be included anywhere. cli/ is
 the top floor and sees only the entry points of record and report and the
-base layer. user/preload/ is a C library loaded into traced programs: it
+base layer (and the agent's). user/preload/ is a C library loaded into traced programs: it
 includes no layer at all. Prints each offending include as file:line and exits 1.
 """
 import pathlib

@@ -6,8 +6,8 @@ its cost per scrape and per GB allocated. Prints markdown for BENCHMARKS.md.
   sudo bench/agent_soak.py [--build DIR] [--minutes M] [--scrape-every S]
 
 The workloads run under `allocscope agent --comm` (all their allocations
-sampled at the default rate); the scrape loop fetches /metrics and one
-program's /debug/pprof/allocs, as Prometheus and Parca would.
+sampled at the default rate); the scrape loop fetches /metrics and
+/debug/pprof/allocs, as Prometheus and Parca would.
 """
 import argparse
 import os
@@ -101,7 +101,7 @@ def main():
             next_scrape = now + args.scrape_every
             before = cpu_seconds(agent.pid)
             t1, text = fetch(base + "/metrics")
-            t2, _ = fetch(base + "/comm/alloc_sites/debug/pprof/allocs")
+            t2, _ = fetch(base + "/debug/pprof/allocs")
             scrape_cpu += cpu_seconds(agent.pid) - before
             scrape_time += t1 + t2
             scrapes += 1
@@ -126,10 +126,13 @@ def main():
     print(f"{runs} workload runs in {args.minutes:.0f} min; agent CPU {cpu:.1f} s "
           f"({cpu / (args.minutes * 60) * 100:.1f} % of one core), "
           f"{cpu / allocated if allocated else 0:.2f} CPU s per GB allocated (sampled at 512 KiB); "
-          f"a scrape (/metrics + one program's allocs profile) {scrape_time / max(1, scrapes) * 1000:.0f} ms, "
+          f"a scrape (/metrics + the allocs profile of every process) {scrape_time / max(1, scrapes) * 1000:.0f} ms, "
           f"{scrape_cpu / max(1, scrapes) * 1000:.0f} ms of agent CPU; "
           f"RSS {min(r[2] for r in rows):.0f}-{max(r[2] for r in rows):.0f} MiB")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    finally:  # never leave an agent (and its probes) behind
+        subprocess.run(["pkill", "-TERM", "-f", "allocscope agent --listen 127.0.0.1:"], check=False)

@@ -70,6 +70,8 @@ std::string discovery_json(const std::vector<TargetRow>& rows, const std::string
       labels["__param_comm"] = r.comm;
     }
     labels["comm"] = r.comm;
+    // Pyroscope names a series by service_name: the unit when there is one.
+    labels["service_name"] = r.labels.unit.empty() ? r.comm : r.labels.unit;
     for (auto [key, value] : {std::pair{"unit", &r.labels.unit}, std::pair{"container", &r.labels.container},
                               std::pair{"pod", &r.labels.pod}, std::pair{"cgroup", &r.labels.cgroup}})
       if (!value->empty()) labels[key] = *value;

@@ -19,7 +19,8 @@ struct TargetRow {
 
 // [{"targets": [host_port], "labels": {...}}], one group per row: pid rows
 // carry __param_pid (Prometheus and Alloy then scrape ?pid=N), program rows
-// __param_comm; pid, comm, unit, container, pod and cgroup as labels.
+// __param_comm; pid, comm, unit, container, pod and cgroup as labels, and
+// service_name (the unit, else the program) for Pyroscope.
 std::string discovery_json(const std::vector<TargetRow>& rows, const std::string& host_port);
 
 // A page listing the rows with links to each one's profiles, flame graphs
