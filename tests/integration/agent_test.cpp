@@ -303,6 +303,27 @@ TEST(Agent, BadRequestsAndFloodsGetCleanErrors) {
   EXPECT_EQ(agent.child.wait(), 0) << agent.child.err();
 }
 
+// Errors before recording are said at once and end the agent: a process
+// that does not exist, a port already served, a bad address.
+TEST(Agent, StartupErrorsAreClearAndQuick) {
+  REQUIRE_BPF();
+  RunResult bad_pid =
+      run({ALLOCSCOPE_BIN, "agent", "-p", "999999999", "--listen", ":" + std::to_string(free_port())}, 60000);
+  EXPECT_EQ(bad_pid.status, 1);
+  EXPECT_NE(bad_pid.err.find("no such process: 999999999"), std::string::npos) << bad_pid.err;
+  Agent agent;
+  ASSERT_TRUE(agent.ready()) << agent.child.err();
+  RunResult taken =
+      run({ALLOCSCOPE_BIN, "agent", "--listen", "127.0.0.1:" + std::to_string(agent.port)}, 60000);
+  EXPECT_EQ(taken.status, 1);
+  EXPECT_NE(taken.err.find("address in use"), std::string::npos) << taken.err;
+  RunResult address = run({ALLOCSCOPE_BIN, "agent", "--listen", "example.com:80"}, 60000);
+  EXPECT_EQ(address.status, 2);
+  EXPECT_NE(address.err.find("the host is an IP address"), std::string::npos) << address.err;
+  agent.child.signal(SIGTERM);
+  EXPECT_EQ(agent.child.wait(), 0) << agent.child.err();
+}
+
 // With a token file, a request without the token (or with another) is
 // refused; a non-loopback address without one is warned about.
 TEST(Agent, TokenIsRequiredWhenGivenAndOpenAddressesAreWarnedAbout) {

@@ -143,6 +143,7 @@ int agent(const AgentConfig& config) {
       where->host.find(':') != std::string::npos ? "[" : "", where->host.c_str(),
       where->host.find(':') != std::string::npos ? "]" : "", where->port);
   int status = record(config.record, &bridge);
+  bridge.on_stop();  // a recording that failed to start never ticked: release waiting requests
   api.stop();
   log(6, "stopped: probes detached; %llu requests served", static_cast<unsigned long long>(api.requests()));
   return status;

@@ -105,6 +105,9 @@ Result<void> HttpApi::start(const std::string& host, int port) {
     return fail("listen on " + host + ":" + std::to_string(port) + ": address in use or not available",
                 EADDRNOTAVAIL);
   thread_ = std::thread([this] { server_->listen_after_bind(); });
+  // stop() before the loop runs would be lost, and join() would wait forever.
+  for (int i = 0; i < 5000 && !server_->is_running(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return {};
 }
 
