@@ -34,10 +34,10 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / TICK  # utime + stime
 
 
-def rss_mib(pid):
+def rss_mib(pid, field="VmRSS:"):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field):
                 return int(line.split()[1]) / 1024
     return 0
 
@@ -72,6 +72,7 @@ def main():
     ap.add_argument("--minutes", type=float, default=10)
     ap.add_argument("--scrape-every", type=float, default=5)
     ap.add_argument("--max-stacks", type=int, default=65536)
+    ap.add_argument("--no-profile", action="store_true", help="scrape /metrics only")
     args = ap.parse_args()
     port = free_port()
     agent = subprocess.Popen(
@@ -89,8 +90,9 @@ def main():
     scrape_cpu = scrape_time = 0.0
     scrapes = 0
     rows = []
-    print(f"| minute | runs | agent RSS (MiB) | agent CPU (s) | allocated (GB, est.) | processes forgotten |")
-    print("|---|---|---|---|---|---|")
+    print("| minute | runs | stacks | agent RSS (MiB) | of which anonymous | agent CPU (s) | allocated (GB, est.) "
+          "| processes forgotten |")
+    print("|---|---|---|---|---|---|---|---|")
     while time.time() < end:
         running = [p for p in running if p.poll() is None]
         while len(running) < 2:
@@ -101,7 +103,7 @@ def main():
             next_scrape = now + args.scrape_every
             before = cpu_seconds(agent.pid)
             t1, text = fetch(base + "/metrics")
-            t2, _ = fetch(base + "/debug/pprof/allocs")
+            t2 = 0 if args.no_profile else fetch(base + "/debug/pprof/allocs")[0]
             scrape_cpu += cpu_seconds(agent.pid) - before
             scrape_time += t1 + t2
             scrapes += 1
@@ -111,24 +113,24 @@ def main():
             forgotten = metric(text, 'allocscope_recording_events_total{name="agent_processes_forgotten"}')
             if now >= next_report:
                 next_report = now + 60
-                row = ((now - start) / 60, runs, rss_mib(agent.pid), cpu_seconds(agent.pid), allocated / 1e9,
-                       forgotten)
+                row = ((now - start) / 60, runs, metric(text, "allocscope_agent_stacks"), rss_mib(agent.pid),
+                       rss_mib(agent.pid, "RssAnon:"), cpu_seconds(agent.pid), allocated / 1e9, forgotten)
                 rows.append(row)
-                print("| %.0f | %d | %.0f | %.1f | %.1f | %.0f |" % row, flush=True)
+                print("| %.0f | %d | %.0f | %.0f | %.0f | %.1f | %.1f | %.0f |" % row, flush=True)
         time.sleep(0.01)
     for p in running:
         p.wait()
     cpu = cpu_seconds(agent.pid)
     agent.terminate()
     agent.wait()
-    allocated = rows[-1][4] if rows else 0
+    allocated = rows[-1][6] if rows else 0
     print()
     print(f"{runs} workload runs in {args.minutes:.0f} min; agent CPU {cpu:.1f} s "
           f"({cpu / (args.minutes * 60) * 100:.1f} % of one core), "
           f"{cpu / allocated if allocated else 0:.2f} CPU s per GB allocated (sampled at 512 KiB); "
           f"a scrape (/metrics + the allocs profile of every process) {scrape_time / max(1, scrapes) * 1000:.0f} ms, "
           f"{scrape_cpu / max(1, scrapes) * 1000:.0f} ms of agent CPU; "
-          f"RSS {min(r[2] for r in rows):.0f}-{max(r[2] for r in rows):.0f} MiB")
+          f"RSS {min(r[3] for r in rows):.0f}-{max(r[3] for r in rows):.0f} MiB")
 
 
 if __name__ == "__main__":

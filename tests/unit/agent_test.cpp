@@ -757,7 +757,7 @@ class FakeView : public LiveView {
   Baseline baseline(const InstanceSelector&) override { return {}; }
   Recording snapshot(const InstanceSelector&, const Baseline*) override { return {}; }
   std::vector<std::pair<std::string, uint64_t>> counters() override { return {}; }
-  double stack_table_use() const override { return 0; }
+  std::pair<size_t, size_t> stack_table() const override { return {0, 1}; }
   std::vector<ProcessTotals> forget_ended() override { return {}; }
 
  private:

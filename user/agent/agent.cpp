@@ -74,7 +74,8 @@ void forget_ended(LiveView& view, const LabelCache& labels, RetiredTotals& retir
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   uint64_t now = uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1000000;
-  if (view.stack_table_use() < 0.5 || now - last_ms < 10000) return;
+  auto [used, capacity] = view.stack_table();
+  if (used < capacity / 2 || now - last_ms < 10000) return;
   last_ms = now;
   for (const ProcessTotals& p : view.forget_ended()) retired.add(p, labels.of(p.instance));
 }

@@ -142,6 +142,9 @@ std::string render_metrics(const MetricsInput& in) {
          "CPU time the agent has used (user and system)", in.self.cpu_seconds);
   scalar(out, "allocscope_agent_resident_bytes", "gauge", "The agent's resident memory",
          double(in.self.resident_bytes));
+  scalar(out, "allocscope_agent_stacks", "gauge",
+         "Distinct stacks held (bounded by --max-stacks; those of ended processes are forgotten at half)",
+         double(in.self.stacks));
   scalar(out, "allocscope_agent_requests_total", "counter", "HTTP requests served", double(in.self.requests));
   scalar(out, "allocscope_agent_request_errors_total", "counter", "HTTP requests answered with an error",
          double(in.self.request_errors));

@@ -42,8 +42,8 @@ class LiveView {
   virtual Recording snapshot(const InstanceSelector& keep, const Baseline* since = nullptr) = 0;
   // The recording's named counters (samples, drops by cause, probe state).
   virtual std::vector<std::pair<std::string, uint64_t>> counters() = 0;
-  // Share of the stack table in use (0 to 1).
-  virtual double stack_table_use() const = 0;
+  // Stacks in the table, and its capacity.
+  virtual std::pair<size_t, size_t> stack_table() const = 0;
   // Forgets the stacks of ended instances, making room for new ones, and
   // returns those instances' totals. Sampling mode only (exact mode keeps
   // its totals in the kernel by stack): there it forgets nothing.

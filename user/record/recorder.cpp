@@ -90,8 +90,8 @@ class Recorder final : public LiveView {
   Baseline baseline(const InstanceSelector& keep) override;
   Recording snapshot(const InstanceSelector& keep, const Baseline* since) override;
   NamedCounters counters() override;
-  double stack_table_use() const override {
-    return double(profile_.stacks().size()) / double(std::max<uint32_t>(1, config_.max_stacks));
+  std::pair<size_t, size_t> stack_table() const override {
+    return {profile_.stacks().size(), config_.max_stacks};
   }
   std::vector<ProcessTotals> forget_ended() override;
 
