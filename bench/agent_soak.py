@@ -90,9 +90,9 @@ def main():
     scrape_cpu = scrape_time = 0.0
     scrapes = 0
     rows = []
-    print("| minute | runs | stacks | agent RSS (MiB) | of which anonymous | agent CPU (s) | allocated (GB, est.) "
-          "| processes forgotten |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| minute | runs | stacks | agent RSS (MiB) | of which anonymous | anonymous just after a scrape "
+          "| agent CPU (s) | allocated (GB, est.) | processes forgotten |")
+    print("|---|---|---|---|---|---|---|---|---|")
     while time.time() < end:
         running = [p for p in running if p.poll() is None]
         while len(running) < 2:
@@ -101,6 +101,9 @@ def main():
         now = time.time()
         if now >= next_scrape:
             next_scrape = now + args.scrape_every
+            # Resident memory between scrapes (a scrape's own pages are
+            # purged within a second), and at its peak just after one.
+            rss, anon = rss_mib(agent.pid), rss_mib(agent.pid, "RssAnon:")
             before = cpu_seconds(agent.pid)
             t1, text = fetch(base + "/metrics")
             t2 = 0 if args.no_profile else fetch(base + "/debug/pprof/allocs")[0]
@@ -113,17 +116,28 @@ def main():
             forgotten = metric(text, 'allocscope_recording_events_total{name="agent_processes_forgotten"}')
             if now >= next_report:
                 next_report = now + 60
-                row = ((now - start) / 60, runs, metric(text, "allocscope_agent_stacks"), rss_mib(agent.pid),
+                row = ((now - start) / 60, runs, metric(text, "allocscope_agent_stacks"), rss, anon,
                        rss_mib(agent.pid, "RssAnon:"), cpu_seconds(agent.pid), allocated / 1e9, forgotten)
                 rows.append(row)
-                print("| %.0f | %d | %.0f | %.0f | %.0f | %.1f | %.1f | %.0f |" % row, flush=True)
+                print("| %.0f | %d | %.0f | %.0f | %.0f | %.0f | %.1f | %.1f | %.0f |" % row, flush=True)
         time.sleep(0.01)
     for p in running:
         p.wait()
     cpu = cpu_seconds(agent.pid)
+    stacks = metric(fetch(base + "/metrics")[1].decode(), "allocscope_agent_stacks")
+    print()
+    print(f"| request (at {stacks:.0f} stacks) | response time (ms) | agent CPU (ms) | bytes |")
+    print("|---|---|---|---|")
+    for path in ("/metrics", "/comm/alloc_sites/debug/pprof/allocs", "/debug/pprof/allocs",
+                 "/flamegraph?metric=alloc_space"):
+        before, took, size = cpu_seconds(agent.pid), 0.0, 0
+        for _ in range(5):
+            t, body = fetch(base + path)
+            took, size = took + t, len(body)
+        print(f"| `{path}` | {took / 5 * 1000:.0f} | {(cpu_seconds(agent.pid) - before) / 5 * 1000:.0f} | {size} |")
     agent.terminate()
     agent.wait()
-    allocated = rows[-1][6] if rows else 0
+    allocated = rows[-1][7] if rows else 0
     print()
     print(f"{runs} workload runs in {args.minutes:.0f} min; agent CPU {cpu:.1f} s "
           f"({cpu / (args.minutes * 60) * 100:.1f} % of one core), "

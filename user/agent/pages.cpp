@@ -4,33 +4,15 @@
 #include <nlohmann/json.hpp>
 
 #include "base/units.h"
+#include "output/flame_text.h"
 
 namespace allocscope {
 namespace {
 
+// The flame graph's escaping: all five specials, safe in text and attributes.
 std::string html_escape(const std::string& s) {
   std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
+  flame::append_xml(out, s);
   return out;
 }
 
