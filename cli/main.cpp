@@ -44,7 +44,7 @@ const CLI::Validator kFormat = parsed_by(parse_format, "format (folded, svg, ppr
 // Options kept as text by CLI11 and converted once parsing succeeded.
 struct Text {
   std::string rate = "512KiB", duration, metric = "alloc_space", ringbuf = "16MiB", probe_mode = "auto";
-  std::string format, interval, by = "function", sort = "value", unwind = "dwarf", duty;
+  std::string format, interval, by = "function", sort = "value", unwind = "dwarf", duty, output_mode;
   std::vector<std::string> outputs;
   bool children = false;
   CLI::Option* children_flag = nullptr;  // given at all? (the default depends on -- CMD)
@@ -69,13 +69,29 @@ void add_estimate_options(CLI::App* app, RenderOptions& o) {
       "Folded output: append each stack's interval to its leaf frame (\"malloc 95% [1 MiB; 2 MiB]\")");
 }
 
-std::vector<OutputSpec> output_specs(const std::vector<std::string>& paths, const std::string& format,
-                                     const std::string& fallback_path, Format fallback_format) {
+// "0644", "640": permission bits in octal, nothing above 0777.
+std::optional<unsigned> parse_mode(const std::string& v) {
+  if (v.empty() || v.size() > 4 || v.find_first_not_of("01234567") != std::string::npos) return std::nullopt;
+  unsigned mode = unsigned(std::stoul(v, nullptr, 8));
+  return mode <= 0777 ? std::optional(mode) : std::nullopt;
+}
+
+void add_output_mode(CLI::App* app, Text& t) {
+  app->add_option("--output-mode", t.output_mode,
+                  "Permissions of the output files, in octal (0644). Default: 0600 as root (recordings name "
+                  "other users' code), else 0666 less the umask")
+      ->check(parsed_by(parse_mode, "mode (octal, 0000 to 0777)"));
+}
+
+std::vector<OutputSpec> output_specs(const std::vector<std::string>& paths, const Text& t,
+                                     const std::string& format, const std::string& fallback_path,
+                                     Format fallback_format) {
   std::vector<OutputSpec> specs;
+  std::optional<unsigned> mode = t.output_mode.empty() ? std::nullopt : parse_mode(t.output_mode);
   for (const std::string& p : paths)
-    specs.push_back({p, format.empty() ? format_for_path(p) : *parse_format(format)});
+    specs.push_back({p, format.empty() ? format_for_path(p) : *parse_format(format), mode});
   if (specs.empty())
-    specs.push_back({fallback_path, format.empty() ? fallback_format : *parse_format(format)});
+    specs.push_back({fallback_path, format.empty() ? fallback_format : *parse_format(format), mode});
   return specs;
 }
 
@@ -180,6 +196,7 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, Text& t) {
   rec->add_option("--format", t.format,
                   "Format of every output, whatever its extension: " + kFormat.get_description())
       ->check(kFormat);
+  add_output_mode(rec, t);
   rec->add_option("--metric", t.metric,
                   "Value shown per stack: alloc_space, alloc_objects, inuse_space (live at the end), "
                   "inuse_objects (pprof files hold all four)")
@@ -249,7 +266,7 @@ void finish_record(RecordConfig& c, const Text& t) {
   finish_sampling(c, t);
   c.metric = *parse_metric(t.metric);
   if (!t.interval.empty()) c.interval_ms = *parse_duration_ms(t.interval);
-  c.outputs = output_specs(t.outputs, t.format, "allocscope.folded", Format::Folded);
+  c.outputs = output_specs(t.outputs, t, t.format, "allocscope.folded", Format::Folded);
   if (*t.children_flag) c.children = t.children;
 }
 
@@ -352,6 +369,7 @@ CLI::App* add_report(CLI::App& app, ReportConfig& c, Text& t) {
       ->allow_extra_args(false);
   rep->add_option("--format", t.format, "Format of every output: " + kFormat.get_description())
       ->check(kFormat);
+  add_output_mode(rep, t);
   rep->add_option("--metric", t.metric,
                   "alloc_space, alloc_objects, inuse_space or inuse_objects; default: "
                   "the recording's own")
@@ -395,7 +413,7 @@ void finish_report(ReportConfig& c, Text& t) {
                   : t.sort == "name"     ? TopSort::Name
                                          : TopSort::Value;
   Format fallback = c.diff_base.empty() ? Format::Top : Format::Svg;
-  c.outputs = output_specs(t.outputs, c.diff_base.empty() ? t.format : "svg", "-", fallback);
+  c.outputs = output_specs(t.outputs, t, c.diff_base.empty() ? t.format : "svg", "-", fallback);
 }
 
 int run(int argc, char** argv) {

@@ -56,6 +56,25 @@ TEST(WriteFileAtomically, PrivateToRootWhenRunAsRoot) {
   }
 }
 
+// --output-mode: exactly the bits asked for, umask and user aside, and
+// through write_outputs too.
+TEST(WriteFileAtomically, ModeGivenIsTheFilesMode) {
+  TempDir dir;
+  for (unsigned mode : {0644u, 0640u, 0400u}) {
+    fs::path out = dir.path / ("m" + std::to_string(mode));
+    ASSERT_TRUE(write_file_atomically(out.string(), "x", mode));
+    struct stat st;
+    ASSERT_EQ(stat(out.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, mode);
+  }
+  fs::path folded = dir.path / "w.folded";
+  Recording r;
+  ASSERT_TRUE(write_outputs(r, {{folded.string(), Format::Folded, 0604u}}, RenderOptions{}));
+  struct stat st;
+  ASSERT_EQ(stat(folded.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0604u);
+}
+
 TEST(WriteFileAtomically, UnwritableDirectoryIsAnErrorNamingThePath) {
   auto ok = write_file_atomically("/nonexistent-allocscope-dir/out.folded", "x");
   ASSERT_FALSE(ok);
@@ -69,7 +88,7 @@ TEST(WriteOutputs, WritesEveryOutputItCanAndNamesTheOnesItCannot) {
   Recording r;
   fs::path good = dir.path / "good.folded";
   auto ok = write_outputs(
-      r, {{"/nonexistent-allocscope-dir/a.folded", Format::Folded}, {good.string(), Format::Folded}},
+      r, {{"/nonexistent-allocscope-dir/a.folded", Format::Folded, {}}, {good.string(), Format::Folded, {}}},
       RenderOptions{});
   ASSERT_FALSE(ok);
   EXPECT_NE(ok.error().message.find("a.folded"), std::string::npos);

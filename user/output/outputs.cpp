@@ -45,7 +45,8 @@ void sync_directory(const std::string& path) {
 
 }  // namespace
 
-Result<void> write_file_atomically(const std::string& path, std::string_view content) {
+Result<void> write_file_atomically(const std::string& path, std::string_view content,
+                                   std::optional<unsigned> mode) {
   if (path == "-") return write_stdout(content);
   // A fresh file of our own beside the target (O_EXCL: never a file or a
   // symlink someone planted, whatever its name), renamed over the target:
@@ -56,7 +57,13 @@ Result<void> write_file_atomically(const std::string& path, std::string_view con
   auto remove_tmp = [&] { ::unlink(tmp.c_str()); };
   // mkostemp makes it 0600; others may read it as they could any new file,
   // except as root, whose recordings name other users' code and data.
-  if (geteuid() != 0) {
+  if (mode) {
+    if (::fchmod(fd.get(), mode_t(*mode & 07777)) != 0) {
+      int err = errno;
+      remove_tmp();
+      return fail_errno("write " + path, err);
+    }
+  } else if (geteuid() != 0) {
     mode_t mask = ::umask(0);
     ::umask(mask);
     ::fchmod(fd.get(), 0666 & ~mask);
@@ -89,7 +96,7 @@ Result<void> write_outputs(const Recording& r, const std::vector<OutputSpec>& ou
   std::optional<Error> failed;
   for (const OutputSpec& out : outputs) {
     auto text = render(r, out.format, o);
-    Result<void> ok = text ? write_file_atomically(out.path, *text)
+    Result<void> ok = text ? write_file_atomically(out.path, *text, out.mode)
                            : fail("write " + out.path + ": " + text.error().message, text.error().code);
     if (ok) continue;
     if (!failed)

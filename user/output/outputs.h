@@ -1,6 +1,7 @@
 // Output files: written whole or not at all.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -12,14 +13,17 @@ namespace allocscope {
 struct OutputSpec {
   std::string path;  // "-" is stdout
   Format format = Format::Folded;
+  std::optional<unsigned> mode;  // --output-mode: the file's permissions, exactly
 };
 
 // Writes to a new file beside `path` (mkostemp: created exclusively, so no
 // planted file or symlink is ever opened; 0600 as root), fsyncs it and
 // renames it into place, so a reader never sees a partial file and a failure
 // leaves none. "-" is standard output, whose errors (a full disk, a closed
-// pipe) are errors too.
-Result<void> write_file_atomically(const std::string& path, std::string_view content);
+// pipe) are errors too. `mode`, when given, is the file's permissions
+// (umask aside), whoever runs allocscope.
+Result<void> write_file_atomically(const std::string& path, std::string_view content,
+                                   std::optional<unsigned> mode = std::nullopt);
 
 // "heap.pb.gz", 3 -> "heap.3.pb.gz": numbered outputs of --interval.
 std::string numbered_path(const std::string& path, unsigned n);

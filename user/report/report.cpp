@@ -46,7 +46,7 @@ Result<void> run(const ReportConfig& c) {
   if (!base) return fail(base.error());
   std::string svg = render_diff_svg(filter_samples(*base, *filter), shown, o);
   for (const OutputSpec& out : c.outputs)
-    if (auto ok = write_file_atomically(out.path, svg); !ok) return ok;
+    if (auto ok = write_file_atomically(out.path, svg, out.mode); !ok) return ok;
   return {};
 }
 
