@@ -11,6 +11,7 @@ Bridge::Outcome Bridge::run(Job job) {
   if (stopped_) return Outcome::Stopped;
   if (queue_.size() >= max_pending_) return Outcome::Busy;
   queue_.push_back(pending);
+  if (wake_) wake_();
   changed_.wait(lock, [&] { return pending->done || stopped_; });
   return pending->done ? Outcome::Done : Outcome::Stopped;
 }
@@ -42,8 +43,14 @@ void Bridge::on_tick(LiveView& view) {
   if (!jobs.empty()) changed_.notify_all();
 }
 
+void Bridge::set_wake(std::function<void()> wake) {
+  std::lock_guard lock(mutex_);
+  wake_ = std::move(wake);
+}
+
 void Bridge::on_stop() {
   std::lock_guard lock(mutex_);
+  wake_ = nullptr;
   stopped_ = true;
   queue_.clear();
   changed_.notify_all();

@@ -33,6 +33,7 @@ class Bridge final : public RecordObserver {
   void set_tick(Job tick) { tick_ = std::move(tick); }
 
   void on_tick(LiveView& view) override;
+  void set_wake(std::function<void()> wake) override;
   void on_stop() override;
 
  private:
@@ -46,6 +47,7 @@ class Bridge final : public RecordObserver {
   std::deque<std::shared_ptr<Pending>> queue_;
   bool stopped_ = false;
   Job tick_;
+  std::function<void()> wake_;  // guarded by mutex_: cleared at on_stop, before the recording goes
 };
 
 }  // namespace allocscope

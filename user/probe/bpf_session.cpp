@@ -4,6 +4,8 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <fcntl.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -216,6 +218,7 @@ Result<std::unique_ptr<BpfSession>> BpfSession::open(const SessionConfig& config
     return fail(errno_message("load BPF programs", -err) + privilege_hint(-err), -err);
   s->ring_.reset(ring_buffer__new(bpf_map__fd(s->skel_->maps.events), on_event, &s->handler_, nullptr));
   if (!s->ring_) return fail_errno("create ring buffer", errno);
+  if (auto ok = s->make_waker(); !ok) return fail(ok.error());
   if (auto ok = s->attach_lifecycle(); !ok) return fail(ok.error());
   auto filter = MappedMemory::map_shared(
       bpf_map__fd(s->skel_->maps.live_filter),
@@ -384,15 +387,39 @@ void BpfSession::detach() {
   lifecycle_links_.clear();
 }
 
+// The ring buffer's own epoll set, nested in one that also holds an eventfd
+// that wake() writes: another thread can end the wait at once. (libbpf's
+// set cannot take foreign descriptors: it reads each event as a ring index.)
+Result<void> BpfSession::make_waker() {
+  wake_fd_ = UniqueFd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  epoll_ = UniqueFd(epoll_create1(EPOLL_CLOEXEC));
+  if (!wake_fd_ || !epoll_) return fail_errno("create the ring buffer's wait set", errno);
+  for (int fd : {ring_buffer__epoll_fd(ring_.get()), wake_fd_.get()}) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev) != 0)
+      return fail_errno("watch the ring buffer", errno);
+  }
+  return {};
+}
+
+void BpfSession::wake() {
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = write(wake_fd_.get(), &one, sizeof one);  // a full counter is awake already
+}
+
 Result<int> BpfSession::poll(int timeout_ms) {
-  int n = ring_buffer__poll(ring_.get(), timeout_ms);
-  if (n == kStopDelivery) return 0;
-  if (n < 0) return fail_errno("poll ring buffer", -n);
+  epoll_event ev[2];
+  if (epoll_wait(epoll_.get(), ev, 2, timeout_ms) < 0 && errno != EINTR)
+    return fail_errno("poll ring buffer", errno);
+  uint64_t wakes;
+  [[maybe_unused]] ssize_t n = read(wake_fd_.get(), &wakes, sizeof wakes);  // re-arm
   // Events are mostly submitted without a wakeup: read what is there.
-  int more = ring_buffer__consume(ring_.get());
-  if (more == kStopDelivery) return n;
-  if (more < 0) return fail_errno("read ring buffer", -more);
-  return n + more;
+  int got = ring_buffer__consume(ring_.get());
+  if (got == kStopDelivery) return 0;
+  if (got < 0) return fail_errno("read ring buffer", -got);
+  return got;
 }
 
 }  // namespace allocscope

@@ -106,6 +106,8 @@ class BpfSession {
   size_t resume_probes();
   bool paused() const { return paused_; }
 
+  // Ends a poll() in progress (or the next one) at once; from any thread.
+  void wake();
   // Delivers pending events to the handler; waits up to timeout_ms for some.
   // The handler returning false stops the delivery (poll returns early:
   // a reader that lags still gets control back).
@@ -127,6 +129,7 @@ class BpfSession {
   using Link = std::unique_ptr<bpf_link, LinkCloser>;
 
   void configure_programs();
+  Result<void> make_waker();
   Result<void> attach_lifecycle();
   Result<void> attach_session(pid_t pid, const std::string& path, const std::vector<ProbeTarget>& targets);
   Result<void> attach_classic(pid_t pid, const std::string& path, const std::vector<ProbeTarget>& targets);
@@ -152,6 +155,7 @@ class BpfSession {
   std::unique_ptr<allocscope_bpf, SkeletonCloser> skel_;
   Handler handler_;
   std::unique_ptr<ring_buffer, RingCloser> ring_;
+  UniqueFd wake_fd_, epoll_;  // poll() waits on both
   MappedMemory live_filter_;  // the kernel's live filter, mapped here
   std::vector<Link> lifecycle_links_;
   std::vector<Link> entry_links_, return_links_;

@@ -55,6 +55,9 @@ class RecordObserver {
   virtual ~RecordObserver() = default;
   // From the recording's loop between polls: at most ~100 ms apart.
   virtual void on_tick(LiveView& view) = 0;
+  // Once the recording can be woken: `wake` (callable from any thread until
+  // on_stop) makes the next tick come at once.
+  virtual void set_wake(std::function<void()> wake) { (void)wake; }
   // The loop has ended (a signal, the duration, the targets gone): probes
   // are detached next, and the view is not offered again.
   virtual void on_stop() {}

@@ -82,6 +82,10 @@ class Recorder final : public LiveView {
  public:
   Recorder(const RecordConfig& c, RecordObserver* observer)
       : config_(c), observer_(observer), profile_(c.rate, c.max_stacks, c.max_live) {}
+  // Before the session goes: the observer must not wake it any more.
+  ~Recorder() override {
+    if (observer_) observer_->set_wake(nullptr);
+  }
   int run();
 
   // LiveView, for the observer.
@@ -193,6 +197,7 @@ Result<void> Recorder::prepare(std::vector<Target>& targets) {
     preload_library_ = *library;
   }
   if (auto ok = open_session(); !ok) return ok;
+  if (observer_) observer_->set_wake([session = parts_->session.get()] { session->wake(); });
   auto made = make_targets();
   if (!made) return fail(made.error());
   targets = std::move(*made);
