@@ -58,8 +58,9 @@ class RecordObserver {
   // Once the recording can be woken: `wake` (callable from any thread until
   // on_stop) makes the next tick come at once.
   virtual void set_wake(std::function<void()> wake) { (void)wake; }
-  // The loop has ended (a signal, the duration, the targets gone): probes
-  // are detached next, and the view is not offered again.
+  // The recording has ended (a signal, the duration, the targets gone) and
+  // its probes are detached; a last tick came just before. The view is not
+  // offered again.
   virtual void on_stop() {}
 };
 

@@ -304,7 +304,6 @@ Result<LoopEnd> Recorder::loop(std::vector<Target>& targets) {
     }
   }
   progress.finish();
-  if (observer_) observer_->on_stop();
   l.end = now_ms();
   return l;
 }
@@ -435,6 +434,11 @@ int Recorder::finish(std::vector<Target>& targets, const LoopEnd& l) {
   bool launched = !targets.empty() && targets.front().launched();
   parts_->session->detach();
   while (parts_->session->poll(0).value_or(0) > 0) {
+  }
+  // The observer is shown the final state, probes gone, before it stops.
+  if (observer_) {
+    observer_->on_tick(*this);
+    observer_->on_stop();
   }
   if (!config_.quiet && l.target_gone && !launched)
     std::fprintf(stderr, "allocscope: the traced processes exited; inuse shows what they held at exit\n");
