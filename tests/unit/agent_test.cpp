@@ -20,6 +20,7 @@
 #include "agent/listen_address.h"
 #include "agent/metrics.h"
 #include "agent/pages.h"
+#include "agent/retired.h"
 #include "agent/targets.h"
 #include "host/process.h"
 #include "model/profile.h"
@@ -1028,6 +1029,38 @@ TEST(CgroupV2Path, NoneIsEmpty) {
   EXPECT_EQ(cgroup_v2_path(""), "");
   EXPECT_EQ(cgroup_v2_path("12:memory:/foo\n4:cpu,cpuacct:/foo\n"), "");
   EXPECT_EQ(cgroup_v2_path("\n\n"), "");
+}
+
+// --- RetiredTotals ---
+
+// Forgotten processes' allocations stay with their program and cgroup,
+// found again by unit filters; past the capacity a new cgroup is merged
+// into its program's entry, never a program into "[other]" before twice
+// the capacity: a program's counter must not go down.
+TEST(RetiredTotals, KeepsProgramsWholePastTheCapacity) {
+  RetiredTotals r(2);
+  TargetLabels web = labels_from_cgroup("/system.slice/web.service");
+  r.add(totals(1, "web", 10, 100, true), web);
+  r.add(totals(2, "web", 10, 50, true), web);
+  r.add(totals(3, "db", 0, 30, true), labels_from_cgroup("/system.slice/db.service"));
+  r.add(totals(4, "web", 0, 7, true),
+        labels_from_cgroup("/system.slice/other.service"));  // full: into (web, "")
+  r.add(totals(5, "cron", 0, 5, true), labels_from_cgroup("/system.slice/cron.service"));  // into (cron, "")
+  EXPECT_EQ(r.processes(), 5u);
+  double web_total = 0;
+  for (const auto& [key, e] : r.entries()) {
+    EXPECT_TRUE(e.totals.process.ended);
+    EXPECT_EQ(e.totals.totals.live_bytes, 0) << "an ended process holds nothing";
+    if (key.first == "web") web_total += e.totals.totals.alloc_bytes;
+    if (key == std::pair<std::string, std::string>{"web", "/system.slice/web.service"}) {
+      EXPECT_EQ(e.totals.totals.alloc_bytes, 150);
+      EXPECT_TRUE(target_holds({TargetKind::Unit, "web.service"}, e.totals.process, e.labels));
+    }
+  }
+  EXPECT_EQ(web_total, 157);
+  EXPECT_EQ(r.entries().count({"cron", ""}), 1u);
+  r.add(totals(6, "more", 0, 1, true), {});  // twice the capacity: "[other]"
+  EXPECT_EQ(r.entries().count({"[other]", ""}), 1u);
 }
 
 }  // namespace

@@ -70,14 +70,17 @@ Result<std::string> read_token(const std::string& path) {
 // most every 10 s: finding them reads every stack), so that processes
 // started in a week's time still find room; their totals live on as
 // retired.
-void forget_ended(LiveView& view, const LabelCache& labels, RetiredTotals& retired, uint64_t& last_ms) {
+void forget_ended(LiveView& view, LabelCache& labels, RetiredTotals& retired, uint64_t& last_ms) {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   uint64_t now = uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1000000;
   auto [used, capacity] = view.stack_table();
   if (used < capacity / 2 || now - last_ms < 10000) return;
   last_ms = now;
-  for (const ProcessTotals& p : view.forget_ended()) retired.add(p, labels.of(p.instance));
+  for (const ProcessTotals& p : view.forget_ended()) {
+    retired.add(p, labels.of(p.instance));
+    labels.forget(p.instance);
+  }
 }
 
 }  // namespace
@@ -143,8 +146,17 @@ int agent(const AgentConfig& config) {
       "serving http://%s%s%s:%d/ (profiles at /debug/pprof/heap and /debug/pprof/allocs, /metrics, /targets)",
       where->host.find(':') != std::string::npos ? "[" : "", where->host.c_str(),
       where->host.find(':') != std::string::npos ? "]" : "", where->port);
-  int status = record(config.record, &bridge);
-  bridge.on_stop();  // a recording that failed to start never ticked: release waiting requests
+  // However record() ends (an error before its loop, an exception), the
+  // requests waiting in the bridge are released before the server joins them.
+  struct StopBridge {
+    Bridge& bridge;
+    ~StopBridge() { bridge.on_stop(); }
+  };
+  int status;
+  {
+    StopBridge stop{bridge};
+    status = record(config.record, &bridge);
+  }
   api.stop();
   log(6, "stopped: probes detached; %llu requests served", static_cast<unsigned long long>(api.requests()));
   return status;

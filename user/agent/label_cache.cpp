@@ -8,17 +8,12 @@ void LabelCache::refresh(const ProcessTable& table) {
   for (; seen_ < table.instances(); ++seen_) {
     const ProcessInstance& p = table.instance(uint32_t(seen_));
     if (p.rejected || p.ended) continue;
-    if (labels_.size() >= capacity_) make_room(table);
     if (labels_.size() >= capacity_) {
       ++dropped_;
       continue;
     }
     labels_.emplace(uint32_t(seen_), labels_from_cgroup(read_cgroup_path(pid_t(p.tgid))));
   }
-}
-
-void LabelCache::make_room(const ProcessTable& table) {
-  std::erase_if(labels_, [&](const auto& entry) { return table.instance(entry.first).ended; });
 }
 
 const TargetLabels& LabelCache::of(uint32_t instance) const {

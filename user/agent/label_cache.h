@@ -15,14 +15,16 @@ class LabelCache {
  public:
   explicit LabelCache(size_t capacity) : capacity_(capacity) {}
   // Reads the labels of the instances made since the last call. When full,
-  // the labels of ended instances make room; if none has ended, new ones go
-  // unlabelled and are counted.
+  // new ones go unlabelled and are counted: an ended instance keeps its
+  // labels while its stacks are held (its program, unit or cgroup
+  // profiles still show it).
   void refresh(const ProcessTable& table);
+  // The instance's stacks are forgotten: its labels go too.
+  void forget(uint32_t instance) { labels_.erase(instance); }
   const TargetLabels& of(uint32_t instance) const;
   uint64_t dropped() const { return dropped_; }
 
  private:
-  void make_room(const ProcessTable& table);
   size_t capacity_;
   size_t seen_ = 0;  // instances of the table read so far
   uint64_t dropped_ = 0;

@@ -17,12 +17,13 @@ namespace allocscope {
 class RetiredTotals {
  public:
   explicit RetiredTotals(size_t capacity) : capacity_(capacity) {}
-  // Beyond the capacity, totals go to one "[other]" program.
+  // Beyond the capacity, new cgroups are merged into their program's entry;
+  // beyond twice the capacity, new programs into one "[other]".
   void add(const ProcessTotals& p, const TargetLabels& labels);
 
   struct Entry {
     ProcessTotals totals;  // an ended pseudo-process: tgid 0, its program's name
-    TargetLabels labels;   // its cgroup only
+    TargetLabels labels;   // of its cgroup
   };
   const std::map<std::pair<std::string, std::string>, Entry>& entries() const { return entries_; }
   uint64_t processes() const { return processes_; }

@@ -235,9 +235,12 @@ Result<void> BpfSession::attach(pid_t pid, const std::string& library_path,
   std::vector<ProbeTarget> wanted;
   for (const ProbeTarget& t : targets)
     if (as_fn_kind(t.fn) != AS_FN_FREE || !config_.no_free) wanted.push_back(t);
+  if (auto ok = remember(pid, library_path, wanted, false); !ok) return ok;
   if (!paused_)
-    if (auto ok = attach_now(pid, library_path, wanted); !ok) return ok;
-  remember(pid, library_path, std::move(wanted), false);
+    if (auto ok = attach_now(pid, library_path, wanted); !ok) {
+      if (config_.pausable) attached_.pop_back();
+      return ok;
+    }
   return {};
 }
 
@@ -247,11 +250,15 @@ Result<void> BpfSession::attach_now(pid_t pid, const std::string& path,
                                      : attach_classic(pid, path, targets);
 }
 
-void BpfSession::remember(pid_t pid, const std::string& path, std::vector<ProbeTarget> targets,
-                          bool in_process) {
-  if (!config_.pausable) return;
+// A file not held could not be attached again after a pause: an error now,
+// so that discovery counts it rather than believing it probed.
+Result<void> BpfSession::remember(pid_t pid, const std::string& path, std::vector<ProbeTarget> targets,
+                                  bool in_process) {
+  if (!config_.pausable) return {};
   UniqueFd file(::open(path.c_str(), O_PATH | O_CLOEXEC));
-  if (file) attached_.push_back({pid, std::move(file), std::move(targets), in_process});
+  if (!file) return fail_errno("hold " + path + " for the duty cycle", errno);
+  attached_.push_back({pid, std::move(file), std::move(targets), in_process});
+  return {};
 }
 
 void BpfSession::pause_probes() {
@@ -358,9 +365,12 @@ Result<void> BpfSession::attach_classic(pid_t pid, const std::string& path,
 Result<void> BpfSession::attach_in_process(pid_t pid, const std::string& path) {
   if (config_.null_probes)
     return fail("--null-probes measures allocator probes only, not in-process sampling");
+  if (auto ok = remember(pid, path, {}, true); !ok) return ok;
   if (!paused_)
-    if (auto ok = attach_in_process_now(pid, path); !ok) return ok;
-  remember(pid, path, {}, true);
+    if (auto ok = attach_in_process_now(pid, path); !ok) {
+      if (config_.pausable) attached_.pop_back();
+      return ok;
+    }
   return {};
 }
 

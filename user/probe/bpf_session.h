@@ -135,7 +135,8 @@ class BpfSession {
   Result<void> attach_classic(pid_t pid, const std::string& path, const std::vector<ProbeTarget>& targets);
   Result<void> attach_now(pid_t pid, const std::string& path, const std::vector<ProbeTarget>& targets);
   Result<void> attach_in_process_now(pid_t pid, const std::string& path);
-  void remember(pid_t pid, const std::string& path, std::vector<ProbeTarget> targets, bool in_process);
+  Result<void> remember(pid_t pid, const std::string& path, std::vector<ProbeTarget> targets,
+                        bool in_process);
 
   // What was attached, to attach again after a pause (empty targets: the
   // in-process probes).
