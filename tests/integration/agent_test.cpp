@@ -401,13 +401,6 @@ TEST(Agent, DutyCycleRemovesTheProbesBetweenWindows) {
   EXPECT_EQ(agent.child.wait(), 0) << agent.child.err();
 }
 
-uint64_t rss_kib(pid_t pid) {
-  auto status = read_text_file("/proc/" + std::to_string(pid) + "/status");
-  if (!status) return 0;
-  size_t at = status->find("VmRSS:");
-  return at == std::string::npos ? 0 : std::strtoull(status->c_str() + at + 6, nullptr, 10);
-}
-
 // A metric's value in /metrics text, -1 when absent.
 double metric(const std::string& text, const std::string& series) {
   size_t at = text.find("\n" + series + " ");

@@ -175,6 +175,13 @@ std::string temp_path(const std::string& name) {
   return "/tmp/allocscope-test-" + std::to_string(getpid()) + "-" + name;
 }
 
+uint64_t rss_kib(pid_t pid) {
+  auto status = read_text_file("/proc/" + std::to_string(pid) + "/status");
+  if (!status) return 0;
+  size_t at = status->find("VmRSS:");
+  return at == std::string::npos ? 0 : std::strtoull(status->c_str() + at + 6, nullptr, 10);
+}
+
 std::vector<ProbeSite> allocator_entries(pid_t pid) {
   std::vector<ProbeSite> sites;
   auto maps = read_maps(pid);

@@ -73,6 +73,9 @@ double ht_sigma(double count, double size, double rate, bool bytes);
 
 std::string temp_path(const std::string& name);
 
+// The process's resident memory (VmRSS), KiB; 0 when gone.
+uint64_t rss_kib(pid_t pid);
+
 // Address of the entry of allocator `fn` in process `pid`'s C library, and
 // the byte the library file has there (what the code holds without a probe).
 struct ProbeSite {

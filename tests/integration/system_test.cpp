@@ -328,13 +328,6 @@ TEST(AllProcesses, CgroupFilterKeepsOnlyItsProcesses) {
   std::remove(out.c_str());
 }
 
-uint64_t rss_kib(pid_t pid) {
-  auto status = read_text_file("/proc/" + std::to_string(pid) + "/status");
-  if (!status) return 0;
-  size_t at = status->find("VmRSS:");
-  return at == std::string::npos ? 0 : std::strtoull(status->c_str() + at + 6, nullptr, 10);
-}
-
 // About a minute of process churn under --all with a small stack table:
 // allocscope's memory stays bounded, nothing crashes, and the counters add
 // up: every sample the kernel took reached a stack or is counted as dropped.
