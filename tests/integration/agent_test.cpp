@@ -15,6 +15,7 @@
 #include <fstream>
 #include <future>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -160,33 +161,41 @@ TEST(Agent, GoPprofReadsEachTargetAndItMatchesTruth) {
   std::filesystem::remove(root + cgroup);
 }
 
-// ?seconds=N: the allocations of the next N seconds only. One process runs
-// before the window, another inside it: the delta holds the second's
-// allocations and none of the first's.
+// ?seconds=N: the change over the next N seconds, as Go's net/http/pprof
+// gives it. One process allocates before the window and holds its blocks
+// through it; another allocates inside it and still holds them at its end.
+// The delta's alloc_* are the second's allocations, and its inuse_* the
+// second's live blocks only: the first's did not change.
 TEST(Agent, SecondsGivesTheDeltaOfTheWindow) {
   REQUIRE_BPF();
   constexpr int kScale = 20;
   Agent agent;
   ASSERT_TRUE(agent.ready()) << agent.child.err();
-  Child before({WORKLOAD_BIN, "--threads", "1", "--scale-pct", std::to_string(kScale), "--wait", "--hold"});
-  ASSERT_TRUE(before.wait_for_line("ready", 10000));
-  before.signal(SIGUSR1);
-  ASSERT_TRUE(before.wait_for_line("done", 60000));
+  auto held = [&] {
+    return std::make_unique<Child>(std::vector<std::string>{
+        WORKLOAD_BIN, "--threads", "1", "--scale-pct", std::to_string(kScale), "--wait", "--hold"});
+  };
+  auto before = held();
+  ASSERT_TRUE(before->wait_for_line("ready", 10000));
+  before->signal(SIGUSR1);
+  ASSERT_TRUE(before->wait_for_line("done", 60000));
+  auto inside = held();
+  ASSERT_TRUE(inside->wait_for_line("ready", 10000));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
 
   auto delta = std::async(std::launch::async, [&] {
-    return go_pprof("-raw", agent.url("/comm/alloc_sites/debug/pprof/allocs?seconds=6"));
+    return go_pprof("-raw", agent.url("/comm/alloc_sites/debug/pprof/heap?seconds=8"));
   });
   std::this_thread::sleep_for(std::chrono::seconds(2));
-  RunResult inside = run({WORKLOAD_BIN, "--threads", "1", "--scale-pct", std::to_string(kScale)});
-  ASSERT_EQ(inside.status, 0);
+  inside->signal(SIGUSR1);
+  ASSERT_TRUE(inside->wait_for_line("done", 5000));
   RunResult raw = delta.get();
   ASSERT_EQ(raw.status, 0) << raw.err;
-  // The window's allocations are the second process's: the first one's
-  // alloc values are gone from the delta (its live blocks stay, as gauges).
-  expect_sites_match(parse_raw(raw.out), kScale, "delta", false);
-  before.signal(SIGUSR1);
-  EXPECT_EQ(before.wait(), 0);
+  expect_sites_match(parse_raw(raw.out), kScale, "delta");
+  for (auto* c : {before.get(), inside.get()}) {
+    c->signal(SIGUSR1);
+    EXPECT_EQ(c->wait(), 0);
+  }
   agent.child.signal(SIGTERM);
   EXPECT_EQ(agent.child.wait(), 0) << agent.child.err();
 }

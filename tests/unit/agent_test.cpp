@@ -928,7 +928,7 @@ TEST(Bridge, SleepEndsEarlyOnStop) {
   EXPECT_FALSE(bridge.sleep(std::chrono::milliseconds(60s)));
 }
 
-// --- alloc_totals, subtract_allocs ---
+// --- window_base, subtract_window_base ---
 
 StackTotals stack_totals() {
   StackTotals t;
@@ -946,64 +946,69 @@ StackTotals stack_totals() {
   return t;
 }
 
-TEST(AllocTotals, TakesTheAllocationSide) {
-  AllocTotals a = alloc_totals(stack_totals());
+TEST(WindowBase, TakesTheAllocationSideAndTheLiveFigures) {
+  WindowBase a = window_base(stack_totals());
   EXPECT_EQ(a.objects, 10);
   EXPECT_EQ(a.bytes, 1000);
   EXPECT_EQ(a.samples, 5u);
   EXPECT_EQ(a.stats.samples, 5u);
   EXPECT_EQ(a.stats.ht_bytes, 1000);
   EXPECT_EQ(a.stats.exact_bytes, 64u);
+  EXPECT_EQ(a.live_objects, 4);
+  EXPECT_EQ(a.live_bytes, 400);
 }
 
-// A delta: what was allocated since the baseline; what is live now stays.
-TEST(SubtractAllocs, LeavesTheDifferenceAndTheLiveSide) {
+// A delta as Go's ?seconds= gives it: what was allocated since the baseline,
+// and how the live figures moved.
+TEST(SubtractWindowBase, LeavesTheDifferences) {
   StackTotals t = stack_totals();
-  AllocTotals earlier{.objects = 4, .bytes = 300, .samples = 2, .stats = {}};
+  WindowBase earlier{.objects = 4, .bytes = 300, .samples = 2, .stats = {}, .live_objects = 1, .live_bytes = 100};
   earlier.stats.samples = 2;
   earlier.stats.ht_bytes = 300;
   earlier.stats.exact_bytes = 64;
-  subtract_allocs(t, earlier);
+  subtract_window_base(t, earlier);
   EXPECT_EQ(t.alloc_objects, 6);
   EXPECT_EQ(t.alloc_bytes, 700);
   EXPECT_EQ(t.samples, 3u);
   EXPECT_EQ(t.alloc_stats.samples, 3u);
   EXPECT_EQ(t.alloc_stats.ht_bytes, 700);
   EXPECT_EQ(t.alloc_stats.exact_bytes, 0u);
-  EXPECT_EQ(t.live_objects, 4);
-  EXPECT_EQ(t.live_bytes, 400);
-  EXPECT_EQ(t.live_samples, 2u);
-  EXPECT_EQ(t.live_stats.samples, 2u);
-  EXPECT_EQ(t.live_stats.ht_bytes, 400);
+  EXPECT_EQ(t.live_objects, 3);
+  EXPECT_EQ(t.live_bytes, 300);
+  // The two moments share samples: no variance is claimed for the change.
+  EXPECT_EQ(t.live_stats.samples, 0u);
+  EXPECT_EQ(t.live_stats.ht_bytes, 0);
 }
 
-TEST(SubtractAllocs, ItsOwnBaselineLeavesNothingAllocated) {
+TEST(SubtractWindowBase, ItsOwnBaselineLeavesNothing) {
   StackTotals t = stack_totals();
-  subtract_allocs(t, alloc_totals(t));
+  subtract_window_base(t, window_base(t));
   EXPECT_EQ(t.alloc_objects, 0);
   EXPECT_EQ(t.alloc_bytes, 0);
   EXPECT_EQ(t.samples, 0u);
   EXPECT_EQ(t.alloc_stats.samples, 0u);
-  EXPECT_EQ(t.live_bytes, 400);
+  EXPECT_EQ(t.live_bytes, 0);
+  EXPECT_EQ(t.live_objects, 0);
 }
 
-// A baseline larger than now (taken before a reset) gives zero, never a
-// negative count or a wrapped one.
-TEST(SubtractAllocs, NeverNegative) {
+// Allocated figures are counters: a baseline larger than now (taken before
+// a reset) gives zero, never a negative count or a wrapped one. Live
+// figures are gauges: memory freed in the window is a negative change.
+TEST(SubtractWindowBase, CountersNeverNegativeGaugesEitherSign) {
   StackTotals t = stack_totals();
-  AllocTotals bigger{.objects = 100, .bytes = 1e6, .samples = 50, .stats = {}};
+  WindowBase bigger{.objects = 100, .bytes = 1e6, .samples = 50, .stats = {}, .live_objects = 9, .live_bytes = 900};
   bigger.stats.samples = 50;
   bigger.stats.ht_bytes = 1e6;
   bigger.stats.exact_bytes = 1000;
-  subtract_allocs(t, bigger);
+  subtract_window_base(t, bigger);
   EXPECT_EQ(t.alloc_objects, 0);
   EXPECT_EQ(t.alloc_bytes, 0);
   EXPECT_EQ(t.samples, 0u);
   EXPECT_EQ(t.alloc_stats.samples, 0u);
   EXPECT_EQ(t.alloc_stats.ht_bytes, 0);
   EXPECT_EQ(t.alloc_stats.exact_bytes, 0u);
-  EXPECT_EQ(t.live_bytes, 400);
-  EXPECT_EQ(t.live_objects, 4);
+  EXPECT_EQ(t.live_bytes, -500);
+  EXPECT_EQ(t.live_objects, -5);
 }
 
 // --- cgroup_v2_path ---

@@ -58,15 +58,18 @@ void StackTotals::merge(const StackTotals& o) {
   live_ages.merge(o.live_ages);
 }
 
-AllocTotals alloc_totals(const StackTotals& t) {
-  return {t.alloc_objects, t.alloc_bytes, t.samples, t.alloc_stats};
+WindowBase window_base(const StackTotals& t) {
+  return {t.alloc_objects, t.alloc_bytes, t.samples, t.alloc_stats, t.live_objects, t.live_bytes};
 }
 
-void subtract_allocs(StackTotals& t, const AllocTotals& e) {
+void subtract_window_base(StackTotals& t, const WindowBase& e) {
   t.alloc_objects = std::max(0.0, t.alloc_objects - e.objects);
   t.alloc_bytes = std::max(0.0, t.alloc_bytes - e.bytes);
   t.samples -= std::min(t.samples, e.samples);
   t.alloc_stats.subtract(e.stats);
+  t.live_objects -= e.live_objects;
+  t.live_bytes -= e.live_bytes;
+  t.live_stats = {};
 }
 
 Profile::Profile(uint64_t rate, size_t max_stacks, size_t max_live)

@@ -37,16 +37,20 @@ struct StackTotals {
   void merge(const StackTotals& other);
 };
 
-// The allocation side of a stack's totals at one moment: the baseline of a
-// delta (what a later window allocated).
-struct AllocTotals {
-  double objects = 0, bytes = 0;
+// A stack's totals at the start of a window: the baseline of a delta, as
+// Go's net/http/pprof takes it for ?seconds=N.
+struct WindowBase {
+  double objects = 0, bytes = 0;  // allocated
   uint64_t samples = 0;
   IntervalStats stats = {};
+  double live_objects = 0, live_bytes = 0;
 };
-AllocTotals alloc_totals(const StackTotals& t);
-// `t` with only what was allocated after `earlier`; the live side is kept.
-void subtract_allocs(StackTotals& t, const AllocTotals& earlier);
+WindowBase window_base(const StackTotals& t);
+// `t` as the window's change since `earlier`: what it allocated (never
+// below zero, a counter) and how its live side changed (either sign, a
+// gauge). The live side's interval statistics are dropped: the samples of
+// the two moments overlap, so their difference's variance is not known.
+void subtract_window_base(StackTotals& t, const WindowBase& earlier);
 
 // A distinct stack: ips are innermost first, as the kernel gives them.
 struct StackRecord {

@@ -26,8 +26,8 @@ struct ProcessTotals {
 
 // Which process instances a view holds (by id in the process table).
 using InstanceSelector = std::function<bool(uint32_t instance, const ProcessInstance&)>;
-// Allocation totals per stack (by serial) at one moment: the start of a delta.
-using Baseline = std::unordered_map<uint64_t, AllocTotals>;
+// Totals per stack (by serial) at one moment: the start of a delta.
+using Baseline = std::unordered_map<uint64_t, WindowBase>;
 
 class LiveView {
  public:
@@ -38,7 +38,8 @@ class LiveView {
   virtual const ProcessTable& process_table() const = 0;
   virtual Baseline baseline(const InstanceSelector& keep) = 0;
   // The symbolized profile of the chosen instances: allocations since the
-  // recording began (since `since` when given) and what is live now.
+  // recording began and what is live now; given `since`, what was allocated
+  // after it and how the live side changed (Go's ?seconds= delta).
   virtual Recording snapshot(const InstanceSelector& keep, const Baseline* since = nullptr) = 0;
   // The recording's named counters (samples, drops by cause, probe state).
   virtual std::vector<std::pair<std::string, uint64_t>> counters() = 0;

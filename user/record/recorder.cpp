@@ -417,7 +417,7 @@ Baseline Recorder::baseline(const InstanceSelector& keep) {
   absorb_exact();
   Baseline base;
   for (uint32_t i : stacks_of(keep))
-    base.emplace(profile_.stacks()[i].serial, alloc_totals(profile_.stacks()[i].totals));
+    base.emplace(profile_.stacks()[i].serial, window_base(profile_.stacks()[i].totals));
   return base;
 }
 

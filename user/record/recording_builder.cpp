@@ -140,7 +140,7 @@ Recording build_recording(const Profile& profile, Symbolizer& symbolizer, const 
     totals.live_ages = ages[i];
     if (choice && choice->baseline) {
       if (auto it = choice->baseline->find(profile.stacks()[i].serial); it != choice->baseline->end())
-        subtract_allocs(totals, it->second);
+        subtract_window_base(totals, it->second);
       if (totals.alloc_objects == 0 && totals.live_objects == 0) return;
     }
     r.samples.push_back(sample_of(b, profile.stacks()[i], origins[i], std::move(totals)));

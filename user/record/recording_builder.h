@@ -26,7 +26,7 @@ struct RecordingMeta {
 // allocated at the window's start (stacks absent from it are new).
 struct StackChoice {
   std::vector<uint32_t> stacks;  // indices into profile.stacks(), ascending
-  const std::unordered_map<uint64_t, AllocTotals>* baseline = nullptr;  // by StackRecord::serial
+  const std::unordered_map<uint64_t, WindowBase>* baseline = nullptr;  // by StackRecord::serial
 };
 
 // origins[i] describes profile.stacks()[i]. Without a choice, every stack.
