@@ -304,10 +304,32 @@ TEST(Agent, BadRequestsAndFloodsGetCleanErrors) {
     ok += status == 200;
   }
   EXPECT_GT(ok, 0);
+
+  // 68 connections that send nothing: past 64 the agent stops accepting,
+  // counts it, and serves again once they are gone. The last ones wait in
+  // the kernel's listen backlog (cpp-httplib asks for 5; more would have
+  // their SYNs retried until a worker's read timeout frees a slot).
+  std::vector<int> idle;
+  for (int i = 0; i < 68; ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(uint16_t(agent.port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << strerror(errno);
+    idle.push_back(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  for (int fd : idle) close(fd);
   auto after = client.Get("/metrics");
   ASSERT_TRUE(after);
   EXPECT_EQ(after->status, 200);
   EXPECT_NE(after->body.find("allocscope_agent_requests_total"), std::string::npos);
+  const std::string full = "\nallocscope_agent_connection_queue_full_total ";
+  size_t at = after->body.find(full);
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_GE(std::stod(after->body.substr(at + full.size())), 1)
+      << "the accepting thread waits for the 65th connection, and each one after while none is free";
   agent.child.signal(SIGTERM);
   EXPECT_EQ(agent.child.wait(), 0) << agent.child.err();
 }

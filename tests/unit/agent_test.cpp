@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <future>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "agent/bridge.h"
+#include "agent/connection_queue.h"
 #include "agent/listen_address.h"
 #include "agent/metrics.h"
 #include "agent/pages.h"
@@ -614,6 +616,7 @@ TEST(RenderMetrics, CountersAndTheAgentsOwnCost) {
   in.self.requests = 9;
   in.self.request_errors = 2;
   in.self.labels_dropped = 1;
+  in.self.connection_queue_full = 3;
   std::string text = render_metrics(in);
   expect_well_formed(text);
   EXPECT_NE(text.find("allocscope_recording_events_total{name=\"samples\"} 7\n"), std::string::npos) << text;
@@ -624,6 +627,7 @@ TEST(RenderMetrics, CountersAndTheAgentsOwnCost) {
   EXPECT_EQ(value_of(all, "allocscope_agent_requests_total"), 9);
   EXPECT_EQ(value_of(all, "allocscope_agent_request_errors_total"), 2);
   EXPECT_EQ(value_of(all, "allocscope_agent_labels_dropped_total"), 1);
+  EXPECT_EQ(value_of(all, "allocscope_agent_connection_queue_full_total"), 3);
   // No processes: the families are still declared, with no series.
   EXPECT_EQ(count_named(all, "allocscope_process_live_bytes"), 0u);
   EXPECT_NE(text.find("# TYPE allocscope_process_live_bytes gauge\n"), std::string::npos);
@@ -926,6 +930,32 @@ TEST(Bridge, SleepEndsEarlyOnStop) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 30s);
   // Once stopped, no sleep waits.
   EXPECT_FALSE(bridge.sleep(std::chrono::milliseconds(60s)));
+}
+
+// --- ConnectionQueue ---
+
+// At capacity, the accepting thread waits until a connection finishes; the
+// wait is counted and nothing is dropped.
+TEST(ConnectionQueue, AtCapacityEnqueueWaitsForASlot) {
+  std::atomic<uint64_t> full{0};
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> ran{0};
+  ConnectionQueue q(1, 2, full);
+  auto job = [&] {
+    released.wait();
+    ++ran;
+  };
+  q.enqueue(job);
+  q.enqueue(job);
+  EXPECT_EQ(full, 0u);
+  auto third = std::async(std::launch::async, [&] { q.enqueue([&] { ++ran; }); });
+  EXPECT_EQ(third.wait_for(std::chrono::milliseconds(200)), std::future_status::timeout);
+  EXPECT_EQ(full, 1u);
+  release.set_value();
+  EXPECT_EQ(third.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  q.shutdown();
+  EXPECT_EQ(ran, 3);
 }
 
 // --- window_base, subtract_window_base ---

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <unordered_map>
 
+#include "agent/connection_queue.h"
 #include "agent/metrics.h"
 #include "agent/pages.h"
 #include "agent/self_usage.h"
@@ -20,6 +21,8 @@ namespace allocscope {
 namespace {
 
 const std::string kTool = std::string("allocscope ") + ALLOCSCOPE_VERSION_STRING;
+constexpr size_t kWorkers = 8;
+constexpr size_t kMaxConnections = 64;  // accepted and unfinished; more wait in the listen backlog
 
 // The selector of a target's instances; `found` tells whether any matched.
 InstanceSelector selector(const Target& t, const LabelCache& labels, bool& found) {
@@ -85,7 +88,7 @@ HttpApi::~HttpApi() { stop(); }
 
 Result<void> HttpApi::start(const std::string& host, int port) {
   httplib::Server& s = *server_;
-  s.new_task_queue = [] { return new httplib::ThreadPool(8); };
+  s.new_task_queue = [this] { return new ConnectionQueue(kWorkers, kMaxConnections, queue_full_); };
   // SO_REUSEADDR only: the library's default, SO_REUSEPORT, would let a
   // second agent share the port and answer half of the scrapes.
   s.set_socket_options([](int sock) {
@@ -268,6 +271,7 @@ void HttpApi::metrics(const Addressed& a, httplib::Response& res) {
   in.self.resident_bytes = self.resident_bytes;
   in.self.requests = requests_;
   in.self.request_errors = errors_;
+  in.self.connection_queue_full = queue_full_;
   in.max_series = config_.max_series;
   res.set_content(render_metrics(in), "text/plain; version=0.0.4; charset=utf-8");
 }

@@ -57,7 +57,7 @@ class HttpApi {
   std::string host_name_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
-  std::atomic<uint64_t> requests_{0}, errors_{0};
+  std::atomic<uint64_t> requests_{0}, errors_{0}, queue_full_{0};
   std::atomic<unsigned> deltas_{0};
 };
 

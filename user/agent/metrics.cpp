@@ -148,6 +148,9 @@ std::string render_metrics(const MetricsInput& in) {
   scalar(out, "allocscope_agent_requests_total", "counter", "HTTP requests served", double(in.self.requests));
   scalar(out, "allocscope_agent_request_errors_total", "counter", "HTTP requests answered with an error",
          double(in.self.request_errors));
+  scalar(out, "allocscope_agent_connection_queue_full_total", "counter",
+         "Times the HTTP server stopped accepting because 64 connections were open or waiting",
+         double(in.self.connection_queue_full));
   scalar(out, "allocscope_agent_labels_dropped_total", "counter",
          "Processes left unlabelled because the label table was full", double(in.self.labels_dropped));
   return out;

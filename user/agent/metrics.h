@@ -22,6 +22,7 @@ struct AgentSelf {
   double cpu_seconds = 0;
   uint64_t resident_bytes = 0;
   uint64_t requests = 0, request_errors = 0, labels_dropped = 0;
+  uint64_t connection_queue_full = 0;  // times accepting waited for a free slot
   uint64_t stacks = 0;  // in the recording's stack table
 };
 
