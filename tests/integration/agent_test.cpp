@@ -439,7 +439,8 @@ double metric(const std::string& text, const std::string& series) {
 }
 
 // About 45 s of process churn while the agent is scraped every second: the
-// stacks of ended processes are forgotten (the table never fills), the
+// stacks of ended processes are forgotten (the table never fills) with
+// their process ids and mappings, the
 // program's allocated counter never goes down and ends at the truth of
 // every run, and the agent's memory stays bounded.
 TEST(Agent, ChurnSoakForgetsEndedProcessesAndStaysBounded) {
@@ -507,11 +508,20 @@ TEST(Agent, ChurnSoakForgetsEndedProcessesAndStaysBounded) {
   double lost = metric(res->body, "allocscope_recording_events_total{name=\"dropped_ringbuf\"}") * kRate +
                 metric(res->body, "allocscope_recording_events_total{name=\"dropped_ringbuf_bytes\"}");
   std::printf("  lost to the ring buffer: at most %.0f bytes\n", lost);
+  auto table = [&](const char* name) {
+    return metric(res->body, std::string("allocscope_agent_table_entries{table=\"") + name + "\"}");
+  };
+  std::printf("  tables at the end: %.0f stacks, %.0f process ids, %.0f resolved mappings, %.0f binaries open\n",
+              table("stacks"), table("process_ids"), table("resolved_mappings"), table("open_binaries"));
   EXPECT_GT(forgotten, 0) << "the table never reached half full: churn too slow for this test";
   EXPECT_EQ(table_full, 0);
   EXPECT_LT((total - truth) / std::sqrt(var), kZ) << total << " vs " << truth;
   EXPECT_LT((truth - total - lost) / std::sqrt(var), kZ) << total << " vs " << truth;
   EXPECT_LT(max_rss, kRssBoundKib);
+  // Forgotten processes give back their ids and mappings (each run maps its
+  // program and libc at addresses of its own): kept, both would pass `runs`.
+  EXPECT_LT(table("process_ids"), runs);
+  EXPECT_LT(table("resolved_mappings"), runs);
   agent.child.signal(SIGTERM);
   EXPECT_EQ(agent.child.wait(), 0) << agent.child.err();
 }

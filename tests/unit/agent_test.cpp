@@ -617,6 +617,7 @@ TEST(RenderMetrics, CountersAndTheAgentsOwnCost) {
   in.self.request_errors = 2;
   in.self.labels_dropped = 1;
   in.self.connection_queue_full = 3;
+  in.tables = {{"stacks", 12}, {"process_ids", 5}};
   std::string text = render_metrics(in);
   expect_well_formed(text);
   EXPECT_NE(text.find("allocscope_recording_events_total{name=\"samples\"} 7\n"), std::string::npos) << text;
@@ -628,6 +629,8 @@ TEST(RenderMetrics, CountersAndTheAgentsOwnCost) {
   EXPECT_EQ(value_of(all, "allocscope_agent_request_errors_total"), 2);
   EXPECT_EQ(value_of(all, "allocscope_agent_labels_dropped_total"), 1);
   EXPECT_EQ(value_of(all, "allocscope_agent_connection_queue_full_total"), 3);
+  EXPECT_EQ(value_of(all, "allocscope_agent_table_entries", {{"table", "stacks"}}), 12);
+  EXPECT_EQ(value_of(all, "allocscope_agent_table_entries", {{"table", "process_ids"}}), 5);
   // No processes: the families are still declared, with no series.
   EXPECT_EQ(count_named(all, "allocscope_process_live_bytes"), 0u);
   EXPECT_NE(text.find("# TYPE allocscope_process_live_bytes gauge\n"), std::string::npos);
@@ -764,6 +767,7 @@ class FakeView : public LiveView {
   std::vector<std::pair<std::string, uint64_t>> counters() override { return {}; }
   std::pair<size_t, size_t> stack_table() const override { return {0, 1}; }
   std::vector<ProcessTotals> forget_ended() override { return {}; }
+  std::vector<std::pair<std::string, uint64_t>> table_sizes() const override { return {}; }
 
  private:
   ProcessTable table_;

@@ -26,12 +26,42 @@ TEST(ProcessTable, ExecAndExitStartNewInstances) {
   EXPECT_FALSE(t.end(100).has_value());
   uint32_t reused = t.current(100, "prog");  // the pid comes back: a new process
   EXPECT_NE(reused, prog);
-  EXPECT_EQ(t.instances(), 3u);
+  EXPECT_EQ(t.slots(), 3u);
+  EXPECT_EQ(t.made(), 3u);
   EXPECT_EQ(t.running(), 1u);
   EXPECT_EQ(t.latest(100), reused);
   t.end(100);
   EXPECT_EQ(t.latest(100), reused);  // ended, still the latest
   EXPECT_FALSE(t.latest(101).has_value());
+}
+
+// Ended instances nothing holds give their ids to new ones; held and
+// running ones keep theirs, and a released id is no pid's latest.
+TEST(ProcessTable, ReleasedIdsAreReusedByNewInstances) {
+  ProcessTable t;
+  uint32_t a = t.current(1, "a"), b = t.current(2, "b"), c = t.current(3, "c");
+  t.end(1);
+  t.end(2);
+  std::vector<bool> held(t.slots());
+  held[b] = true;  // still has stacks
+  EXPECT_EQ(t.release_ended(held), 1u);
+  EXPECT_FALSE(t.latest(1).has_value());
+  EXPECT_EQ(t.latest(2), b);
+  EXPECT_EQ(t.instance(b).comm, "b");
+  EXPECT_EQ(t.instance(c).comm, "c");
+  uint32_t d = t.current(4, "d");
+  EXPECT_EQ(d, a);  // the released id, not a new one
+  EXPECT_EQ(t.instance(d).comm, "d");
+  EXPECT_EQ(t.instance(d).tgid, 4u);
+  EXPECT_FALSE(t.instance(d).ended);
+  EXPECT_GT(t.instance(d).serial, t.instance(c).serial);
+  EXPECT_EQ(t.slots(), 3u);
+  EXPECT_EQ(t.made(), 4u);
+  EXPECT_EQ(t.running(), 2u);
+  // A second release finds nothing new; then b goes too.
+  EXPECT_EQ(t.release_ended(held), 0u);
+  EXPECT_EQ(t.release_ended({}), 1u);
+  EXPECT_EQ(t.current(5, "e"), b);
 }
 
 // An ended process's live samples leave the inuse totals; another

@@ -151,6 +151,39 @@ TEST(Symbolizer, RepeatedLookupsGiveTheSameFrames) {
   }
 }
 
+// A process gone and its stacks forgotten: compact() drops its mapping and
+// its binary, and the mapping kept still names the same function by its
+// new id.
+TEST(Symbolizer, CompactKeepsWhatIsUsedUnderNewIds) {
+  InlinedSite site;
+  ASSERT_GT(site.ip, 0u);
+  auto qsort_at = reinterpret_cast<uint64_t>(dlsym(RTLD_DEFAULT, "qsort")) + 1;
+  Symbolizer sym;
+  std::vector<uint64_t> child_ips{site.ip}, own_ips{qsort_at};
+  uint32_t child_map = sym.resolve(site.child.pid(), child_ips)[0];
+  uint32_t own_map = sym.resolve(getpid(), own_ips)[0];
+  ASSERT_NE(child_map, Symbolizer::kNoMapping);
+  ASSERT_NE(own_map, Symbolizer::kNoMapping);
+  ASSERT_EQ(child_map, 0u);  // made first
+  std::string own_name = sym.describe(own_map, qsort_at).function;
+  size_t modules = sym.modules();
+  sym.forget(site.child.pid());
+
+  std::vector<bool> used(sym.resolved_mappings());
+  used[own_map] = true;
+  std::vector<uint32_t> remap = sym.compact(used);
+  ASSERT_EQ(remap.size(), used.size());
+  EXPECT_EQ(remap[child_map], Symbolizer::kNoMapping);
+  EXPECT_EQ(remap[own_map], 0u);
+  EXPECT_EQ(sym.resolved_mappings(), 1u);
+  EXPECT_LT(sym.modules(), modules);  // the child's program is closed
+  EXPECT_EQ(sym.describe(remap[own_map], qsort_at).function, own_name);
+  // Resolving again makes a fresh id after the kept ones.
+  EXPECT_EQ(sym.resolve(getpid(), own_ips)[0], 0u);
+  EXPECT_EQ(sym.compact({}).at(0), Symbolizer::kNoMapping);
+  EXPECT_EQ(sym.resolved_mappings(), 0u);
+}
+
 // coreutils' sleep is stripped and its debug package is not installed: the
 // frame is named as before DWARF was read, and has no position.
 TEST(Symbolizer, WithoutDwarfOneFrameWithoutPosition) {

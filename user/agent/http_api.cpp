@@ -259,6 +259,7 @@ void HttpApi::metrics(const Addressed& a, httplib::Response& res) {
                 all.push_back(r.totals);
               }
             in.counters = v.counters();
+            in.tables = v.table_sizes();
             in.self.stacks = v.stack_table().first;
             in.counters.emplace_back("agent_processes_forgotten", retired_.processes());
             in.self.labels_dropped = labels_.dropped();

@@ -5,21 +5,24 @@
 namespace allocscope {
 
 void LabelCache::refresh(const ProcessTable& table) {
-  for (; seen_ < table.instances(); ++seen_) {
-    const ProcessInstance& p = table.instance(uint32_t(seen_));
-    if (p.rejected || p.ended) continue;
+  if (table.made() == seen_) return;
+  std::erase_if(labels_, [&](const auto& e) { return table.instance(e.first).serial != e.second.serial; });
+  for (uint32_t id = 0; id < table.slots(); ++id) {
+    const ProcessInstance& p = table.instance(id);
+    if (p.serial <= seen_ || p.rejected || p.ended) continue;
     if (labels_.size() >= capacity_) {
       ++dropped_;
       continue;
     }
-    labels_.emplace(uint32_t(seen_), labels_from_cgroup(read_cgroup_path(pid_t(p.tgid))));
+    labels_[id] = {p.serial, labels_from_cgroup(read_cgroup_path(pid_t(p.tgid)))};
   }
+  seen_ = table.made();
 }
 
 const TargetLabels& LabelCache::of(uint32_t instance) const {
   static const TargetLabels kNone;
   auto it = labels_.find(instance);
-  return it == labels_.end() ? kNone : it->second;
+  return it == labels_.end() ? kNone : it->second.labels;
 }
 
 }  // namespace allocscope

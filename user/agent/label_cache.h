@@ -14,10 +14,11 @@ namespace allocscope {
 class LabelCache {
  public:
   explicit LabelCache(size_t capacity) : capacity_(capacity) {}
-  // Reads the labels of the instances made since the last call. When full,
-  // new ones go unlabelled and are counted: an ended instance keeps its
-  // labels while its stacks are held (its program, unit or cgroup
-  // profiles still show it).
+  // Reads the labels of the instances made since the last call, and drops
+  // those of ids the table released (and perhaps gave to a new instance).
+  // When full, new ones go unlabelled and are counted: an ended instance
+  // keeps its labels while its stacks are held (its program, unit or
+  // cgroup profiles still show it).
   void refresh(const ProcessTable& table);
   // The instance's stacks are forgotten: its labels go too.
   void forget(uint32_t instance) { labels_.erase(instance); }
@@ -25,10 +26,14 @@ class LabelCache {
   uint64_t dropped() const { return dropped_; }
 
  private:
+  struct Entry {
+    uint64_t serial;  // of the instance labelled
+    TargetLabels labels;
+  };
   size_t capacity_;
-  size_t seen_ = 0;  // instances of the table read so far
+  uint64_t seen_ = 0;  // the table's made() when last read
   uint64_t dropped_ = 0;
-  std::unordered_map<uint32_t, TargetLabels> labels_;
+  std::unordered_map<uint32_t, Entry> labels_;
 };
 
 }  // namespace allocscope

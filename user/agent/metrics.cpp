@@ -80,6 +80,14 @@ void counters(std::string& out, const std::vector<std::pair<std::string, uint64_
     out += "allocscope_recording_events_total{" + label("name", name) + "} " + std::to_string(n) + "\n";
 }
 
+void table_sizes(std::string& out, const std::vector<std::pair<std::string, uint64_t>>& named) {
+  out +=
+      "# HELP allocscope_agent_table_entries Entries in the agent's own tables (what its memory grows with)\n"
+      "# TYPE allocscope_agent_table_entries gauge\n";
+  for (const auto& [name, n] : named)
+    out += "allocscope_agent_table_entries{" + label("table", name) + "} " + std::to_string(n) + "\n";
+}
+
 }  // namespace
 
 std::string escape_label_value(const std::string& raw) {
@@ -138,6 +146,7 @@ std::string render_metrics(const MetricsInput& in) {
          "Series left out of this scrape by the --max-series bound (the smallest by live bytes)",
          double(omitted));
   counters(out, in.counters);
+  table_sizes(out, in.tables);
   scalar(out, "allocscope_agent_cpu_seconds_total", "counter",
          "CPU time the agent has used (user and system)", in.self.cpu_seconds);
   scalar(out, "allocscope_agent_resident_bytes", "gauge", "The agent's resident memory",

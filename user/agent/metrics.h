@@ -29,6 +29,7 @@ struct AgentSelf {
 struct MetricsInput {
   std::vector<LabelledProcess> processes;  // the target's, running or ended
   std::vector<std::pair<std::string, uint64_t>> counters;
+  std::vector<std::pair<std::string, uint64_t>> tables;  // entries per table of the agent's
   AgentSelf self;
   size_t max_series = 500;  // per level (process, program, cgroup): the largest by live bytes
 };

@@ -7,8 +7,15 @@ uint32_t ProcessTable::current(uint32_t tgid, std::string_view comm, bool* made)
   bool make = it == latest_.end() || instances_[it->second].ended;
   if (made) *made = make;
   if (!make) return it->second;
-  uint32_t id = uint32_t(instances_.size());
-  instances_.push_back({tgid, std::string(comm), false, false});
+  uint32_t id;
+  if (free_.empty()) {
+    id = uint32_t(instances_.size());
+    instances_.emplace_back();
+  } else {
+    id = free_.back();
+    free_.pop_back();
+  }
+  instances_[id] = {tgid, std::string(comm), false, false, ++made_};
   latest_[tgid] = id;
   ++running_;
   return id;
@@ -38,6 +45,19 @@ std::optional<uint32_t> ProcessTable::end(uint32_t tgid) {
 void ProcessTable::reject(uint32_t id) {
   if (!instances_[id].rejected) ++rejected_;
   instances_[id].rejected = true;
+}
+
+size_t ProcessTable::release_ended(const std::vector<bool>& held) {
+  size_t released = 0;
+  for (uint32_t id = 0; id < instances_.size(); ++id) {
+    ProcessInstance& p = instances_[id];
+    if (!p.ended || p.serial == 0 || (id < held.size() && held[id])) continue;
+    if (auto it = latest_.find(p.tgid); it != latest_.end() && it->second == id) latest_.erase(it);
+    p = {};
+    free_.push_back(id);
+    ++released;
+  }
+  return released;
 }
 
 }  // namespace allocscope

@@ -18,6 +18,7 @@ struct ProcessInstance {
   std::string comm;
   bool ended = false;     // exited or exec'ed
   bool rejected = false;  // filtered out: its samples are not recorded
+  uint64_t serial = 0;    // order of making, from 1; 0: a released slot
 };
 
 class ProcessTable {
@@ -32,15 +33,24 @@ class ProcessTable {
   // Ends the current instance of `tgid` (exit or exec) and returns it.
   std::optional<uint32_t> end(uint32_t tgid);
   void reject(uint32_t id);
+  // Ended instances that nothing refers to any more (`held` is false for
+  // them: their stacks were forgotten) give their ids back for new
+  // instances: a recording that runs for weeks holds the processes it still
+  // shows, not every one it saw. Returns how many were released.
+  size_t release_ended(const std::vector<bool>& held);
   const ProcessInstance& instance(uint32_t id) const { return instances_[id]; }
-  size_t instances() const { return instances_.size(); }
-  size_t rejected() const { return rejected_; }
+  // Ids in use or free (an id is below this).
+  size_t slots() const { return instances_.size(); }
+  uint64_t made() const { return made_; }          // instances ever made
+  uint64_t rejected() const { return rejected_; }  // ever rejected
   size_t running() const { return running_; }
 
  private:
   std::vector<ProcessInstance> instances_;
+  std::vector<uint32_t> free_;                     // released ids
   std::unordered_map<uint32_t, uint32_t> latest_;  // tgid -> its latest instance
-  size_t rejected_ = 0, running_ = 0;
+  uint64_t made_ = 0, rejected_ = 0;
+  size_t running_ = 0;
 };
 
 }  // namespace allocscope

@@ -135,6 +135,40 @@ void EventSink::forget_stacks(std::span<const uint32_t> remap) {
   for (size_t i = 0; i < origins_.size() && i < remap.size(); ++i)
     if (remap[i] != Profile::kGone) kept.push_back(std::move(origins_[i]));
   origins_ = std::move(kept);
+  // Ended instances without a stack left (the kernel's are erased at the
+  // end) give back their ids, mappings and binaries.
+  std::vector<bool> held(processes_.slots());
+  for (const StackRecord& s : profile_.stacks()) held[s.pid] = true;
+  for (const auto& [id, s] : stacks_) held[s.instance] = true;
+  processes_.release_ended(held);
+  compact_mappings();
+}
+
+// The symbolizer keeps the mappings that the stacks still held name, and the
+// ids in those stacks' origins follow it.
+void EventSink::compact_mappings() {
+  std::vector<bool> used;
+  auto mark = [&used](uint32_t id) {
+    if (id == Symbolizer::kNoMapping) return;
+    if (id >= used.size()) used.resize(id + 1);
+    used[id] = true;
+  };
+  auto each_origin = [this](auto&& f) {
+    for (StackOrigin& o : origins_) f(o);
+    for (auto& [id, s] : stacks_) f(s.origin);
+  };
+  each_origin([&](StackOrigin& o) {
+    for (uint32_t m : o.mappings) mark(m);
+    mark(o.allocator_mapping);
+  });
+  std::vector<uint32_t> remap = symbolizer_.compact(used);
+  auto to = [&remap](uint32_t& id) {
+    if (id != Symbolizer::kNoMapping) id = remap[id];
+  };
+  each_origin([&](StackOrigin& o) {
+    for (uint32_t& m : o.mappings) to(m);
+    to(o.allocator_mapping);
+  });
 }
 
 // The profile's stack for a kernel stack, made (with its origin) when new.

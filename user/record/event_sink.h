@@ -57,7 +57,7 @@ class EventSink {
   void forget_stacks(std::span<const uint32_t> remap);
   const ProcessTable& processes() const { return processes_; }
   // Process instances with samples recorded (not filtered out).
-  uint64_t recorded_processes() const { return processes_.instances() - processes_.rejected(); }
+  uint64_t recorded_processes() const { return processes_.made() - processes_.rejected(); }
   const std::map<uint32_t, ProcessDrops>& drops() const { return drops_; }
   uint64_t stacks_seen() const { return stacks_seen_; }
   uint64_t stacks_truncated() const { return stacks_truncated_; }
@@ -94,6 +94,7 @@ class EventSink {
   void count_drops(uint32_t tgid, const std::string& comm, bool live_full, bool stack_lost, bool table_full);
   StackOrigin origin(uint32_t tgid, const std::string& comm, uint16_t fn, std::span<const uint64_t> ips);
   std::optional<uint32_t> profile_stack(const KnownStack& s);
+  void compact_mappings();
   void note_new_profile_stack(size_t stacks_before, const KnownStack& s);
   void add_exact_delta(const KnownStack& s, const as_exact_totals& now, const as_exact_totals& before);
 

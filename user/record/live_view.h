@@ -45,6 +45,9 @@ class LiveView {
   virtual std::vector<std::pair<std::string, uint64_t>> counters() = 0;
   // Stacks in the table, and its capacity.
   virtual std::pair<size_t, size_t> stack_table() const = 0;
+  // Entries in the recording's own tables now (stacks, process ids,
+  // resolved mappings, open binaries): what its memory grows with.
+  virtual std::vector<std::pair<std::string, uint64_t>> table_sizes() const = 0;
   // Forgets the stacks of ended instances, making room for new ones, and
   // returns those instances' totals. Sampling mode only (exact mode keeps
   // its totals in the kernel by stack): there it forgets nothing.

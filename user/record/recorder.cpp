@@ -98,6 +98,7 @@ class Recorder final : public LiveView {
     return {profile_.stacks().size(), config_.max_stacks};
   }
   std::vector<ProcessTotals> forget_ended() override;
+  NamedCounters table_sizes() const override;
 
  private:
   Result<void> open_session();
@@ -387,6 +388,16 @@ std::vector<ProcessTotals> Recorder::processes() {
     all[it->second].totals.merge(s.totals);
   }
   return all;
+}
+
+NamedCounters Recorder::table_sizes() const {
+  const ProcessTable& table = parts_->sink.processes();
+  return {{"stacks", profile_.stacks().size()},
+          {"live_samples", profile_.live_count()},
+          {"process_ids", table.slots()},
+          {"running_processes", table.running()},
+          {"resolved_mappings", symbolizer_.resolved_mappings()},
+          {"open_binaries", symbolizer_.modules()}};
 }
 
 std::vector<ProcessTotals> Recorder::forget_ended() {

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <utility>
 
 #include "host/files.h"
@@ -242,6 +243,39 @@ void Symbolizer::add_mappings(pid_t pid, std::span<const Mapping> kernel_maps) {
   }
   if (added)
     std::sort(maps.begin(), maps.end(), [](const Mapping& a, const Mapping& b) { return a.start < b.start; });
+}
+
+std::vector<uint32_t> Symbolizer::compact(const std::vector<bool>& used) {
+  std::vector<uint32_t> remap(mappings_.size(), kNoMapping);
+  std::vector<Mapping> kept;
+  for (uint32_t id = 0; id < mappings_.size(); ++id)
+    if (id < used.size() && used[id]) {
+      remap[id] = uint32_t(kept.size());
+      kept.push_back(std::move(mappings_[id]));
+    }
+  mappings_ = std::move(kept);
+  for (auto it = mapping_ids_.begin(); it != mapping_ids_.end();) {
+    uint32_t to = remap[it->second];
+    if (to == kNoMapping) {
+      it = mapping_ids_.erase(it);
+    } else {
+      it->second = to;
+      ++it;
+    }
+  }
+  std::unordered_map<uint32_t, std::shared_ptr<PerfMap>> jit;
+  for (auto& [id, map] : jit_)
+    if (remap[id] != kNoMapping) jit.emplace(remap[id], std::move(map));
+  jit_ = std::move(jit);
+  std::set<ModuleKey> needed;
+  for (const Mapping& m : mappings_)
+    if (m.is_file()) needed.insert(key_of(m));
+  for (const auto& [pid, process] : processes_)
+    for (const Mapping& m : process.maps)
+      if (m.is_file() && m.executable) needed.insert(key_of(m));  // code that may yet be sampled
+  std::erase_if(modules_, [&](const auto& e) { return !needed.contains(e.first); });
+  std::erase_if(paths_, [&](const auto& e) { return !needed.contains(e.first); });
+  return remap;
 }
 
 void Symbolizer::forget(pid_t pid) {

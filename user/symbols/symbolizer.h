@@ -70,6 +70,13 @@ class Symbolizer {
   // Resolves one address that is not a return address (an entry point).
   uint32_t resolve_address(pid_t pid, uint64_t addr);
 
+  // Keeps the resolved mappings `used` marks (by id), the binaries they or a
+  // process still tracked need, and drops the rest: without it, every
+  // process a long recording sees leaves its mappings (each at its own
+  // addresses) and binaries behind. Returns each old id's new id
+  // (kNoMapping: dropped); ids held elsewhere must be rewritten with it.
+  std::vector<uint32_t> compact(const std::vector<bool>& used);
+
   // The function holding return address `ip` of resolved mapping `id`.
   FrameInfo describe(uint32_t mapping, uint64_t ip);
   const Mapping* mapping(uint32_t id) const { return id < mappings_.size() ? &mappings_[id] : nullptr; }
