@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 PACKAGES=(build-essential cmake pkg-config clang llvm libbpf-dev bpftool libelf-dev libdw-dev libjemalloc-dev
-          libcli11-dev clang-format libtcmalloc-minimal4 libmimalloc2.0 musl-tools systemtap-sdt-dev libgtest-dev libcapstone-dev nlohmann-json3-dev libcpp-httplib-dev prometheus util-linux libprotobuf-dev protobuf-compiler zlib1g-dev golang-go chromium)
+          libcli11-dev clang-format libtcmalloc-minimal4 libmimalloc2.0 musl-tools systemtap-sdt-dev libgtest-dev libcapstone-dev nlohmann-json3-dev libcpp-httplib-dev prometheus systemd util-linux libprotobuf-dev protobuf-compiler zlib1g-dev golang-go chromium)
 BUILD=${BUILD_DIR:-build}
 
 install_deps() {
