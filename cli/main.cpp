@@ -149,6 +149,15 @@ void add_sampling_options(CLI::App* app, RecordConfig& c, Text& t) {
   app->add_option("--cgroup", c.cgroup,
                   "With --all or --children: only processes in this cgroup v2 or below it "
                   "(/sys/fs/cgroup/system.slice/x.service or system.slice/x.service)");
+  app->add_option("--unit", c.unit,
+                  "With --all or --children: only processes of this systemd unit (nginx.service, "
+                  "user@1000.service, a .slice or .scope), judged by name on each process's first "
+                  "sample, so a restarted unit is still followed")
+      ->check([](const std::string& u) -> std::string {
+        return u.empty() || u.find('/') != std::string::npos || u == "." || u == ".."
+                   ? "a unit name (nginx.service), not a path: --cgroup takes paths"
+                   : "";
+      });
   app->add_option("--max-processes", c.max_processes,
                   "Capacity of the kernel's table of followed and ignored processes")
       ->capture_default_str()
@@ -173,7 +182,8 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, Text& t) {
       "  allocscope record -p 12,34 -d 10 -o both.pb.gz              several processes in one recording\n"
       "  allocscope record --all -d 60 -o host.folded                every process on the machine\n"
       "  allocscope record --all --comm '^(nginx|php)' -o web.svg    every process whose name matches\n"
-      "  allocscope record --all --cgroup system.slice/foo.service   one systemd unit or container\n"
+      "  allocscope record --all --cgroup system.slice/foo.service   one cgroup (a unit, a container)\n"
+      "  allocscope record --all --unit foo.service          one systemd unit, across its restarts\n"
       "  allocscope record -p 1234 --children -o tree.pb.gz          a process and what it forks and runs");
   auto* all =
       rec->add_flag("-a,--all", c.all,
@@ -241,9 +251,9 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, Text& t) {
     if (*preload && c.null_probes)
       throw CLI::ValidationError("--null-probes measures uprobes, not --preload");
     bool children = *t.children_flag ? t.children : bool(*cmd);
-    if ((!c.comm.empty() || !c.cgroup.empty()) && !*all && !children)
+    if ((!c.comm.empty() || !c.cgroup.empty() || !c.unit.empty()) && !*all && !children)
       throw CLI::ValidationError(
-          "--comm and --cgroup filter system-wide recordings: add --all or --children");
+          "--comm, --cgroup and --unit filter system-wide recordings: add --all or --children");
     if (c.no_free && t.metric.starts_with("inuse"))
       throw CLI::ValidationError("--metric " + t.metric + " needs free probed: drop --no-free");
   });
@@ -294,6 +304,7 @@ CLI::App* add_agent(CLI::App& app, AgentConfig& c, Text& t) {
       "Examples:\n"
       "  allocscope agent                                   every process, served on 127.0.0.1:6060\n"
       "  allocscope agent --comm '^(nginx|postgres)$'       only these programs\n"
+      "  allocscope agent --unit nginx.service              one systemd unit, across its restarts\n"
       "  allocscope agent -p 1234 --listen :7070            one process\n"
       "  allocscope agent --listen 0.0.0.0:6060 --token-file /etc/allocscope/token\n"
       "  go tool pprof -top http://127.0.0.1:6060/debug/pprof/heap?pid=1234");
@@ -334,10 +345,10 @@ CLI::App* add_agent(CLI::App& app, AgentConfig& c, Text& t) {
     if (!t.duty.empty() && parse_bytes(t.rate).value_or(0) <= 1)
       throw CLI::ValidationError("--duty samples: exact mode (--rate 1) counts in the kernel without pause");
     c.record.all = true;  // processes started later too; -p then picks from them
-    if (*pid) c.record.all = !c.record.comm.empty() || !c.record.cgroup.empty();
+    if (*pid) c.record.all = !c.record.comm.empty() || !c.record.cgroup.empty() || !c.record.unit.empty();
     if (*pid && c.record.all)
       throw CLI::ValidationError(
-          "-p names processes: --comm and --cgroup choose among all of them, not both");
+          "-p names processes: --comm, --cgroup and --unit choose among all of them, not both");
   });
   return agent;
 }

@@ -328,6 +328,46 @@ TEST(AllProcesses, CgroupFilterKeepsOnlyItsProcesses) {
   std::remove(out.c_str());
 }
 
+// --unit: processes are judged by their cgroup's name, so a unit that
+// restarts (its cgroup removed and made again, with a new id) is still
+// followed, and a process outside it never is.
+TEST(AllProcesses, UnitFilterFollowsTheUnitAcrossRestarts) {
+  REQUIRE_BPF();
+  auto mountinfo = read_text_file("/proc/self/mountinfo");
+  std::string root = mountinfo ? cgroup2_mount(*mountinfo) : "";
+  ASSERT_FALSE(root.empty()) << "no cgroup v2 hierarchy";
+  std::string unit = "allocscope-test-" + std::to_string(getpid()) + ".service";
+  std::string dir = root + "/" + unit;
+  std::string out = temp_path("unit.folded");
+  Child rec({ALLOCSCOPE_BIN, "record", "--all", "--unit", unit, "--rate", "16KiB", "-o", out});
+  ASSERT_TRUE(rec.wait_for_line("recording every process", 60000, true)) << rec.err();
+  // The workload joins the unit's cgroup before it runs: its first sample
+  // already finds it there.
+  auto in_unit = [&] {
+    return std::vector<std::string>{"/bin/sh", "-c",
+                                    "echo $$ > " + dir + "/cgroup.procs && exec " + std::string(WORKLOAD_BIN) +
+                                        " --threads 1 --scale-pct 2"};
+  };
+  std::vector<int> inside;
+  for (int start = 0; start < 2; ++start) {  // the unit, then the unit restarted
+    std::filesystem::create_directory(dir);
+    Child worker(in_unit());
+    Child outside({WORKLOAD_BIN, "--threads", "1", "--scale-pct", "2"});
+    inside.push_back(worker.pid());
+    EXPECT_EQ(worker.wait(), 0);
+    EXPECT_EQ(outside.wait(), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::filesystem::remove(dir);
+  }
+  rec.signal(SIGINT);
+  EXPECT_EQ(rec.wait(), 0) << rec.err();
+  std::set<std::string> roots;
+  for (const auto& [frames, v] : read_folded(out)) roots.insert(frames[0]);
+  EXPECT_EQ(roots, (std::set<std::string>{"alloc_sites (" + std::to_string(inside[0]) + ")",
+                                          "alloc_sites (" + std::to_string(inside[1]) + ")"}));
+  std::remove(out.c_str());
+}
+
 // About a minute of process churn under --all with a small stack table:
 // allocscope's memory stays bounded, nothing crashes, and the counters add
 // up: every sample the kernel took reached a stack or is counted as dropped.

@@ -1,6 +1,7 @@
 // The event path without a kernel: records as the BPF program writes them,
 // fed to the sink.
 #include "record/event_sink.h"
+#include "record/process_filter.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -181,6 +182,19 @@ TEST(EventSink, ReturnsToItsLoopAtTheDeadline) {
   EXPECT_LT(delivered, 256);
   f.sink.yield_at(UINT64_MAX);
   for (int i = 0; i < 1000; ++i) ASSERT_TRUE(f.sink(bytes(free_event)));
+}
+
+// --unit's test: a whole component of the cgroup path, at any depth.
+TEST(CgroupInUnit, MatchesWholeComponentsOnly) {
+  EXPECT_TRUE(cgroup_in_unit("/system.slice/nginx.service", "nginx.service"));
+  EXPECT_TRUE(cgroup_in_unit("/system.slice/nginx.service", "system.slice"));
+  EXPECT_TRUE(cgroup_in_unit("/user.slice/user-1000.slice/user@1000.service/app.slice/x.scope", "user@1000.service"));
+  EXPECT_TRUE(cgroup_in_unit("/system.slice/nginx.service/worker", "nginx.service"));
+  EXPECT_FALSE(cgroup_in_unit("/system.slice/nginx.service", "nginx"));
+  EXPECT_FALSE(cgroup_in_unit("/system.slice/nginx.service2", "nginx.service"));
+  EXPECT_FALSE(cgroup_in_unit("/system.slice/xnginx.service", "nginx.service"));
+  EXPECT_FALSE(cgroup_in_unit("", "nginx.service"));  // a process gone before it was judged
+  EXPECT_FALSE(cgroup_in_unit("/", "nginx.service"));
 }
 
 }  // namespace

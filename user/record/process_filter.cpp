@@ -1,5 +1,6 @@
 #include "record/process_filter.h"
 
+#include "host/process.h"
 #include "record/scope.h"
 
 namespace allocscope {
@@ -7,6 +8,18 @@ namespace allocscope {
 ProcessFilter::ProcessFilter(const RecordConfig& config, BpfSession& session)
     : session_(session), system_wide_(system_wide(config)), members_only_(members_only(config)) {
   if (!config.comm.empty()) comm_filter_.emplace(config.comm, std::regex::extended | std::regex::nosubs);
+  unit_ = config.unit;
+}
+
+bool cgroup_in_unit(std::string_view path, std::string_view unit) {
+  while (!path.empty()) {
+    size_t slash = path.find('/');
+    std::string_view part = path.substr(0, slash);
+    if (part == unit) return true;
+    if (slash == std::string_view::npos) break;
+    path.remove_prefix(slash + 1);
+  }
+  return false;
 }
 
 Result<void> ProcessFilter::add_root(uint32_t tgid) {
@@ -16,8 +29,12 @@ Result<void> ProcessFilter::add_root(uint32_t tgid) {
 
 Result<void> ProcessFilter::follow(uint32_t tgid) { return session_.set_verdict(tgid, AS_PROC_MEMBER); }
 
-bool ProcessFilter::accept(uint32_t, const std::string& comm) {
-  return !comm_filter_ || std::regex_search(comm, *comm_filter_);
+bool ProcessFilter::accept(uint32_t tgid, const std::string& comm) {
+  if (comm_filter_ && !std::regex_search(comm, *comm_filter_)) return false;
+  // Judged by path, not by the cgroup's id: a restarted unit gets a new
+  // cgroup of the same name. A process gone before it is judged is not
+  // known to be in it.
+  return unit_.empty() || cgroup_in_unit(read_cgroup_path(pid_t(tgid)), unit_);
 }
 
 void ProcessFilter::reject(uint32_t tgid) {

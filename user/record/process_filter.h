@@ -15,6 +15,10 @@
 
 namespace allocscope {
 
+// Whether a cgroup v2 path (as /proc/PID/cgroup gives it) lies in the
+// systemd unit (or slice, or scope) `unit`: one of its components is it.
+bool cgroup_in_unit(std::string_view path, std::string_view unit);
+
 class ProcessFilter : public ProcessVerdicts {
  public:
   ProcessFilter(const RecordConfig& config, BpfSession& session);
@@ -37,6 +41,7 @@ class ProcessFilter : public ProcessVerdicts {
   BpfSession& session_;
   bool system_wide_, members_only_;
   std::optional<std::regex> comm_filter_;
+  std::string unit_;
   std::unordered_set<uint32_t> roots_;
   uint64_t verdicts_refused_ = 0;
 };

@@ -23,6 +23,7 @@ struct RecordConfig {
   std::optional<bool> children;         // follow descendants; default: with -- CMD
   std::string comm;                     // --comm: only processes whose name matches (regex)
   std::string cgroup;                   // --cgroup: only processes in this cgroup
+  std::string unit;                     // --unit: only processes of this systemd unit, across restarts
   bool per_process = true;              // false: merge processes of one name
   uint32_t max_processes = 1 << 16;     // capacity of the kernel's process table
   uint32_t max_allocator_files = 1024;  // distinct files probed; more are counted, not probed
