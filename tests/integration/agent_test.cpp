@@ -172,8 +172,8 @@ TEST(Agent, SecondsGivesTheDeltaOfTheWindow) {
   Agent agent;
   ASSERT_TRUE(agent.ready()) << agent.child.err();
   auto held = [&] {
-    return std::make_unique<Child>(std::vector<std::string>{
-        WORKLOAD_BIN, "--threads", "1", "--scale-pct", std::to_string(kScale), "--wait", "--hold"});
+    return std::make_unique<Child>(std::vector<std::string>{WORKLOAD_BIN, "--threads", "1", "--scale-pct",
+                                                            std::to_string(kScale), "--wait", "--hold"});
   };
   auto before = held();
   ASSERT_TRUE(before->wait_for_line("ready", 10000));
@@ -511,8 +511,9 @@ TEST(Agent, ChurnSoakForgetsEndedProcessesAndStaysBounded) {
   auto table = [&](const char* name) {
     return metric(res->body, std::string("allocscope_agent_table_entries{table=\"") + name + "\"}");
   };
-  std::printf("  tables at the end: %.0f stacks, %.0f process ids, %.0f resolved mappings, %.0f binaries open\n",
-              table("stacks"), table("process_ids"), table("resolved_mappings"), table("open_binaries"));
+  std::printf(
+      "  tables at the end: %.0f stacks, %.0f process ids, %.0f resolved mappings, %.0f binaries open\n",
+      table("stacks"), table("process_ids"), table("resolved_mappings"), table("open_binaries"));
   EXPECT_GT(forgotten, 0) << "the table never reached half full: churn too slow for this test";
   EXPECT_EQ(table_full, 0);
   EXPECT_LT((total - truth) / std::sqrt(var), kZ) << total << " vs " << truth;

@@ -345,8 +345,8 @@ TEST(AllProcesses, UnitFilterFollowsTheUnitAcrossRestarts) {
   // already finds it there.
   auto in_unit = [&] {
     return std::vector<std::string>{"/bin/sh", "-c",
-                                    "echo $$ > " + dir + "/cgroup.procs && exec " + std::string(WORKLOAD_BIN) +
-                                        " --threads 1 --scale-pct 2"};
+                                    "echo $$ > " + dir + "/cgroup.procs && exec " +
+                                        std::string(WORKLOAD_BIN) + " --threads 1 --scale-pct 2"};
   };
   std::vector<int> inside;
   for (int start = 0; start < 2; ++start) {  // the unit, then the unit restarted

@@ -996,7 +996,8 @@ TEST(WindowBase, TakesTheAllocationSideAndTheLiveFigures) {
 // and how the live figures moved.
 TEST(SubtractWindowBase, LeavesTheDifferences) {
   StackTotals t = stack_totals();
-  WindowBase earlier{.objects = 4, .bytes = 300, .samples = 2, .stats = {}, .live_objects = 1, .live_bytes = 100};
+  WindowBase earlier{
+      .objects = 4, .bytes = 300, .samples = 2, .stats = {}, .live_objects = 1, .live_bytes = 100};
   earlier.stats.samples = 2;
   earlier.stats.ht_bytes = 300;
   earlier.stats.exact_bytes = 64;
@@ -1030,7 +1031,8 @@ TEST(SubtractWindowBase, ItsOwnBaselineLeavesNothing) {
 // figures are gauges: memory freed in the window is a negative change.
 TEST(SubtractWindowBase, CountersNeverNegativeGaugesEitherSign) {
   StackTotals t = stack_totals();
-  WindowBase bigger{.objects = 100, .bytes = 1e6, .samples = 50, .stats = {}, .live_objects = 9, .live_bytes = 900};
+  WindowBase bigger{
+      .objects = 100, .bytes = 1e6, .samples = 50, .stats = {}, .live_objects = 9, .live_bytes = 900};
   bigger.stats.samples = 50;
   bigger.stats.ht_bytes = 1e6;
   bigger.stats.exact_bytes = 1000;

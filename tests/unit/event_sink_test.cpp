@@ -1,7 +1,6 @@
 // The event path without a kernel: records as the BPF program writes them,
 // fed to the sink.
 #include "record/event_sink.h"
-#include "record/process_filter.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -10,6 +9,8 @@
 #include <span>
 #include <string>
 #include <vector>
+
+#include "record/process_filter.h"
 
 namespace allocscope {
 namespace {
@@ -188,7 +189,8 @@ TEST(EventSink, ReturnsToItsLoopAtTheDeadline) {
 TEST(CgroupInUnit, MatchesWholeComponentsOnly) {
   EXPECT_TRUE(cgroup_in_unit("/system.slice/nginx.service", "nginx.service"));
   EXPECT_TRUE(cgroup_in_unit("/system.slice/nginx.service", "system.slice"));
-  EXPECT_TRUE(cgroup_in_unit("/user.slice/user-1000.slice/user@1000.service/app.slice/x.scope", "user@1000.service"));
+  EXPECT_TRUE(
+      cgroup_in_unit("/user.slice/user-1000.slice/user@1000.service/app.slice/x.scope", "user@1000.service"));
   EXPECT_TRUE(cgroup_in_unit("/system.slice/nginx.service/worker", "nginx.service"));
   EXPECT_FALSE(cgroup_in_unit("/system.slice/nginx.service", "nginx"));
   EXPECT_FALSE(cgroup_in_unit("/system.slice/nginx.service2", "nginx.service"));
