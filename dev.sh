@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # One entry point for newcomers and CI:
 #   sudo ./dev.sh demo   install dependencies, build, profile the bundled demo workload
-#   sudo ./dev.sh test   install dependencies, build, run every test (BPF tests need root)
+#   sudo ./dev.sh test   install dependencies, build, run every test (BPF tests need root),
+#                        then again under ASan and UBSan, then the fuzzers
 #   ./dev.sh build       build only
+#   sudo ./dev.sh sanitize / fuzz   one of test's later stages alone
 set -euo pipefail
 cd "$(dirname "$0")"
 
 PACKAGES=(build-essential cmake pkg-config clang llvm libbpf-dev bpftool libelf-dev libdw-dev libjemalloc-dev
-          libcli11-dev clang-format libtcmalloc-minimal4 libmimalloc2.0 musl-tools systemtap-sdt-dev libgtest-dev libcapstone-dev nlohmann-json3-dev libcpp-httplib-dev prometheus systemd util-linux libprotobuf-dev protobuf-compiler zlib1g-dev golang-go chromium)
+          libcli11-dev clang-format libtcmalloc-minimal4 libmimalloc2.0 musl-tools systemtap-sdt-dev libgtest-dev libcapstone-dev nlohmann-json3-dev libcpp-httplib-dev clang-16 libclang-rt-16-dev prometheus systemd libseccomp-dev util-linux libprotobuf-dev protobuf-compiler zlib1g-dev golang-go chromium)
 BUILD=${BUILD_DIR:-build}
 
 install_deps() {
@@ -24,7 +26,7 @@ install_deps() {
 }
 
 build() {
-  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DALLOCSCOPE_WERROR=ON >/dev/null
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DALLOCSCOPE_WERROR=ON >/dev/null || return
   cmake --build "$BUILD" -j"$(nproc)"
 }
 
@@ -37,13 +39,16 @@ demo() {
   echo "dev.sh: open demo.svg in a browser for the flame graph; 'go tool pprof demo.pb.gz' also reads the profile"
 }
 
+# ctest in build tree $1 (more ctest arguments after it). On CI, a BPF test
+# that cannot run is a failure, not a skip.
 run_tests() {
-  # On CI, a BPF test that cannot run is a failure, not a skip.
+  local dir=$1
+  shift
   if [ -n "${CI:-}" ]; then export ALLOCSCOPE_REQUIRE_BPF=1; fi
   local log
   log=$(mktemp)
   set +e
-  ctest --test-dir "$BUILD" --output-on-failure 2>&1 | tee "$log"
+  ctest --test-dir "$dir" --output-on-failure "$@" 2>&1 | tee "$log"
   local status=${PIPESTATUS[0]}
   set -e
   if [ -n "${CI:-}" ] && grep -qE '\*\*\*Skipped|\[  SKIPPED \]' "$log"; then
@@ -54,9 +59,40 @@ run_tests() {
   return "$status"
 }
 
+# allocscope and its unit and integration tests under ASan and UBSan.
+sanitized() {
+  # No -Werror: GCC 12 warns falsely (-Wrestrict) in code the sanitizers instrument.
+  cmake -S . -B "$BUILD-sanitize" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DALLOCSCOPE_SANITIZE=ON \
+    -DALLOCSCOPE_WERROR=OFF >/dev/null || return
+  cmake --build "$BUILD-sanitize" -j"$(nproc)" || return
+  echo "dev.sh: unit and integration tests under AddressSanitizer and UBSan"
+  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1:check_initialization_order=1} \
+    UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} run_tests "$BUILD-sanitize" -L 'unit|integration'
+}
+
+# The libFuzzer harnesses (tests/fuzz), each for FUZZ_SECONDS from its corpus.
+fuzz() {
+  CC=clang-16 CXX=clang++-16 cmake -S . -B "$BUILD-fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DALLOCSCOPE_FUZZ=ON \
+    -DALLOCSCOPE_FUZZ_SECONDS="${FUZZ_SECONDS:-30}" >/dev/null || return
+  cmake --build "$BUILD-fuzz" -j"$(nproc)" --target fuzz_pprof fuzz_text fuzz_elf fuzz_code || return
+  echo "dev.sh: fuzzing each parser for ${FUZZ_SECONDS:-30} s"
+  run_tests "$BUILD-fuzz" -L fuzz
+}
+
+# Every stage runs; the first failure's status is returned.
+all_tests() {
+  local status=0
+  build && run_tests "$BUILD" || status=$?
+  sanitized || [ "$status" -ne 0 ] || status=$?
+  fuzz || [ "$status" -ne 0 ] || status=$?
+  return "$status"
+}
+
 case "${1:-}" in
   demo) install_deps; build; demo ;;
-  test) install_deps; build; run_tests ;;
+  test) install_deps; all_tests ;;
   build) build ;;
-  *) echo "usage: $0 demo|test|build" >&2; exit 2 ;;
+  sanitize) install_deps; sanitized ;;
+  fuzz) install_deps; fuzz ;;
+  *) echo "usage: $0 demo|test|build|sanitize|fuzz" >&2; exit 2 ;;
 esac

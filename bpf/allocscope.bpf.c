@@ -57,6 +57,35 @@ char LICENSE[] SEC("license") = "GPL";
 #include "lifecycle.bpf.h"
 // clang-format on
 
+/* One more live entry for the process, if its share has room. A process
+ * the share table has no room for is not held to a share (counted as a full
+ * process table). */
+static __always_inline bool take_live_share(__u32 tgid) {
+  if (!live_share) return true;
+  __u32 *held = bpf_map_lookup_elem(&process_live, &tgid);
+  if (!held) {
+    __u32 zero = 0;
+    bpf_map_update_elem(&process_live, &tgid, &zero, BPF_NOEXIST); /* or a racing thread's */
+    held = bpf_map_lookup_elem(&process_live, &tgid);
+    if (!held) {
+      count(AS_CNT_PROC_TABLE_FULL);
+      return true;
+    }
+  }
+  if (*held >= live_share) return false;
+  __sync_fetch_and_add(held, 1);
+  return true;
+}
+
+/* A live entry of the process is gone (freed, or its insert failed). Never
+ * below zero: the count started afresh at exec, after entries of the old
+ * program that userspace removes. */
+static __always_inline void release_live_share(__u32 tgid) {
+  if (!live_share) return;
+  __u32 *held = bpf_map_lookup_elem(&process_live, &tgid);
+  if (held && *held) __sync_fetch_and_add(held, -1); /* 32-bit atomics: add only */
+}
+
 /* Exact mode: the freed block's allocation leaves its stack's live total. */
 static __always_inline void count_exact_free(const struct as_live_value *v) {
   struct as_exact_totals *t = bpf_map_lookup_elem(&exact_totals, &v->stack);
@@ -87,6 +116,7 @@ static __always_inline void free_address(__u64 addr) {
     return;
   }
   __sync_fetch_and_add(live_here, -1); /* 32-bit atomics: add only */
+  release_live_share(key.tgid);
   count(AS_CNT_FREES);
   if (sample_rate <= 1) {
     count_exact_free(&v);
@@ -175,6 +205,12 @@ static __always_inline void count_exact(__u64 id, __u64 size, __u64 addr, __u64 
 
 static __always_inline void track_live_block(__u32 tgid, __u64 addr, struct as_live_value *val,
                                              __u16 *flags) {
+  if (!take_live_share(tgid)) {
+    *flags |= AS_EVF_LIVE_DROPPED;
+    count(AS_CNT_LIVE_SHARE);
+    count_bytes(AS_CNT_LIVE_SHARE_BYTES, val->size);
+    return;
+  }
   struct as_live_key key = {.tgid = tgid, .addr = addr};
   /* Counted before the insert: a free of this address, which can only come
    * after this return, then finds the slot raised. */
@@ -186,6 +222,7 @@ static __always_inline void track_live_block(__u32 tgid, __u64 addr, struct as_l
     count(AS_CNT_LIVE_FULL);
     count_bytes(AS_CNT_LIVE_FULL_BYTES, val->size);
     if (live_here) __sync_fetch_and_add(live_here, -1); /* 32-bit atomics: add only */
+    release_live_share(tgid);
   }
 }
 

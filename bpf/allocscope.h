@@ -136,7 +136,9 @@ enum as_counter {
   AS_CNT_FRAMES = 28,           /* frames the kernel's walks found */
   AS_CNT_ROW_MISSES = 29,       /* of them, looked up in a table (not in the thread's row cache) */
   AS_CNT_USDT_RATE = 30,        /* in-process samples taken at another rate than the session's: not counted */
-  AS_CNT_COUNT = 31,
+  AS_CNT_LIVE_SHARE = 31,       /* samples not tracked live: their process held its share of the live map */
+  AS_CNT_LIVE_SHARE_BYTES = 32, /* ... and their requested bytes */
+  AS_CNT_COUNT = 33,
 };
 
 /* The live filter: counters of live samples per hash slot, which lets a

@@ -72,7 +72,9 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
   } else if (v) {
     *v = b == AS_PROC_MEMBER_IGNORED ? AS_PROC_MEMBER : b;
   }
-  /* A new program: a fresh countdown, no allocator call in progress. */
+  /* A new program: a fresh countdown, no allocator call in progress, no
+   * live entry of its own yet. */
+  bpf_map_delete_elem(&process_live, &tgid);
   bpf_task_storage_delete(&threads, p);
   bpf_task_storage_delete(&walks, p); /* its mappings and rows were the old program's */
   bool want = wanted(v);
@@ -98,6 +100,7 @@ int BPF_PROG(on_exit, struct task_struct *p) {
   /* The process id may be reused: nothing of this process may carry over. */
   bpf_map_delete_elem(&processes, &tgid);
   bpf_map_delete_elem(&seen_processes, &tgid);
+  bpf_map_delete_elem(&process_live, &tgid);
   if (want) emit_proc(AS_EV_EXIT, tgid, 0, p->comm, 0, 0);
   return 0;
 }

@@ -57,6 +57,20 @@ struct {
   __type(value, struct as_live_value);
 } live SEC(".maps");
 
+/* --max-live-per-process: live entries one process may hold (0: no share),
+ * so that one process cannot fill the live map for all the others. */
+const volatile __u32 live_share = 0;
+
+/* tgid -> its entries in `live`; capacity set by userspace (the process
+ * table's). Gone at exit and at exec (the old program's entries are removed
+ * by userspace, and its frees never come). */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u32);
+} process_live SEC(".maps");
+
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
   __uint(map_flags, BPF_F_MMAPABLE);

@@ -111,6 +111,11 @@ void add_sampling_options(CLI::App* app, RecordConfig& c, Text& t) {
              "--max-live", c.max_live,
              "Capacity of the live-allocation tables (samples; default 262144, 4194304 in exact mode)")
           ->check(CLI::Range(1u, 1u << 26));
+  app->add_option("--max-live-per-process", c.max_live_per_process,
+                  "Live-table entries one process may hold, so that one process cannot fill it for the "
+                  "others (default: a quarter of --max-live with --all, no limit for the processes -p "
+                  "and -- CMD name; 0: no limit); what a full share refuses is counted")
+      ->check(CLI::Range(0u, 1u << 26));
   app->add_option("--max-stacks", c.max_stacks, "Capacity of the distinct-stack table")
       ->capture_default_str()
       ->check(CLI::Range(1u, 1u << 26));

@@ -75,6 +75,13 @@ std::string temp_path(const std::string& name);
 
 // The process's resident memory (VmRSS), KiB; 0 when gone.
 uint64_t rss_kib(pid_t pid);
+// Under ASan (the sanitizer build) resident memory holds shadow memory and
+// the allocator's quarantine: memory bounds are the normal build's to check.
+#ifdef ALLOCSCOPE_SANITIZED
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
 
 // Address of the entry of allocator `fn` in process `pid`'s C library, and
 // the byte the library file has there (what the code holds without a probe).

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <set>
@@ -121,6 +122,43 @@ TEST(Signals, KilledRecorderLeavesNoProbe) {
   // last line says it ran to its end.
   EXPECT_TRUE(launched.wait_for_line("live blocks", 30000)) << "the launched workload did not finish";
 }
+
+// A target confined by a seccomp allow-list (Docker's default profile's
+// shape: what is not listed fails with EPERM) runs unharmed while traced,
+// in each probe mode and in process, and is sampled: the probes need no
+// system call from it.
+class Confined : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Confined, SeccompAllowListedTargetRunsUnharmedAndIsSampled) {
+  REQUIRE_BPF();
+  constexpr double kRate = 64 * 1024, kCalls = 20000, kZ = 5;
+  RunResult plain = run({SECCOMP_SITES_BIN});
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  ASSERT_NE(plain.out.find("filter on"), std::string::npos) << plain.out;
+  std::string out = temp_path("seccomp.folded");
+  std::vector<std::string> argv{ALLOCSCOPE_BIN, "record", "-q", "--rate", "64KiB", "-o", out};
+  if (GetParam() == "preload")
+    argv.push_back("--preload");
+  else
+    argv.insert(argv.end(), {"--probe-mode", GetParam()});
+  argv.insert(argv.end(), {"--", SECCOMP_SITES_BIN});
+  RunResult traced = run(argv);
+  EXPECT_EQ(traced.status, 0) << traced.err;
+  EXPECT_EQ(traced.out, plain.out) << traced.err;
+  double bytes = 0;
+  for (const auto& [frames, value] : read_folded(out))
+    if (std::any_of(frames.begin(), frames.end(), [](const std::string& f) { return f == "churn"; }))
+      bytes += value;
+  // malloc, calloc, realloc's result and posix_memalign of 1000 bytes, and
+  // the malloc of 500 that realloc grows, kCalls times each.
+  double truth = kCalls * (4 * 1000 + 500);
+  double sd = std::sqrt(4 * std::pow(ht_sigma(kCalls, 1000, kRate, true), 2) +
+                        std::pow(ht_sigma(kCalls, 500, kRate, true), 2));
+  EXPECT_LT(std::fabs(bytes - truth) / sd, kZ) << bytes << " vs " << truth << "\n" << traced.err;
+  std::remove(out.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, Confined, ::testing::Values("classic", "session", "preload"));
 
 }  // namespace
 }  // namespace allocscope::test

@@ -202,12 +202,14 @@ Result<std::unique_ptr<BpfSession>> BpfSession::open(const SessionConfig& config
   s->skel_->rodata->use_tables = config.unwind_tables;
   s->skel_->rodata->frame_pointer_rule = as_frame_pointer_row();
   s->skel_->rodata->track_live = !config.no_free;
+  s->skel_->rodata->live_share = config.live_share;
   s->skel_->rodata->filter_processes = config.filter_processes;
   s->skel_->rodata->trace_unknown = config.trace_unknown;
   s->skel_->rodata->follow_children = config.follow_children;
   s->skel_->rodata->cgroup_id = config.cgroup_id;
   s->skel_->rodata->cgroup_level = config.cgroup_level;
   bpf_map__set_max_entries(s->skel_->maps.processes, config.max_processes);
+  bpf_map__set_max_entries(s->skel_->maps.process_live, config.max_processes);
   Log2Table table = make_log2_table();
   for (size_t i = 0; i < table.size(); ++i) s->skel_->rodata->log2_table[i] = table[i];
   bpf_map__set_max_entries(s->skel_->maps.live, config.max_live);

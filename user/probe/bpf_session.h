@@ -27,6 +27,7 @@ namespace allocscope {
 struct SessionConfig {
   uint64_t rate = 0;
   uint32_t max_live = 0;
+  uint32_t live_share = 0;     // live entries one process may hold; 0: no share
   uint32_t ringbuf_bytes = 0;  // power of two, multiple of the page size
   ProbeMode mode = ProbeMode::Auto;
   bool null_probes = false;       // programs that return at once: the overhead floor

@@ -37,6 +37,9 @@ struct RecordConfig {
   uint64_t rate = kDefaultRate;
   Metric metric = Metric::AllocSpace;
   uint32_t max_live = 1 << 18;
+  // Live entries one process may hold (--max-live-per-process); unset: a
+  // quarter of max_live with --all, no share otherwise; 0: no share.
+  std::optional<uint32_t> max_live_per_process;
   uint32_t max_stacks = 1 << 18;
   uint32_t ringbuf_bytes = 16 << 20;
   bool no_free = false;  // alloc-only: free is not probed

@@ -33,9 +33,18 @@
 namespace allocscope {
 namespace {
 
+// --all records processes nobody named: none of them may take more than a
+// quarter of the live table from the others. Named processes (-p, -- CMD)
+// are what the user asked for and share it freely.
+uint32_t live_share(const RecordConfig& c) {
+  if (c.max_live_per_process) return *c.max_live_per_process;
+  return members_only(c) ? 0 : std::max<uint32_t>(1, c.max_live / 4);
+}
+
 SessionConfig session_config(const RecordConfig& c) {
   return {.rate = c.rate,
           .max_live = c.max_live,
+          .live_share = live_share(c),
           .ringbuf_bytes = c.ringbuf_bytes,
           .mode = c.probe_mode,
           .null_probes = c.null_probes,

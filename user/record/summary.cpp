@@ -25,14 +25,15 @@ void print_totals(const RecordingState& s, const RecordConfig& config, uint64_t 
   const ProfileCounters& p = s.profile.counters();
   uint64_t n = s.sink.recorded_processes();
   std::string processes = std::to_string(n) + (n == 1 ? " process" : " processes");
-  std::fprintf(
-      stderr,
-      "allocscope: %.1f s, rate %s, %llu samples, %zu stacks, %s, est. %s allocated, %s live; "
-      "drops: ringbuf %llu, live-map-full %llu, stack-lost %llu, stack-table-full %llu\n",
-      elapsed_ms / 1000.0, exact_mode(config) ? "1 (exact)" : format_bytes(double(config.rate)).c_str(),
-      (ull)k[AS_CNT_SAMPLES], s.profile.stacks().size(), processes.c_str(), format_bytes(alloc).c_str(),
-      format_bytes(live).c_str(), (ull)k[AS_CNT_RINGBUF_DROPS], (ull)(k[AS_CNT_LIVE_FULL] + p.live_full),
-      (ull)s.sink.stack_lost(), (ull)(p.stacks_full + s.sink.table_full()));
+  std::fprintf(stderr,
+               "allocscope: %.1f s, rate %s, %llu samples, %zu stacks, %s, est. %s allocated, %s live; "
+               "drops: ringbuf %llu, live-map-full %llu, stack-lost %llu, stack-table-full %llu\n",
+               elapsed_ms / 1000.0,
+               exact_mode(config) ? "1 (exact)" : format_bytes(double(config.rate)).c_str(),
+               (ull)k[AS_CNT_SAMPLES], s.profile.stacks().size(), processes.c_str(),
+               format_bytes(alloc).c_str(), format_bytes(live).c_str(), (ull)k[AS_CNT_RINGBUF_DROPS],
+               (ull)(k[AS_CNT_LIVE_FULL] + k[AS_CNT_LIVE_SHARE] + p.live_full), (ull)s.sink.stack_lost(),
+               (ull)(p.stacks_full + s.sink.table_full()));
 }
 
 void print_kernel_figures(const RecordingState& s) {
@@ -102,6 +103,10 @@ void print_warnings(const RecordingState& s, const RecordConfig& config) {
     print_error("warning: the per-stack totals were full (exact mode). Raise --max-stacks.");
   if (k[AS_CNT_LIVE_FULL] || p.live_full)
     print_error("warning: the live table was full; inuse estimates are low. Raise --max-live.");
+  if (k[AS_CNT_LIVE_SHARE])
+    print_error("warning: " + std::to_string(k[AS_CNT_LIVE_SHARE]) +
+                " samples of processes holding their share of the live table were not tracked; inuse "
+                "estimates are low. Raise --max-live-per-process (0: no share) or --max-live.");
   if (p.stacks_full || s.sink.table_full())
     print_error("warning: the stack table was full; estimates are low. Raise --max-stacks.");
   if (k[AS_CNT_PROC_DROPS])
@@ -142,8 +147,12 @@ NamedCounters recording_counters(const RecordingState& s) {
           {"dropped_ringbuf_bytes", k[AS_CNT_DROPPED_BYTES]},
           {"dropped_frees", k[AS_CNT_FREE_DROPS]},
           {"dropped_frees_bytes", k[AS_CNT_FREE_DROPS_BYTES]},
-          {"dropped_live_map_full", k[AS_CNT_LIVE_FULL] + p.live_full},
-          {"dropped_live_map_full_bytes", k[AS_CNT_LIVE_FULL_BYTES] + p.live_full_bytes},
+          {"dropped_live_map_full", k[AS_CNT_LIVE_FULL] + k[AS_CNT_LIVE_SHARE] + p.live_full},
+          {"dropped_live_map_full_bytes",
+           k[AS_CNT_LIVE_FULL_BYTES] + k[AS_CNT_LIVE_SHARE_BYTES] + p.live_full_bytes},
+          // Of those, what a process's share (--max-live-per-process) refused.
+          {"dropped_live_share", k[AS_CNT_LIVE_SHARE]},
+          {"dropped_live_share_bytes", k[AS_CNT_LIVE_SHARE_BYTES]},
           {"dropped_stack_lost", s.sink.stack_lost()},
           {"dropped_stack_lost_bytes", s.sink.stack_lost_bytes()},
           {"dropped_stack_table_full", p.stacks_full + s.sink.table_full()},
@@ -174,8 +183,8 @@ ProgressFigures progress_figures(const RecordingState& s, double elapsed_s) {
   Counters k = s.session.counters();
   const ProfileCounters& p = s.profile.counters();
   return {elapsed_s, s.sink.recorded_processes(), k[AS_CNT_SAMPLES],
-          k[AS_CNT_RINGBUF_DROPS] + k[AS_CNT_LIVE_FULL] + p.live_full + s.sink.stack_lost() + p.stacks_full +
-              k[AS_CNT_EXACT_FULL] + s.sink.table_full()};
+          k[AS_CNT_RINGBUF_DROPS] + k[AS_CNT_LIVE_FULL] + k[AS_CNT_LIVE_SHARE] + p.live_full +
+              s.sink.stack_lost() + p.stacks_full + k[AS_CNT_EXACT_FULL] + s.sink.table_full()};
 }
 
 void print_summary(const RecordingState& s, const RecordConfig& config, uint64_t elapsed_ms) {

@@ -1,0 +1,71 @@
+/* A workload confined the way container runtimes confine programs: a
+ * seccomp allow-list in the shape of Docker's default profile (anything not
+ * listed fails with EPERM), installed before it allocates. The tracer must
+ * not need a system call from it (a return probe's trampoline on some
+ * kernels does).
+ *
+ *   seccomp_sites [--no-filter]
+ *
+ * Makes kCalls calls of each entry point and prints a checksum of what it
+ * read back: traced and untraced runs print the same. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <malloc.h>
+#include <seccomp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { kCalls = 20000, kSize = 1000 };
+
+static int confine(void) {
+  static const int allowed[] = {
+      SCMP_SYS(read),           SCMP_SYS(write),      SCMP_SYS(brk),        SCMP_SYS(mmap),
+      SCMP_SYS(munmap),         SCMP_SYS(mremap),     SCMP_SYS(mprotect),   SCMP_SYS(madvise),
+      SCMP_SYS(futex),          SCMP_SYS(exit),       SCMP_SYS(exit_group), SCMP_SYS(rt_sigreturn),
+      SCMP_SYS(rt_sigprocmask), SCMP_SYS(newfstatat), SCMP_SYS(fstat),      SCMP_SYS(getrandom),
+      SCMP_SYS(clock_gettime),  SCMP_SYS(getpid),     SCMP_SYS(gettid),     SCMP_SYS(close),
+  };
+  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
+  if (!ctx) return -1;
+  for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; ++i)
+    if (seccomp_rule_add(ctx, SCMP_ACT_ALLOW, allowed[i], 0) != 0) return -1;
+  int rc = seccomp_load(ctx);
+  seccomp_release(ctx);
+  return rc;
+}
+
+__attribute__((noinline)) static uint64_t churn(void) {
+  uint64_t sum = 0;
+  for (uint32_t i = 0; i < kCalls; ++i) {
+    unsigned char *a = malloc(kSize), *b = calloc(1, kSize), *c = malloc(kSize / 2);
+    void *d = NULL;
+    if (!a || !b || !c || posix_memalign(&d, 64, kSize) != 0) abort();
+    c = realloc(c, kSize);
+    if (!c) abort();
+    memset(a, (int)(i & 0xff), kSize);
+    memcpy(c, a, kSize);
+    sum += a[i % kSize] + b[i % kSize] + c[(i * 7) % kSize] + ((uintptr_t)d & 63);
+    free(a);
+    free(b);
+    free(c);
+    free(d);
+  }
+  return sum;
+}
+
+int main(int argc, char **argv) {
+  int filter = !(argc > 1 && strcmp(argv[1], "--no-filter") == 0);
+  if (filter && confine() != 0) {
+    fprintf(stderr, "seccomp_sites: cannot install the filter\n");
+    return 2;
+  }
+  /* A call the list refuses: the filter is in force. */
+  errno = 0;
+  FILE *f = fopen("/dev/null", "r");
+  int refused = f == NULL && errno == EPERM;
+  if (f) fclose(f);
+  printf("filter %s, checksum %llu\n", refused ? "on" : "off", (unsigned long long)churn());
+  return 0;
+}
