@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -61,6 +62,30 @@ TEST(ReadRegularFile, RefusesFifosAndDevicesAtOnce) {
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   EXPECT_EQ(read_regular_file(fifo, 1 << 20).error().code, EINVAL);
   EXPECT_EQ(read_regular_file("/dev/zero", 1 << 20).error().code, EINVAL);
+}
+
+// A binary a process maps: a FIFO or a directory put in its place is refused
+// at once; through a path that is not the kernel's, a symlink or another file
+// than the one mapped is refused too.
+TEST(OpenBinary, OnlyTheRegularFileThatWasMapped) {
+  TempDir dir;
+  fs::path lib = dir.path / "libx.so", other = dir.path / "liby.so", link = dir.path / "libz.so",
+           fifo = dir.path / "libf.so";
+  std::ofstream(lib) << "\x7f" "ELF";
+  std::ofstream(other) << "\x7f" "ELF";
+  fs::create_symlink(lib, link);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  struct stat st;
+  ASSERT_EQ(stat(lib.c_str(), &st), 0);
+  FileIdentity mapped{major(st.st_dev), minor(st.st_dev), st.st_ino};
+  EXPECT_TRUE(open_binary(lib));
+  EXPECT_TRUE(open_binary(lib, &mapped));
+  EXPECT_TRUE(open_binary(link)) << "a kernel path (map_files) is a link to follow";
+  EXPECT_EQ(open_binary(link, &mapped).error().code, ELOOP);
+  EXPECT_EQ(open_binary(other, &mapped).error().code, ESTALE);
+  EXPECT_EQ(open_binary(fifo).error().code, EINVAL);  // at once: no writer is waited for
+  EXPECT_EQ(open_binary(dir.path).error().code, EINVAL);
+  EXPECT_EQ(open_binary("/dev/zero").error().code, EINVAL);
 }
 
 }  // namespace

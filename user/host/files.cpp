@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -55,6 +56,21 @@ Result<OwnedFile> read_file_owned_by(const std::string& path, uid_t owner, size_
   auto text = read_all(fd.get(), size_t(st.st_size), path);
   if (!text) return fail(text.error());
   return OwnedFile{std::move(*text), st.st_size, st.st_mtime};
+}
+
+Result<UniqueFd> open_binary(const std::string& path, const FileIdentity* identity) {
+  int flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | (identity ? O_NOFOLLOW : 0);
+  UniqueFd fd(::open(path.c_str(), flags));
+  if (!fd) return fail_errno("open " + path, errno);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return fail_errno("stat " + path, errno);
+  if (!S_ISREG(st.st_mode)) return fail("read " + path + ": not a regular file", EINVAL);
+  if (uint64_t(st.st_size) > kMaxBinaryBytes)
+    return fail("read " + path + ": larger than " + std::to_string(kMaxBinaryBytes >> 30) + " GiB", EFBIG);
+  if (identity && (major(st.st_dev) != identity->dev_major || minor(st.st_dev) != identity->dev_minor ||
+                   st.st_ino != identity->inode))
+    return fail("read " + path + ": no longer the file that was mapped", ESTALE);
+  return fd;
 }
 
 }  // namespace allocscope

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "base/result.h"
+#include "base/unique_fd.h"
 
 namespace allocscope {
 
@@ -27,5 +28,18 @@ struct OwnedFile {
 // a regular file of at most `max_bytes` owned by root or by `owner` (the
 // rule perf applies). EPERM for another owner, ELOOP for a symlink.
 Result<OwnedFile> read_file_owned_by(const std::string& path, uid_t owner, size_t max_bytes);
+
+// A binary a traced process maps, opened to be read as ELF: without
+// blocking, and only if it is a regular file of at most kMaxBinaryBytes.
+// Through a path of the kernel's (/proc/PID/map_files/..., /proc/PID/root/...)
+// the file is the process's own. Through another path (`identity` given: the
+// mapping's device and inode), the last component is not followed and the
+// file must be that very one: the path may have changed since it was seen.
+// Owners are not checked: a command run as root may map any user's binary.
+struct FileIdentity {
+  uint64_t dev_major = 0, dev_minor = 0, inode = 0;
+};
+inline constexpr uint64_t kMaxBinaryBytes = uint64_t{16} << 30;
+Result<UniqueFd> open_binary(const std::string& path, const FileIdentity* identity = nullptr);
 
 }  // namespace allocscope

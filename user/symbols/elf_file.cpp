@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "host/files.h"
+
 namespace allocscope {
 
 void ElfFile::Closer::operator()(Elf* e) const { elf_end(e); }
@@ -17,8 +19,9 @@ ElfFile::ElfFile(UniqueFd fd, Elf* elf, std::string path)
 
 Result<ElfFile> ElfFile::open(const std::string& path) {
   elf_version(EV_CURRENT);
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return fail_errno("open " + path, errno);
+  auto opened = open_binary(path);
+  if (!opened) return fail(opened.error());
+  UniqueFd fd = std::move(*opened);
   std::unique_ptr<Elf, Closer> elf(elf_begin(fd.get(), ELF_C_READ_MMAP, nullptr));
   if (!elf || elf_kind(elf.get()) != ELF_K_ELF) return fail("read " + path + ": not an ELF file", ENOEXEC);
   return ElfFile(std::move(fd), elf.release(), path);

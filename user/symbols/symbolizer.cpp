@@ -34,7 +34,8 @@ struct Symbolizer::Module {
   // stacks, and a DWARF scope walk is far dearer than a map lookup.
   std::unordered_map<uint64_t, std::vector<SourceFrame>> frames;
 
-  Module(const std::string& open_path, const std::string& shown_path) {
+  // Takes `fd`, opened on the binary (open_path names it in messages).
+  Module(UniqueFd fd, const std::string& open_path, const std::string& shown_path) {
     static char* debuginfo_path = nullptr;
     static const Dwfl_Callbacks callbacks = {
         .find_elf = dwfl_build_id_find_elf,
@@ -45,7 +46,9 @@ struct Symbolizer::Module {
     basename = shown_path.substr(shown_path.rfind('/') + 1);
     dwfl = dwfl_begin(&callbacks);
     if (!dwfl) return;
-    mod = dwfl_report_elf(dwfl, basename.c_str(), open_path.c_str(), -1, 0, false);
+    // libdwfl keeps the descriptor it is given once the module is made.
+    mod = dwfl_report_elf(dwfl, basename.c_str(), open_path.c_str(), fd.get(), 0, false);
+    if (mod) fd.release();
     dwfl_report_end(dwfl, nullptr, nullptr);
     if (mod) elf = dwfl_module_getelf(mod, &bias);
     build_id = read_build_id();
@@ -295,12 +298,16 @@ void Symbolizer::open_module(pid_t pid, const Mapping& m) {
   ModuleKey key = key_of(m);
   if (modules_.contains(key)) return;
   std::string path = mapped_file_path(pid, m);
-  if (access(path.c_str(), R_OK) != 0) {
+  auto fd = open_binary(path);
+  if (!fd) {
     auto known = paths_.find(key);
     if (known == paths_.end()) return;  // gone, and nowhere else to be found: addresses stay as offsets
     path = known->second;
+    FileIdentity mapped{m.dev_major, m.dev_minor, m.inode};
+    fd = open_binary(path, &mapped);
+    if (!fd) return;
   }
-  modules_.emplace(key, std::make_unique<Module>(path, m.path));
+  modules_.emplace(key, std::make_unique<Module>(std::move(*fd), path, m.path));
 }
 
 uint32_t Symbolizer::intern(pid_t pid, const Mapping& m) {
