@@ -71,8 +71,10 @@ TEST(OpenBinary, OnlyTheRegularFileThatWasMapped) {
   TempDir dir;
   fs::path lib = dir.path / "libx.so", other = dir.path / "liby.so", link = dir.path / "libz.so",
            fifo = dir.path / "libf.so";
-  std::ofstream(lib) << "\x7f" "ELF";
-  std::ofstream(other) << "\x7f" "ELF";
+  std::ofstream(lib) << "\x7f"
+                        "ELF";
+  std::ofstream(other) << "\x7f"
+                          "ELF";
   fs::create_symlink(lib, link);
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   struct stat st;
