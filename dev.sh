@@ -59,15 +59,40 @@ run_tests() {
   return "$status"
 }
 
-# allocscope and its unit and integration tests under ASan and UBSan.
+# Integration tests whose assertions hold only when allocscope keeps pace
+# with its targets (ASan makes it 2-3 times slower: short-lived processes end
+# before it reads them, the agent's reader falls behind and counts drops), or
+# when allocscope's own allocator is jemalloc (under ASan it is ASan's, which
+# a preloaded tcmalloc or jemalloc then fights, and the child it forks before
+# exec allocates through probed code). Under the sanitizers they still run,
+# for the sanitizers' reports; their assertions are the main build's.
+PACED_TESTS='AllProcesses\.(ShortLivedProcesses|PrivateCopyOfTheCLibrary|UnitFilterFollows)|Children\.ProgramsAShellRuns'
+PACED_TESTS+='|Agent\.(GoPprofReads|PrometheusScrapes|BadRequestsAndFloods|ChurnSoak)|DeepStacks\.ExactModeCounts'
+PACED_TESTS+='|Allocators\.(PreloadedAllocatorsCount|CxxOperatorsOfTcmalloc|InProcessSamplingOnEvery)'
+
+# allocscope and its unit and integration tests under ASan and UBSan. Any
+# report of theirs, from any process, fails the stage.
 sanitized() {
   # No -Werror: GCC 12 warns falsely (-Wrestrict) in code the sanitizers instrument.
   cmake -S . -B "$BUILD-sanitize" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DALLOCSCOPE_SANITIZE=ON \
     -DALLOCSCOPE_WERROR=OFF >/dev/null || return
   cmake --build "$BUILD-sanitize" -j"$(nproc)" || return
   echo "dev.sh: unit and integration tests under AddressSanitizer and UBSan"
-  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1:check_initialization_order=1} \
-    UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} run_tests "$BUILD-sanitize" -L 'unit|integration'
+  local reports status=0
+  reports=$(mktemp -d)
+  export ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1:check_initialization_order=1:verify_asan_link_order=0:log_path=$reports/asan"
+  export UBSAN_OPTIONS="print_stacktrace=1:log_path=$reports/ubsan"
+  run_tests "$BUILD-sanitize" -L 'unit|integration' -E "$PACED_TESTS" || status=$?
+  echo "dev.sh: tests that need allocscope's full speed, run for the sanitizers' reports only"
+  ctest --test-dir "$BUILD-sanitize" -R "$PACED_TESTS" >/dev/null 2>&1 || true
+  unset ASAN_OPTIONS UBSAN_OPTIONS
+  if [ -n "$(ls -A "$reports")" ]; then
+    echo "dev.sh: sanitizer reports:" >&2
+    cat "$reports"/* >&2
+    [ "$status" -ne 0 ] || status=1
+  fi
+  rm -rf "$reports"
+  return "$status"
 }
 
 # The libFuzzer harnesses (tests/fuzz), each for FUZZ_SECONDS from its corpus.
