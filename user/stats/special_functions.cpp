@@ -5,6 +5,14 @@
 #include <limits>
 
 namespace allocscope {
+
+// A count from a double: past uint64's range (a crafted profile's weights
+// reach 1e23) the cast would be undefined, so it saturates.
+static uint64_t saturated_count(double v) {
+  constexpr double kPast = 18446744073709551616.0;  // 2^64
+  if (!(v >= 0)) return 0;
+  return v >= kPast ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(v);
+}
 namespace {
 
 constexpr double kEps = 1e-15;
@@ -144,7 +152,7 @@ uint64_t integer_quantile(const Cdf& cdf, double prob, double guess) {
     step *= 4;
     b += step;
     if (b > 9e15)  // past the integers a double holds exactly
-      return static_cast<uint64_t>(b);
+      return saturated_count(b);
     fb = cdf(b) - prob;
   }
   int side = 0;
@@ -177,7 +185,7 @@ uint64_t integer_quantile(const Cdf& cdf, double prob, double guess) {
   // The answer is in (a, b] and b - a <= 1: floor(a) + 1, or the next one.
   double k = std::floor(a) + 1;
   if (k < b && cdf(k) < prob) k += 1;
-  return static_cast<uint64_t>(k);
+  return saturated_count(k);
 }
 
 // The x > 0 with cdf(x) = prob for a continuous increasing cdf with density
@@ -237,10 +245,12 @@ double negbin_mixture_cdf(double k, double r, double p, double w) {
 namespace {
 
 // Above this shape Gamma CDFs come from Wilson-Hilferty: its CDF error there
-// is below 1e-10 (5e-9 at 1e6, falling as 1/shape), and the exact series
-// would take ~sqrt(shape) terms per call.
+// is below 5e-9 (falling as 1/shape), far inside what an interval shows, and
+// the exact series would take ~sqrt(shape) terms per call, for each of the
+// solver's steps, for each stack: a crafted profile of stacks with shapes
+// just below 1e8 took half a minute to print.
 // (Such shapes come from allocations of ~15-27 R, sampled with p ~ 1.)
-constexpr double kWilsonHilfertyShape = 1e8;
+constexpr double kWilsonHilfertyShape = 1e6;
 
 }  // namespace
 
@@ -310,6 +320,9 @@ double regularized_beta(double x, double a, double b) {
 double regularized_gamma_p(double a, double x) {
   if (!(x > 0)) return 0;
   if (!std::isfinite(x)) return 1;
+  // As a -> 0, Gamma(a) tends to the point mass at 0; below this 1/a
+  // overflows and the series below would never converge.
+  if (!(a > 1e-300)) return 1;
   double factor = std::exp(log_gamma_factor(a, x));
   if (x < a + 1) {
     // x^a e^-x / Gamma(a) * sum_n x^n / (a (a+1) ... (a+n))
