@@ -21,7 +21,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (Format f : {Format::Folded, Format::Svg, Format::Pprof, Format::Json}) (void)render(*r, f, o);
     for (TopBy by : {TopBy::Function, TopBy::Stack, TopBy::Process}) {
       o.top_by = by;
-      o.sort = by == TopBy::Function ? TopSort::Lifetime : by == TopBy::Stack ? TopSort::Samples : TopSort::Name;
+      o.sort = by == TopBy::Function ? TopSort::Lifetime
+               : by == TopBy::Stack  ? TopSort::Samples
+                                     : TopSort::Name;
       (void)render(*r, Format::Top, o);
     }
   }
