@@ -71,21 +71,13 @@ void scalar(std::string& out, const char* name, const char* type, const char* he
          number(v) + "\n";
 }
 
-// A counter's name as a label value is free text; the metric name is fixed.
-void counters(std::string& out, const std::vector<std::pair<std::string, uint64_t>>& named) {
-  out +=
-      "# HELP allocscope_recording_events_total The recording's counters by name: samples, frees, drops by "
-      "cause, probes\n# TYPE allocscope_recording_events_total counter\n";
+// One family of series told apart by one label (a counter's or a table's
+// name, free text as a label value; the metric name is fixed).
+void named_family(std::string& out, const char* metric, const char* type, const char* help, const char* key,
+                  const std::vector<std::pair<std::string, uint64_t>>& named) {
+  out += std::string("# HELP ") + metric + " " + help + "\n# TYPE " + metric + " " + type + "\n";
   for (const auto& [name, n] : named)
-    out += "allocscope_recording_events_total{" + label("name", name) + "} " + std::to_string(n) + "\n";
-}
-
-void table_sizes(std::string& out, const std::vector<std::pair<std::string, uint64_t>>& named) {
-  out +=
-      "# HELP allocscope_agent_table_entries Entries in the agent's own tables (what its memory grows with)\n"
-      "# TYPE allocscope_agent_table_entries gauge\n";
-  for (const auto& [name, n] : named)
-    out += "allocscope_agent_table_entries{" + label("table", name) + "} " + std::to_string(n) + "\n";
+    out += std::string(metric) + "{" + label(key, name) + "} " + std::to_string(n) + "\n";
 }
 
 }  // namespace
@@ -145,8 +137,11 @@ std::string render_metrics(const MetricsInput& in) {
   scalar(out, "allocscope_series_omitted", "gauge",
          "Series left out of this scrape by the --max-series bound (the smallest by live bytes)",
          double(omitted));
-  counters(out, in.counters);
-  table_sizes(out, in.tables);
+  named_family(out, "allocscope_recording_events_total", "counter",
+               "The recording's counters by name: samples, frees, drops by cause, probes", "name",
+               in.counters);
+  named_family(out, "allocscope_agent_table_entries", "gauge",
+               "Entries in the agent's own tables (what its memory grows with)", "table", in.tables);
   scalar(out, "allocscope_agent_cpu_seconds_total", "counter",
          "CPU time the agent has used (user and system)", in.self.cpu_seconds);
   scalar(out, "allocscope_agent_resident_bytes", "gauge", "The agent's resident memory",

@@ -8,6 +8,7 @@
 #include <cerrno>
 
 #include "base/unique_fd.h"
+#include "base/units.h"
 
 namespace allocscope {
 namespace {
@@ -27,46 +28,44 @@ Result<std::string> read_all(int fd, size_t size, const std::string& path) {
   return out;
 }
 
+// `path` opened with `flags` (never blocking on a FIFO), if it is a regular
+// file of at most `max_bytes`; `st` is what fstat saw.
+Result<UniqueFd> open_regular(const std::string& path, int flags, uint64_t max_bytes, struct stat& st) {
+  UniqueFd fd(::open(path.c_str(), flags | O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) return fail_errno("open " + path, errno);
+  if (::fstat(fd.get(), &st) != 0) return fail_errno("stat " + path, errno);
+  if (!S_ISREG(st.st_mode)) return fail("read " + path + ": not a regular file", EINVAL);
+  if (uint64_t(st.st_size) > max_bytes)
+    return fail("read " + path + ": larger than " + format_bytes(double(max_bytes)), EFBIG);
+  return fd;
+}
+
 }  // namespace
 
 Result<std::string> read_regular_file(const std::string& path, size_t max_bytes) {
-  // O_NONBLOCK: opening a FIFO must not wait for a writer.
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
-  if (!fd) return fail_errno("open " + path, errno);
   struct stat st;
-  if (::fstat(fd.get(), &st) != 0) return fail_errno("stat " + path, errno);
-  if (!S_ISREG(st.st_mode)) return fail("read " + path + ": not a regular file", EINVAL);
-  if (size_t(st.st_size) > max_bytes)
-    return fail("read " + path + ": larger than " + std::to_string(max_bytes >> 20) + " MiB", EFBIG);
-  return read_all(fd.get(), size_t(st.st_size), path);
+  auto fd = open_regular(path, 0, max_bytes, st);
+  if (!fd) return fail(fd.error());
+  return read_all(fd->get(), size_t(st.st_size), path);
 }
 
 Result<OwnedFile> read_file_owned_by(const std::string& path, uid_t owner, size_t max_bytes) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  if (!fd) return fail_errno("open " + path, errno);
   struct stat st;
-  if (::fstat(fd.get(), &st) != 0) return fail_errno("stat " + path, errno);
-  if (!S_ISREG(st.st_mode)) return fail("read " + path + ": not a regular file", EINVAL);
+  auto fd = open_regular(path, O_NOFOLLOW, max_bytes, st);
+  if (!fd) return fail(fd.error());
   if (st.st_uid != 0 && st.st_uid != owner)
     return fail("read " + path + ": owned by user " + std::to_string(st.st_uid) + ", neither root nor " +
                     std::to_string(owner),
                 EPERM);
-  if (size_t(st.st_size) > max_bytes)
-    return fail("read " + path + ": larger than " + std::to_string(max_bytes >> 20) + " MiB", EFBIG);
-  auto text = read_all(fd.get(), size_t(st.st_size), path);
+  auto text = read_all(fd->get(), size_t(st.st_size), path);
   if (!text) return fail(text.error());
   return OwnedFile{std::move(*text), st.st_size, st.st_mtime};
 }
 
 Result<UniqueFd> open_binary(const std::string& path, const FileIdentity* identity) {
-  int flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | (identity ? O_NOFOLLOW : 0);
-  UniqueFd fd(::open(path.c_str(), flags));
-  if (!fd) return fail_errno("open " + path, errno);
   struct stat st;
-  if (::fstat(fd.get(), &st) != 0) return fail_errno("stat " + path, errno);
-  if (!S_ISREG(st.st_mode)) return fail("read " + path + ": not a regular file", EINVAL);
-  if (uint64_t(st.st_size) > kMaxBinaryBytes)
-    return fail("read " + path + ": larger than " + std::to_string(kMaxBinaryBytes >> 30) + " GiB", EFBIG);
+  auto fd = open_regular(path, identity ? O_NOFOLLOW : 0, kMaxBinaryBytes, st);
+  if (!fd) return fail(fd.error());
   if (identity && (major(st.st_dev) != identity->dev_major || minor(st.st_dev) != identity->dev_minor ||
                    st.st_ino != identity->inode))
     return fail("read " + path + ": no longer the file that was mapped", ESTALE);
