@@ -272,7 +272,8 @@ struct as_stack_event {
   as_u32 nframes; /* valid entries in frames */
   as_u32 nvmas;   /* valid entries in vmas */
   as_u32 pad;
-  as_u64 id; /* stack id */
+  as_u64 id;     /* stack id */
+  as_u64 cgroup; /* the thread's cgroup v2 id (its directory's inode number) */
   char comm[AS_COMM_LEN];
   struct as_vma vmas[AS_MAX_VMAS];
   as_u64 frames[AS_MAX_FRAMES]; /* user instruction pointers */
@@ -338,7 +339,7 @@ AS_STATIC_ASSERT(sizeof(struct as_file_key) == 16, "as_file_key layout");
 AS_STATIC_ASSERT(sizeof(struct as_event) == 56, "as_event layout");
 AS_STATIC_ASSERT(sizeof(struct as_alloc_event) == 72, "as_alloc_event layout");
 AS_STATIC_ASSERT(sizeof(struct as_vma) == 40, "as_vma layout");
-AS_STATIC_ASSERT(sizeof(struct as_stack_event) == 48 + 40 * AS_MAX_VMAS + 8 * AS_MAX_FRAMES,
+AS_STATIC_ASSERT(sizeof(struct as_stack_event) == 56 + 40 * AS_MAX_VMAS + 8 * AS_MAX_FRAMES,
                  "as_stack_event layout");
 AS_STATIC_ASSERT(sizeof(struct as_table_event) == 8 + 40, "as_table_event layout");
 AS_STATIC_ASSERT(sizeof(struct as_deferred_walk) == 40, "as_deferred_walk layout");

@@ -274,6 +274,7 @@ static __always_inline struct as_stack_event *walk_stack(struct pt_regs *ctx, __
   ev->stop = w.stop;
   ev->pad = 0;
   ev->id = mix(w.id, w.stop);
+  ev->cgroup = bpf_get_current_cgroup_id();
   bpf_probe_read_kernel_str(ev->comm, sizeof(ev->comm), leader->comm);
   *wp = w;
   return ev;

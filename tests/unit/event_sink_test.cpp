@@ -59,7 +59,7 @@ as_proc_event process_event(as_event_kind kind, uint32_t tgid) {
 struct FakeVerdicts : ProcessVerdicts {
   std::string only;  // when set: the one name accepted
   std::vector<uint32_t> rejected, unrejected;
-  bool accept(uint32_t, const std::string& comm) override { return only.empty() || comm == only; }
+  bool accept(uint32_t, const std::string& comm, uint64_t) override { return only.empty() || comm == only; }
   void reject(uint32_t tgid) override { rejected.push_back(tgid); }
   void unreject(uint32_t tgid, bool) override { unrejected.push_back(tgid); }
   bool keeps_live_at_exit(uint32_t) const override { return false; }

@@ -1,6 +1,7 @@
 #include "model/process_table.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -115,6 +116,19 @@ TEST(ProcMounts, FindsTheCgroup2MountAmongV1Ones) {
   EXPECT_EQ(cgroup2_mount(info), "/sys/fs/cgroup/unified");
   EXPECT_EQ(cgroup2_mount("25 1 0:22 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"), "/sys/fs/cgroup");
   EXPECT_EQ(cgroup2_mount("32 30 0:28 / /x rw - cgroup cgroup rw,memory\n"), "");
+}
+
+// A cgroup v2 id (what BPF reports) back to its path: this process's own.
+TEST(CgroupPathOfId, FindsThisProcesssCgroup) {
+  auto mountinfo = read_text_file("/proc/self/mountinfo");
+  std::string root = mountinfo ? cgroup2_mount(*mountinfo) : "";
+  std::string own = read_cgroup_path(getpid());
+  if (root.empty() || own.empty()) GTEST_SKIP() << "no cgroup v2 hierarchy here";
+  struct stat st;
+  ASSERT_EQ(stat((root + (own == "/" ? "" : own)).c_str(), &st), 0);
+  EXPECT_EQ(cgroup_path_of_id(st.st_ino), own);
+  EXPECT_EQ(cgroup_path_of_id(0), "");
+  EXPECT_EQ(cgroup_path_of_id(~uint64_t{0}), "");  // no such cgroup
 }
 
 }  // namespace

@@ -9,10 +9,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <unordered_map>
+#include <vector>
 
 namespace allocscope {
 
@@ -143,6 +145,28 @@ std::string cgroup2_mount(std::string_view mountinfo) {
     std::string_view f = line;  // id parent major:minor root MOUNTPOINT ...
     for (int i = 0; i < 4 && !f.empty(); ++i) f.remove_prefix(std::min(f.size(), f.find(' ') + 1));
     return std::string(f.substr(0, f.find(' ')));
+  }
+  return "";
+}
+
+std::string cgroup_path_of_id(uint64_t id) {
+  auto mountinfo = read_text_file("/proc/self/mountinfo");
+  std::string root = mountinfo ? cgroup2_mount(*mountinfo) : "";
+  if (root.empty() || id == 0) return "";
+  // Breadth first, without following symlinks (cgroupfs has none): the
+  // units of system.slice are found before deep container trees.
+  std::vector<std::string> queue{""};
+  for (size_t next = 0, seen = 0; next < queue.size() && seen < 100000; ++next) {
+    std::string rel = queue[next];
+    struct stat st;
+    if (lstat((root + rel).c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    if (uint64_t(st.st_ino) == id) return rel.empty() ? "/" : rel;
+    std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir((root + rel).c_str()), closedir);
+    if (!dir) continue;
+    while (dirent* e = readdir(dir.get()))
+      if (e->d_type == DT_DIR && std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0 &&
+          ++seen < 100000)
+        queue.push_back(rel + "/" + e->d_name);
   }
   return "";
 }

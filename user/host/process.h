@@ -52,5 +52,9 @@ std::string cgroup_v2_path(std::string_view proc_cgroup);
 std::string read_cgroup_path(pid_t pid);
 // Where /proc/self/mountinfo (its text) has cgroup v2 mounted; "" if nowhere.
 std::string cgroup2_mount(std::string_view mountinfo);
+// The path ("/system.slice/x.service") of the cgroup v2 whose id is `id`
+// (the inode number of its directory, what BPF's cgroup id is), found by a
+// walk of the hierarchy (at most 100000 directories); "" when it is gone.
+std::string cgroup_path_of_id(uint64_t id);
 
 }  // namespace allocscope

@@ -74,11 +74,11 @@ bool EventSink::operator()(std::span<const uint8_t> data) {
 }
 
 // The instance a sample of `tgid` belongs to; nullopt when filtered out.
-std::optional<uint32_t> EventSink::instance_for(uint32_t tgid, const std::string& comm) {
+std::optional<uint32_t> EventSink::instance_for(uint32_t tgid, const std::string& comm, uint64_t cgroup) {
   bool made;
   uint32_t id = processes_.current(tgid, comm, &made);
   if (made) {  // first sample: judge it, and read its mappings while it lives
-    if (!hooks_.verdicts.accept(tgid, comm)) {
+    if (!hooks_.verdicts.accept(tgid, comm, cgroup)) {
       processes_.reject(id);
       hooks_.verdicts.reject(tgid);
     } else {
@@ -96,7 +96,7 @@ void EventSink::on_stack(std::span<const uint8_t> data) {
   std::memcpy(&head, raw, offsetof(as_stack_event, vmas));
   ++stacks_seen_;
   std::string comm = comm_of(head.comm);
-  auto instance = instance_for(head.tgid, comm);
+  auto instance = instance_for(head.tgid, comm, head.cgroup);
   if (!instance) return;
   if (stacks_.size() >= max_stacks_) {  // its samples count as dropped for a full table
     if (refused_.size() < kMaxRefused) refused_.insert(head.id);

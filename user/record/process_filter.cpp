@@ -29,12 +29,21 @@ Result<void> ProcessFilter::add_root(uint32_t tgid) {
 
 Result<void> ProcessFilter::follow(uint32_t tgid) { return session_.set_verdict(tgid, AS_PROC_MEMBER); }
 
-bool ProcessFilter::accept(uint32_t tgid, const std::string& comm) {
+bool ProcessFilter::accept(uint32_t tgid, const std::string& comm, uint64_t cgroup) {
   if (comm_filter_ && !std::regex_search(comm, *comm_filter_)) return false;
-  // Judged by path, not by the cgroup's id: a restarted unit gets a new
-  // cgroup of the same name. A process gone before it is judged is not
-  // known to be in it.
-  return unit_.empty() || cgroup_in_unit(read_cgroup_path(pid_t(tgid)), unit_);
+  return unit_.empty() || in_unit(tgid, cgroup);
+}
+
+// Judged by the cgroup's path, not its id: a restarted unit gets a new
+// cgroup of the same name. The id the sample was taken in names the cgroup
+// even when the process is gone by now (short-lived, or allocscope behind);
+// a cgroup gone too leaves the process's own record.
+bool ProcessFilter::in_unit(uint32_t tgid, uint64_t cgroup) {
+  if (auto it = in_unit_.find(cgroup); cgroup && it != in_unit_.end()) return it->second;
+  std::string path = cgroup_path_of_id(cgroup);
+  if (path.empty()) return cgroup_in_unit(read_cgroup_path(pid_t(tgid)), unit_);
+  if (in_unit_.size() >= 4096) in_unit_.clear();
+  return in_unit_[cgroup] = cgroup_in_unit(path, unit_);
 }
 
 void ProcessFilter::reject(uint32_t tgid) {

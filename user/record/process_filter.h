@@ -6,6 +6,7 @@
 #include <optional>
 #include <regex>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "base/result.h"
@@ -29,7 +30,7 @@ class ProcessFilter : public ProcessVerdicts {
   // A descendant of a root, forked before recording began.
   Result<void> follow(uint32_t tgid);
 
-  bool accept(uint32_t tgid, const std::string& comm) override;
+  bool accept(uint32_t tgid, const std::string& comm, uint64_t cgroup) override;
   void reject(uint32_t tgid) override;
   void unreject(uint32_t tgid, bool exited) override;
   bool keeps_live_at_exit(uint32_t tgid) const override { return roots_.contains(tgid); }
@@ -38,10 +39,13 @@ class ProcessFilter : public ProcessVerdicts {
   uint64_t verdicts_refused() const { return verdicts_refused_; }
 
  private:
+  bool in_unit(uint32_t tgid, uint64_t cgroup);
+
   BpfSession& session_;
   bool system_wide_, members_only_;
   std::optional<std::regex> comm_filter_;
   std::string unit_;
+  std::unordered_map<uint64_t, bool> in_unit_;  // by cgroup id (bounded: cleared when full)
   std::unordered_set<uint32_t> roots_;
   uint64_t verdicts_refused_ = 0;
 };

@@ -21,7 +21,8 @@ class ProcessVerdicts {
   virtual ~ProcessVerdicts() = default;
   // Whether a new process instance is recorded; a rejected one is told to
   // `reject` once, and its samples are dropped.
-  virtual bool accept(uint32_t tgid, const std::string& comm) = 0;
+  // `cgroup`: the cgroup v2 id the sample was taken in (0: unknown).
+  virtual bool accept(uint32_t tgid, const std::string& comm, uint64_t cgroup) = 0;
   virtual void reject(uint32_t tgid) = 0;
   // A process that `reject` was told of has exec'ed or exited.
   virtual void unreject(uint32_t tgid, bool exited) = 0;
