@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/utf8.h"
+#include "host/process.h"
 
 namespace allocscope {
 namespace {
@@ -15,19 +16,6 @@ bool is_hex(std::string_view s) {
   for (char c : s)
     if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
   return !s.empty();
-}
-
-// The path's components, in order.
-std::vector<std::string_view> components(std::string_view path) {
-  std::vector<std::string_view> parts;
-  while (!path.empty()) {
-    size_t slash = path.find('/');
-    std::string_view part = path.substr(0, slash);
-    if (!part.empty()) parts.push_back(part);
-    if (slash == std::string_view::npos) break;
-    path.remove_prefix(slash + 1);
-  }
-  return parts;
 }
 
 // A container id inside one component: "docker-<64 hex>.scope",
@@ -81,7 +69,7 @@ const char* target_kind_name(TargetKind k) {
 TargetLabels labels_from_cgroup(std::string_view cgroup_path) {
   TargetLabels l;
   l.cgroup = std::string(cgroup_path);
-  for (std::string_view part : components(cgroup_path)) {
+  for (std::string_view part : path_components(cgroup_path)) {
     // The innermost unit names the service: a .service, or a .scope that is
     // not a container's.
     std::string id = container_in(part);

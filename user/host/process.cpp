@@ -149,6 +149,18 @@ std::string cgroup2_mount(std::string_view mountinfo) {
   return "";
 }
 
+std::vector<std::string_view> path_components(std::string_view path) {
+  std::vector<std::string_view> parts;
+  while (!path.empty()) {
+    size_t slash = path.find('/');
+    std::string_view part = path.substr(0, slash);
+    if (!part.empty()) parts.push_back(part);
+    if (slash == std::string_view::npos) break;
+    path.remove_prefix(slash + 1);
+  }
+  return parts;
+}
+
 std::string cgroup_path_of_id(uint64_t id) {
   auto mountinfo = read_text_file("/proc/self/mountinfo");
   std::string root = mountinfo ? cgroup2_mount(*mountinfo) : "";

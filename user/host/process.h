@@ -46,6 +46,8 @@ struct CgroupId {
   uint32_t level = 0;
 };
 Result<CgroupId> find_cgroup(const std::string& path);
+// A path's non-empty components, in order ("/a//b" -> a, b).
+std::vector<std::string_view> path_components(std::string_view path);
 // The cgroup v2 path in /proc/PID/cgroup's text (the "0::" line), "" if none.
 std::string cgroup_v2_path(std::string_view proc_cgroup);
 // The process's cgroup v2 path ("/system.slice/x.service"); "" when gone.

@@ -1,5 +1,7 @@
 #include "record/process_filter.h"
 
+#include <algorithm>
+
 #include "host/process.h"
 #include "record/scope.h"
 
@@ -12,14 +14,8 @@ ProcessFilter::ProcessFilter(const RecordConfig& config, BpfSession& session)
 }
 
 bool cgroup_in_unit(std::string_view path, std::string_view unit) {
-  while (!path.empty()) {
-    size_t slash = path.find('/');
-    std::string_view part = path.substr(0, slash);
-    if (part == unit) return true;
-    if (slash == std::string_view::npos) break;
-    path.remove_prefix(slash + 1);
-  }
-  return false;
+  std::vector<std::string_view> parts = path_components(path);
+  return std::ranges::find(parts, unit) != parts.end();
 }
 
 Result<void> ProcessFilter::add_root(uint32_t tgid) {
