@@ -49,7 +49,7 @@ def violations(root):
             target = layer_of(m.group(1))
             if target and LAYERS.index(target) > LAYERS.index(own):
                 bad.append((path, n, f"{own} includes {m.group(1)} from the higher layer {target}"))
-    for path in sorted((root / "cli").rglob("*.cpp")):
+    for path in sorted(p for p in (root / "cli").rglob("*") if p.suffix in (".h", ".cpp")):
         for n, line in enumerate(path.read_text().splitlines(), 1):
             m = INCLUDE.match(line)
             if m and layer_of(m.group(1)) not in (None, "base") and m.group(1) not in CLI_ALLOWED:

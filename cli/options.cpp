@@ -1,0 +1,478 @@
+// The command line's definition (options.h) and the conversion of what was
+// parsed into the configs of record, report and agent.
+#include "options.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+#include <regex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "base/units.h"
+#include "countdown.h"
+#include "version.h"
+
+namespace allocscope {
+
+namespace {
+
+// CLI11 validator built on one of our parsers.
+template <typename Parse>
+CLI::Validator parsed_by(Parse parse, std::string what) {
+  return CLI::Validator(
+      [parse, what](std::string& value) -> std::string {
+        return parse(value) ? std::string() : "invalid " + what + " '" + value + "'";
+      },
+      "");
+}
+
+const CLI::Validator kMetric = parsed_by(parse_metric, "metric");
+const char* const kFormats = "folded, svg, pprof, top or json";
+const CLI::Validator kFormat = parsed_by(parse_format, "format (folded, svg, pprof, top, json)");
+
+// Options both subcommands share: how estimates and intervals are shown.
+void add_estimate_options(CLI::App* app, RenderOptions& o) {
+  app->add_option("--confidence", o.confidence, "Confidence level of the intervals shown (0.5 to 0.999)")
+      ->type_name("LEVEL")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& v) {  // Range alone lets "nan" through: every comparison with it is false
+            double d = std::strtod(v.c_str(), nullptr);
+            return std::isfinite(d) ? std::string() : std::string("not a number: ") + v;
+          },
+          "", "finite"))
+      ->check(CLI::Range(0.5, 0.999));
+  app->add_flag("--lines", o.lines,
+                "Frames as 'function (file:line)' where debug info has lines (folded, SVG)");
+  app->add_flag(
+      "--interval-in-frame", o.interval_in_frame,
+      "Folded output: append each stack's interval to its leaf frame (\"malloc 95% [1 MiB; 2 MiB]\")");
+}
+
+// "0644", "640": permission bits in octal, nothing above 0777.
+std::optional<unsigned> parse_mode(const std::string& v) {
+  if (v.empty() || v.size() > 4 || v.find_first_not_of("01234567") != std::string::npos) return std::nullopt;
+  unsigned mode = unsigned(std::stoul(v, nullptr, 8));
+  return mode <= 0777 ? std::optional(mode) : std::nullopt;
+}
+
+void add_output_mode(CLI::App* app, OptionText& t) {
+  app->add_option("--output-mode", t.output_mode,
+                  "Permissions of the output files, in octal (0644). Default: 0600 as root (recordings name "
+                  "other users' code), else 0666 less the umask")
+      ->type_name("MODE")
+      ->check(parsed_by(parse_mode, "mode (octal, 0000 to 0777)"));
+}
+
+std::vector<OutputSpec> output_specs(const std::vector<std::string>& paths, const OptionText& t,
+                                     const std::string& format, const std::string& fallback_path,
+                                     Format fallback_format) {
+  std::vector<OutputSpec> specs;
+  std::optional<unsigned> mode = t.output_mode.empty() ? std::nullopt : parse_mode(t.output_mode);
+  for (const std::string& p : paths)
+    specs.push_back({p, format.empty() ? format_for_path(p) : *parse_format(format), mode});
+  if (specs.empty())
+    specs.push_back({fallback_path, format.empty() ? fallback_format : *parse_format(format), mode});
+  return specs;
+}
+
+// Options record and agent share: what is sampled, how, and the capacities.
+void add_sampling_options(CLI::App* app, RecordConfig& c, OptionText& t) {
+  app->add_option("--rate", t.rate,
+                  "Mean bytes between samples (65536, 64KiB, 1MiB); 1 records every allocation")
+      ->type_name("SIZE")
+      ->capture_default_str()
+      ->check(parsed_by(
+          [](const std::string& v) {
+            auto r = parse_bytes(v);
+            return r && *r >= 1 && *r <= AS_MAX_RATE;
+          },
+          "rate (1 byte to 4 GiB)"));
+  t.max_live_opt =
+      app->add_option(
+             "--max-live", c.max_live,
+             "Capacity of the live-allocation tables (samples; default 262144, 4194304 in exact mode)")
+          ->type_name("N")
+          ->check(CLI::Range(1u, 1u << 26));
+  app->add_option("--max-live-per-process", c.max_live_per_process,
+                  "Live-table entries one process may hold, so that one process cannot fill it for the "
+                  "others (default: a quarter of --max-live with --all, no limit for the processes -p "
+                  "and -- CMD name; 0: no limit); what a full share refuses is counted")
+      ->type_name("N")
+      ->check(CLI::Range(0u, 1u << 26));
+  app->add_option("--max-stacks", c.max_stacks, "Capacity of the distinct-stack table")
+      ->type_name("N")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1u << 26));
+  app->add_option("--ringbuf-size", t.ringbuf,
+                  "Kernel-to-user ring buffer size (a power of two: 4MiB, 64MiB)")
+      ->type_name("SIZE")
+      ->capture_default_str()
+      ->check(parsed_by(
+          [](const std::string& v) {
+            auto n = parse_bytes(v);
+            return n && *n >= 4096 && *n <= (1ULL << 30) && (*n & (*n - 1)) == 0;
+          },
+          "ring buffer size (power of two, 4 KiB to 1 GiB)"));
+  app->add_option(
+         "--unwind", t.unwind,
+         "How the kernel walks sampled stacks: dwarf (the binaries' call frame information, compiled "
+         "into tables the kernel follows: full stacks through code without frame pointers) or fp "
+         "(frame pointers only: no tables, but stacks stop at code built without them)")
+      ->type_name("MODE")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp", "dwarf"}));
+  app->add_option("--probe-mode", t.probe_mode,
+                  "How probes are attached: auto, session (kernel 6.13+: return probes only on sampled "
+                  "calls) or classic (uprobes and uretprobes)")
+      ->type_name("MODE")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "session", "classic"}));
+  app->add_option("--comm", c.comm,
+                  "With --all or --children: only processes whose name matches this regular "
+                  "expression (extended syntax)")
+      ->type_name("REGEX")
+      ->check([](const std::string& re) -> std::string {
+        try {
+          std::regex(re, std::regex::extended);
+          return "";
+        } catch (const std::regex_error& e) {
+          return std::string("invalid regular expression: ") + e.what();
+        }
+      });
+  app->add_option("--cgroup", c.cgroup,
+                  "With --all or --children: only processes in this cgroup v2 or below it "
+                  "(/sys/fs/cgroup/system.slice/x.service or system.slice/x.service)")
+      ->type_name("PATH");
+  app->add_option("--unit", c.unit,
+                  "With --all or --children: only processes of this systemd unit (nginx.service, "
+                  "user@1000.service, a .slice or .scope), judged by name on each process's first "
+                  "sample, so a restarted unit is still followed")
+      ->type_name("UNIT")
+      ->check([](const std::string& u) -> std::string {
+        return u.empty() || u.find('/') != std::string::npos || u == "." || u == ".."
+                   ? "a unit name (nginx.service), not a path: --cgroup takes paths"
+                   : "";
+      });
+  app->add_option("--max-processes", c.max_processes,
+                  "Capacity of the kernel's table of followed and ignored processes")
+      ->type_name("N")
+      ->capture_default_str()
+      ->check(CLI::Range(16u, 1u << 22));
+  app->add_option("--max-allocator-files", c.max_allocator_files,
+                  "Distinct allocator files probed at most (any user can make --all meet new ones); "
+                  "more are counted and not probed")
+      ->type_name("N")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 65536u));
+  app->add_flag("-v,--verbose", c.verbose, "Print probe placement, kernel counters and libbpf's messages");
+}
+
+CLI::App* add_record(CLI::App& app, RecordConfig& c, OptionText& t) {
+  auto* rec = app.add_subcommand("record", "Sample heap allocations of a process or a command");
+  rec->footer(
+      "Examples:\n"
+      "  allocscope record -p 1234 -d 30 -o heap.pb.gz -o heap.svg   attach to a running process\n"
+      "  allocscope record -o heap.folded -- ./server --port 80      launch a command and follow it\n"
+      "  allocscope record -p 1234 --rate 1 -o exact.folded          exact mode: every allocation\n"
+      "  allocscope record -p 1234 --metric inuse_space -o live.svg  what is still allocated at the end\n"
+      "  allocscope record -p 1234 --interval 30s -o heap.pb.gz      heap.1.pb.gz, heap.2.pb.gz, ...\n"
+      "  allocscope record -p 12,34 -d 10 -o both.pb.gz              several processes in one recording\n"
+      "  allocscope record --all -d 60 -o host.folded                every process on the machine\n"
+      "  allocscope record --all --comm '^(nginx|php)' -o web.svg    every process whose name matches\n"
+      "  allocscope record --all --cgroup system.slice/foo.service   one cgroup (a unit, a container)\n"
+      "  allocscope record --all --unit foo.service          one systemd unit, across its restarts\n"
+      "  allocscope record -p 1234 --children -o tree.pb.gz          a process and what it forks and runs");
+  auto* all =
+      rec->add_flag("-a,--all", c.all,
+                    "Every process on the machine that allocates through a known allocator (C library, "
+                    "jemalloc, tcmalloc, mimalloc, a static binary's own), including those "
+                    "started while recording (not allocscope itself); -p then picks processes from them");
+  auto* pid = rec->add_option("-p,--pid", c.pids,
+                              "Attach to this running process; repeat or separate by commas "
+                              "for several (-p 12,34); with --all: record only these")
+                  ->type_name("PID")
+                  ->delimiter(',')
+                  ->allow_extra_args(false);
+  rec->add_option("-d,--duration", t.duration,
+                  "Stop after this long (30, 30s, 500ms, 2m); default: until the target exits or Ctrl-C")
+      ->type_name("TIME")
+      ->check(parsed_by(parse_duration_ms, "duration"));
+  rec->add_option("-o,--output", t.outputs,
+                  "Output file, repeatable; the format follows the extension: .pb.gz (pprof), .svg (flame "
+                  "graph), .json, .txt (top table), else folded stacks; '-' is stdout. Default: "
+                  "allocscope.folded")
+      ->type_name("FILE")
+      ->allow_extra_args(false);  // one path per -o, so "-o x -- cmd --flag" stays intact
+  rec->add_option("--format", t.format,
+                  std::string("Format of every output, whatever its extension: ") + kFormats)
+      ->type_name("FORMAT")
+      ->check(kFormat);
+  add_output_mode(rec, t);
+  rec->add_option("--metric", t.metric,
+                  "Value shown per stack: alloc_space, alloc_objects, inuse_space (live at the end), "
+                  "inuse_objects (pprof files hold all four)")
+      ->type_name("METRIC")
+      ->capture_default_str()
+      ->check(kMetric);
+  rec->add_option("--interval", t.interval,
+                  "Also write numbered outputs every interval (30s, 5m); each holds that interval's "
+                  "allocations and the live set at its end")
+      ->type_name("TIME")
+      ->check(parsed_by(parse_duration_ms, "interval"));
+  rec->add_flag("--icicle", c.render.icicle, "Flame graphs top-down (root at the top)");
+  add_sampling_options(rec, c, t);
+  add_estimate_options(rec, c.render);
+  rec->add_flag("--no-free", c.no_free,
+                "Alloc-only: do not probe free (cheaper; the inuse metrics are then unavailable)");
+  auto* preload = rec->add_flag(
+      "--preload", c.preload,
+      "With -- CMD: sample inside the command (liballocscope-preload.so, LD_PRELOAD) and enter the kernel "
+      "only "
+      "for sampled allocations: many times cheaper than a probe on every call. Needs a dynamically linked "
+      "command");
+  // Benchmark switches (BENCHMARKS.md): not for everyday use.
+  rec->add_flag("--null-probes", c.null_probes, "Probes that do nothing: the overhead floor")->group("");
+  rec->add_flag("--naive-placement", c.naive_placement, "Every probe on its function's entry")->group("");
+  t.children_flag =
+      rec->add_flag("--children,!--no-children", t.children,
+                    "Follow every process the targets fork or run (default with -- CMD): system-wide probes, "
+                    "each child traced from its first instruction");
+  rec->add_option("--per-process", c.per_process,
+                  "false: merge the stacks of processes that have the same name (root frame 'comm' rather "
+                  "than 'comm (pid)')")
+      ->type_name("BOOL")
+      ->capture_default_str();
+  rec->add_flag("-q,--quiet", c.quiet, "Print nothing but errors (no progress line, no summary)");
+  auto* cmd = rec->add_option("command", c.command, "Command to launch (after --)")->type_name("COMMAND");
+  pid->excludes(cmd);
+  all->excludes(cmd);
+  rec->callback([&c, &t, pid, cmd, all, preload] {
+    if (!*pid && !*cmd && !*all) throw CLI::RequiredError("record needs --all, -p PID or -- COMMAND");
+    if (*preload && !*cmd)
+      throw CLI::ValidationError(
+          "--preload launches a command through the preload library: add -- COMMAND (-p and --all find "
+          "processes that already load it by themselves)");
+    if (*preload && c.null_probes)
+      throw CLI::ValidationError("--null-probes measures uprobes, not --preload");
+    bool children = *t.children_flag ? t.children : bool(*cmd);
+    if ((!c.comm.empty() || !c.cgroup.empty() || !c.unit.empty()) && !*all && !children)
+      throw CLI::ValidationError(
+          "--comm, --cgroup and --unit filter system-wide recordings: add --all or --children");
+    if (c.no_free && t.metric.starts_with("inuse"))
+      throw CLI::ValidationError("--metric " + t.metric + " needs free probed: drop --no-free");
+  });
+  return rec;
+}
+
+void finish_sampling(RecordConfig& c, const OptionText& t) {
+  c.rate = *parse_bytes(t.rate);
+  c.ringbuf_bytes = static_cast<uint32_t>(*parse_bytes(t.ringbuf));
+  c.probe_mode = t.probe_mode == "session"   ? ProbeMode::Session
+                 : t.probe_mode == "classic" ? ProbeMode::Classic
+                                             : ProbeMode::Auto;
+  if (!t.duration.empty()) c.duration_ms = *parse_duration_ms(t.duration);
+  c.unwind = t.unwind == "fp" ? UnwindMode::Fp : UnwindMode::Dwarf;
+  // Exact mode tracks every live block, not a sample of them.
+  if (c.rate <= 1 && !*t.max_live_opt) c.max_live = 1 << 22;
+}
+
+void finish_record(RecordConfig& c, const OptionText& t) {
+  finish_sampling(c, t);
+  c.metric = *parse_metric(t.metric);
+  if (!t.interval.empty()) c.interval_ms = *parse_duration_ms(t.interval);
+  c.outputs = output_specs(t.outputs, t, t.format, "allocscope.folded", Format::Folded);
+  if (*t.children_flag) c.children = t.children;
+}
+
+// "30s/5m" -> {30000, 300000}.
+std::optional<std::pair<uint64_t, uint64_t>> duty_cycle(const std::string& v) {
+  size_t slash = v.find('/');
+  if (slash == std::string::npos) return std::nullopt;
+  auto on = parse_duration_ms(v.substr(0, slash)), period = parse_duration_ms(v.substr(slash + 1));
+  if (!on || !period || *on == 0 || *on >= *period) return std::nullopt;
+  return std::pair{*on, *period};
+}
+
+CLI::App* add_agent(CLI::App& app, AgentConfig& c, OptionText& t) {
+  auto* agent = app.add_subcommand(
+      "agent", "Record without end and serve heap profiles and metrics over HTTP (pprof, Prometheus)");
+  agent->footer(
+      "Endpoints (each takes ?pid=N, ?comm=NAME, ?unit=U, ?container=ID, ?pod=UID or ?cgroup=PATH, or a\n"
+      "prefix /pid/N, /comm/NAME, /unit/U, /container/ID, /pod/UID before the path):\n"
+      "  /debug/pprof/allocs  /debug/pprof/heap   pprof, Go's four sample types; ?seconds=N: the next N s\n"
+      "  /metrics                                 Prometheus: live and allocated bytes per process, program, "
+      "cgroup\n"
+      "  /targets                                 Prometheus HTTP service discovery (?level=program)\n"
+      "  /flamegraph?metric=inuse_space           SVG flame graph\n"
+      "  /                                        index of the processes recorded\n"
+      "Examples:\n"
+      "  allocscope agent                                   every process, served on 127.0.0.1:6060\n"
+      "  allocscope agent --comm '^(nginx|postgres)$'       only these programs\n"
+      "  allocscope agent --unit nginx.service              one systemd unit, across its restarts\n"
+      "  allocscope agent -p 1234 --listen :7070            one process\n"
+      "  allocscope agent --listen 0.0.0.0:6060 --token-file /etc/allocscope/token\n"
+      "  go tool pprof -top http://127.0.0.1:6060/debug/pprof/heap?pid=1234");
+  auto* pid = agent
+                  ->add_option("-p,--pid", c.record.pids,
+                               "Record only these processes (repeat or separate by commas); default: every "
+                               "process, including those started later")
+                  ->type_name("PID")
+                  ->delimiter(',');
+  agent->add_option("--listen", c.listen, "Address to serve on: HOST:PORT, :PORT (loopback), [IPV6]:PORT")
+      ->type_name("ADDRESS")
+      ->capture_default_str();
+  agent
+      ->add_option("--token-file", c.token_file,
+                   "File holding a bearer token every request must send (Authorization: Bearer TOKEN); "
+                   "owned by root or you, read once")
+      ->type_name("FILE")
+      ->check(CLI::ExistingFile);
+  agent->add_option("--log", c.log_file, "Append messages to this file (reopened on SIGHUP); default stderr")
+      ->type_name("FILE");
+  agent
+      ->add_option("-d,--duration", t.duration,
+                   "Stop after this long (tests, trials); default: until SIGTERM")
+      ->type_name("TIME")
+      ->check(parsed_by(parse_duration_ms, "duration"));
+  agent
+      ->add_option("--max-series", c.max_series,
+                   "/metrics: series per level (process, program, cgroup) at most, the largest by live bytes")
+      ->type_name("N")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  agent
+      ->add_option(
+          "--duty", t.duty,
+          "Probes attached for ON of every PERIOD (30s/5m): the trap on every allocator call is paid "
+          "only then; allocated totals grow only in the windows, and in-use figures count what the "
+          "windows allocated (frees are not seen between them). Default: always attached")
+      ->type_name("ON/PERIOD")
+      ->check(parsed_by(duty_cycle, "duty cycle ON/PERIOD, ON shorter than PERIOD (30s/5m)"));
+  agent->add_option("--max-seconds", c.max_seconds, "Longest ?seconds= window served")
+      ->type_name("SECONDS")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86400));
+  add_sampling_options(agent, c.record, t);
+  agent->callback([&c, &t, pid] {
+    if (!t.duty.empty() && parse_bytes(t.rate).value_or(0) <= 1)
+      throw CLI::ValidationError("--duty samples: exact mode (--rate 1) counts in the kernel without pause");
+    c.record.all = true;  // processes started later too; -p then picks from them
+    if (*pid) c.record.all = !c.record.comm.empty() || !c.record.cgroup.empty() || !c.record.unit.empty();
+    if (*pid && c.record.all)
+      throw CLI::ValidationError(
+          "-p names processes: --comm, --cgroup and --unit choose among all of them, not both");
+  });
+  return agent;
+}
+
+void finish_agent(AgentConfig& c, const OptionText& t) {
+  finish_sampling(c.record, t);
+  if (auto duty = duty_cycle(t.duty)) std::tie(c.record.duty_on_ms, c.record.duty_period_ms) = *duty;
+  c.record.outputs.clear();
+  c.record.quiet = true;  // the agent logs; no progress line, no summary
+  c.record.hangup_stops = false;
+  c.record.children = false;
+}
+
+CLI::App* add_report(CLI::App& app, ReportConfig& c, OptionText& t) {
+  auto* rep = app.add_subcommand("report", "Turn a saved recording (.pb.gz) into any output");
+  rep->footer(
+      "Examples:\n"
+      "  allocscope report heap.pb.gz                          top functions by the file's metric\n"
+      "  allocscope report heap.pb.gz --by stack --top 10\n"
+      "  allocscope report heap.pb.gz -o heap.svg --metric inuse_space --focus 'parse_'\n"
+      "  allocscope report heap.pb.gz --format folded --comm '^nginx' -o -\n"
+      "  allocscope report --diff base.pb.gz new.pb.gz -o diff.svg   growth red, shrinkage blue");
+  rep->add_option("file", c.input, "Recording written by allocscope record (pprof, .pb.gz)")
+      ->type_name("FILE")
+      ->check(CLI::ExistingFile);
+  rep->add_option("--diff", c.diff_base, "Base recording: draw FILE against it as a differential flame graph")
+      ->type_name("FILE")
+      ->check(CLI::ExistingFile);
+  rep->add_option("-o,--output", t.outputs,
+                  "Output file, repeatable (format from the extension); default: stdout")
+      ->type_name("FILE")
+      ->allow_extra_args(false);
+  rep->add_option("--format", t.format, std::string("Format of every output: ") + kFormats)
+      ->type_name("FORMAT")
+      ->check(kFormat);
+  add_output_mode(rep, t);
+  rep->add_option("--metric", t.metric,
+                  "alloc_space, alloc_objects, inuse_space or inuse_objects; default: "
+                  "the recording's own")
+      ->type_name("METRIC")
+      ->check(kMetric);
+  rep->add_option("--pid", c.pid, "Only this process")->type_name("PID");
+  rep->add_option("--comm", c.comm, "Only processes whose name matches this regular expression")
+      ->type_name("REGEX");
+  rep->add_option("--focus", c.focus, "Only stacks with a frame matching this regular expression")
+      ->type_name("REGEX");
+  rep->add_option("--ignore", c.ignore, "Drop stacks with a frame matching this regular expression")
+      ->type_name("REGEX");
+  rep->add_option("--top", c.render.top, "Rows of the top table (1 to 1000000)")
+      ->type_name("N")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  rep->add_option("--by", t.by,
+                  "Top table rows: function (as the allocator's direct caller), stack or process")
+      ->type_name("KIND")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"function", "stack", "process"}));
+  rep->add_option("--sort", t.sort,
+                  "Order of the rows: value (the metric), samples, lifetime (median) or name")
+      ->type_name("ORDER")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"value", "samples", "lifetime", "name"}));
+  rep->add_option("--long-lived", c.render.long_lived_share,
+                  "Long-lived: alive for more than this share of the recording (0 to 1)")
+      ->type_name("SHARE")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  rep->add_flag(
+      "--json", [&t](int64_t) { t.format = "json"; }, "Same as --format json: the table's data for scripts");
+  rep->add_flag("--icicle", c.render.icicle, "Flame graphs top-down");
+  add_estimate_options(rep, c.render);
+  rep->callback([&c, &t] {
+    if (c.input.empty()) throw CLI::RequiredError("report needs a recording FILE");
+    if (!c.diff_base.empty() && !t.format.empty() && t.format != "svg")
+      throw CLI::ValidationError("--diff draws a flame graph: use an .svg output");
+  });
+  return rep;
+}
+
+void finish_report(ReportConfig& c, OptionText& t) {
+  if (!t.metric.empty()) c.metric = *parse_metric(t.metric);
+  c.render.top_by = t.by == "stack" ? TopBy::Stack : t.by == "process" ? TopBy::Process : TopBy::Function;
+  c.render.sort = t.sort == "samples"    ? TopSort::Samples
+                  : t.sort == "lifetime" ? TopSort::Lifetime
+                  : t.sort == "name"     ? TopSort::Name
+                                         : TopSort::Value;
+  Format fallback = c.diff_base.empty() ? Format::Top : Format::Svg;
+  c.outputs = output_specs(t.outputs, t, c.diff_base.empty() ? t.format : "svg", "-", fallback);
+}
+
+}  // namespace
+
+std::string version_line() {
+  return std::string("allocscope ") + ALLOCSCOPE_VERSION + " (git " + ALLOCSCOPE_GIT_REVISION + ")";
+}
+
+CommandLine::CommandLine() : app("allocscope: eBPF heap allocation sampler for Linux") {
+  app.set_version_flag("--version", version_line());
+  app.require_subcommand(1);
+  report_text.metric = "";
+  record = add_record(app, record_config, record_text);
+  report = add_report(app, report_config, report_text);
+  agent = add_agent(app, agent_config, agent_text);
+}
+
+void CommandLine::finish() {
+  if (record->parsed()) finish_record(record_config, record_text);
+  if (report->parsed()) finish_report(report_config, report_text);
+  if (agent->parsed()) finish_agent(agent_config, agent_text);
+}
+
+}  // namespace allocscope

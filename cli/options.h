@@ -1,0 +1,49 @@
+// The command line's one definition: every subcommand, option, help text and
+// check. --help, the man pages and the shell completions are all read from
+// it, so none of them can drift from what allocscope accepts.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "agent/agent.h"
+#include "record/record.h"
+#include "report/report.h"
+
+namespace allocscope {
+
+// Options kept as text by CLI11 and converted once parsing succeeded.
+struct OptionText {
+  std::string rate = "512KiB", duration, metric = "alloc_space", ringbuf = "16MiB", probe_mode = "auto";
+  std::string format, interval, by = "function", sort = "value", unwind = "dwarf", duty, output_mode;
+  std::vector<std::string> outputs;
+  bool children = false;
+  CLI::Option* children_flag = nullptr;  // given at all? (the default depends on -- CMD)
+  CLI::Option* max_live_opt = nullptr;   // given at all? (the default depends on the rate)
+};
+
+// "allocscope 0.1.0 (git 1a2b3c4)": --version's line, the man pages' footer.
+std::string version_line();
+
+// The parser and the configs it fills. Options point into the configs, so a
+// CommandLine stays where it was made.
+struct CommandLine {
+  CommandLine();
+  CommandLine(const CommandLine&) = delete;
+  CommandLine& operator=(const CommandLine&) = delete;
+
+  // After a successful parse: the parsed subcommand's text options into its config.
+  void finish();
+
+  CLI::App app;
+  RecordConfig record_config;
+  ReportConfig report_config;
+  AgentConfig agent_config;
+  OptionText record_text, report_text, agent_text;
+  CLI::App* record = nullptr;
+  CLI::App* report = nullptr;
+  CLI::App* agent = nullptr;
+};
+
+}  // namespace allocscope
