@@ -2,14 +2,17 @@
 # One entry point for newcomers and CI:
 #   sudo ./dev.sh demo   install dependencies, build, profile the bundled demo workload
 #   sudo ./dev.sh test   install dependencies, build, run every test (BPF tests need root),
-#                        then again under ASan and UBSan, then the fuzzers
+#                        build every build type with GCC and clang, build the .deb and
+#                        test it installed, test again under ASan and UBSan, then fuzz
 #   ./dev.sh build       build only
-#   sudo ./dev.sh sanitize / fuzz   one of test's later stages alone
+#   sudo ./dev.sh matrix / package-test / sanitize / fuzz   one of test's later stages alone
+#   sudo ./dev.sh package   the Debian package (dpkg-buildpackage, lintian) into dist/
 set -euo pipefail
 cd "$(dirname "$0")"
 
 PACKAGES=(build-essential cmake pkg-config clang llvm libbpf-dev bpftool libelf-dev libdw-dev libjemalloc-dev
-          libcli11-dev clang-format libtcmalloc-minimal4 libmimalloc2.0 musl-tools systemtap-sdt-dev libgtest-dev libcapstone-dev nlohmann-json3-dev libcpp-httplib-dev clang-16 libclang-rt-16-dev prometheus systemd libseccomp-dev util-linux libprotobuf-dev protobuf-compiler zlib1g-dev golang-go chromium)
+          libcli11-dev clang-format libtcmalloc-minimal4 libmimalloc2.0 musl-tools systemtap-sdt-dev libgtest-dev libcapstone-dev nlohmann-json3-dev libcpp-httplib-dev clang-16 libclang-rt-16-dev prometheus systemd libseccomp-dev util-linux libprotobuf-dev protobuf-compiler zlib1g-dev golang-go chromium
+          debhelper lintian mmdebstrap man-db zsh)
 BUILD=${BUILD_DIR:-build}
 
 install_deps() {
@@ -104,10 +107,83 @@ fuzz() {
   run_tests "$BUILD-fuzz" -L fuzz
 }
 
+# allocscope and its preload library in every CMake build type with both of
+# Debian's compilers (GCC 12 and clang-16: clang 14, bookworm's default,
+# lacks the C++23 std::expected needs), warnings as errors. The main stage
+# already builds and tests GCC's RelWithDebInfo.
+BUILD_TYPES=(Debug Release RelWithDebInfo MinSizeRel)
+matrix() {
+  local compiler type dir
+  for compiler in gcc clang; do
+    for type in "${BUILD_TYPES[@]}"; do
+      [ "$compiler/$type" = gcc/RelWithDebInfo ] && continue
+      dir="$BUILD-matrix/$compiler-$type"
+      echo "dev.sh: building allocscope with $compiler, $type"
+      if [ "$compiler" = clang ]; then
+        CC=clang-16 CXX=clang++-16 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE="$type" -DALLOCSCOPE_WERROR=ON \
+          -DBUILD_TESTING=OFF >/dev/null || return
+      else
+        CC=gcc CXX=g++ cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE="$type" -DALLOCSCOPE_WERROR=ON \
+          -DBUILD_TESTING=OFF >/dev/null || return
+      fi
+      cmake --build "$dir" -j"$(nproc)" --target allocscope allocscope_preload >"$dir/build.log" 2>&1 || {
+        grep -E -m 40 'error|warning' "$dir/build.log" >&2 || tail -n 40 "$dir/build.log" >&2
+        echo "dev.sh: the $compiler $type build failed; its log: $dir/build.log" >&2
+        return 1
+      }
+      "$dir/allocscope" --version >/dev/null || return
+    done
+  done
+}
+
+# The .deb as Debian's tools build it (packaging/debian), from a scratch copy
+# of the work tree: uncommitted changes are in it, build trees are not. Into
+# dist/, with its dbgsym, .buildinfo and .changes; any lintian error fails.
+package() {
+  local start=$SECONDS src status=0
+  src=$(mktemp -d)
+  mkdir -p "$src/allocscope" dist
+  # Tracked and untracked files, not ignored ones; tracked files deleted from
+  # the work tree are skipped.
+  git ls-files -z -co --exclude-standard | tar -c --null -T - --ignore-failed-read -f - |
+    tar -x -C "$src/allocscope" -f -
+  mv "$src/allocscope/packaging/debian" "$src/allocscope/debian"
+  # The copy has no .git: --version's revision comes from .git-revision
+  # (packaging/version.cmake).
+  local revision
+  revision=$(git rev-parse --short=12 HEAD)
+  [ -z "$(git status --porcelain --untracked-files=no)" ] || revision+=-dirty
+  echo "$revision" >"$src/allocscope/.git-revision"
+  echo "dev.sh: dpkg-buildpackage (log: dist/build.log)"
+  (cd "$src/allocscope" && DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" dpkg-buildpackage -us -uc -b) \
+    >dist/build.log 2>&1 || status=$?
+  if [ "$status" -eq 0 ]; then
+    rm -f dist/allocscope[-_]*
+    find "$src" -maxdepth 1 -type f \( -name '*.deb' -o -name '*.ddeb' -o -name '*.buildinfo' -o -name '*.changes' \) \
+      -exec cp -t dist {} +
+  else
+    tail -n 40 dist/build.log >&2
+    echo "dev.sh: the package build failed; the whole log is dist/build.log" >&2
+  fi
+  rm -rf "$src"
+  [ "$status" -eq 0 ] || return "$status"
+  echo "dev.sh: built in $((SECONDS - start)) s:" dist/*.deb
+  echo "dev.sh: lintian"
+  lintian --profile debian --fail-on error dist/allocscope_*_amd64.changes
+}
+
+# The .deb built, checked by lintian, installed into a fresh bookworm root
+# and used there.
+package_test() {
+  package && tests/package/install_test.sh dist/allocscope_*_amd64.deb
+}
+
 # Every stage runs; the first failure's status is returned.
 all_tests() {
   local status=0
   build && run_tests "$BUILD" || status=$?
+  matrix || [ "$status" -ne 0 ] || status=$?
+  package_test || [ "$status" -ne 0 ] || status=$?
   sanitized || [ "$status" -ne 0 ] || status=$?
   fuzz || [ "$status" -ne 0 ] || status=$?
   return "$status"
@@ -119,5 +195,8 @@ case "${1:-}" in
   build) build ;;
   sanitize) install_deps; sanitized ;;
   fuzz) install_deps; fuzz ;;
-  *) echo "usage: $0 demo|test|build|sanitize|fuzz" >&2; exit 2 ;;
+  matrix) install_deps; matrix ;;
+  package) install_deps; package ;;
+  package-test) install_deps; package_test ;;
+  *) echo "usage: $0 demo|test|build|sanitize|fuzz|matrix|package|package-test" >&2; exit 2 ;;
 esac
