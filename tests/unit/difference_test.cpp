@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "splitmix.h"
 #include "stats/sampling.h"
 
 namespace allocscope {
@@ -50,16 +51,6 @@ TEST(Difference, ExactSidesAreCertain) {
 }
 
 // ---- by simulation ------------------------------------------------------------
-
-struct Rng {  // splitmix64
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-};
 
 struct Site {
   uint64_t size, count;
