@@ -385,13 +385,20 @@ CLI::App* add_report(CLI::App& app, ReportConfig& c, OptionText& t) {
       "  allocscope report heap.pb.gz --by stack --top 10\n"
       "  allocscope report heap.pb.gz -o heap.svg --metric inuse_space --focus 'parse_'\n"
       "  allocscope report heap.pb.gz --format folded --comm '^nginx' -o -\n"
-      "  allocscope report --diff base.pb.gz new.pb.gz -o diff.svg   growth red, shrinkage blue");
+      "  allocscope report --diff base.pb.gz new.pb.gz            what changed beyond sampling noise\n"
+      "  allocscope report --diff base.pb.gz new.pb.gz -o diff.svg   significant growth red, shrinkage blue\n"
+      "  allocscope report --diff base.pb.gz new.pb.gz --per-second --by stack");
   rep->add_option("file", c.input, "Recording written by allocscope record (pprof, .pb.gz)")
       ->type_name("FILE")
       ->check(CLI::ExistingFile);
-  rep->add_option("--diff", c.diff_base, "Base recording: draw FILE against it as a differential flame graph")
-      ->type_name("FILE")
-      ->check(CLI::ExistingFile);
+  auto* diff =
+      rep->add_option("--diff", c.diff_base,
+                      "Base recording: compare FILE's recording with it. Each change comes with its "
+                      "interval and a verdict where it is beyond sampling noise (Holm's correction over "
+                      "every row compared); a table (default), JSON (.json) or a differential flame graph "
+                      "(.svg) coloured by those changes alone")
+          ->type_name("FILE")
+          ->check(CLI::ExistingFile);
   rep->add_option("-o,--output", t.outputs,
                   "Output file, repeatable (format from the extension); default: stdout")
       ->type_name("FILE")
@@ -434,11 +441,18 @@ CLI::App* add_report(CLI::App& app, ReportConfig& c, OptionText& t) {
   rep->add_flag(
       "--json", [&t](int64_t) { t.format = "json"; }, "Same as --format json: the table's data for scripts");
   rep->add_flag("--icicle", c.render.icicle, "Flame graphs top-down");
+  rep->add_flag("--per-second", c.render.per_second,
+                "With --diff: compare per second of each recording (recordings of different lengths)")
+      ->needs(diff);
   add_estimate_options(rep, c.render);
   rep->callback([&c, &t] {
     if (c.input.empty()) throw CLI::RequiredError("report needs a recording FILE");
-    if (!c.diff_base.empty() && !t.format.empty() && t.format != "svg")
-      throw CLI::ValidationError("--diff draws a flame graph: use an .svg output");
+    if (c.diff_base.empty()) return;
+    for (const OutputSpec& out : output_specs(t.outputs, t, t.format, "-", Format::Top))
+      if (out.format != Format::Top && out.format != Format::Json && out.format != Format::Svg)
+        throw CLI::ValidationError(
+            "--diff writes a table (.txt; stdout without -o), JSON (.json) or a flame graph (.svg): not " +
+            out.path);
   });
   return rep;
 }
@@ -450,8 +464,7 @@ void finish_report(ReportConfig& c, OptionText& t) {
                   : t.sort == "lifetime" ? TopSort::Lifetime
                   : t.sort == "name"     ? TopSort::Name
                                          : TopSort::Value;
-  Format fallback = c.diff_base.empty() ? Format::Top : Format::Svg;
-  c.outputs = output_specs(t.outputs, t, c.diff_base.empty() ? t.format : "svg", "-", fallback);
+  c.outputs = output_specs(t.outputs, t, t.format, "-", Format::Top);
 }
 
 }  // namespace

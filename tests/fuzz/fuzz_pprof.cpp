@@ -30,5 +30,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   o.lines = o.interval_in_frame = true;
   (void)render(*r, Format::Folded, o);
   (void)render_diff_svg(*r, *r, o);
+  (void)render_diff_table(*r, *r, o);
+  o.per_second = true;
+  (void)render_diff_json(*r, *r, o);
   return 0;
 }

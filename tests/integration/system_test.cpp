@@ -358,7 +358,10 @@ TEST(AllProcesses, UnitFilterFollowsTheUnitAcrossRestarts) {
     inside.push_back(worker.pid());
     EXPECT_EQ(worker.wait(), 0);
     EXPECT_EQ(outside.wait(), 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // allocscope names a sample's cgroup when it reads the sample, which
+    // may be a few hundred milliseconds later on a loaded machine: a
+    // cgroup removed before that cannot be named (README, Limits).
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
     std::filesystem::remove(dir);
   }
   rec.signal(SIGINT);

@@ -86,6 +86,7 @@ Tree build_tree(const std::vector<FlameStack>& stacks) {
     for (uint32_t n : open) {
       t.nodes[n].value += usable(stacks[i].value);
       t.nodes[n].base += usable(stacks[i].base);
+      if (stacks[i].significant) t.nodes[n].change += usable(stacks[i].value) - usable(stacks[i].base);
     }
     add_note(t, open.back(), stacks[i].note);
     prev = &p;

@@ -20,6 +20,7 @@ struct Node {
   uint32_t depth = 0;     // 0 = root ("all"), 1 = the stacks' first frame
   uint32_t first_child = kNone, last_child = kNone, next_sibling = kNone;
   double value = 0, base = 0;  // of every stack through this frame
+  double change = 0;           // diff: value - base of the significant stacks through it
 };
 
 struct Tree {

@@ -45,7 +45,7 @@ struct Frame {
   double x = 0, w = 0;  // pixels
   bool merged = false;
   size_t count = 0;  // merged: how many children
-  double value = 0, base = 0;
+  double value = 0, base = 0, change = 0;
   std::vector<Hidden> hidden;  // merged: heaviest names inside, value counted once per stack
 };
 
@@ -99,6 +99,7 @@ class Layout {
         merged.count++;
         merged.value += child.value;
         merged.base += child.base;
+        merged.change += child.change;
         collect_hidden(c);
       }
     });
@@ -231,6 +232,7 @@ class Writer {
 
   double value_of(const Frame& f) const { return f.merged ? f.value : t_.nodes[f.node].value; }
   double base_of(const Frame& f) const { return f.merged ? f.base : t_.nodes[f.node].base; }
+  double change_of(const Frame& f) const { return f.merged ? f.change : t_.nodes[f.node].change; }
 
   int row_y(size_t depth) const {
     size_t row = o_.icicle ? depth : levels_ - 1 - depth;
@@ -276,6 +278,10 @@ class Writer {
            format_change(value - base, o_.unit);
       s += base > 0 ? " (" + std::string(value >= base ? "+" : "") + percent(value - base, base, 1) + ")"
                     : " (new)";
+      double change = change_of(f);
+      if (change != value - base)
+        s += change == 0 ? "\nwithin sampling noise"
+                         : "\nbeyond sampling noise: " + format_change(change, o_.unit);
     }
     if (f.merged) {
       s += "\ntoo narrow to draw; heaviest inside:";
@@ -288,7 +294,7 @@ class Writer {
   }
 
   std::string fill(const Frame& f) const {
-    if (o_.diff) return hex(diff_colour(value_of(f), base_of(f)));
+    if (o_.diff) return hex(diff_colour(value_of(f), value_of(f) - change_of(f)));
     if (f.merged) return kMergedFill;
     // The root "all" is no frame of the stacks: colour it as Other.
     FrameKind k = f.depth == 0 ? FrameKind::Other : kind_(name_of(f), f.depth - 1);

@@ -16,6 +16,7 @@ struct FlameStack {
   double value = 0;                 // bytes or objects; negative counts as 0
   double base = 0;                  // diff mode: the value in the base profile
   std::string note = {};            // optional extra tooltip line for the leaf ("95% CI [a; b]")
+  bool significant = true;          // diff mode: its change is beyond sampling noise (only such colour)
 };
 
 enum class FrameKind { Process, Program, Library, Allocator, Other };
@@ -26,6 +27,7 @@ struct FlameOptions {
   std::string unit = "bytes";  // "bytes" (printed with format_bytes) or "objects" (plain counts)
   bool icicle = false;         // root at the top
   bool diff = false;           // colour by value against base: red grows, blue shrinks, grey flat
+                               // (only the change of stacks marked significant colours)
   int width = 1200;            // pixels
 };
 

@@ -199,28 +199,6 @@ Result<std::string> render(const Recording& r, Format f, const RenderOptions& o)
   return "";
 }
 
-// Frame names with the process named without its pid: two recordings of one
-// program are compared across runs, whose pids differ.
-std::vector<std::string> diff_frames(const Recording& r, const RecSample& s, bool lines) {
-  std::vector<std::string> names = frame_names(r, s, lines);
-  names[0] = s.comm.empty() ? "?" : s.comm;
-  return names;
-}
-
-std::string render_diff_svg(const Recording& base, const Recording& now, const RenderOptions& o) {
-  std::map<std::vector<std::string>, std::pair<double, double>> merged;  // frames -> (now, base)
-  for (const RecSample& s : now.samples)
-    merged[diff_frames(now, s, o.lines)].first += s.totals.value(o.metric);
-  for (const RecSample& s : base.samples)
-    merged[diff_frames(base, s, o.lines)].second += s.totals.value(o.metric);
-  std::vector<FlameStack> stacks;
-  for (auto& [frames, v] : merged) stacks.push_back({frames, v.first, v.second});
-  FlameOptions f = flame_options(now, o, std::string("allocscope diff: ") + metric_name(o.metric));
-  f.subtitle = "base " + describe(base, o.metric) + "; new " + describe(now, o.metric);
-  f.diff = true;
-  return render_flamegraph(stacks, f);
-}
-
 Recording filter_samples(const Recording& r, const SampleFilter& f) {
   Recording out = r;
   out.samples.clear();

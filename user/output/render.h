@@ -32,15 +32,13 @@ struct RenderOptions {
   TopBy top_by = TopBy::Function;
   TopSort sort = TopSort::Value;
   size_t top = 20;                  // top: rows
+  bool per_second = false;          // diff: compare per second of each recording
   double long_lived_share = 0.5;    // long-lived: alive for more than this share of the recording
   std::string tool = "allocscope";  // pprof: comment naming the tool and version
 };
 
 // Fails only where an encoder can (pprof over its size limit).
 Result<std::string> render(const Recording& r, Format f, const RenderOptions& o);
-
-// A differential flame graph: NEW's frames, coloured by growth against BASE.
-std::string render_diff_svg(const Recording& base, const Recording& now, const RenderOptions& o);
 
 // Which samples to keep (report's --pid, --comm, --focus, --ignore).
 struct SampleFilter {

@@ -9,10 +9,8 @@
 #include "base/units.h"
 
 namespace allocscope {
-namespace {
+namespace {}  // namespace
 
-// Names come from ELF files, process names and profiles: a control
-// character (a newline in a crafted symbol) would forge lines of the table.
 std::string printable(const std::string& name) {
   std::string out;
   for (unsigned char c : name) {
@@ -26,6 +24,8 @@ std::string printable(const std::string& name) {
   }
   return out;
 }
+
+namespace {
 
 std::string stack_key(const std::vector<std::string>& names) {
   std::string key;

@@ -46,6 +46,11 @@ std::string render_table(const Recording& r, const RenderOptions& o);
 // A metric's value for people: "1.5 MiB" for bytes, "1500" for objects.
 std::string format_amount(double value, Metric m);
 
+// A name for a table line: control characters as \xNN. Names come from ELF
+// files, process names and profiles: a newline in a crafted symbol would
+// forge lines.
+std::string printable(const std::string& name);
+
 // "4.2 ms", "1.5 s": durations for people.
 std::string format_duration_ns(double ns);
 

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "host/files.h"
+#include "output/diff.h"
 #include "output/pprof.h"
 
 namespace allocscope {
@@ -44,9 +45,13 @@ Result<void> run(const ReportConfig& c) {
   if (c.diff_base.empty()) return write_outputs(shown, c.outputs, o);
   auto base = load(c.diff_base);
   if (!base) return fail(base.error());
-  std::string svg = render_diff_svg(filter_samples(*base, *filter), shown, o);
-  for (const OutputSpec& out : c.outputs)
-    if (auto ok = write_file_atomically(out.path, svg, out.mode); !ok) return ok;
+  Recording base_shown = filter_samples(*base, *filter);
+  for (const OutputSpec& out : c.outputs) {
+    std::string text = out.format == Format::Svg    ? render_diff_svg(base_shown, shown, o)
+                       : out.format == Format::Json ? render_diff_json(base_shown, shown, o)
+                                                    : render_diff_table(base_shown, shown, o);
+    if (auto ok = write_file_atomically(out.path, text, out.mode); !ok) return ok;
+  }
   return {};
 }
 
