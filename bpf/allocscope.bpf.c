@@ -72,9 +72,11 @@ static __always_inline bool take_live_share(__u32 tgid) {
       return true;
     }
   }
-  if (*held >= live_share) return false;
-  __sync_fetch_and_add(held, 1);
-  return true;
+  /* Taken first, then checked: threads of one process racing for the last
+   * entry cannot all pass a check made before any of them added. */
+  if (__sync_fetch_and_add(held, 1) < live_share) return true;
+  __sync_fetch_and_add(held, -1);
+  return false;
 }
 
 /* A live entry of the process is gone (freed, or its insert failed). Never
@@ -83,7 +85,7 @@ static __always_inline bool take_live_share(__u32 tgid) {
 static __always_inline void release_live_share(__u32 tgid) {
   if (!live_share) return;
   __u32 *held = bpf_map_lookup_elem(&process_live, &tgid);
-  if (held && *held) __sync_fetch_and_add(held, -1); /* 32-bit atomics: add only */
+  if (held && __sync_fetch_and_add(held, -1) == 0) __sync_fetch_and_add(held, 1); /* was at zero: undo */
 }
 
 /* Exact mode: the freed block's allocation leaves its stack's live total. */

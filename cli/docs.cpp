@@ -149,7 +149,11 @@ std::string man_synopsis(const CLI::App& sub) {
   std::string s = "\\fBallocscope " + roff(sub.get_name()) + "\\fR [\\fIOPTIONS\\fR]";
   for (const CLI::Option* p : visible(sub, true)) {
     std::string name = "\\fI" + roff(upper(p->get_name(true))) + "\\fR";
-    s += repeatable(*p) ? " [\\fB\\-\\-\\fR " + name + " ...]" : " " + name;
+    // A command to launch follows "--"; files are simply listed.
+    if (!repeatable(*p))
+      s += " " + name;
+    else
+      s += value_kind(*p).metavar == "COMMAND" ? " [\\fB\\-\\-\\fR " + name + " ...]" : " " + name + " ...";
   }
   return s;
 }
@@ -368,8 +372,10 @@ std::string zsh_completion(const CLI::App& app) {
     for (const CLI::Option* o : visible(*sub, false)) out << " \\\n        " << zsh_option(*o);
     for (const CLI::Option* p : visible(*sub, true))
       out << " \\\n        "
-          << single_quoted(repeatable(*p) ? "*::" + p->get_name(true) + ":_normal"
-                                          : ":" + p->get_name(true) + ":" + zsh_action(value_kind(*p)));
+          << single_quoted(!repeatable(*p) ? ":" + p->get_name(true) + ":" + zsh_action(value_kind(*p))
+                           : value_kind(*p).metavar == "COMMAND"
+                               ? "*::" + p->get_name(true) + ":_normal"
+                               : "*:" + p->get_name(true) + ":" + zsh_action(value_kind(*p)));
     out << " ;;\n";
   }
   out << "  esac\n"

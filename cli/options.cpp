@@ -387,8 +387,11 @@ CLI::App* add_report(CLI::App& app, ReportConfig& c, OptionText& t) {
       "  allocscope report heap.pb.gz --format folded --comm '^nginx' -o -\n"
       "  allocscope report --diff base.pb.gz new.pb.gz            what changed beyond sampling noise\n"
       "  allocscope report --diff base.pb.gz new.pb.gz -o diff.svg   significant growth red, shrinkage blue\n"
-      "  allocscope report --diff base.pb.gz new.pb.gz --per-second --by stack");
-  rep->add_option("file", c.input, "Recording written by allocscope record (pprof, .pb.gz)")
+      "  allocscope report --diff base.pb.gz new.pb.gz --per-second --by stack\n"
+      "  allocscope report --leaks heap.*.pb.gz                  live bytes growing steadily: leak suspects");
+  rep->add_option("file", c.inputs,
+                  "Recording written by allocscope record (pprof, .pb.gz); with --leaks, its interval "
+                  "profiles (heap.*.pb.gz)")
       ->type_name("FILE")
       ->check(CLI::ExistingFile);
   auto* diff =
@@ -441,12 +444,27 @@ CLI::App* add_report(CLI::App& app, ReportConfig& c, OptionText& t) {
   rep->add_flag(
       "--json", [&t](int64_t) { t.format = "json"; }, "Same as --format json: the table's data for scripts");
   rep->add_flag("--icicle", c.render.icicle, "Flame graphs top-down");
+  rep->add_flag("--leaks", c.leaks,
+                "FILE... are the interval profiles of one recording (record --interval): rank rows by the "
+                "growth of their live bytes, and call suspects those growing beyond sampling noise through "
+                "the series (Holm's correction over every row)");
   rep->add_flag("--per-second", c.render.per_second,
                 "With --diff: compare per second of each recording (recordings of different lengths)")
       ->needs(diff);
   add_estimate_options(rep, c.render);
   rep->callback([&c, &t] {
-    if (c.input.empty()) throw CLI::RequiredError("report needs a recording FILE");
+    if (c.inputs.empty()) throw CLI::RequiredError("report needs a recording FILE");
+    if (c.leaks) {
+      if (c.inputs.size() < 3 || !c.diff_base.empty())
+        throw CLI::ValidationError(
+            "--leaks reads a series of at least 3 interval profiles (record --interval), without --diff");
+      for (const OutputSpec& out : output_specs(t.outputs, t, t.format, "-", Format::Top))
+        if (out.format != Format::Top && out.format != Format::Json)
+          throw CLI::ValidationError(
+              "--leaks writes a table (.txt; stdout without -o) or JSON (.json): not " + out.path);
+      return;
+    }
+    if (c.inputs.size() > 1) throw CLI::ValidationError("report reads one FILE (several only with --leaks)");
     if (c.diff_base.empty()) return;
     for (const OutputSpec& out : output_specs(t.outputs, t, t.format, "-", Format::Top))
       if (out.format != Format::Top && out.format != Format::Json && out.format != Format::Svg)

@@ -254,6 +254,45 @@ TEST_F(Outputs, DiffCallsOnlyTheSiteThatGrew) {
   EXPECT_LE(pairs_with_false_calls, 2);
 }
 
+// report --leaks over record --interval's profiles: the site that leaks at a
+// known rate is the only suspect, its rate inside the interval; the churn
+// (2 MB/s freed at once) and the cache (1 MB filled at the start) are not.
+// Without the leak, nothing is suspected.
+TEST_F(Outputs, LeaksFindsTheLeakNotTheChurnOrTheCache) {
+  REQUIRE_BPF();
+  for (long leak : {400000L, 0L}) {
+    std::string dir = path("leak" + std::to_string(leak));
+    std::filesystem::create_directories(dir);
+    RunResult rec =
+        run({ALLOCSCOPE_BIN, "record", "-q", "--rate", "16KiB", "--interval", "1s", "-o", dir + "/heap.pb.gz",
+             "--", LEAKY_BIN, "--seconds", "6", "--leak", std::to_string(leak)});
+    ASSERT_EQ(rec.status, 0) << rec.err;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(rec.out, m, std::regex(R"(leaked (\d+) bytes in ([0-9.]+) s)"))) << rec.out;
+    double truth = std::stod(m[1]) / std::stod(m[2]);
+    std::vector<std::string> argv = {ALLOCSCOPE_BIN, "report", "--leaks", "--json"};
+    for (const auto& e : std::filesystem::directory_iterator(dir)) argv.push_back(e.path().string());
+    ASSERT_GE(argv.size(), 4u + 5) << "interval profiles: " << argv.size() - 4;
+    RunResult r = run(argv);
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << r.out;
+    std::set<std::string> suspects;
+    for (const auto& row : j["rows"]) {
+      if (!row["suspect"].get<bool>()) continue;
+      suspects.insert(row["name"]);
+      if (row["name"] == "site_leak") {
+        std::printf("  leak %.0f B/s: estimated %.0f B/s [%.0f; %.0f]\n", truth,
+                    row["growth_per_second"].get<double>(), row["interval"][0].get<double>(),
+                    row["interval"][1].get<double>());
+        EXPECT_LE(row["interval"][0].get<double>(), truth);
+        EXPECT_GE(row["interval"][1].get<double>(), truth);
+      }
+    }
+    EXPECT_EQ(suspects, leak ? std::set<std::string>{"site_leak"} : std::set<std::string>{}) << r.out;
+  }
+}
+
 // --interval: numbered snapshots, each complete; allocations split across
 // them add up to the truth, the live set carries over to the last.
 TEST_F(Outputs, IntervalSnapshotsAddUp) {

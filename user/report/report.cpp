@@ -4,6 +4,7 @@
 
 #include "host/files.h"
 #include "output/diff.h"
+#include "output/leaks.h"
 #include "output/pprof.h"
 
 namespace allocscope {
@@ -34,10 +35,31 @@ Result<SampleFilter> make_filter(const ReportConfig& c) {
   return f;
 }
 
+// --leaks: the series, filtered; one rate throughout.
+Result<void> run_leaks(const ReportConfig& c, const SampleFilter& filter) {
+  std::vector<Recording> series;
+  for (const std::string& path : c.inputs) {
+    auto r = load(path);
+    if (!r) return fail(r.error());
+    if (!series.empty() && r->rate != series.front().rate)
+      return fail(path + ": recorded at another rate than " + c.inputs.front() +
+                  ": --leaks reads the interval profiles of one recording");
+    series.push_back(filter_samples(*r, filter));
+  }
+  LeakReport leaks = find_leaks(series, c.render);
+  for (const OutputSpec& out : c.outputs) {
+    std::string text = out.format == Format::Json ? render_leak_json(leaks, c.render)
+                                                  : render_leak_table(leaks, c.render, series.size());
+    if (auto ok = write_file_atomically(out.path, text, out.mode); !ok) return ok;
+  }
+  return {};
+}
+
 Result<void> run(const ReportConfig& c) {
   auto filter = make_filter(c);
   if (!filter) return fail(filter.error());
-  auto now = load(c.input);
+  if (c.leaks) return run_leaks(c, *filter);
+  auto now = load(c.inputs.front());
   if (!now) return fail(now.error());
   RenderOptions o = c.render;
   o.metric = c.metric.value_or(now->default_metric);

@@ -12,8 +12,9 @@
 namespace allocscope {
 
 struct ReportConfig {
-  std::string input;                // pprof file (gzip or raw)
-  std::string diff_base;            // --diff BASE: input is the new profile
+  std::vector<std::string> inputs;  // pprof files (gzip or raw): one, or --leaks' series
+  std::string diff_base;            // --diff BASE: inputs[0] is the new profile
+  bool leaks = false;               // --leaks: inputs are interval profiles of one recording
   std::vector<OutputSpec> outputs;  // default: the top table on stdout
   RenderOptions render;
   std::optional<Metric> metric;  // default: the file's default sample type
