@@ -54,6 +54,11 @@ run_tests() {
   ctest --test-dir "$dir" --output-on-failure "$@" 2>&1 | tee "$log"
   local status=${PIPESTATUS[0]}
   set -e
+  # Outputs written over a device once replaced the machine's /dev/null.
+  if [ ! -c /dev/null ]; then
+    echo "dev.sh: /dev/null is no longer a device: a test replaced it" >&2
+    status=1
+  fi
   if [ -n "${CI:-}" ] && grep -qE '\*\*\*Skipped|\[  SKIPPED \]' "$log"; then
     echo "dev.sh: tests were skipped on CI; they must run here" >&2
     status=1

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "output/render.h"
 #include "temp_dir.h"
@@ -33,12 +34,47 @@ TEST(WriteFileAtomically, ReplacesAPlantedSymlinkNotItsTarget) {
   fs::path victim = dir.path / "victim", out = dir.path / "out.folded";
   std::ofstream(victim) << "precious";
   fs::create_symlink(victim, out);
+  ASSERT_EQ(::lchown(out.c_str(), 65534, 65534), 0) << "planted by another user (nobody)";
   ASSERT_TRUE(write_file_atomically(out.string(), "a;b 1\n"));
   EXPECT_EQ(slurp(victim), "precious");
   EXPECT_FALSE(fs::is_symlink(out));
   EXPECT_EQ(slurp(out), "a;b 1\n");
   size_t files = std::distance(fs::directory_iterator(dir.path), fs::directory_iterator{});
   EXPECT_EQ(files, 2u) << "a temporary file was left behind";
+}
+
+// A link of one's own (as /dev/stdout is root's) is followed, as a shell's
+// redirection would follow it: the file it names gets the output.
+TEST(WriteFileAtomically, FollowsItsOwnSymlink) {
+  TempDir dir;
+  fs::path file = dir.path / "real.folded", link = dir.path / "link.folded";
+  std::ofstream(file) << "old";
+  fs::create_symlink(file, link);
+  ASSERT_TRUE(write_file_atomically(link.string(), "a;b 1\n"));
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(slurp(file), "a;b 1\n");
+}
+
+// A device or a FIFO is written in place: /dev/null (here through a link of
+// our own, as -o /dev/stdout would be) stays the device it was, and a named
+// pipe's reader gets the output.
+TEST(WriteFileAtomically, DevicesAndFifosAreWrittenInPlace) {
+  TempDir dir;
+  fs::path to_null = dir.path / "null", fifo = dir.path / "fifo";
+  fs::create_symlink("/dev/null", to_null);
+  ASSERT_TRUE(write_file_atomically(to_null.string(), "discarded"));
+  struct stat st;
+  ASSERT_EQ(::stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "/dev/null was replaced";
+  EXPECT_TRUE(fs::is_symlink(to_null));
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string got;
+  std::thread reader([&] { got = slurp(fifo); });
+  ASSERT_TRUE(write_file_atomically(fifo.string(), "through the pipe"));
+  reader.join();
+  EXPECT_EQ(got, "through the pipe");
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_FALSE(write_file_atomically(dir.path.string(), "x")) << "a directory";
 }
 
 TEST(WriteFileAtomically, PrivateToRootWhenRunAsRoot) {

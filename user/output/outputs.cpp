@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <optional>
 
 #include "base/unique_fd.h"
@@ -43,11 +44,56 @@ void sync_directory(const std::string& path) {
   if (d) ::fsync(d.get());
 }
 
+// A character device or a FIFO (/dev/null, a named pipe a reader waits on)
+// is written in place, as a shell's redirection would: renaming a new file
+// over it would replace the device node itself.
+Result<void> write_in_place(const std::string& path, std::string_view content) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return fail_errno("write " + path, errno);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))
+    return fail("write " + path + ": changed while being opened");
+  if (auto ok = write_all(fd.get(), content); !ok)
+    return fail("write " + path + ": " + ok.error().message, ok.error().code);
+  return {};
+}
+
+// What is at `path` now decides how, and where, it is written: nothing or
+// a regular file is replaced atomically; a device or a FIFO is written in
+// place. A symbolic link made by someone else (planted in a shared
+// directory) is replaced, never followed; one of root's or the caller's own
+// (/dev/stdout) is followed, as a shell's redirection would.
+struct Target {
+  bool in_place = false;
+  std::string path;
+};
+Result<Target> target_of(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Target{false, path};
+    return fail_errno("write " + path, errno);
+  }
+  if (S_ISREG(st.st_mode)) return Target{false, path};
+  if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return Target{true, path};
+  if (!S_ISLNK(st.st_mode)) return fail("write " + path + ": not a regular file");
+  if (st.st_uid != 0 && st.st_uid != ::geteuid()) return Target{false, path};
+  std::unique_ptr<char, decltype(&std::free)> real(::realpath(path.c_str(), nullptr), &std::free);
+  if (!real) return Target{false, path};  // dangling: the link itself is replaced
+  if (::stat(real.get(), &st) != 0) return fail_errno("write " + path, errno);
+  if (S_ISREG(st.st_mode)) return Target{false, real.get()};
+  if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return Target{true, real.get()};
+  return fail("write " + path + ": not a regular file");
+}
+
 }  // namespace
 
 Result<void> write_file_atomically(const std::string& path, std::string_view content,
                                    std::optional<unsigned> mode) {
   if (path == "-") return write_stdout(content);
+  auto target = target_of(path);
+  if (!target) return fail(target.error());
+  if (target->in_place) return write_in_place(target->path, content);
+  if (target->path != path) return write_file_atomically(target->path, content, mode);
   // A fresh file of our own beside the target (O_EXCL: never a file or a
   // symlink someone planted, whatever its name), renamed over the target:
   // rename replaces a symlink at `path` itself, never what it points to.

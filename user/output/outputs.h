@@ -21,7 +21,9 @@ struct OutputSpec {
 // renames it into place, so a reader never sees a partial file and a failure
 // leaves none. "-" is standard output, whose errors (a full disk, a closed
 // pipe) are errors too. `mode`, when given, is the file's permissions
-// (umask aside), whoever runs allocscope.
+// (umask aside), whoever runs allocscope. A character device or a FIFO
+// (/dev/null) is written in place instead. A symbolic link of root's or the
+// caller's (/dev/stdout) is followed; anyone else's is replaced.
 Result<void> write_file_atomically(const std::string& path, std::string_view content,
                                    std::optional<unsigned> mode = std::nullopt);
 
