@@ -72,11 +72,12 @@ static __always_inline bool take_live_share(__u32 tgid) {
       return true;
     }
   }
-  /* Taken first, then checked: threads of one process racing for the last
-   * entry cannot all pass a check made before any of them added. */
-  if (__sync_fetch_and_add(held, 1) < live_share) return true;
-  __sync_fetch_and_add(held, -1);
-  return false;
+  /* Checked, then added (the add returns nothing before BPF v3): threads of
+   * one process racing for its last entry may each pass the check, so a
+   * share can be exceeded by one entry per CPU at most. */
+  if (*held >= live_share) return false;
+  __sync_fetch_and_add(held, 1);
+  return true;
 }
 
 /* A live entry of the process is gone (freed, or its insert failed). Never
@@ -85,7 +86,7 @@ static __always_inline bool take_live_share(__u32 tgid) {
 static __always_inline void release_live_share(__u32 tgid) {
   if (!live_share) return;
   __u32 *held = bpf_map_lookup_elem(&process_live, &tgid);
-  if (held && __sync_fetch_and_add(held, -1) == 0) __sync_fetch_and_add(held, 1); /* was at zero: undo */
+  if (held && *held) __sync_fetch_and_add(held, -1); /* 32-bit atomics: add only */
 }
 
 /* Exact mode: the freed block's allocation leaves its stack's live total. */

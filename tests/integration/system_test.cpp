@@ -411,7 +411,10 @@ TEST(AllProcesses, OneProcessCannotFillTheLiveTable) {
   std::printf("  live samples: big %llu, small %llu; refused by the share %llu\n",
               (unsigned long long)live[uint32_t(big.pid())], (unsigned long long)live[uint32_t(small.pid())],
               (unsigned long long)counters["dropped_live_share"]);
-  EXPECT_EQ(live[uint32_t(big.pid())], kShare);
+  // Exactly the share, or one more per CPU whose thread raced for the last
+  // entry (the kernel checks, then adds: bpf/allocscope.bpf.c).
+  EXPECT_GE(live[uint32_t(big.pid())], kShare);
+  EXPECT_LE(live[uint32_t(big.pid())], kShare + uint64_t(sysconf(_SC_NPROCESSORS_ONLN)));
   EXPECT_GT(counters["dropped_live_share"], 1000u) << "the big process keeps about 5,000 sampled blocks";
   EXPECT_GE(counters["dropped_live_map_full"], counters["dropped_live_share"]);
   EXPECT_GT(live[uint32_t(small.pid())], 10u);

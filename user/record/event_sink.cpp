@@ -111,7 +111,9 @@ void EventSink::on_stack(std::span<const uint8_t> data) {
   symbolizer_.add_mappings(pid_t(head.tgid), kernel_maps_);
   KnownStack s{*instance, head.fn, {}, {}};
   s.ips.resize(std::min<size_t>(head.nframes, AS_MAX_FRAMES));
-  std::memcpy(s.ips.data(), data.data() + offsetof(as_stack_event, frames), s.ips.size() * sizeof(uint64_t));
+  if (!s.ips.empty())  // a walk that found no frame: no copy (memcpy from or to null is undefined)
+    std::memcpy(s.ips.data(), data.data() + offsetof(as_stack_event, frames),
+                s.ips.size() * sizeof(uint64_t));
   if (head.stop == AS_STOP_NO_TABLE && data.size() >= sizeof(as_stack_event) + sizeof(as_deferred_walk) &&
       !s.ips.empty()) {
     as_deferred_walk walk;
