@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "output/diff.h"
+#include "output/leaks.h"
 #include "output/pprof.h"
 #include "output/render.h"
 
@@ -33,5 +35,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)render_diff_table(*r, *r, o);
   o.per_second = true;
   (void)render_diff_json(*r, *r, o);
+  LeakReport leaks = find_leaks({*r, *r, *r}, o);
+  (void)render_leak_table(leaks, o, 3);
+  (void)render_leak_json(leaks, o);
   return 0;
 }
