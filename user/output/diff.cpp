@@ -96,9 +96,7 @@ DiffTable diff_table(const Recording& base, const Recording& now, const RenderOp
 
 std::string render_diff_table(const Recording& base, const Recording& now, const RenderOptions& o) {
   DiffTable t = diff_table(base, now, o);
-  const char* what = o.top_by == TopBy::Stack     ? "stack"
-                     : o.top_by == TopBy::Process ? "process"
-                                                  : "function (as the allocator's direct caller)";
+  const char* what = row_kind(o.top_by);
   std::ostringstream out;
   out << metric_name(o.metric) << t.unit << ": base " << describe(base, o.metric) << "; new "
       << describe(now, o.metric) << "\n"

@@ -44,23 +44,21 @@ LeakReport find_leaks(std::vector<Recording> series, const RenderOptions& o) {
   if (series.size() < 3) return report;
   const int64_t start = series.front().time_nanos;
   const uint64_t rate = series.front().rate;
+  std::vector<double> seconds;  // end of each profile's interval, from the series' start
+  for (const Recording& r : series) seconds.push_back(double(r.time_nanos + r.duration_nanos - start) / 1e9);
   std::map<std::string, Track> tracks;
   for (size_t i = 0; i < series.size(); ++i) {
     const Recording& r = series[i];
-    double seconds = double(r.time_nanos + r.duration_nanos - start) / 1e9;
     for (const RecSample& s : r.samples) {
       auto key = row_key(r, s, o.top_by);
       if (!key) continue;
       Track& t = tracks[*key];
-      t.points.resize(series.size());
+      if (t.points.empty())  // a row first seen in a later profile: empty before, at every moment
+        for (double at : seconds) t.points.push_back({at, {}, {}});
       t.points[i].live.merge(s.totals.live_stats);
       t.points[i].allocated.merge(s.totals.alloc_stats);
       t.samples += s.totals.alloc_stats.samples + s.totals.alloc_stats.exact_objects;
       t.lifetimes.merge(s.totals.lifetimes);
-    }
-    for (auto& [key, t] : tracks) {
-      t.points.resize(series.size());
-      t.points[i].seconds = seconds;
     }
   }
   std::vector<double> p;
@@ -71,8 +69,7 @@ LeakReport find_leaks(std::vector<Recording> series, const RenderOptions& o) {
     const IntervalStats& end = t.points.back().live;
     row.live_at_end = end.bytes_estimate();
     row.kept_share = row.growth.allocated > 0
-                         ? row.growth.per_second *
-                               (t.points[row.growth.last].seconds - t.points[row.growth.first].seconds) /
+                         ? row.growth.per_second * (seconds[row.growth.last] - seconds[row.growth.first]) /
                                row.growth.allocated
                          : 0;
     row.live_share = t.samples ? double(end.samples + end.exact_objects) / double(t.samples) : 0;
@@ -91,19 +88,14 @@ LeakReport find_leaks(std::vector<Recording> series, const RenderOptions& o) {
     if (a.suspect != b.suspect) return a.suspect;
     return a.growth.per_second > b.growth.per_second;
   });
-  const Growth& any = report.rows.empty() ? Growth{} : report.rows[0].growth;
-  if (!tracks.empty()) {
-    const std::vector<LivePoint>& pts = tracks.begin()->second.points;
-    report.span_seconds = pts[any.last].seconds - pts[any.first].seconds;
-  }
+  if (!report.rows.empty())
+    report.span_seconds = seconds[report.rows[0].growth.last] - seconds[report.rows[0].growth.first];
   return report;
 }
 
 std::string render_leak_table(const LeakReport& r, const RenderOptions& o, size_t files) {
   std::ostringstream out;
-  const char* what = o.top_by == TopBy::Stack     ? "stack"
-                     : o.top_by == TopBy::Process ? "process"
-                                                  : "function (as the allocator's direct caller)";
+  const char* what = row_kind(o.top_by);
   char line[512];
   std::snprintf(
       line, sizeof line,

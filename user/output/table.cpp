@@ -64,6 +64,12 @@ double long_lived_ns(const Recording& r, const RenderOptions& o) {
 
 }  // namespace
 
+const char* row_kind(TopBy by) {
+  return by == TopBy::Stack     ? "stack"
+         : by == TopBy::Process ? "process"
+                                : "function (as the allocator's direct caller)";
+}
+
 std::string format_amount(double v, Metric m) {
   if (metric_is_bytes(m)) return format_bytes(v);
   char buf[32];
@@ -143,9 +149,7 @@ std::string render_table(const Recording& r, const RenderOptions& o) {
   std::ostringstream out;
   out << metric_name(o.metric) << ": " << describe(r, o.metric) << "; " << o.confidence * 100
       << "% intervals; long-lived: alive > " << format_duration_ns(ll) << "\n";
-  const char* what = o.top_by == TopBy::Stack     ? "stack"
-                     : o.top_by == TopBy::Process ? "process"
-                                                  : "function (as the allocator's direct caller)";
+  const char* what = row_kind(o.top_by);
   Loss loss = loss_of(r);
   char line[256];
   std::snprintf(line, sizeof line, "%11s  %-25s %7s %11s %8s %10s %6s %6s  %s\n", "estimate", "interval",

@@ -46,6 +46,10 @@ std::string render_table(const Recording& r, const RenderOptions& o);
 // A metric's value for people: "1.5 MiB" for bytes, "1500" for objects.
 std::string format_amount(double value, Metric m);
 
+// What a row of a table is, for its header: "function (as the allocator's
+// direct caller)", "stack" or "process".
+const char* row_kind(TopBy by);
+
 // A name for a table line: control characters as \xNN. Names come from ELF
 // files, process names and profiles: a newline in a crafted symbol would
 // forge lines.
