@@ -179,6 +179,10 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, OptionText& t) {
       "  allocscope record -p 1234 --rate 1 -o exact.folded          exact mode: every allocation\n"
       "  allocscope record -p 1234 --metric inuse_space -o live.svg  what is still allocated at the end\n"
       "  allocscope record -p 1234 --interval 30s -o heap.pb.gz      heap.1.pb.gz, heap.2.pb.gz, ...\n"
+      "  allocscope record --peak -o heap.pb.gz -- ./batch-job       also heap.peak.pb.gz: in use at the "
+      "high point\n"
+      "  allocscope record -p 1234 --snapshot-above 2GiB -o heap.pb.gz  heap.above-1.pb.gz before an OOM "
+      "kill\n"
       "  allocscope record -p 12,34 -d 10 -o both.pb.gz              several processes in one recording\n"
       "  allocscope record --all -d 60 -o host.folded                every process on the machine\n"
       "  allocscope record --all --comm '^(nginx|php)' -o web.svg    every process whose name matches\n"
@@ -222,6 +226,25 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, OptionText& t) {
                   "allocations and the live set at its end")
       ->type_name("TIME")
       ->check(parsed_by(parse_duration_ms, "interval"));
+  rec->add_flag("--peak", c.peak,
+                "Also write the in-use profile at the moment the estimate of live bytes (over everything "
+                "recorded) was highest, beside each output file: heap.pb.gz -> heap.peak.pb.gz");
+  rec->add_option("--snapshot-above", t.snapshot_above,
+                  "Write the in-use profile whenever the estimate of live bytes crosses SIZE (2GiB), "
+                  "beside each output file: heap.above-1.pb.gz, ...; the next waits until it falls below "
+                  "90 % of SIZE and crosses again")
+      ->type_name("SIZE")
+      ->check(parsed_by(
+          [](const std::string& v) {
+            auto n = parse_bytes(v);
+            return n && *n >= 1;
+          },
+          "size (1 byte or more)"));
+  rec->add_option("--max-snapshots", c.max_snapshots,
+                  "--snapshot-above writes at most N files; later crossings are counted")
+      ->type_name("N")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 100000u));
   rec->add_flag("--icicle", c.render.icicle, "Flame graphs top-down (root at the top)");
   add_sampling_options(rec, c, t);
   add_estimate_options(rec, c.render);
@@ -263,6 +286,10 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, OptionText& t) {
           "--comm, --cgroup and --unit filter system-wide recordings: add --all or --children");
     if (c.no_free && t.metric.starts_with("inuse"))
       throw CLI::ValidationError("--metric " + t.metric + " needs free probed: drop --no-free");
+    if (c.no_free && (c.peak || !t.snapshot_above.empty()))
+      throw CLI::ValidationError(
+          "--peak and --snapshot-above follow live bytes, which need free probed: "
+          "drop --no-free");
   });
   return rec;
 }
@@ -283,6 +310,7 @@ void finish_record(RecordConfig& c, const OptionText& t) {
   finish_sampling(c, t);
   c.metric = *parse_metric(t.metric);
   if (!t.interval.empty()) c.interval_ms = *parse_duration_ms(t.interval);
+  if (!t.snapshot_above.empty()) c.snapshot_above = *parse_bytes(t.snapshot_above);
   c.outputs = output_specs(t.outputs, t, t.format, "allocscope.folded", Format::Folded);
   if (*t.children_flag) c.children = t.children;
 }

@@ -16,6 +16,7 @@ namespace allocscope {
 // Options kept as text by CLI11 and converted once parsing succeeded.
 struct OptionText {
   std::string rate = "512KiB", duration, metric = "alloc_space", ringbuf = "16MiB", probe_mode = "auto";
+  std::string snapshot_above;
   std::string format, interval, by = "function", sort = "value", unwind = "dwarf", duty, output_mode;
   std::vector<std::string> outputs;
   bool children = false;

@@ -4,9 +4,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -290,6 +292,58 @@ TEST_F(Outputs, LeaksFindsTheLeakNotTheChurnOrTheCache) {
       }
     }
     EXPECT_EQ(suspects, leak ? std::set<std::string>{"site_leak"} : std::set<std::string>{}) << r.out;
+  }
+}
+
+// Live bytes per allocating function (the allocator's caller) in a saved profile.
+std::map<std::string, double> live_by_site(const std::string& file) {
+  std::map<std::string, double> live;
+  auto rec = decode_pprof(slurp(file));
+  EXPECT_TRUE(rec) << file << ": " << (rec ? "" : rec.error().message);
+  if (!rec) return live;
+  for (const RecSample& s : rec->samples) {
+    std::vector<std::string> names = frame_names(*rec, s);
+    live[names.size() >= 2 ? names[names.size() - 2] : "?"] += s.totals.live_bytes;
+  }
+  return live;
+}
+
+// --peak: the in-use profile at the high point (site_burst's bytes, held for
+// half a second, then freed), where the end's shows only site_steady.
+// Exact mode gives the very bytes; sampling estimates them.
+// --snapshot-above: one file when live bytes cross the threshold (the burst),
+// none for the steady part below it.
+TEST_F(Outputs, PeakAndSnapshotAboveShowTheHighPointNotTheEnd) {
+  REQUIRE_BPF();
+  const double burst = 20000000, steady = 5000000;
+  for (std::string rate : {"1", "64KiB"}) {
+    std::string dir = path("peak" + rate);
+    std::filesystem::create_directories(dir);
+    RunResult rec = run({ALLOCSCOPE_BIN, "record", "-q", "--rate", rate, "--peak", "--snapshot-above", "12MB",
+                         "-o", dir + "/heap.pb.gz", "--", PHASES_BIN, "--burst", "20000000", "--steady",
+                         "5000000", "--hold", "0.5"});
+    ASSERT_EQ(rec.status, 0) << rec.err;
+    auto end = live_by_site(dir + "/heap.pb.gz");
+    auto peak = live_by_site(dir + "/heap.peak.pb.gz");
+    auto above = live_by_site(dir + "/heap.above-1.pb.gz");
+    EXPECT_FALSE(std::filesystem::exists(dir + "/heap.above-2.pb.gz"));
+    std::printf("  rate %s: peak site_burst %.0f (truth %.0f), end site_steady %.0f (truth %.0f)\n",
+                rate.c_str(), peak["site_burst"], burst, end["site_steady"], steady);
+    EXPECT_EQ(end["site_burst"], 0);
+    EXPECT_EQ(peak["site_steady"], 0);
+    EXPECT_EQ(above["site_steady"], 0);
+    double above_total = 0;
+    for (const auto& [site, bytes] : above) above_total += bytes;
+    EXPECT_GE(above_total, 12e6);
+    if (rate == "1") {
+      EXPECT_EQ(peak["site_burst"], burst);
+      EXPECT_EQ(end["site_steady"], steady);
+    } else {
+      // Standard deviation of a byte estimate at rate R: about sqrt(bytes R).
+      double sd = std::sqrt(burst * 65536);
+      EXPECT_NEAR(peak["site_burst"], burst, 6 * sd);
+      EXPECT_NEAR(end["site_steady"], steady, 6 * std::sqrt(steady * 65536));
+    }
   }
 }
 

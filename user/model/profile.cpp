@@ -89,7 +89,9 @@ std::optional<uint32_t> Profile::intern(uint32_t pid, uint16_t fn, std::span<con
 }
 
 void Profile::add_exact(uint32_t stack, const ExactDelta& d) {
+  live_changing(stack);
   StackTotals& t = stacks_[stack].totals;
+  live_bytes_ += double(d.alloc_bytes) - double(d.free_bytes);
   t.alloc_objects += double(d.allocs);
   t.alloc_bytes += double(d.alloc_bytes);
   t.samples += d.allocs;
@@ -103,7 +105,9 @@ void Profile::add_exact(uint32_t stack, const ExactDelta& d) {
 }
 
 void Profile::release_live(uint32_t stack) {
+  live_changing(stack);
   StackTotals& t = stacks_[stack].totals;
+  live_bytes_ -= t.live_bytes;
   t.live_objects = t.live_bytes = 0;
   t.live_samples = 0;
   t.live_stats = {};
@@ -137,12 +141,15 @@ void Profile::on_alloc(const AllocSample& s) {
     counters_.live_full_bytes += s.size;
     return;
   }
+  live_changing(*id);
   live_[s.pid].emplace(s.addr, LiveEntry{*id, w.objects, w.bytes, s.size, s.offset, s.ts_ns});
   ++live_count_;
   t.live_objects += w.objects;
   t.live_bytes += w.bytes;
   ++t.live_samples;
   t.live_stats.add_sample(s.size, s.offset, rate_);
+  live_bytes_ += w.bytes;
+  settle_peak(s.ts_ns);
 }
 
 void Profile::reset_alloc_totals() {
@@ -211,6 +218,10 @@ std::vector<uint32_t> Profile::forget(const std::function<bool(const StackRecord
     }
     set = set->second.empty() ? live_.erase(set) : std::next(set);
   }
+  // The peak's journal names stacks by their old indices: it starts again.
+  peak_.reset();
+  live_bytes_ = 0;
+  for (const StackRecord& s : stacks_) live_bytes_ += s.totals.live_bytes;
   std::unordered_map<uint32_t, std::vector<uint64_t>> times;
   for (auto& [stack, ts] : live_times_)
     if (remap[stack] != kGone) times.emplace(remap[stack], std::move(ts));
@@ -230,6 +241,8 @@ std::vector<DurationHistogram> Profile::live_ages(uint64_t now_ns) const {
 
 // Takes a live sample out of its stack's totals (the caller erases it).
 void Profile::unlive(const LiveEntry& e) {
+  live_changing(e.stack);
+  live_bytes_ -= e.bytes;
   StackTotals& t = stacks_[e.stack].totals;
   t.live_objects -= e.objects;
   t.live_bytes -= e.bytes;
@@ -237,5 +250,25 @@ void Profile::unlive(const LiveEntry& e) {
   t.live_stats.remove_sample(e.size, e.offset, rate_);
   --live_count_;
 }
+
+LiveSide live_side(const StackTotals& t) {
+  return {t.live_objects, t.live_bytes, t.live_samples, t.live_stats};
+}
+
+std::vector<LiveSide> Profile::live_sides() const {
+  std::vector<LiveSide> sides;
+  sides.reserve(stacks_.size());
+  for (const StackRecord& s : stacks_) sides.push_back(live_side(s.totals));
+  return sides;
+}
+
+// A stack's live side is about to change: the peak's journal keeps its
+// value now (or, once the journal is full, the peak is copied whole).
+void Profile::live_changing(uint32_t stack) {
+  if (keep_peak_ && peak_.before_change(stack, live_side(stacks_[stack].totals), stacks_.size()))
+    peak_.keep_whole(live_sides());
+}
+
+std::vector<LiveSide> Profile::live_at_peak() const { return peak_.at_peak(live_sides()); }
 
 }  // namespace allocscope

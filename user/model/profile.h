@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "model/peak.h"
 #include "stats/intervals.h"
 #include "stats/lifetimes.h"
 
@@ -36,6 +37,8 @@ struct StackTotals {
   const IntervalStats& stats(Metric m) const;
   void merge(const StackTotals& other);
 };
+
+LiveSide live_side(const StackTotals& t);
 
 // A stack's totals at the start of a window: the baseline of a delta, as
 // Go's net/http/pprof takes it for ?seconds=N.
@@ -121,6 +124,19 @@ class Profile {
   static constexpr uint32_t kGone = UINT32_MAX;
   std::vector<uint32_t> forget(const std::function<bool(const StackRecord&)>& drop);
 
+  // Keeps the in-use profile at the highest live estimate from now on.
+  void keep_peak() { keep_peak_ = true; }
+  // Exact mode: the changes the kernel's totals made (add_exact,
+  // release_live) end one step, at ts_ns. Sampling mode settles by itself.
+  void settle_peak(uint64_t ts_ns) {
+    if (keep_peak_) peak_.settle(live_bytes_, ts_ns);
+  }
+  const PeakKeeper& peak() const { return peak_; }
+  // Every stack's live side at the peak (indexed like stacks()).
+  std::vector<LiveSide> live_at_peak() const;
+  // The estimate of bytes live now, over every stack.
+  double live_bytes() const { return live_bytes_; }
+
   uint64_t rate() const { return rate_; }
   const std::vector<StackRecord>& stacks() const { return stacks_; }
   const ProfileCounters& counters() const { return counters_; }
@@ -138,6 +154,8 @@ class Profile {
   // Live samples per process, so that an ended process drops its own at once.
   using LiveSet = std::unordered_map<uint64_t, LiveEntry>;  // address -> sample
   void unlive(const LiveEntry& e);
+  void live_changing(uint32_t stack);
+  std::vector<LiveSide> live_sides() const;
 
   uint64_t rate_;
   size_t max_stacks_, max_live_;
@@ -148,6 +166,9 @@ class Profile {
   uint64_t next_serial_ = 1;
   ProfileCounters counters_;
   std::unordered_map<uint32_t, std::vector<uint64_t>> live_times_;  // exact mode
+  double live_bytes_ = 0;
+  bool keep_peak_ = false;
+  PeakKeeper peak_;
 };
 
 }  // namespace allocscope

@@ -127,12 +127,16 @@ Result<void> write_file_atomically(const std::string& path, std::string_view con
   return {};
 }
 
-std::string numbered_path(const std::string& path, unsigned n) {
+std::string tagged_path(const std::string& path, const std::string& tag) {
   size_t slash = path.rfind('/');
   size_t dot = path.find('.', slash == std::string::npos ? 0 : slash + 1);
   if (dot == std::string::npos || dot == (slash == std::string::npos ? 0 : slash + 1))
-    return path + "." + std::to_string(n);
-  return path.substr(0, dot) + "." + std::to_string(n) + path.substr(dot);
+    return path + "." + tag;
+  return path.substr(0, dot) + "." + tag + path.substr(dot);
+}
+
+std::string numbered_path(const std::string& path, unsigned n) {
+  return tagged_path(path, std::to_string(n));
 }
 
 Result<void> write_outputs(const Recording& r, const std::vector<OutputSpec>& outputs,

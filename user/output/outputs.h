@@ -29,6 +29,8 @@ Result<void> write_file_atomically(const std::string& path, std::string_view con
 
 // "heap.pb.gz", 3 -> "heap.3.pb.gz": numbered outputs of --interval.
 std::string numbered_path(const std::string& path, unsigned n);
+// "heap.pb.gz", "peak" -> "heap.peak.pb.gz": an output's companions.
+std::string tagged_path(const std::string& path, const std::string& tag);
 
 // Renders and writes every output, each whatever became of the others; the
 // error names all that failed.

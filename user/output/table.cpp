@@ -1,6 +1,7 @@
 #include "output/table.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -165,13 +166,16 @@ std::string render_table(const Recording& r, const RenderOptions& o) {
                                ? "-"
                                : "[" + format_amount(e.interval.lo, o.metric) + "; " +
                                      format_amount(e.interval.hi, o.metric) + "]";
-    std::snprintf(line, sizeof line, "%11s  %-25s %6.2f%% %11s %8llu %10s %5.0f%% %5.0f%%  ",
+    // No lifetime evidence (a peak profile keeps none): "-", not 0 %.
+    bool aged = l.freed + row.flat.live_ages.count() > 0;
+    auto share = [&](double s) { return aged ? std::to_string(int(std::lround(100 * s))) + "%" : "-"; };
+    std::snprintf(line, sizeof line, "%11s  %-25s %6.2f%% %11s %8llu %10s %6s %6s  ",
                   format_amount(e.value, o.metric).c_str(), interval.c_str(),
                   total > 0 ? 100 * e.value / total : 0.0,
                   format_amount(row.cum != 0 ? row.cum : e.value, o.metric).c_str(),
                   (unsigned long long)(st.samples + st.exact_objects),
-                  l.freed ? format_duration_ns(l.median_ns).c_str() : "-", 100 * l.live_share,
-                  100 * l.long_lived_share);
+                  l.freed ? format_duration_ns(l.median_ns).c_str() : "-", share(l.live_share).c_str(),
+                  share(l.long_lived_share).c_str());
     out << line << printable(row.name) << "\n";
   }
   return out.str();

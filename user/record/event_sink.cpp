@@ -51,6 +51,7 @@ bool EventSink::operator()(std::span<const uint8_t> data) {
   std::memcpy(&kind, data.data(), sizeof kind);
   if (kind == AS_EV_ALLOC) {
     on_alloc(data);
+    if (profile_.live_bytes() >= yield_above_bytes_) return false;
   } else if (kind == AS_EV_FREE && data.size() >= sizeof(as_event)) {
     as_event e;
     std::memcpy(&e, data.data(), sizeof e);

@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -41,6 +42,8 @@ class EventSink {
   // (the deadline set by yield_at has passed).
   bool operator()(std::span<const uint8_t> data);
   void yield_at(uint64_t monotonic_ms) { yield_at_ms_ = monotonic_ms; }
+  // ... and once the live estimate reaches `bytes` (--snapshot-above).
+  void yield_above(double bytes) { yield_above_bytes_ = bytes; }
 
   // Exact mode: folds the kernel's totals (all of them, read at once) into
   // the profile, as what changed since the last call.
@@ -118,6 +121,7 @@ class EventSink {
   uint64_t stack_lost_ = 0, stack_lost_bytes_ = 0, table_full_ = 0, table_full_bytes_ = 0;
   uint64_t other_rate_ = 0;
   uint64_t yield_at_ms_ = UINT64_MAX;
+  double yield_above_bytes_ = INFINITY;
   uint32_t events_since_clock_ = 0;
 };
 

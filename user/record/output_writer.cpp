@@ -1,5 +1,7 @@
 #include "record/output_writer.h"
 
+#include <sys/stat.h>
+
 #include <string>
 
 #include "output/outputs.h"
@@ -16,14 +18,40 @@ Recording saved_recording(const Profile& profile, Symbolizer& symbolizer, const 
   return saved ? *saved : r;
 }
 
+namespace {
+
+RenderOptions render_options(const RecordConfig& config, Metric metric) {
+  RenderOptions o = config.render;
+  o.metric = metric;
+  o.tool = std::string("allocscope ") + ALLOCSCOPE_VERSION_STRING;
+  return o;
+}
+
+bool is_device_or_stdout(const std::string& path) {
+  struct stat st;
+  return path == "-" || (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode));
+}
+
+}  // namespace
+
 Result<void> write_record_outputs(const Recording& recording, const RecordConfig& config, unsigned number) {
   std::vector<OutputSpec> outputs = config.outputs;
   if (number)
     for (OutputSpec& o : outputs) o.path = numbered_path(o.path, number);
-  RenderOptions o = config.render;
-  o.metric = config.metric;
-  o.tool = std::string("allocscope ") + ALLOCSCOPE_VERSION_STRING;
-  return write_outputs(recording, outputs, o);
+  return write_outputs(recording, outputs, render_options(config, config.metric));
+}
+
+Result<void> write_tagged_outputs(const Recording& recording, const RecordConfig& config,
+                                  const std::string& tag) {
+  std::vector<OutputSpec> outputs;
+  for (OutputSpec o : config.outputs) {
+    if (is_device_or_stdout(o.path)) continue;
+    o.path = tagged_path(o.path, tag);
+    outputs.push_back(std::move(o));
+  }
+  // The profile holds in-use figures only: an allocation metric shows none.
+  Metric m = config.metric == Metric::InuseObjects ? Metric::InuseObjects : Metric::InuseSpace;
+  return write_outputs(recording, outputs, render_options(config, m));
 }
 
 }  // namespace allocscope

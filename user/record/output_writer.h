@@ -20,5 +20,10 @@ Recording saved_recording(const Profile& profile, Symbolizer& symbolizer, const 
 
 // Every output `config` asks for, numbered `number` when it is not 0.
 Result<void> write_record_outputs(const Recording& recording, const RecordConfig& config, unsigned number);
+// An in-use profile (the peak, a --snapshot-above) beside every output
+// written to a file, tagged: heap.pb.gz -> heap.peak.pb.gz. Standard output
+// and devices (/dev/null) get none.
+Result<void> write_tagged_outputs(const Recording& recording, const RecordConfig& config,
+                                  const std::string& tag);
 
 }  // namespace allocscope

@@ -30,6 +30,9 @@ struct RecordConfig {
   uint64_t duration_ms = 0;             // 0: until the target exits or a signal
   std::vector<OutputSpec> outputs;      // default: allocscope.folded
   uint64_t interval_ms = 0;             // > 0: numbered outputs every interval
+  bool peak = false;                    // --peak: also the in-use profile at the highest live estimate
+  uint64_t snapshot_above = 0;          // > 0: the in-use profile whenever live bytes cross this
+  uint32_t max_snapshots = 100;         // --snapshot-above files at most; more crossings are counted
   // Duty cycle (the agent's --duty): probes attached for the first
   // duty_on_ms of every duty_period_ms; 0: always attached.
   uint64_t duty_on_ms = 0, duty_period_ms = 0;

@@ -4,12 +4,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "base/units.h"
 #include "host/env_command.h"
 #include "host/preload_library.h"
 #include "host/process.h"
@@ -90,7 +92,9 @@ struct LoopEnd {
 class Recorder final : public LiveView {
  public:
   Recorder(const RecordConfig& c, RecordObserver* observer)
-      : config_(c), observer_(observer), profile_(c.rate, c.max_stacks, c.max_live) {}
+      : config_(c), observer_(observer), profile_(c.rate, c.max_stacks, c.max_live) {
+    if (c.peak) profile_.keep_peak();
+  }
   // Before the session goes: the observer must not wake it any more.
   ~Recorder() override {
     if (observer_) observer_->set_wake(nullptr);
@@ -124,6 +128,8 @@ class Recorder final : public LiveView {
   RecordingMeta meta(uint64_t duration_ms);
   std::vector<uint32_t> stacks_of(const InstanceSelector& keep) const;
   Result<void> write(unsigned number, uint64_t duration_ms);
+  void watch_live(uint64_t start_ms);
+  Result<void> write_peak(uint64_t start_ms);
   int finish(std::vector<Target>& targets, const LoopEnd& loop);
 
   const RecordConfig& config_;
@@ -133,6 +139,8 @@ class Recorder final : public LiveView {
   std::unique_ptr<SessionParts> parts_;
   uint64_t last_sweep_ms_ = 0;
   uint64_t duty_windows_ = 0, duty_lost_ = 0;
+  bool above_ = false;  // live bytes crossed --snapshot-above, and have not fallen back
+  uint64_t snapshots_ = 0, snapshots_missed_ = 0;
   int64_t start_wall_ns_ = 0;
   std::string preload_library_;  // --preload: liballocscope-preload.so
 };
@@ -301,6 +309,7 @@ Result<LoopEnd> Recorder::loop(std::vector<Target>& targets) {
     uint64_t next_stop = config_.duration_ms ? l.start + config_.duration_ms : UINT64_MAX;
     parts_->sink.yield_at(std::min({next_interval, next_stop, now + 1000}));
     if (auto n = parts_->session->poll(100); !n) return fail(n.error());
+    watch_live(l.start);
     if (parts_->libraries.has_pending()) parts_->libraries.retry_pending(now_ms());
     sweep_exact_live(now_ms());
     if (config_.duty_period_ms) duty_step(now_ms() - l.start);
@@ -361,7 +370,50 @@ RecordingState Recorder::state() const {
 void Recorder::absorb_exact() {
   if (!exact_mode(config_)) return;
   parts_->sink.absorb_exact(parts_->session->exact_totals());
+  profile_.settle_peak(monotonic_ns());
   if (!config_.no_free) parts_->sink.set_live_times(parts_->session->live_entries());
+}
+
+// After each poll: --snapshot-above's trigger. The sink returns to the loop
+// as soon as live bytes reach the threshold, so the snapshot is of that
+// moment, not of the next deadline. Once taken, the next one waits until
+// live bytes fall below 90 % of the threshold and cross it again.
+void Recorder::watch_live(uint64_t start_ms) {
+  if (exact_mode(config_) && (config_.peak || config_.snapshot_above)) absorb_exact();
+  if (!config_.snapshot_above) return;
+  double threshold = double(config_.snapshot_above), live = profile_.live_bytes();
+  if (above_ && live < 0.9 * threshold) above_ = false;
+  if (!above_ && live >= threshold) {
+    above_ = true;
+    if (snapshots_ >= config_.max_snapshots) {
+      ++snapshots_missed_;
+    } else {
+      RecordingMeta m = meta(now_ms() - start_ms);
+      if (config_.metric != Metric::InuseObjects) m.metric = Metric::InuseSpace;
+      std::string tag = "above-" + std::to_string(++snapshots_);
+      auto ok = write_tagged_outputs(saved_recording(profile_, symbolizer_, m, parts_->sink.origins()),
+                                     config_, tag);
+      if (!ok) print_error(ok.error());
+      if (!config_.quiet)
+        std::fprintf(stderr, "\nallocscope: %s live (above %s): wrote the %s in-use profile\n",
+                     format_bytes(live).c_str(), format_bytes(threshold).c_str(), tag.c_str());
+    }
+  }
+  parts_->sink.yield_above(above_ ? INFINITY : threshold);
+}
+
+// --peak: the in-use profile at the highest live estimate of the recording.
+Result<void> Recorder::write_peak(uint64_t start_ms) {
+  const PeakKeeper& peak = profile_.peak();
+  if (!config_.peak || !peak.seen() || config_.outputs.empty()) return {};
+  uint64_t since_start_ms = peak.ts_ns() / 1000000 > start_ms ? peak.ts_ns() / 1000000 - start_ms : 0;
+  RecordingMeta m = meta(since_start_ms);
+  m.time_nanos = start_wall_ns_;
+  if (config_.metric != Metric::InuseObjects) m.metric = Metric::InuseSpace;
+  m.counters.emplace_back("peak_live_bytes", uint64_t(std::max(0.0, peak.bytes())));
+  m.counters.emplace_back("peak_at_ms", since_start_ms);
+  return write_tagged_outputs(build_peak_recording(profile_, symbolizer_, m, parts_->sink.origins()), config_,
+                              "peak");
 }
 
 NamedCounters Recorder::counters() {
@@ -464,11 +516,16 @@ int Recorder::finish(std::vector<Target>& targets, const LoopEnd& l) {
     std::fprintf(stderr, "allocscope: the traced processes exited; inuse shows what they held at exit\n");
   auto written = write(config_.interval_ms ? l.interval + 1 : 0, l.end - l.interval_start);
   if (!written) print_error(written.error());
-  if (!config_.quiet) print_summary(state(), config_, l.end - l.start);
+  auto peak = write_peak(l.start);
+  if (!peak) print_error(peak.error());
+  if (!config_.quiet) {
+    print_summary(state(), config_, l.end - l.start);
+    print_live_peaks(profile_, config_, l.start, snapshots_, snapshots_missed_);
+  }
   // A signal is passed on to a launched command; after --duration it runs on
   // untraced and allocscope waits for it.
   int status = launched ? targets.front().finish(l.target_gone ? 0 : stop_signal()) : 0;
-  if (!written) return 1;
+  if (!written || !peak) return 1;
   return status;
 }
 

@@ -125,14 +125,23 @@ void put_program_first(Recording& r) {
 
 }  // namespace
 
-Recording build_recording(const Profile& profile, Symbolizer& symbolizer, const RecordingMeta& meta,
-                          const std::vector<StackOrigin>& origins, const StackChoice* choice) {
+namespace {
+
+Recording empty_recording(const RecordingMeta& meta) {
   Recording r;
   r.rate = meta.rate;
   r.time_nanos = meta.time_nanos;
   r.duration_nanos = meta.duration_nanos;
   r.default_metric = meta.metric;
   r.counters = meta.counters;
+  return r;
+}
+
+}  // namespace
+
+Recording build_recording(const Profile& profile, Symbolizer& symbolizer, const RecordingMeta& meta,
+                          const std::vector<StackOrigin>& origins, const StackChoice* choice) {
+  Recording r = empty_recording(meta);
   Builder b(symbolizer, r);
   std::vector<DurationHistogram> ages = profile.live_ages(meta.now_ns);
   auto add = [&](uint32_t i) {
@@ -149,6 +158,24 @@ Recording build_recording(const Profile& profile, Symbolizer& symbolizer, const 
     for (uint32_t i : choice->stacks) add(i);
   else
     for (uint32_t i = 0; i < profile.stacks().size(); ++i) add(i);
+  put_program_first(r);
+  return r;
+}
+
+Recording build_peak_recording(const Profile& profile, Symbolizer& symbolizer, const RecordingMeta& meta,
+                               const std::vector<StackOrigin>& origins) {
+  Recording r = empty_recording(meta);
+  Builder b(symbolizer, r);
+  std::vector<LiveSide> peak = profile.live_at_peak();
+  for (uint32_t i = 0; i < profile.stacks().size(); ++i) {
+    if (peak[i].samples == 0 && peak[i].objects == 0) continue;
+    StackTotals totals;
+    totals.live_objects = peak[i].objects;
+    totals.live_bytes = peak[i].bytes;
+    totals.live_samples = peak[i].samples;
+    totals.live_stats = peak[i].stats;
+    r.samples.push_back(sample_of(b, profile.stacks()[i], origins[i], std::move(totals)));
+  }
   put_program_first(r);
   return r;
 }

@@ -35,4 +35,9 @@ struct StackChoice {
 Recording build_recording(const Profile& profile, Symbolizer& symbolizer, const RecordingMeta& meta,
                           const std::vector<StackOrigin>& origins, const StackChoice* choice = nullptr);
 
+// The in-use profile at the peak of the live estimate (Profile::keep_peak):
+// live sides only, nothing allocated.
+Recording build_peak_recording(const Profile& profile, Symbolizer& symbolizer, const RecordingMeta& meta,
+                               const std::vector<StackOrigin>& origins);
+
 }  // namespace allocscope

@@ -187,6 +187,22 @@ ProgressFigures progress_figures(const RecordingState& s, double elapsed_s) {
               s.sink.stack_lost() + p.stacks_full + k[AS_CNT_EXACT_FULL] + s.sink.table_full()};
 }
 
+void print_live_peaks(const Profile& profile, const RecordConfig& config, uint64_t start_ms,
+                      uint64_t snapshots, uint64_t missed) {
+  const PeakKeeper& peak = profile.peak();
+  if (config.peak && peak.seen()) {
+    uint64_t at_ms = peak.ts_ns() / 1000000;
+    std::fprintf(stderr, "allocscope: peak: est. %s live at %.1f s%s\n", format_bytes(peak.bytes()).c_str(),
+                 at_ms > start_ms ? (at_ms - start_ms) / 1000.0 : 0.0,
+                 config.outputs.empty() ? "" : " (its in-use profile: the .peak outputs)");
+  }
+  if (config.snapshot_above)
+    std::fprintf(
+        stderr, "allocscope: --snapshot-above %s: %llu snapshot%s written%s\n",
+        format_bytes(double(config.snapshot_above)).c_str(), (ull)snapshots, snapshots == 1 ? "" : "s",
+        missed ? (", " + std::to_string(missed) + " more crossings past --max-snapshots").c_str() : "");
+}
+
 void print_summary(const RecordingState& s, const RecordConfig& config, uint64_t elapsed_ms) {
   print_totals(s, config, elapsed_ms);
   if (config.verbose) print_kernel_figures(s);
