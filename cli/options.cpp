@@ -179,6 +179,8 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, OptionText& t) {
       "  allocscope record -p 1234 --rate 1 -o exact.folded          exact mode: every allocation\n"
       "  allocscope record -p 1234 --metric inuse_space -o live.svg  what is still allocated at the end\n"
       "  allocscope record -p 1234 --interval 30s -o heap.pb.gz      heap.1.pb.gz, heap.2.pb.gz, ...\n"
+      "  allocscope record --timeline heap.html -- ./batch-job      live bytes over time, click for flame "
+      "graphs\n"
       "  allocscope record --peak -o heap.pb.gz -- ./batch-job       also heap.peak.pb.gz: in use at the "
       "high point\n"
       "  allocscope record -p 1234 --snapshot-above 2GiB -o heap.pb.gz  heap.above-1.pb.gz before an OOM "
@@ -226,6 +228,10 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, OptionText& t) {
                   "allocations and the live set at its end")
       ->type_name("TIME")
       ->check(parsed_by(parse_duration_ms, "interval"));
+  rec->add_option("--timeline", c.timeline,
+                  "Also write an HTML page charting live bytes over the recording (the total and the stacks "
+                  "that held the most), with the flame graph of any moment or range picked on the chart")
+      ->type_name("FILE.html");
   rec->add_flag("--peak", c.peak,
                 "Also write the in-use profile at the moment the estimate of live bytes (over everything "
                 "recorded) was highest, beside each output file: heap.pb.gz -> heap.peak.pb.gz");

@@ -347,6 +347,47 @@ TEST_F(Outputs, PeakAndSnapshotAboveShowTheHighPointNotTheEnd) {
   }
 }
 
+// --timeline: the page's data, replayed, shows the burst at its full size
+// (site_burst's 20 MB live for half a second) and ends with only
+// site_steady's 5 MB. Exact mode: the very bytes.
+TEST_F(Outputs, TimelineChartsTheBurstThenTheSteadyPart) {
+  REQUIRE_BPF();
+  RunResult rec =
+      run({ALLOCSCOPE_BIN, "record", "-q", "--rate", "1", "--timeline", path("t.html"), "-o", path("t.pb.gz"),
+           "--", PHASES_BIN, "--burst", "20000000", "--steady", "5000000", "--hold", "0.5"});
+  ASSERT_EQ(rec.status, 0) << rec.err;
+  std::string html = slurp(path("t.html"));
+  std::string open = "<script type=\"application/json\" id=\"timeline-data\">";
+  size_t from = html.find(open);
+  ASSERT_NE(from, std::string::npos) << html.substr(0, 500);
+  from += open.size();
+  auto data = nlohmann::json::parse(html.substr(from, html.find("</script>", from) - from), nullptr, false);
+  ASSERT_FALSE(data.is_discarded());
+  std::map<std::string, std::vector<size_t>> stacks_of;  // allocating function -> stacks
+  for (size_t s = 0; s < data["stacks"].size(); ++s) {
+    const auto& ids = data["stacks"][s];
+    if (ids.size() >= 2) stacks_of[data["frames"][ids[ids.size() - 2].get<size_t>()]].push_back(s);
+  }
+  ASSERT_TRUE(stacks_of.count("site_burst") && stacks_of.count("site_steady")) << data["frames"].dump();
+  std::vector<double> live(data["stacks"].size(), 0);
+  auto site = [&](const std::string& name) {
+    double sum = 0;
+    for (size_t s : stacks_of[name]) sum += live[s];
+    return sum;
+  };
+  double burst_high = 0;
+  size_t points = data["t"].size();
+  for (size_t p = 0; p < points; ++p) {
+    const auto& changes = data["live"][p];
+    for (size_t k = 0; k + 1 < changes.size(); k += 2) live[changes[k].get<size_t>()] = changes[k + 1];
+    burst_high = std::max(burst_high, site("site_burst"));
+  }
+  EXPECT_GE(points, 8u);  // about 1.2 s at one point every 100 ms
+  EXPECT_EQ(burst_high, 20000000);
+  EXPECT_EQ(site("site_burst"), 0);
+  EXPECT_EQ(site("site_steady"), 5000000);
+}
+
 // --interval: numbered snapshots, each complete; allocations split across
 // them add up to the truth, the live set carries over to the last.
 TEST_F(Outputs, IntervalSnapshotsAddUp) {

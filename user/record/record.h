@@ -30,6 +30,7 @@ struct RecordConfig {
   uint64_t duration_ms = 0;             // 0: until the target exits or a signal
   std::vector<OutputSpec> outputs;      // default: allocscope.folded
   uint64_t interval_ms = 0;             // > 0: numbered outputs every interval
+  std::string timeline;                 // --timeline: an HTML chart of live bytes over the recording
   bool peak = false;                    // --peak: also the in-use profile at the highest live estimate
   uint64_t snapshot_above = 0;          // > 0: the in-use profile whenever live bytes cross this
   uint32_t max_snapshots = 100;         // --snapshot-above files at most; more crossings are counted

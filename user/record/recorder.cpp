@@ -16,6 +16,9 @@
 #include "host/preload_library.h"
 #include "host/process.h"
 #include "host/target.h"
+#include "model/timeline.h"
+#include "output/outputs.h"
+#include "output/timeline.h"
 #include "probe/bpf_session.h"
 #include "probe/table_loader.h"
 #include "record/clocks.h"
@@ -94,6 +97,7 @@ class Recorder final : public LiveView {
   Recorder(const RecordConfig& c, RecordObserver* observer)
       : config_(c), observer_(observer), profile_(c.rate, c.max_stacks, c.max_live) {
     if (c.peak) profile_.keep_peak();
+    if (!c.timeline.empty()) timeline_.emplace();
   }
   // Before the session goes: the observer must not wake it any more.
   ~Recorder() override {
@@ -130,6 +134,7 @@ class Recorder final : public LiveView {
   Result<void> write(unsigned number, uint64_t duration_ms);
   void watch_live(uint64_t start_ms);
   Result<void> write_peak(uint64_t start_ms);
+  Result<void> write_timeline(uint64_t duration_ms);
   int finish(std::vector<Target>& targets, const LoopEnd& loop);
 
   const RecordConfig& config_;
@@ -141,6 +146,7 @@ class Recorder final : public LiveView {
   uint64_t duty_windows_ = 0, duty_lost_ = 0;
   bool above_ = false;  // live bytes crossed --snapshot-above, and have not fallen back
   uint64_t snapshots_ = 0, snapshots_missed_ = 0;
+  std::optional<Timeline> timeline_;  // --timeline
   int64_t start_wall_ns_ = 0;
   std::string preload_library_;  // --preload: liballocscope-preload.so
 };
@@ -198,11 +204,14 @@ Result<std::vector<Target>> Recorder::make_targets() {
 Result<void> check_before_attach(const RecordConfig& c) {
   for (pid_t pid : c.pids)
     if (pid <= 0 || !process_exists(pid)) return fail("no such process: " + std::to_string(pid), ESRCH);
-  for (const OutputSpec& o : c.outputs) {
-    if (o.path == "-") continue;
-    size_t slash = o.path.rfind('/');
-    std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : o.path.substr(0, slash);
-    if (access(dir.c_str(), W_OK | X_OK) != 0) return fail_errno("write " + o.path, errno);
+  std::vector<std::string> paths;
+  for (const OutputSpec& o : c.outputs) paths.push_back(o.path);
+  if (!c.timeline.empty()) paths.push_back(c.timeline);
+  for (const std::string& path : paths) {
+    if (path == "-") continue;
+    size_t slash = path.rfind('/');
+    std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    if (access(dir.c_str(), W_OK | X_OK) != 0) return fail_errno("write " + path, errno);
   }
   return {};
 }
@@ -301,7 +310,8 @@ Result<LoopEnd> Recorder::loop(std::vector<Target>& targets) {
     if (config_.interval_ms && now - l.interval_start >= config_.interval_ms) {
       progress.finish();
       if (auto ok = write(++l.interval, now - l.interval_start); !ok) print_error(ok.error());
-      profile_.reset_alloc_totals();  // the live set carries over
+      if (timeline_) timeline_->observe(now - l.start, profile_, true);  // before the totals go
+      profile_.reset_alloc_totals();                                     // the live set carries over
       l.interval_start = now;
       start_wall_ns_ = wall_ns();
     }
@@ -379,7 +389,8 @@ void Recorder::absorb_exact() {
 // moment, not of the next deadline. Once taken, the next one waits until
 // live bytes fall below 90 % of the threshold and cross it again.
 void Recorder::watch_live(uint64_t start_ms) {
-  if (exact_mode(config_) && (config_.peak || config_.snapshot_above)) absorb_exact();
+  if (exact_mode(config_) && (config_.peak || config_.snapshot_above || timeline_)) absorb_exact();
+  if (timeline_) timeline_->observe(now_ms() - start_ms, profile_);
   if (!config_.snapshot_above) return;
   double threshold = double(config_.snapshot_above), live = profile_.live_bytes();
   if (above_ && live < 0.9 * threshold) above_ = false;
@@ -500,6 +511,22 @@ Recording Recorder::snapshot(const InstanceSelector& keep, const Baseline* since
   return build_recording(profile_, symbolizer_, meta(elapsed_ms), parts_->sink.origins(), &choice);
 }
 
+// --timeline: the chart, with what was live at the end as its last point.
+Result<void> Recorder::write_timeline(uint64_t duration_ms) {
+  if (!timeline_) return {};
+  absorb_exact();
+  timeline_->observe(duration_ms, profile_, true);
+  Recording r = build_recording(profile_, symbolizer_, meta(duration_ms), parts_->sink.origins());
+  std::vector<std::vector<std::string>> names;  // build_recording keeps every stack, in order
+  for (const RecSample& s : r.samples) names.push_back(frame_names(r, s, config_.render.lines));
+  TimelineOptions o;
+  o.subtitle = exact_mode(config_) ? "exact (--rate 1)" : "rate " + format_bytes(double(config_.rate));
+  o.subtitle +=
+      ", " + std::to_string(duration_ms / 1000) + "." + std::to_string(duration_ms % 1000 / 100) + " s";
+  return write_file_atomically(config_.timeline, render_timeline(*timeline_, names, o),
+                               config_.outputs.empty() ? std::nullopt : config_.outputs[0].mode);
+}
+
 // Detaches, reads what is left, writes the outputs and the summary; returns
 // the exit status.
 int Recorder::finish(std::vector<Target>& targets, const LoopEnd& l) {
@@ -518,6 +545,8 @@ int Recorder::finish(std::vector<Target>& targets, const LoopEnd& l) {
   if (!written) print_error(written.error());
   auto peak = write_peak(l.start);
   if (!peak) print_error(peak.error());
+  auto chart = write_timeline(l.end - l.start);
+  if (!chart) print_error(chart.error());
   if (!config_.quiet) {
     print_summary(state(), config_, l.end - l.start);
     print_live_peaks(profile_, config_, l.start, snapshots_, snapshots_missed_);
@@ -525,7 +554,7 @@ int Recorder::finish(std::vector<Target>& targets, const LoopEnd& l) {
   // A signal is passed on to a launched command; after --duration it runs on
   // untraced and allocscope waits for it.
   int status = launched ? targets.front().finish(l.target_gone ? 0 : stop_signal()) : 0;
-  if (!written || !peak) return 1;
+  if (!written || !peak || !chart) return 1;
   return status;
 }
 

@@ -1,0 +1,32 @@
+// The timeline: a self-contained HTML page charting live bytes over a
+// recording (the total and the stacks that held the most, stacked) with
+// the flame graph of any moment (what was live then) or range (what was
+// allocated in it), chosen by a click or a drag on the chart, or by the
+// address's #point=N or #range=A-B. The chart is drawn here (it shows
+// without scripts); the flame graphs by the embedded script, from the
+// page's data. No libraries, no network.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/timeline.h"
+
+namespace allocscope {
+
+struct TimelineOptions {
+  std::string title = "allocscope: live bytes over time";
+  std::string subtitle;  // "rate 512 KiB, 30.0 s"
+  size_t series = 8;     // stacks charted apart; the rest is "other"
+  int width = 1200, height = 320;
+};
+
+// names[i]: stack i's frames, root first (the profile's stack index).
+std::string render_timeline(const Timeline& timeline, const std::vector<std::vector<std::string>>& names,
+                            const TimelineOptions& o);
+
+// The stacks charted apart: the `n` whose live bytes were highest at some
+// point, highest first (none that never held any).
+std::vector<uint32_t> timeline_top_stacks(const Timeline& timeline, size_t n);
+
+}  // namespace allocscope
