@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -196,6 +197,50 @@ TEST(Agent, SecondsGivesTheDeltaOfTheWindow) {
     c->signal(SIGUSR1);
     EXPECT_EQ(c->wait(), 0);
   }
+  agent.child.signal(SIGTERM);
+  EXPECT_EQ(agent.child.wait(), 0) << agent.child.err();
+}
+
+// report --leaks over the agent's /heap profiles (each cumulative since the
+// agent began), fetched once a second while leaky runs: the leaking site is
+// the only suspect, its true rate inside the interval.
+TEST(Agent, LeaksAreFoundInHeapProfilesFetchedOverTime) {
+  REQUIRE_BPF();
+  Agent agent({"--comm", "^leaky$"});
+  ASSERT_TRUE(agent.ready()) << agent.child.err();
+  Child leaky({LEAKY_BIN, "--seconds", "7", "--leak", "1000000"});
+  std::string dir = temp_path("agent-leaks");
+  std::filesystem::create_directories(dir);
+  httplib::Client client("127.0.0.1", agent.port);
+  std::vector<std::string> argv = {ALLOCSCOPE_BIN, "report", "--leaks", "--json"};
+  for (int i = 1; i <= 6; ++i) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    auto res = client.Get("/comm/leaky/debug/pprof/heap");
+    ASSERT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");
+    argv.push_back(dir + "/heap" + std::to_string(i) + ".pb.gz");
+    std::ofstream(argv.back(), std::ios::binary) << res->body;
+  }
+  ASSERT_EQ(leaky.wait(), 0);
+  std::smatch m;
+  std::string out = leaky.out();
+  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(leaked (\d+) bytes in ([0-9.]+) s)"))) << out;
+  double truth = std::stod(m[1]) / std::stod(m[2]);
+  RunResult r = run(argv);
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  std::vector<std::string> suspects;
+  for (const auto& row : j["rows"]) {
+    if (!row["suspect"].get<bool>()) continue;
+    suspects.push_back(row["name"]);
+    if (row["name"] != "site_leak") continue;
+    std::printf("  leak %.0f B/s: estimated %.0f B/s [%.0f; %.0f]\n", truth,
+                row["growth_per_second"].get<double>(), row["interval"][0].get<double>(),
+                row["interval"][1].get<double>());
+    EXPECT_LE(row["interval"][0].get<double>(), truth);
+    EXPECT_GE(row["interval"][1].get<double>(), truth);
+  }
+  EXPECT_EQ(suspects, std::vector<std::string>{"site_leak"}) << r.out;
   agent.child.signal(SIGTERM);
   EXPECT_EQ(agent.child.wait(), 0) << agent.child.err();
 }

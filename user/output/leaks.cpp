@@ -33,19 +33,39 @@ struct Track {
   DurationHistogram lifetimes;
 };
 
+// The agent's /heap profiles, fetched now and then, each hold everything
+// since the agent began (one start, growing durations), where record
+// --interval's hold their interval alone (each its own start).
+bool is_cumulative(const std::vector<Recording>& series) {
+  for (size_t i = 1; i < series.size(); ++i)
+    if (series[i].time_nanos != series[0].time_nanos ||
+        series[i].duration_nanos <= series[i - 1].duration_nanos)
+      return false;
+  return series.size() > 1;
+}
+
+// Cumulative allocations -> what each interval allocated. A row the agent
+// forgot (its process ended) falls to zero, never below.
+void since_previous(std::vector<LivePoint>& points) {
+  for (size_t i = points.size(); i-- > 1;) points[i].allocated.subtract(points[i - 1].allocated);
+}
+
 std::string signed_bytes(double v) { return (v < 0 ? "-" : "") + format_bytes(std::fabs(v)); }
 
 }  // namespace
 
 LeakReport find_leaks(std::vector<Recording> series, const RenderOptions& o) {
-  std::stable_sort(series.begin(), series.end(),
-                   [](const Recording& a, const Recording& b) { return a.time_nanos < b.time_nanos; });
+  // By the moment each ends: interval profiles and cumulative ones alike.
+  std::stable_sort(series.begin(), series.end(), [](const Recording& a, const Recording& b) {
+    return a.time_nanos + a.duration_nanos < b.time_nanos + b.duration_nanos;
+  });
   LeakReport report;
   if (series.size() < 3) return report;
   const int64_t start = series.front().time_nanos;
   const uint64_t rate = series.front().rate;
   std::vector<double> seconds;  // end of each profile's interval, from the series' start
   for (const Recording& r : series) seconds.push_back(double(r.time_nanos + r.duration_nanos - start) / 1e9);
+  const bool cumulative = is_cumulative(series);
   std::map<std::string, Track> tracks;
   for (size_t i = 0; i < series.size(); ++i) {
     const Recording& r = series[i];
@@ -57,9 +77,15 @@ LeakReport find_leaks(std::vector<Recording> series, const RenderOptions& o) {
         for (double at : seconds) t.points.push_back({at, {}, {}});
       t.points[i].live.merge(s.totals.live_stats);
       t.points[i].allocated.merge(s.totals.alloc_stats);
-      t.samples += s.totals.alloc_stats.samples + s.totals.alloc_stats.exact_objects;
+      // A cumulative profile's lifetimes include the earlier ones': the last stands.
+      if (cumulative && i + 1 < series.size()) continue;
       t.lifetimes.merge(s.totals.lifetimes);
     }
+  }
+  for (auto& [key, t] : tracks) {
+    if (cumulative) since_previous(t.points);
+    for (const LivePoint& point : t.points)
+      t.samples += point.allocated.samples + point.allocated.exact_objects;
   }
   std::vector<double> p;
   for (auto& [key, t] : tracks) {
