@@ -75,7 +75,7 @@ run_tests() {
 # exec allocates through probed code). Under the sanitizers they still run,
 # for the sanitizers' reports; their assertions are the main build's.
 PACED_TESTS='AllProcesses\.(ShortLivedProcesses|PrivateCopyOfTheCLibrary|UnitFilterFollows)|Children\.ProgramsAShellRuns'
-PACED_TESTS+='|Agent\.(GoPprofReads|PrometheusScrapes|BadRequestsAndFloods|ChurnSoak|SecondsGivesTheDelta)|DeepStacks\.ExactModeCounts'
+PACED_TESTS+='|Agent\.(GoPprofReads|PrometheusScrapes|BadRequestsAndFloods|ChurnSoak|SecondsGivesTheDelta|LeaksAreFound)|DeepStacks\.ExactModeCounts'
 PACED_TESTS+='|Allocators\.(PreloadedAllocatorsCount|CxxOperatorsOfTcmalloc|InProcessSamplingOnEvery)'
 
 # allocscope and its unit and integration tests under ASan and UBSan. Any

@@ -482,12 +482,18 @@ CLI::App* add_report(CLI::App& app, ReportConfig& c, OptionText& t) {
                 "FILE... are the interval profiles of one recording (record --interval): rank rows by the "
                 "growth of their live bytes, and call suspects those growing beyond sampling noise through "
                 "the series (Holm's correction over every row)");
+  rep->add_option("--timeline", c.timeline,
+                  "FILE... are a series (record --interval's profiles, or the agent's /heap fetched now and "
+                  "then): chart their live bytes over time in an HTML page, with the flame graph of any "
+                  "moment or range")
+      ->type_name("FILE.html");
   rep->add_flag("--per-second", c.render.per_second,
                 "With --diff: compare per second of each recording (recordings of different lengths)")
       ->needs(diff);
   add_estimate_options(rep, c.render);
   rep->callback([&c, &t] {
     if (c.inputs.empty()) throw CLI::RequiredError("report needs a recording FILE");
+    if (c.leaks && !c.timeline.empty()) throw CLI::ValidationError("--leaks or --timeline: one at a time");
     if (c.leaks) {
       if (c.inputs.size() < 3 || !c.diff_base.empty())
         throw CLI::ValidationError(
@@ -498,7 +504,13 @@ CLI::App* add_report(CLI::App& app, ReportConfig& c, OptionText& t) {
               "--leaks writes a table (.txt; stdout without -o) or JSON (.json): not " + out.path);
       return;
     }
-    if (c.inputs.size() > 1) throw CLI::ValidationError("report reads one FILE (several only with --leaks)");
+    if (!c.timeline.empty()) {
+      if (c.inputs.size() < 2 || !c.diff_base.empty())
+        throw CLI::ValidationError("--timeline charts a series of at least 2 profiles, without --diff");
+      return;
+    }
+    if (c.inputs.size() > 1)
+      throw CLI::ValidationError("report reads one FILE (several only with --leaks or --timeline)");
     if (c.diff_base.empty()) return;
     for (const OutputSpec& out : output_specs(t.outputs, t, t.format, "-", Format::Top))
       if (out.format != Format::Top && out.format != Format::Json && out.format != Format::Svg)

@@ -347,8 +347,38 @@ TEST_F(Outputs, PeakAndSnapshotAboveShowTheHighPointNotTheEnd) {
   }
 }
 
-// --timeline: the page's data, replayed, shows the burst at its full size
-// (site_burst's 20 MB live for half a second) and ends with only
+// A timeline page's data, and its live bytes per allocating function
+// (the allocator's caller) replayed to each point.
+struct TimelineData {
+  nlohmann::json data;
+  std::vector<std::map<std::string, double>> live_by_site;  // by point
+};
+
+TimelineData read_timeline(const std::string& file) {
+  TimelineData out;
+  std::string html = slurp(file), open = "<script type=\"application/json\" id=\"timeline-data\">";
+  size_t from = html.find(open);
+  EXPECT_NE(from, std::string::npos) << file;
+  if (from == std::string::npos) return out;
+  from += open.size();
+  out.data = nlohmann::json::parse(html.substr(from, html.find("</script>", from) - from), nullptr, false);
+  EXPECT_FALSE(out.data.is_discarded()) << file;
+  if (out.data.is_discarded()) return out;
+  std::vector<std::string> site_of;  // by stack
+  for (const auto& ids : out.data["stacks"])
+    site_of.push_back(ids.size() >= 2 ? out.data["frames"][ids[ids.size() - 2].get<size_t>()] : "?");
+  std::vector<double> live(site_of.size(), 0);
+  for (const auto& changes : out.data["live"]) {
+    for (size_t k = 0; k + 1 < changes.size(); k += 2) live[changes[k].get<size_t>()] = changes[k + 1];
+    std::map<std::string, double> sites;
+    for (size_t s = 0; s < live.size(); ++s) sites[site_of[s]] += live[s];
+    out.live_by_site.push_back(sites);
+  }
+  return out;
+}
+
+// record --timeline: the page's data, replayed, shows the burst at its full
+// size (site_burst's 20 MB live for half a second) and ends with only
 // site_steady's 5 MB. Exact mode: the very bytes.
 TEST_F(Outputs, TimelineChartsTheBurstThenTheSteadyPart) {
   REQUIRE_BPF();
@@ -356,36 +386,38 @@ TEST_F(Outputs, TimelineChartsTheBurstThenTheSteadyPart) {
       run({ALLOCSCOPE_BIN, "record", "-q", "--rate", "1", "--timeline", path("t.html"), "-o", path("t.pb.gz"),
            "--", PHASES_BIN, "--burst", "20000000", "--steady", "5000000", "--hold", "0.5"});
   ASSERT_EQ(rec.status, 0) << rec.err;
-  std::string html = slurp(path("t.html"));
-  std::string open = "<script type=\"application/json\" id=\"timeline-data\">";
-  size_t from = html.find(open);
-  ASSERT_NE(from, std::string::npos) << html.substr(0, 500);
-  from += open.size();
-  auto data = nlohmann::json::parse(html.substr(from, html.find("</script>", from) - from), nullptr, false);
-  ASSERT_FALSE(data.is_discarded());
-  std::map<std::string, std::vector<size_t>> stacks_of;  // allocating function -> stacks
-  for (size_t s = 0; s < data["stacks"].size(); ++s) {
-    const auto& ids = data["stacks"][s];
-    if (ids.size() >= 2) stacks_of[data["frames"][ids[ids.size() - 2].get<size_t>()]].push_back(s);
-  }
-  ASSERT_TRUE(stacks_of.count("site_burst") && stacks_of.count("site_steady")) << data["frames"].dump();
-  std::vector<double> live(data["stacks"].size(), 0);
-  auto site = [&](const std::string& name) {
-    double sum = 0;
-    for (size_t s : stacks_of[name]) sum += live[s];
-    return sum;
-  };
+  TimelineData tl = read_timeline(path("t.html"));
+  ASSERT_GE(tl.live_by_site.size(), 8u);  // about 1.2 s at one point every 100 ms
   double burst_high = 0;
-  size_t points = data["t"].size();
-  for (size_t p = 0; p < points; ++p) {
-    const auto& changes = data["live"][p];
-    for (size_t k = 0; k + 1 < changes.size(); k += 2) live[changes[k].get<size_t>()] = changes[k + 1];
-    burst_high = std::max(burst_high, site("site_burst"));
-  }
-  EXPECT_GE(points, 8u);  // about 1.2 s at one point every 100 ms
+  for (auto& sites : tl.live_by_site) burst_high = std::max(burst_high, sites["site_burst"]);
   EXPECT_EQ(burst_high, 20000000);
-  EXPECT_EQ(site("site_burst"), 0);
-  EXPECT_EQ(site("site_steady"), 5000000);
+  EXPECT_EQ(tl.live_by_site.back()["site_burst"], 0);
+  EXPECT_EQ(tl.live_by_site.back()["site_steady"], 5000000);
+}
+
+// report --timeline over record --interval's profiles: a point at the end of
+// each; the leak's live bytes never fall and end near what leaked.
+TEST_F(Outputs, ReportTimelineChartsASeriesOfProfiles) {
+  REQUIRE_BPF();
+  std::string dir = path("series");
+  std::filesystem::create_directories(dir);
+  RunResult rec = run({ALLOCSCOPE_BIN, "record", "-q", "--rate", "16KiB", "--interval", "1s", "-o",
+                       dir + "/heap.pb.gz", "--", LEAKY_BIN, "--seconds", "4", "--leak", "400000"});
+  ASSERT_EQ(rec.status, 0) << rec.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(rec.out, m, std::regex(R"(leaked (\d+) bytes)"))) << rec.out;
+  double leaked = std::stod(m[1]);
+  std::vector<std::string> argv = {ALLOCSCOPE_BIN, "report", "--timeline", path("series.html")};
+  for (const auto& e : std::filesystem::directory_iterator(dir)) argv.push_back(e.path().string());
+  RunResult r = run(argv);
+  ASSERT_EQ(r.status, 0) << r.err;
+  TimelineData tl = read_timeline(path("series.html"));
+  ASSERT_EQ(tl.live_by_site.size(), argv.size() - 4);
+  for (size_t i = 1; i < tl.live_by_site.size(); ++i)
+    EXPECT_GE(tl.live_by_site[i]["site_leak"], tl.live_by_site[i - 1]["site_leak"]) << "point " << i;
+  for (size_t i = 1; i < tl.data["t"].size(); ++i) EXPECT_GT(tl.data["t"][i], tl.data["t"][i - 1]);
+  // 200-byte blocks at 16 KiB: a standard deviation of about sqrt(bytes * R).
+  EXPECT_NEAR(tl.live_by_site.back()["site_leak"], leaked, 6 * std::sqrt(leaked * 16384));
 }
 
 // --interval: numbered snapshots, each complete; allocations split across

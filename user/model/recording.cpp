@@ -1,5 +1,7 @@
 #include "model/recording.h"
 
+#include <algorithm>
+
 namespace allocscope {
 namespace {
 
@@ -23,6 +25,20 @@ std::vector<std::string> frame_names(const Recording& r, const RecSample& s, boo
       names.push_back(frame_name(r, *line, lines));
   }
   return names;
+}
+
+void sort_by_end(std::vector<Recording>& series) {
+  std::stable_sort(series.begin(), series.end(), [](const Recording& a, const Recording& b) {
+    return a.time_nanos + a.duration_nanos < b.time_nanos + b.duration_nanos;
+  });
+}
+
+bool is_cumulative(const std::vector<Recording>& series) {
+  for (size_t i = 1; i < series.size(); ++i)
+    if (series[i].time_nanos != series[0].time_nanos ||
+        series[i].duration_nanos <= series[i - 1].duration_nanos)
+      return false;
+  return series.size() > 1;
 }
 
 }  // namespace allocscope

@@ -66,4 +66,12 @@ struct Recording {
 // line.
 std::vector<std::string> frame_names(const Recording& r, const RecSample& s, bool lines = false);
 
+// A series of profiles of one recording, ordered by the moment each ends
+// (the order files are named in need not be).
+void sort_by_end(std::vector<Recording>& series);
+// Whether each profile holds everything since one start (the agent's /heap,
+// fetched now and then: one start, growing durations) rather than its own
+// interval alone (record --interval: each its own start).
+bool is_cumulative(const std::vector<Recording>& series);
+
 }  // namespace allocscope

@@ -37,25 +37,38 @@ Timeline::Timeline(size_t max_points, size_t max_entries)
 void Timeline::observe(uint64_t t_ms, const Profile& profile, bool force) {
   if (!force && !points_.empty() && t_ms < points_.back().t_ms + period_ms_) return;
   const std::vector<StackRecord>& stacks = profile.stacks();
-  live_.resize(stacks.size(), 0);
   raw_allocated_.resize(stacks.size(), 0);
-  allocated_.resize(stacks.size(), 0);
-  TimelinePoint p;
-  p.t_ms = t_ms;
+  std::vector<double> live(stacks.size()), allocated(allocated_);
+  allocated.resize(stacks.size(), 0);
   for (uint32_t i = 0; i < stacks.size(); ++i) {
     const StackTotals& t = stacks[i].totals;
-    p.live_total += t.live_bytes;
-    if (t.live_bytes != live_[i]) {
-      live_[i] = t.live_bytes;
-      p.live.emplace_back(i, float(t.live_bytes));
-    }
+    live[i] = t.live_bytes;
     // --interval sets the profile's allocation totals back to zero: what
     // was counted before carries on here.
-    double grew = t.alloc_bytes >= raw_allocated_[i] ? t.alloc_bytes - raw_allocated_[i] : t.alloc_bytes;
-    raw_allocated_[i] = t.alloc_bytes;
-    if (grew > 0) {
-      allocated_[i] += grew;
-      p.allocated.emplace_back(i, float(allocated_[i]));
+    double raw = t.alloc_bytes;
+    allocated[i] += raw >= raw_allocated_[i] ? raw - raw_allocated_[i] : raw;
+    raw_allocated_[i] = raw;
+  }
+  add_point(t_ms, live, allocated);
+}
+
+void Timeline::add_point(uint64_t t_ms, const std::vector<double>& live,
+                         const std::vector<double>& allocated) {
+  size_t n = std::max(live.size(), allocated.size());
+  live_.resize(std::max(live_.size(), n), 0);
+  allocated_.resize(std::max(allocated_.size(), n), 0);
+  TimelinePoint p;
+  p.t_ms = t_ms;
+  for (uint32_t i = 0; i < n; ++i) {
+    double l = i < live.size() ? live[i] : 0, a = i < allocated.size() ? allocated[i] : 0;
+    p.live_total += l;
+    if (l != live_[i]) {
+      live_[i] = l;
+      p.live.emplace_back(i, float(l));
+    }
+    if (a != allocated_[i]) {
+      allocated_[i] = a;
+      p.allocated.emplace_back(i, float(a));
     }
   }
   // Two points at one moment (a forced one right after a tick): one stands.

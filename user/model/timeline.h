@@ -31,6 +31,9 @@ class Timeline {
   // once with `force` (before --interval resets the allocation totals, and
   // at the end).
   void observe(uint64_t t_ms, const Profile& profile, bool force = false);
+  // A point from figures by stack index: bytes live, and bytes allocated
+  // since the start (a series of saved profiles: report --timeline).
+  void add_point(uint64_t t_ms, const std::vector<double>& live, const std::vector<double>& allocated);
 
   const std::vector<TimelinePoint>& points() const { return points_; }
   uint64_t period_ms() const { return period_ms_; }
@@ -47,7 +50,8 @@ class Timeline {
   uint64_t period_ms_ = kFirstPeriodMs;
   std::vector<TimelinePoint> points_;
   size_t entries_ = 0;
-  std::vector<double> live_, raw_allocated_, allocated_;  // by stack, as of the last point
+  std::vector<double> live_, allocated_;  // by stack, as of the last point
+  std::vector<double> raw_allocated_;     // the profile's own totals at the last observe
 };
 
 }  // namespace allocscope

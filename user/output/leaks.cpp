@@ -33,17 +33,6 @@ struct Track {
   DurationHistogram lifetimes;
 };
 
-// The agent's /heap profiles, fetched now and then, each hold everything
-// since the agent began (one start, growing durations), where record
-// --interval's hold their interval alone (each its own start).
-bool is_cumulative(const std::vector<Recording>& series) {
-  for (size_t i = 1; i < series.size(); ++i)
-    if (series[i].time_nanos != series[0].time_nanos ||
-        series[i].duration_nanos <= series[i - 1].duration_nanos)
-      return false;
-  return series.size() > 1;
-}
-
 // Cumulative allocations -> what each interval allocated. A row the agent
 // forgot (its process ended) falls to zero, never below.
 void since_previous(std::vector<LivePoint>& points) {
@@ -55,10 +44,7 @@ std::string signed_bytes(double v) { return (v < 0 ? "-" : "") + format_bytes(st
 }  // namespace
 
 LeakReport find_leaks(std::vector<Recording> series, const RenderOptions& o) {
-  // By the moment each ends: interval profiles and cumulative ones alike.
-  std::stable_sort(series.begin(), series.end(), [](const Recording& a, const Recording& b) {
-    return a.time_nanos + a.duration_nanos < b.time_nanos + b.duration_nanos;
-  });
+  sort_by_end(series);
   LeakReport report;
   if (series.size() < 3) return report;
   const int64_t start = series.front().time_nanos;

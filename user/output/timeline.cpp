@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <sstream>
+#include <unordered_map>
 
 #include "base/units.h"
 
@@ -87,7 +88,8 @@ void axes(std::ostream& out, const Geometry& g) {
 // The stacked areas, bottom up: each series over the sum of those below.
 void areas(std::ostream& out, const Geometry& g, const std::vector<double>& t,
            const std::vector<std::vector<double>>& series, const std::vector<std::string>& labels) {
-  std::vector<double> below(t.size(), 0);
+  std::vector<double> below;
+  below.resize(t.size(), 0.0);
   for (size_t k = 0; k < series.size(); ++k) {
     std::ostringstream d;
     for (size_t i = 0; i < t.size(); ++i)
@@ -138,6 +140,38 @@ nlohmann::json page_data(const Timeline& tl, const std::vector<std::vector<std::
 }
 
 }  // namespace
+
+Timeline timeline_of_series(std::vector<Recording> series, std::vector<std::vector<std::string>>& names,
+                            bool lines) {
+  sort_by_end(series);
+  const bool cumulative = is_cumulative(series);
+  Timeline tl;
+  std::unordered_map<std::string, uint32_t> index;  // frames joined -> stack index
+  std::vector<double> allocated;                    // since the series began, by stack
+  const int64_t start = series.empty() ? 0 : series.front().time_nanos;
+  for (const Recording& r : series) {
+    std::vector<uint32_t> stack_of;  // by sample
+    for (const RecSample& s : r.samples) {
+      std::vector<std::string> frames = frame_names(r, s, lines);
+      std::string key;
+      for (const std::string& f : frames) key += f + '\n';
+      auto [it, made] = index.try_emplace(key, uint32_t(names.size()));
+      if (made) names.push_back(std::move(frames));
+      stack_of.push_back(it->second);
+    }
+    std::vector<double> live(names.size(), 0), in_profile(names.size(), 0);
+    for (size_t k = 0; k < r.samples.size(); ++k) {
+      live[stack_of[k]] += r.samples[k].totals.live_bytes;
+      in_profile[stack_of[k]] += r.samples[k].totals.alloc_bytes;
+    }
+    allocated.resize(names.size(), 0);
+    for (size_t i = 0; i < names.size(); ++i)
+      allocated[i] = cumulative ? in_profile[i] : allocated[i] + in_profile[i];
+    int64_t end = r.time_nanos + r.duration_nanos - start;
+    tl.add_point(uint64_t(std::max<int64_t>(0, end) / 1000000), live, allocated);
+  }
+  return tl;
+}
 
 std::vector<uint32_t> timeline_top_stacks(const Timeline& timeline, size_t n) {
   std::vector<double> high = timeline.highest_live();

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "model/recording.h"
 #include "model/timeline.h"
 
 namespace allocscope {
@@ -24,6 +25,12 @@ struct TimelineOptions {
 // names[i]: stack i's frames, root first (the profile's stack index).
 std::string render_timeline(const Timeline& timeline, const std::vector<std::vector<std::string>>& names,
                             const TimelineOptions& o);
+
+// The timeline of a series of saved profiles (record --interval's, or the
+// agent's /heap fetched now and then): a point at the end of each. Stacks
+// are matched across profiles by their frames; `names` gets them.
+Timeline timeline_of_series(std::vector<Recording> series, std::vector<std::vector<std::string>>& names,
+                            bool lines = false);
 
 // The stacks charted apart: the `n` whose live bytes were highest at some
 // point, highest first (none that never held any).

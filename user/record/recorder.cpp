@@ -128,7 +128,7 @@ class Recorder final : public LiveView {
   void sweep_exact_live(uint64_t now);
   void duty_step(uint64_t elapsed_ms);
   RecordingState state() const;
-  void absorb_exact();
+  void absorb_exact(bool with_ages = true);
   RecordingMeta meta(uint64_t duration_ms);
   std::vector<uint32_t> stacks_of(const InstanceSelector& keep) const;
   Result<void> write(unsigned number, uint64_t duration_ms);
@@ -376,12 +376,13 @@ RecordingState Recorder::state() const {
           parts_->libraries.without_allocator_names()};
 }
 
-// Exact mode: the kernel's totals, as of now.
-void Recorder::absorb_exact() {
+// Exact mode: the kernel's totals, as of now, and (for outputs) the ages
+// of the blocks still live, which takes a read of the whole live map.
+void Recorder::absorb_exact(bool with_ages) {
   if (!exact_mode(config_)) return;
   parts_->sink.absorb_exact(parts_->session->exact_totals());
   profile_.settle_peak(monotonic_ns());
-  if (!config_.no_free) parts_->sink.set_live_times(parts_->session->live_entries());
+  if (with_ages && !config_.no_free) parts_->sink.set_live_times(parts_->session->live_entries());
 }
 
 // After each poll: --snapshot-above's trigger. The sink returns to the loop
@@ -389,7 +390,7 @@ void Recorder::absorb_exact() {
 // moment, not of the next deadline. Once taken, the next one waits until
 // live bytes fall below 90 % of the threshold and cross it again.
 void Recorder::watch_live(uint64_t start_ms) {
-  if (exact_mode(config_) && (config_.peak || config_.snapshot_above || timeline_)) absorb_exact();
+  if (config_.peak || config_.snapshot_above || timeline_) absorb_exact(false);
   if (timeline_) timeline_->observe(now_ms() - start_ms, profile_);
   if (!config_.snapshot_above) return;
   double threshold = double(config_.snapshot_above), live = profile_.live_bytes();

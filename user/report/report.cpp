@@ -2,10 +2,12 @@
 
 #include <cstdio>
 
+#include "base/units.h"
 #include "host/files.h"
 #include "output/diff.h"
 #include "output/leaks.h"
 #include "output/pprof.h"
+#include "output/timeline.h"
 
 namespace allocscope {
 namespace {
@@ -55,10 +57,29 @@ Result<void> run_leaks(const ReportConfig& c, const SampleFilter& filter) {
   return {};
 }
 
+// --timeline: the series charted, a point at the end of each profile.
+Result<void> run_timeline(const ReportConfig& c, const SampleFilter& filter) {
+  std::vector<Recording> series;
+  for (const std::string& path : c.inputs) {
+    auto r = load(path);
+    if (!r) return fail(r.error());
+    series.push_back(filter_samples(*r, filter));
+  }
+  std::vector<std::vector<std::string>> names;
+  uint64_t rate = series.front().rate;
+  Timeline tl = timeline_of_series(std::move(series), names, c.render.lines);
+  TimelineOptions o;
+  o.subtitle = std::to_string(c.inputs.size()) + " profiles, " +
+               (rate <= 1 ? std::string("exact (--rate 1)") : "rate " + format_bytes(double(rate)));
+  std::optional<unsigned> mode = c.outputs.empty() ? std::nullopt : c.outputs.front().mode;
+  return write_file_atomically(c.timeline, render_timeline(tl, names, o), mode);
+}
+
 Result<void> run(const ReportConfig& c) {
   auto filter = make_filter(c);
   if (!filter) return fail(filter.error());
   if (c.leaks) return run_leaks(c, *filter);
+  if (!c.timeline.empty()) return run_timeline(c, *filter);
   auto now = load(c.inputs.front());
   if (!now) return fail(now.error());
   RenderOptions o = c.render;

@@ -15,6 +15,7 @@ struct ReportConfig {
   std::vector<std::string> inputs;  // pprof files (gzip or raw): one, or --leaks' series
   std::string diff_base;            // --diff BASE: inputs[0] is the new profile
   bool leaks = false;               // --leaks: inputs are interval profiles of one recording
+  std::string timeline;             // --timeline FILE.html: inputs are a series, charted
   std::vector<OutputSpec> outputs;  // default: the top table on stdout
   RenderOptions render;
   std::optional<Metric> metric;  // default: the file's default sample type
