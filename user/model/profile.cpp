@@ -7,6 +7,16 @@
 
 namespace allocscope {
 
+namespace {
+
+void settle_process(Profile::ProcessPeak& p, uint64_t ts_ns) {
+  if (p.live <= p.peak) return;
+  p.peak = p.live;
+  p.peak_ns = ts_ns;
+}
+
+}  // namespace
+
 std::optional<Metric> parse_metric(std::string_view name) {
   for (Metric m : {Metric::AllocSpace, Metric::AllocObjects, Metric::InuseSpace, Metric::InuseObjects})
     if (name == metric_name(m)) return m;
@@ -89,9 +99,8 @@ std::optional<uint32_t> Profile::intern(uint32_t pid, uint16_t fn, std::span<con
 }
 
 void Profile::add_exact(uint32_t stack, const ExactDelta& d) {
-  live_changing(stack);
+  live_changing(stack, double(d.alloc_bytes) - double(d.free_bytes));
   StackTotals& t = stacks_[stack].totals;
-  live_bytes_ += double(d.alloc_bytes) - double(d.free_bytes);
   t.alloc_objects += double(d.allocs);
   t.alloc_bytes += double(d.alloc_bytes);
   t.samples += d.allocs;
@@ -105,9 +114,8 @@ void Profile::add_exact(uint32_t stack, const ExactDelta& d) {
 }
 
 void Profile::release_live(uint32_t stack) {
-  live_changing(stack);
+  live_changing(stack, -stacks_[stack].totals.live_bytes);
   StackTotals& t = stacks_[stack].totals;
-  live_bytes_ -= t.live_bytes;
   t.live_objects = t.live_bytes = 0;
   t.live_samples = 0;
   t.live_stats = {};
@@ -141,15 +149,17 @@ void Profile::on_alloc(const AllocSample& s) {
     counters_.live_full_bytes += s.size;
     return;
   }
-  live_changing(*id);
+  live_changing(*id, w.bytes);
   live_[s.pid].emplace(s.addr, LiveEntry{*id, w.objects, w.bytes, s.size, s.offset, s.ts_ns});
   ++live_count_;
   t.live_objects += w.objects;
   t.live_bytes += w.bytes;
   ++t.live_samples;
   t.live_stats.add_sample(s.size, s.offset, rate_);
-  live_bytes_ += w.bytes;
-  settle_peak(s.ts_ns);
+  if (keep_peak_) {  // only this process grew
+    peak_.settle(live_bytes_, s.ts_ns);
+    settle_process(process_peaks_[s.pid], s.ts_ns);
+  }
 }
 
 void Profile::reset_alloc_totals() {
@@ -221,7 +231,11 @@ std::vector<uint32_t> Profile::forget(const std::function<bool(const StackRecord
   // The peak's journal names stacks by their old indices: it starts again.
   peak_.reset();
   live_bytes_ = 0;
-  for (const StackRecord& s : stacks_) live_bytes_ += s.totals.live_bytes;
+  for (auto& [instance, p] : process_peaks_) p.live = 0;
+  for (const StackRecord& s : stacks_) {
+    live_bytes_ += s.totals.live_bytes;
+    if (keep_peak_) process_peaks_[s.pid].live += s.totals.live_bytes;
+  }
   std::unordered_map<uint32_t, std::vector<uint64_t>> times;
   for (auto& [stack, ts] : live_times_)
     if (remap[stack] != kGone) times.emplace(remap[stack], std::move(ts));
@@ -241,8 +255,7 @@ std::vector<DurationHistogram> Profile::live_ages(uint64_t now_ns) const {
 
 // Takes a live sample out of its stack's totals (the caller erases it).
 void Profile::unlive(const LiveEntry& e) {
-  live_changing(e.stack);
-  live_bytes_ -= e.bytes;
+  live_changing(e.stack, -e.bytes);
   StackTotals& t = stacks_[e.stack].totals;
   t.live_objects -= e.objects;
   t.live_bytes -= e.bytes;
@@ -262,11 +275,22 @@ std::vector<LiveSide> Profile::live_sides() const {
   return sides;
 }
 
-// A stack's live side is about to change: the peak's journal keeps its
-// value now (or, once the journal is full, the peak is copied whole).
-void Profile::live_changing(uint32_t stack) {
-  if (keep_peak_ && peak_.before_change(stack, live_side(stacks_[stack].totals), stacks_.size()))
+// A stack's live side is about to change by `bytes_delta`: the totals
+// follow, and the peak's journal keeps its value now (or, once the journal
+// is full, the peak is copied whole).
+void Profile::live_changing(uint32_t stack, double bytes_delta) {
+  live_bytes_ += bytes_delta;
+  if (!keep_peak_) return;
+  process_peaks_[stacks_[stack].pid].live += bytes_delta;
+  if (peak_.before_change(stack, live_side(stacks_[stack].totals), stacks_.size()))
     peak_.keep_whole(live_sides());
+}
+
+// Exact mode, once per read of the kernel's totals: every process is looked at.
+void Profile::settle_peak(uint64_t ts_ns) {
+  if (!keep_peak_) return;
+  peak_.settle(live_bytes_, ts_ns);
+  for (auto& [instance, p] : process_peaks_) settle_process(p, ts_ns);
 }
 
 std::vector<LiveSide> Profile::live_at_peak() const { return peak_.at_peak(live_sides()); }

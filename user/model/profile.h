@@ -128,14 +128,18 @@ class Profile {
   void keep_peak() { keep_peak_ = true; }
   // Exact mode: the changes the kernel's totals made (add_exact,
   // release_live) end one step, at ts_ns. Sampling mode settles by itself.
-  void settle_peak(uint64_t ts_ns) {
-    if (keep_peak_) peak_.settle(live_bytes_, ts_ns);
-  }
+  void settle_peak(uint64_t ts_ns);
   const PeakKeeper& peak() const { return peak_; }
   // Every stack's live side at the peak (indexed like stacks()).
   std::vector<LiveSide> live_at_peak() const;
   // The estimate of bytes live now, over every stack.
   double live_bytes() const { return live_bytes_; }
+  // With keep_peak: each process instance's own highest live estimate.
+  struct ProcessPeak {
+    double live = 0, peak = 0;
+    uint64_t peak_ns = 0;
+  };
+  const std::unordered_map<uint32_t, ProcessPeak>& process_peaks() const { return process_peaks_; }
 
   uint64_t rate() const { return rate_; }
   const std::vector<StackRecord>& stacks() const { return stacks_; }
@@ -154,7 +158,7 @@ class Profile {
   // Live samples per process, so that an ended process drops its own at once.
   using LiveSet = std::unordered_map<uint64_t, LiveEntry>;  // address -> sample
   void unlive(const LiveEntry& e);
-  void live_changing(uint32_t stack);
+  void live_changing(uint32_t stack, double bytes_delta);
   std::vector<LiveSide> live_sides() const;
 
   uint64_t rate_;
@@ -169,6 +173,7 @@ class Profile {
   double live_bytes_ = 0;
   bool keep_peak_ = false;
   PeakKeeper peak_;
+  std::unordered_map<uint32_t, ProcessPeak> process_peaks_;  // by instance
 };
 
 }  // namespace allocscope

@@ -550,7 +550,7 @@ int Recorder::finish(std::vector<Target>& targets, const LoopEnd& l) {
   if (!chart) print_error(chart.error());
   if (!config_.quiet) {
     print_summary(state(), config_, l.end - l.start);
-    print_live_peaks(profile_, config_, l.start, snapshots_, snapshots_missed_);
+    print_live_peaks(state(), config_, l.start, snapshots_, snapshots_missed_);
   }
   // A signal is passed on to a launched command; after --duration it runs on
   // untraced and allocscope waits for it.

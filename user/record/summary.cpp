@@ -187,14 +187,34 @@ ProgressFigures progress_figures(const RecordingState& s, double elapsed_s) {
               s.sink.stack_lost() + p.stacks_full + k[AS_CNT_EXACT_FULL] + s.sink.table_full()};
 }
 
-void print_live_peaks(const Profile& profile, const RecordConfig& config, uint64_t start_ms,
+void print_live_peaks(const RecordingState& s, const RecordConfig& config, uint64_t start_ms,
                       uint64_t snapshots, uint64_t missed) {
-  const PeakKeeper& peak = profile.peak();
+  auto since_start = [&](uint64_t ns) {
+    return ns / 1000000 > start_ms ? (ns / 1000000 - start_ms) / 1000.0 : 0.0;
+  };
+  const PeakKeeper& peak = s.profile.peak();
   if (config.peak && peak.seen()) {
-    uint64_t at_ms = peak.ts_ns() / 1000000;
     std::fprintf(stderr, "allocscope: peak: est. %s live at %.1f s%s\n", format_bytes(peak.bytes()).c_str(),
-                 at_ms > start_ms ? (at_ms - start_ms) / 1000.0 : 0.0,
+                 since_start(peak.ts_ns()),
                  config.outputs.empty() ? "" : " (its in-use profile: the .peak outputs)");
+    // Several processes: each one's own high point (they need not coincide).
+    std::vector<std::pair<double, uint32_t>> highs;
+    for (const auto& [instance, p] : s.profile.process_peaks())
+      if (p.peak > 0) highs.push_back({p.peak, instance});
+    std::sort(highs.rbegin(), highs.rend());
+    if (highs.size() > 1) {
+      std::string line;
+      for (size_t i = 0; i < highs.size() && i < 5; ++i) {
+        const ProcessInstance& pi = s.sink.processes().instance(highs[i].second);
+        char part[160];
+        std::snprintf(part, sizeof part, "%s%s (%u) %s at %.1f s", i ? ", " : "", pi.comm.c_str(), pi.tgid,
+                      format_bytes(highs[i].first).c_str(),
+                      since_start(s.profile.process_peaks().at(highs[i].second).peak_ns));
+        line += part;
+      }
+      std::fprintf(stderr, "allocscope: peaks by process: %s%s\n", line.c_str(),
+                   highs.size() > 5 ? (", and " + std::to_string(highs.size() - 5) + " more").c_str() : "");
+    }
   }
   if (config.snapshot_above)
     std::fprintf(

@@ -36,7 +36,7 @@ ProgressFigures progress_figures(const RecordingState& s, double elapsed_s);
 // Totals, drops (and the processes that lost the most), and what to raise.
 void print_summary(const RecordingState& s, const RecordConfig& config, uint64_t elapsed_ms);
 // --peak's high point and --snapshot-above's files (start_ms: CLOCK_MONOTONIC).
-void print_live_peaks(const Profile& profile, const RecordConfig& config, uint64_t start_ms,
+void print_live_peaks(const RecordingState& s, const RecordConfig& config, uint64_t start_ms,
                       uint64_t snapshots, uint64_t missed);
 
 }  // namespace allocscope
