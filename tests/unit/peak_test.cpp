@@ -108,6 +108,12 @@ TEST(Peak, KeepsWhatAnEndedProcessHeld) {
   ASSERT_EQ(at.size(), 2u);
   EXPECT_EQ(at[0].bytes, 1000);
   EXPECT_EQ(at[1].bytes, 300);
+  // Each process's own high point: 1 held 1000 at 5; 2 reached 600 at 7.
+  EXPECT_EQ(p.process_peaks().at(1).peak, 1000);
+  EXPECT_EQ(p.process_peaks().at(1).peak_ns, 5u);
+  EXPECT_EQ(p.process_peaks().at(1).live, 0);
+  EXPECT_EQ(p.process_peaks().at(2).peak, 600);
+  EXPECT_EQ(p.process_peaks().at(2).peak_ns, 7u);
 }
 
 ExactDelta counted(uint64_t allocs, uint64_t alloc_bytes, uint64_t frees = 0, uint64_t free_bytes = 0) {
