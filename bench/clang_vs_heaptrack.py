@@ -2,7 +2,8 @@
 """A real program against heaptrack's exact record: Debian's clang (built
 without frame pointers) compiles a template-heavy C++ file (bench/clang_heavy.cpp)
 untraced, under heaptrack, and under allocscope (default rate, 64 KiB, exact
-mode); prints side by side totals, calls, inuse at exit, top functions (direct
+mode); prints side by side totals, calls, inuse at exit, the peak (record
+--peak against heaptrack's replayed events), top functions (direct
 and cumulative), heaptrack's top stacks frame for frame with allocscope's
 estimate of each, drops, truncation and wall time.
 
@@ -83,6 +84,7 @@ def parse_heaptrack(path):
         elif tag == "-":
             freed[int(rest, 16)] += 1
     stacks = collections.defaultdict(lambda: [0, 0, 0])  # frames -> bytes, calls, inuse bytes
+    events = [(line[0], int(line[2:], 16)) for line in text.splitlines() if line[:2] in ("+ ", "- ")]
 
     def frames_of(trace):
         out = []
@@ -101,10 +103,37 @@ def parse_heaptrack(path):
         s[0] += size * n
         s[1] += n
         s[2] += size * (n - freed.get(info, 0))
-    return stacks
+    return stacks, peak_of(events, infos, cache)
+
+
+def peak_of(events, infos, frames_of_trace):
+    """heaptrack's peak: the most bytes live at once (events replayed in
+    order), and the bytes live per stack at that moment."""
+    live = best = at = 0
+    for i, (kind, info) in enumerate(events):
+        live += infos[info][0] if kind == "+" else -infos[info][0]
+        if live > best:
+            best, at = live, i
+    held = collections.Counter()
+    for kind, info in events[: at + 1]:
+        held[info] += 1 if kind == "+" else -1
+    by_stack = collections.Counter()
+    for info, n in held.items():
+        size, trace = infos[info]
+        by_stack[frames_of_trace.get(trace, ("??",))] += size * n
+    return best, by_stack
 
 
 # ---- allocscope's recording ----------------------------------------------------
+
+def parse_peak(binary, pprof, workdir):
+    """allocscope's --peak profile: total in use and its interval, bytes by stack."""
+    peak = pprof.replace(".pb.gz", ".peak.pb.gz")
+    if not os.path.exists(peak):
+        return None
+    stacks, _, totals = parse_allocscope(binary, peak, workdir)
+    return totals["inuse_space"], collections.Counter({k: v[2] for k, v in stacks.items()})
+
 
 def parse_allocscope(binary, pprof, workdir):
     out = os.path.join(workdir, "report.json")
@@ -152,7 +181,7 @@ def short(name, n=70):
     return name if len(name) <= n else name[: n - 3] + "..."
 
 
-def report(truth, runs, walls):
+def report(truth, peak, runs, walls):
     names = list(runs)
     print("## clang -cc1 on bench/clang_heavy.cpp: heaptrack against allocscope\n")
     header = "| | heaptrack | " + " | ".join(names) + " |"
@@ -186,6 +215,21 @@ def report(truth, runs, walls):
         lambda n: f"{share(runs[n][0], lambda k: any(g in f for f in k for g in GARBAGE)) * 100:.1f} %")
     row("`main` cumulative", f"{share(truth, lambda k: 'main' in k) * 100:.1f} %",
         lambda n: f"{share(runs[n][0], lambda k: 'main' in k) * 100:.1f} %")
+    peak_bytes, peak_stacks = peak
+    row("peak heap (most live at once)", f"{peak_bytes / 1e6:,.1f} MB",
+        lambda n: "{} [{:,.1f}; {:,.1f}]".format(rel(runs[n][3][0]["estimate"], peak_bytes),
+                                                *(x / 1e6 for x in runs[n][3][0]["interval"]))
+        if runs[n][3] else "-")
+    print("\n### Top 5 functions (allocator's caller) at the peak: bytes live then\n")
+    print("| function | heaptrack | " + " | ".join(names) + " |")
+    print("|---" * (len(names) + 2) + "|")
+    direct = lambda stacks: collections.Counter({f: sum(v for k, v in stacks.items() if k and k[-1] == f)
+                                                 for f in {k[-1] for k in stacks if k}})
+    t_peak = direct(peak_stacks)
+    e_peak = {n: direct(runs[n][3][1]) if runs[n][3] else collections.Counter() for n in names}
+    for fn, b in t_peak.most_common(5):
+        cells = [f"{(e_peak[n].get(fn, 0) / b - 1) * 100:+.1f} %" if b else "-" for n in names]
+        print(f"| `{short(fn)}` | {b / 1e6:,.1f} MB | " + " | ".join(cells) + " |")
     for cumulative in (False, True):
         kind = "cumulative" if cumulative else "direct (allocator's caller)"
         print(f"\n### Top 10 functions, {kind}: bytes (allocscope's error against heaptrack)\n")
@@ -229,16 +273,17 @@ def main():
     if not args.reuse:
         walls["untraced"], _ = timed(cc1, check=True)
         walls["heaptrack"], _ = timed(["heaptrack", "-o", ht] + cc1, check=True, stdout=subprocess.DEVNULL)
-    truth = parse_heaptrack(ht + ".zst")
+    truth, peak = parse_heaptrack(ht + ".zst")
     runs = {}
     for name in args.runs.split(","):
         out = os.path.join(workdir, name + ".pb.gz")
         if not args.reuse:
-            walls[name], _ = timed([binary, "record", "-q", "-o", out] + CONFIGS[name] + ["--"] + cc1, check=True)
-        runs[name] = parse_allocscope(binary, out, workdir)
+            walls[name], _ = timed([binary, "record", "-q", "--peak", "-o", out] + CONFIGS[name] + ["--"] + cc1,
+                                   check=True)
+        runs[name] = parse_allocscope(binary, out, workdir) + (parse_peak(binary, out, workdir),)
     with open(walls_file, "w") as f:
         json.dump(walls, f)
-    report(truth, runs, walls)
+    report(truth, peak, runs, walls)
     if not args.keep:
         shutil.rmtree(workdir)
 

@@ -13,37 +13,9 @@ demo=${1:?usage: timeline_check.sh TIMELINE_DEMO [WORKDIR]}
 work=${2:-$(mktemp -d)}
 mkdir -p "$work"
 
-missing() {
-  if [ -n "${CI:-}" ]; then
-    echo "FAIL: $1 is not installed (CI must run the browser test; ./dev.sh installs it)" >&2
-    exit 1
-  fi
-  echo "SKIP: $1 is not installed" >&2
-  exit 77
-}
-command -v chromium >/dev/null || missing chromium
+# shellcheck source=chromium.sh
+source "$(dirname "$0")/chromium.sh"
 
-profiles=()
-cleanup() { rm -rf "${profiles[@]}"; }
-trap cleanup EXIT
-
-browser() {
-  local profile
-  profile=$(mktemp -d)
-  profiles+=("$profile")
-  timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
-    --disable-background-networking --disable-component-update --disable-sync \
-    --user-data-dir="$profile" "$@" 2>>"$work/chromium.log"
-}
-
-fail() {
-  echo "FAIL: $*" >&2
-  echo "--- chromium log (tail) ---" >&2
-  tail -20 "$work/chromium.log" >&2 || true
-  exit 1
-}
-
-: >"$work/chromium.log"
 "$demo" "$work/timeline.html" || fail "timeline_demo could not write $work/timeline.html"
 
 # The selection line and the flame graph's frames, as "name=value" lines.

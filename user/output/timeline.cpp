@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "base/units.h"
+#include "output/flame_text.h"
 
 namespace allocscope {
 namespace {
@@ -20,26 +21,10 @@ constexpr const char* kColours[] = {"#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", 
                                     "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"};
 constexpr const char* kOther = "#c7c7c7";
 
+// Names are bytes from ELF files: cleaned as the flame graph cleans them.
 std::string escaped(const std::string& s) {
   std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
+  flame::append_xml(out, flame::clean(s));
   return out;
 }
 
