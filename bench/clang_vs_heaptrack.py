@@ -65,6 +65,7 @@ def parse_heaptrack(path):
     strings, ips, traces, infos = [""], [None], [(0, 0)], []
     calls = collections.Counter()
     freed = collections.Counter()
+    events = []  # ("+" or "-", allocation info) in the order heaptrack saw them
     text = subprocess.run(["zstdcat", path], capture_output=True, text=True, check=True).stdout
     for line in text.splitlines():
         tag, _, rest = line.partition(" ")
@@ -79,12 +80,11 @@ def parse_heaptrack(path):
         elif tag == "a":
             size, trace = rest.split()
             infos.append((int(size, 16), int(trace, 16)))
-        elif tag == "+":
-            calls[int(rest, 16)] += 1
-        elif tag == "-":
-            freed[int(rest, 16)] += 1
+        elif tag in ("+", "-"):
+            info = int(rest, 16)
+            (calls if tag == "+" else freed)[info] += 1
+            events.append((tag, info))
     stacks = collections.defaultdict(lambda: [0, 0, 0])  # frames -> bytes, calls, inuse bytes
-    events = [(line[0], int(line[2:], 16)) for line in text.splitlines() if line[:2] in ("+ ", "- ")]
 
     def frames_of(trace):
         out = []
