@@ -188,13 +188,14 @@ static __always_inline bool alloc_enter(__u32 fn, __u64 size, __u64 memptr) {
   return true;
 }
 
+static const struct as_exact_totals zero_totals = {}; /* too big for the BPF stack: inserts copy it */
+
 /* Exact mode: the allocation is added to its stack's totals here, and its
  * block remembered with the stack so that its free subtracts it. */
 static __always_inline void count_exact(__u64 id, __u64 size, __u64 addr, __u64 now) {
   struct as_exact_totals *t = bpf_map_lookup_elem(&exact_totals, &id);
   if (!t) {
-    struct as_exact_totals zero = {};
-    bpf_map_update_elem(&exact_totals, &id, &zero, BPF_NOEXIST);
+    bpf_map_update_elem(&exact_totals, &id, &zero_totals, BPF_NOEXIST);
     t = bpf_map_lookup_elem(&exact_totals, &id);
   }
   if (!t) {
@@ -245,12 +246,12 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, __u32 fn, __u64 size
   __u32 tgid = pid_tgid >> 32;
   __u64 now = bpf_ktime_get_ns();
   count(AS_CNT_SAMPLES);
-  struct walk w;
   /* A USDT probe fires inside the sampler's code: its frames are not the
    * program's (the leaf is named by fn). A uprobe's sample is taken at the
    * return, where the first pc is already the caller's. */
-  struct as_stack_event *stack = walk_stack(ctx, fn, own_frames, &w);
-  if (!stack || !(stack->stop == AS_STOP_NO_TABLE ? send_deferred(stack, &w) : send_stack(stack))) {
+  struct walk_scratch *w = walk_stack(ctx, fn, own_frames);
+  struct as_stack_event *stack = w ? &w->ev : 0;
+  if (!w || !(stack->stop == AS_STOP_NO_TABLE ? send_deferred(w) : send_stack(stack))) {
     count_dropped(tgid, size);
     return;
   }

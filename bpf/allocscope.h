@@ -28,6 +28,15 @@ typedef int8_t as_s8;
 #define AS_STATIC_ASSERT _Static_assert
 #endif
 
+/* Loops in BPF code are unrolled: the 6.1 verifier refuses a loop whose
+ * back-edge the compiler laid out as a fall-through ("back-edge from insn"),
+ * and an unrolled loop has none. */
+#ifdef __bpf__
+#define AS_UNROLL _Pragma("unroll")
+#else
+#define AS_UNROLL
+#endif
+
 /* perf's default kernel.perf_event_max_stack. */
 #define AS_MAX_FRAMES 127
 

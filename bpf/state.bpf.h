@@ -147,14 +147,25 @@ struct cached_row {
   struct as_unwind_row row;
 };
 
+/* The walk in progress lives here rather than on the BPF stack: verifiers
+ * before 6.13 allow 512 bytes of stack across a program, its loop callback
+ * and the global functions that calls, and the walk's state alone would take
+ * a third of that twice over. Here too (not in the loop's index) the frame
+ * number, so that the verifier sees one frame rather than each of 127. */
 struct walk_scratch {
   struct as_stack_event ev;
   __u64 stack_end; /* end of the mapping that holds the thread's stack; 0: unknown */
   __u64 generation;
-  /* Of the walk in progress; here, not in the loop's state, so that the
-   * verifier sees one frame rather than each of 127: */
-  __u32 skip;  /* first frames unwound but not recorded (a USDT probe's sampler) */
-  __u32 steps; /* frames unwound so far */
+  struct as_unwind_regs regs; /* of the frame being unwound */
+  struct as_unwind_row row;   /* its rule */
+  struct as_vma vma;          /* the mapping it is in */
+  __u64 id;                   /* stack id, mixed as frames are added */
+  __u32 stop;                 /* enum as_stop */
+  __u32 restart;              /* the mapping set was full: emptied, walk again */
+  __u32 misses;               /* frames not in the row cache */
+  __u32 skip;                 /* first frames unwound but not recorded (a USDT probe's sampler) */
+  __u32 steps;                /* frames unwound so far */
+  __u32 pad;
   struct cached_row rows[ROW_CACHE];
   struct stack_window window;
 };

@@ -96,7 +96,9 @@ AS_INLINE const struct as_unwind_row *as_table_find(void *table, as_u64 off) {
   lo = lo > 0 ? lo - 1 : 0;
   if (hi > n || lo >= hi) return 0;
   /* Last rule in [lo, hi) with pc <= off: at most log2(AS_TABLE_MAX_ROWS) steps. */
-  for (int i = 0; i < 25 && hi - lo > 1; i++) {
+  AS_UNROLL
+  for (int i = 0; i < 25; i++) {
+    if (hi - lo <= 1) break;
     as_u32 mid = lo + (hi - lo) / 2;
     const struct as_unwind_row *r = AS_TABLE_AT(table, rules + mid);
     if (!r) return 0;

@@ -4,20 +4,6 @@
  * one translation unit, included there after state.bpf.h. */
 #pragma once
 
-struct walk {
-  struct as_stack_event *ev; /* the thread's scratch: frames and mappings so far */
-  struct task_struct *task;
-  struct as_unwind_regs regs;
-  __u64 stack_end; /* end of the mapping that holds the thread's stack */
-  __u64 id;        /* stack id, mixed as frames are added */
-  __u32 stop;      /* enum as_stop */
-  __u32 restart;   /* the mapping set was full: emptied, walk again */
-  __u32 misses;    /* frames not in the row cache */
-  struct walk_scratch *scratch;
-  struct as_unwind_row row; /* the rule of the frame being unwound */
-  struct as_vma vma;        /* the mapping it is in */
-};
-
 static __always_inline __u64 mix(__u64 h, __u64 v) {
   h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
   return h * 0xff51afd7ed558ccdULL;
@@ -48,6 +34,7 @@ static long remember_vma(struct task_struct *task, struct vm_area_struct *vma, v
 /* The entry of `vmas` (n of them) holding addr, copied to out; 0 if none. */
 __noinline int scan_stack_vmas(struct as_stack_event *ev, __u64 addr, struct as_vma *out) {
   if (!ev || !out) return 0;
+  AS_UNROLL
   for (__u32 j = 0; j < AS_MAX_VMAS; j++) {
     if (j >= ev->nvmas) break;
     if (addr >= ev->vmas[j].start && addr < ev->vmas[j].end) {
@@ -60,6 +47,7 @@ __noinline int scan_stack_vmas(struct as_stack_event *ev, __u64 addr, struct as_
 
 __noinline int scan_cached_vmas(struct vma_cache *c, __u64 addr, struct as_vma *out) {
   if (!c || !out) return 0;
+  AS_UNROLL
   for (int j = 0; j < VMA_CACHE; j++) {
     if (addr >= c->vmas[j].start && addr < c->vmas[j].end) {
       *out = c->vmas[j];
@@ -71,6 +59,7 @@ __noinline int scan_cached_vmas(struct vma_cache *c, __u64 addr, struct as_vma *
 
 __noinline int cache_vma_in(struct vma_cache *c, struct as_vma *v) {
   if (!c || !v) return 0;
+  AS_UNROLL
   for (int j = 0; j < VMA_CACHE; j++)
     if (c->vmas[j].start == v->start && c->vmas[j].ino == v->ino) return 0;
   c->vmas[c->next % VMA_CACHE] = *v;
@@ -92,8 +81,8 @@ static __always_inline void cache_vma(__u32 tgid, struct as_vma *v) {
  * kernel the first time (and added to the event's list); false (w->stop
  * set) when there is none. A copy rather than an index into the list: the
  * verifier then follows one path past the search, not one per entry. */
-static __always_inline bool find_vma(struct walk *w, __u64 addr) {
-  struct as_stack_event *ev = w->ev;
+static __always_inline bool find_vma(struct walk_scratch *w, __u64 addr) {
+  struct as_stack_event *ev = &w->ev;
   if (scan_stack_vmas(ev, addr, &w->vma)) return true;
   __u32 n = ev->nvmas;
   if (n >= AS_MAX_VMAS) {
@@ -105,10 +94,11 @@ static __always_inline bool find_vma(struct walk *w, __u64 addr) {
       w->stop = AS_STOP_VMAS;
     return false;
   }
+  struct task_struct *task = bpf_get_current_task_btf();
+  __u32 tgid = task->tgid;
   struct vma_found f = {};
-  long err = bpf_find_vma(w->task, addr, remember_vma, &f, 0);
+  long err = bpf_find_vma(task, addr, remember_vma, &f, 0);
   if (err == -AS_EBUSY) {
-    __u32 tgid = w->task->tgid;
     if (!scan_cached_vmas(bpf_map_lookup_elem(&process_vmas, &tgid), addr, &f.v)) {
       w->stop = AS_STOP_VMA_BUSY;
       return false;
@@ -117,7 +107,7 @@ static __always_inline bool find_vma(struct walk *w, __u64 addr) {
     w->stop = AS_STOP_BAD_IP;
     return false;
   } else {
-    cache_vma(w->task->tgid, &f.v);
+    cache_vma(tgid, &f.v);
   }
   ev->vmas[n] = f.v;
   ev->nvmas = n + 1;
@@ -125,7 +115,7 @@ static __always_inline bool find_vma(struct walk *w, __u64 addr) {
   return true;
 }
 
-static __always_inline void request_table(struct walk *w, struct as_vma *v, struct as_file_key *key) {
+static __always_inline void request_table(struct as_vma *v, struct as_file_key *key) {
   __u8 one = 1;
   if (bpf_map_update_elem(&table_requests, key, &one, BPF_NOEXIST) != 0) return; /* asked already */
   struct as_table_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -135,17 +125,20 @@ static __always_inline void request_table(struct walk *w, struct as_vma *v, stru
   }
   count(AS_CNT_TABLE_REQUESTS);
   e->kind = AS_EV_NEED_TABLE;
-  e->tgid = w->task->tgid;
+  e->tgid = bpf_get_current_pid_tgid() >> 32;
   e->vma = *v;
   bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
-/* The row of table `key` that covers file offset `off`: binary search for
- * the last row whose pc is at most `off`. A global function, verified once
- * on its own: inlined, its loop would be verified again on every path. */
-__noinline int lookup_row(struct as_file_key *key, __u64 off, struct as_unwind_row *out) {
-  if (!key || !out) return AS_STOP_NO_INFO;
-  void *table = bpf_map_lookup_elem(&unwind_tables, key);
+/* The row of the table of file (ino, dev) that covers file offset `off`:
+ * binary search for the last row whose pc is at most `off`. A global
+ * function, verified once on its own: inlined, its loop would be verified
+ * again on every path. The key is built on its own stack: verifiers before
+ * 6.2 take no map key from memory a caller passed in. */
+__noinline int lookup_row(__u64 ino, __u32 dev, __u64 off, struct as_unwind_row *out) {
+  if (!out) return AS_STOP_NO_INFO;
+  struct as_file_key key = {.ino = ino, .dev = dev};
+  void *table = bpf_map_lookup_elem(&unwind_tables, &key);
   if (!table) return AS_STOP_NO_TABLE;
   struct as_unwind_row none = {0, 0, AS_ROW_NONE, 0};
   const struct as_unwind_row *r = off <= 0xffffffffULL ? as_table_find(table, off) : 0;
@@ -160,12 +153,17 @@ __noinline int unwind_step(struct as_unwind_row *row, struct as_unwind_regs *reg
   return as_unwind_step(row, regs, window->limit, window);
 }
 
+/* bpf_loop's context must be on the stack: it holds the way to the rest. */
+struct walk_ctx {
+  struct walk_scratch *w;
+};
+
 /* One frame of the walk: records its pc and moves to its caller. The frame
  * number is read from the event, not taken from the loop, so that the
  * verifier sees one frame, not 127 different ones. */
 static long walk_frame(__u64 unused, void *data) {
-  struct walk *w = data;
-  struct as_stack_event *ev = w->ev;
+  struct walk_scratch *w = ((struct walk_ctx *)data)->w;
+  struct as_stack_event *ev = &w->ev;
   __u32 n = ev->nframes;
   if (n >= AS_MAX_FRAMES) {
     w->stop = AS_STOP_DEPTH;
@@ -175,10 +173,9 @@ static long walk_frame(__u64 unused, void *data) {
   /* A return address: the call is before it. The first pc (the allocator's
    * return into its caller, or a USDT probe's site) is where that code
    * resumes, and its state. */
-  struct walk_scratch *sc = w->scratch;
-  __u64 at = sc->steps == 0 ? ip : ip - 1;
-  __u64 tag = at | (sc->generation << 48);
-  struct cached_row *c = &sc->rows[(at ^ (at >> 9)) & (ROW_CACHE - 1)];
+  __u64 at = w->steps == 0 ? ip : ip - 1;
+  __u64 tag = at | (w->generation << 48);
+  struct cached_row *c = &w->rows[(at ^ (at >> 9)) & (ROW_CACHE - 1)];
   if (c->tag == tag) {
     w->row = c->row;
   } else {
@@ -189,9 +186,9 @@ static long walk_frame(__u64 unused, void *data) {
     /* Code in anonymous memory (JIT) has no file to describe it: frame
      * pointers, checked like any row. */
     if (use_tables && v->ino) {
-      struct as_file_key key = {.ino = v->ino, .dev = v->dev};
-      if (lookup_row(&key, at - v->start + v->pgoff, &w->row) == AS_STOP_NO_TABLE) {
-        request_table(w, v, &key);
+      if (lookup_row(v->ino, v->dev, at - v->start + v->pgoff, &w->row) == AS_STOP_NO_TABLE) {
+        struct as_file_key key = {.ino = v->ino, .dev = v->dev};
+        request_table(v, &key);
         ev->frames[n] = ip; /* its pc is known, its caller not yet */
         ev->nframes = n + 1;
         w->stop = AS_STOP_NO_TABLE;
@@ -201,19 +198,19 @@ static long walk_frame(__u64 unused, void *data) {
     c->tag = tag;
     c->row = w->row;
   }
-  if (sc->skip) {
-    sc->skip--;
+  if (w->skip) {
+    w->skip--;
   } else {
     ev->frames[n] = ip;
     ev->nframes = n + 1;
     w->id = mix(w->id, ip);
   }
-  int rc = unwind_step(&w->row, &w->regs, &w->scratch->window);
+  int rc = unwind_step(&w->row, &w->regs, &w->window);
   if (rc != AS_STOP_NONE) {
     w->stop = rc;
     return 1;
   }
-  sc->steps++;
+  w->steps++;
   return 0;
 }
 
@@ -222,62 +219,62 @@ static long walk_frame(__u64 unused, void *data) {
  * gives the stack's id; NULL when there is no scratch. */
 #define STACK_GUESS (8ULL << 20) /* glibc's default thread stack */
 
-static __always_inline struct as_stack_event *walk_stack(struct pt_regs *ctx, __u16 fn, __u32 skip,
-                                                         struct walk *wp) {
+static __always_inline struct walk_scratch *walk_stack(struct pt_regs *ctx, __u16 fn, __u32 skip) {
   __u64 ip = ctx->ip, sp = ctx->sp, bp = ctx->bp;
   struct task_struct *task = bpf_get_current_task_btf();
-  struct walk_scratch *scratch = bpf_task_storage_get(&walks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-  if (!scratch) return 0;
-  struct as_stack_event *ev = &scratch->ev;
-  struct walk w = {.ev = ev, .task = task, .scratch = scratch};
+  struct walk_scratch *w = bpf_task_storage_get(&walks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+  if (!w) return 0;
+  struct as_stack_event *ev = &w->ev;
   /* A thread's stack mapping ends where it did: looked up once per thread
    * (again if sp is past it: a signal stack). */
-  if (sp >= scratch->stack_end) {
+  if (sp >= w->stack_end) {
     struct vma_found stack = {};
-    scratch->stack_end = bpf_find_vma(task, sp, remember_vma, &stack, 0) == 0 ? stack.v.end : 0;
+    w->stack_end = bpf_find_vma(task, sp, remember_vma, &stack, 0) == 0 ? stack.v.end : 0;
   }
   /* The lookup fails while another thread holds the mmap lock (it is
    * creating a thread's stack, say): this walk is then bounded by a default
    * stack's size above sp, and the next one asks again. Bounded by 0, every
    * frame would look bad and the stack be cut at the allocator's caller. */
-  w.stack_end = scratch->stack_end ? scratch->stack_end : sp + STACK_GUESS;
-  scratch->window.len = 0; /* the stack has changed since the last walk */
-  scratch->window.limit = w.stack_end;
+  __u64 stack_end = w->stack_end ? w->stack_end : sp + STACK_GUESS;
+  w->window.len = 0; /* the stack has changed since the last walk */
+  w->window.limit = stack_end;
   /* The id covers the process instance: a new program (exec) or a new
    * process with the same pid never shares a stack with an old one. */
   struct task_struct *leader = task->group_leader;
   __u64 instance = mix(mix(mix(task->tgid, leader->start_time), leader->self_exec_id), fn);
+  struct walk_ctx wc = {.w = w};
+  AS_UNROLL
   for (int attempt = 0; attempt < 2; attempt++) {
     ev->nframes = 0;
-    w.regs.ip = ip;
-    w.regs.sp = sp;
-    w.regs.bp = bp;
-    w.regs.bp_lost = 0;
-    w.id = instance;
-    w.stop = AS_STOP_NONE;
-    w.restart = 0;
-    w.misses = 0;
-    scratch->skip = skip;
-    scratch->steps = 0;
-    bpf_loop(AS_MAX_FRAMES, walk_frame, &w, 0);
-    if (!w.restart) break;
+    w->regs.ip = ip;
+    w->regs.sp = sp;
+    w->regs.bp = bp;
+    w->regs.bp_lost = 0;
+    w->id = instance;
+    w->stop = AS_STOP_NONE;
+    w->restart = 0;
+    w->misses = 0;
+    w->skip = skip;
+    w->steps = 0;
+    bpf_loop(AS_MAX_FRAMES, walk_frame, &wc, 0);
+    if (!w->restart) break;
     ev->nvmas = 0;
-    scratch->generation++;
+    w->generation++;
   }
-  if (w.stop == AS_STOP_NONE) w.stop = w.restart ? AS_STOP_VMAS : AS_STOP_DEPTH;
-  count(AS_CNT_STOP_FIRST + (w.stop < 10 ? w.stop : 0));
+  __u32 stop = w->stop;
+  if (stop == AS_STOP_NONE) stop = w->restart ? AS_STOP_VMAS : AS_STOP_DEPTH;
+  count(AS_CNT_STOP_FIRST + (stop < 10 ? stop : 0));
   count_bytes(AS_CNT_FRAMES, ev->nframes);
-  count_bytes(AS_CNT_ROW_MISSES, w.misses);
+  count_bytes(AS_CNT_ROW_MISSES, w->misses);
   ev->kind = AS_EV_STACK;
   ev->tgid = task->tgid;
   ev->fn = fn;
-  ev->stop = w.stop;
+  ev->stop = stop;
   ev->pad = 0;
-  ev->id = mix(w.id, w.stop);
+  ev->id = mix(w->id, stop);
   ev->cgroup = bpf_get_current_cgroup_id();
   bpf_probe_read_kernel_str(ev->comm, sizeof(ev->comm), leader->comm);
-  *wp = w;
-  return ev;
+  return w;
 }
 
 /* A walk that stopped for want of a table, sent with the stopped frame's
@@ -290,7 +287,24 @@ struct deferred_event {
   __u8 stack[AS_DEFER_STACK_BYTES + 4096]; /* slack: bounds each page copy for the verifier */
 };
 
-static __always_inline bool send_deferred(struct as_stack_event *ev, struct walk *w) {
+/* Copies the stack from sp + *copied up to the next page boundary (or max);
+ * false when done, or when that page could not be read. */
+static __always_inline bool copy_stack_page(struct deferred_event *d, __u64 sp, __u64 max, __u64 *copied) {
+  __u64 done = *copied;
+  if (done >= max) return false;
+  __u64 from = sp + done, chunk = 4096 - (from & 4095);
+  if (chunk > max - done) chunk = max - done;
+  /* done < max <= AS_DEFER_STACK_BYTES, a power of two, and chunk is in
+   * [1, 4096]: the masks only tell the verifier so (6.1's loses the bounds). */
+  chunk = ((chunk - 1) & 4095) + 1;
+  if (bpf_probe_read_user(d->stack + (done & (AS_DEFER_STACK_BYTES - 1)), chunk, (void *)from) != 0)
+    return false;
+  *copied = done + chunk;
+  return true;
+}
+
+static __always_inline bool send_deferred(struct walk_scratch *w) {
+  struct as_stack_event *ev = &w->ev;
   struct deferred_event *d = bpf_ringbuf_reserve(&events, sizeof(*d), 0);
   if (!d) {
     count(AS_CNT_STACK_DROPS);
@@ -302,19 +316,18 @@ static __always_inline bool send_deferred(struct as_stack_event *ev, struct walk
   d->walk.sp = w->regs.sp;
   d->walk.bp = w->regs.bp;
   d->walk.bp_lost = w->regs.bp_lost;
-  d->walk.stack_end = w->stack_end;
-  __u64 copied = 0, max = AS_DEFER_STACK_BYTES;
-  if (w->stack_end > w->regs.sp && w->stack_end - w->regs.sp < max) max = w->stack_end - w->regs.sp;
-  for (int i = 0; i < AS_DEFER_STACK_BYTES / 4096 + 1; i++) {
-    if (copied >= max) break;
-    __u64 from = w->regs.sp + copied;
-    __u64 chunk = 4096 - (from & 4095), left = max - copied;
-    if (chunk > left) chunk = left;
-    /* copied < max <= AS_DEFER_STACK_BYTES, a power of two: the mask only tells the verifier so. */
-    if (bpf_probe_read_user(d->stack + (copied & (AS_DEFER_STACK_BYTES - 1)), chunk, (void *)from) != 0)
-      break;
-    copied += chunk;
-  }
+  __u64 stack_end = w->window.limit;
+  d->walk.stack_end = stack_end;
+  __u64 copied = 0, max = AS_DEFER_STACK_BYTES, sp = w->regs.sp;
+  if (stack_end > sp && stack_end - sp < max) max = stack_end - sp;
+  /* A loop by hand (the 6.1 verifier refused the compiler's layout of it):
+   * the first page may be partial, so one more than the whole pages. */
+  _Static_assert(AS_DEFER_STACK_BYTES / 4096 + 1 == 9, "pages copied below");
+  copy_stack_page(d, sp, max, &copied) && copy_stack_page(d, sp, max, &copied) &&
+      copy_stack_page(d, sp, max, &copied) && copy_stack_page(d, sp, max, &copied) &&
+      copy_stack_page(d, sp, max, &copied) && copy_stack_page(d, sp, max, &copied) &&
+      copy_stack_page(d, sp, max, &copied) && copy_stack_page(d, sp, max, &copied) &&
+      copy_stack_page(d, sp, max, &copied);
   d->walk.len = copied;
   bpf_ringbuf_submit(d, BPF_RB_FORCE_WAKEUP);
   return true;

@@ -1,6 +1,7 @@
 // BpfSession's reads and writes of the kernel's maps: process verdicts, live
 // entries and the live filter, unwind tables, exact totals, counters.
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include <cstring>
@@ -64,7 +65,12 @@ void BpfSession::forget_live(std::span<const as_live_key> keys) {
 Result<void> BpfSession::load_unwind_table(const as_file_key& key, std::span<const as_unwind_row> rows) {
   std::vector<as_unwind_row> table = kernel_layout(rows);
   uint32_t n = uint32_t(table.size());
-  LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_INNER_MAP | BPF_F_MMAPABLE);
+  // Typed as libbpf typed the outer map's template: kernels before 6.2
+  // compare the two maps' BTF-derived layouts (a map without BTF differs
+  // from one with it) and refuse the insert otherwise.
+  LIBBPF_OPTS(bpf_map_create_opts, opts, .btf_fd = uint32_t(btf__fd(bpf_object__btf(skel_->obj))),
+              .btf_key_type_id = table_btf_key_, .btf_value_type_id = table_btf_value_,
+              .map_flags = BPF_F_INNER_MAP | BPF_F_MMAPABLE);
   int fd =
       bpf_map_create(BPF_MAP_TYPE_ARRAY, "unwind_rows", sizeof(uint32_t), sizeof(as_unwind_row), n, &opts);
   if (fd < 0) return fail_errno("create an unwind table of " + std::to_string(n) + " rows", errno);

@@ -216,6 +216,10 @@ Result<std::unique_ptr<BpfSession>> BpfSession::open(const SessionConfig& config
   bpf_map__set_max_entries(s->skel_->maps.exact_totals, config.max_stacks);
   bpf_map__set_max_entries(s->skel_->maps.unwind_tables, config.max_tables);
   bpf_map__set_max_entries(s->skel_->maps.events, config.ringbuf_bytes);
+  if (bpf_map* inner = bpf_map__inner_map(s->skel_->maps.unwind_tables)) {
+    s->table_btf_key_ = bpf_map__btf_key_type_id(inner);
+    s->table_btf_value_ = bpf_map__btf_value_type_id(inner);
+  }
   if (int err = allocscope_bpf__load(s->skel_.get()); err != 0)
     return fail(errno_message("load BPF programs", -err) + privilege_hint(-err), -err);
   s->ring_.reset(ring_buffer__new(bpf_map__fd(s->skel_->maps.events), on_event, &s->handler_, nullptr));

@@ -159,6 +159,8 @@ class BpfSession {
   std::unique_ptr<ring_buffer, RingCloser> ring_;
   UniqueFd wake_fd_, epoll_;  // poll() waits on both
   MappedMemory live_filter_;  // the kernel's live filter, mapped here
+  // BTF types of the unwind tables' template (libbpf frees it at load).
+  uint32_t table_btf_key_ = 0, table_btf_value_ = 0;
   std::vector<Link> lifecycle_links_;
   std::vector<Link> entry_links_, return_links_;
   std::vector<UniqueFd> raw_links_;  // links made with bpf(2) directly, unknown to this libbpf
