@@ -12,8 +12,8 @@ import pathlib
 import re
 import sys
 
-LAYERS = ["base", "stats", "model", "host", "symbols", "output", "probe", "record", "report", "agent"]
-CLI_ALLOWED = {"record/record.h", "report/report.h", "agent/agent.h"}
+LAYERS = ["base", "stats", "model", "host", "symbols", "output", "probe", "record", "report", "agent", "check"]
+CLI_ALLOWED = {"record/record.h", "report/report.h", "agent/agent.h", "check/check.h"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 

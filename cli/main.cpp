@@ -29,6 +29,7 @@ int run(int argc, char** argv) {
   if (cli.record->parsed()) return record(cli.record_config);
   if (cli.report->parsed()) return report(cli.report_config);
   if (cli.agent->parsed()) return agent(cli.agent_config);
+  if (cli.check->parsed()) return check(cli.check_config);
   return 2;
 }
 

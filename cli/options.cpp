@@ -544,6 +544,7 @@ CommandLine::CommandLine() : app("allocscope: eBPF heap allocation sampler for L
   record = add_record(app, record_config, record_text);
   report = add_report(app, report_config, report_text);
   agent = add_agent(app, agent_config, agent_text);
+  check = add_check(app, check_config);
 }
 
 void CommandLine::finish() {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "agent/agent.h"
+#include "check/check.h"
 #include "record/record.h"
 #include "report/report.h"
 
@@ -41,10 +42,15 @@ struct CommandLine {
   RecordConfig record_config;
   ReportConfig report_config;
   AgentConfig agent_config;
+  CheckConfig check_config;
   OptionText record_text, report_text, agent_text;
   CLI::App* record = nullptr;
   CLI::App* report = nullptr;
   CLI::App* agent = nullptr;
+  CLI::App* check = nullptr;
 };
+
+// The check subcommand (check_options.cpp).
+CLI::App* add_check(CLI::App& app, CheckConfig& c);
 
 }  // namespace allocscope

@@ -7,6 +7,7 @@
 
 #include "harness.h"
 #include "probe/bpf_session.h"
+#include "probe/kernel_features.h"
 
 namespace allocscope::test {
 namespace {
@@ -40,7 +41,8 @@ KernelCounters record_bench(const std::vector<std::string>& options) {
 
 TEST(Probes, SessionRunsTheReturnProgramOnlyForSampledCalls) {
   REQUIRE_BPF();
-  if (!kernel_has_uprobe_sessions()) GTEST_SKIP() << "kernel without uprobe sessions (6.13+)";
+  if (!kernel_features().has(Feature::UprobeSession))
+    GTEST_SKIP() << "kernel without uprobe sessions (6.13+)";
   KernelCounters k = record_bench({"--probe-mode", "session"});
   std::printf("  session: %ld samples, %ld return-program runs, %ld malloc calls\n", k.samples, k.returns,
               kPairs);

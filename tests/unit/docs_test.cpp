@@ -35,7 +35,7 @@ TEST(Docs, EveryOptionIsInItsManPageAndCompletions) {
   CommandLine cli;
   std::vector<GeneratedFile> pages = man_pages(cli.app, "allocscope test");
   std::string bash = bash_completion(cli.app), zsh = zsh_completion(cli.app);
-  ASSERT_EQ(commands(cli.app).size(), 3u);
+  ASSERT_EQ(commands(cli.app).size(), 4u);
   for (const CLI::App* sub : commands(cli.app)) {
     std::string page = page_of(pages, "allocscope-" + sub->get_name() + ".1");
     EXPECT_NE(page.find(".SH SYNOPSIS"), std::string::npos);
@@ -50,7 +50,7 @@ TEST(Docs, EveryOptionIsInItsManPageAndCompletions) {
         ++checked;
       }
     }
-    EXPECT_GT(checked, 10u) << sub->get_name();
+    EXPECT_GT(checked, sub->get_name() == "check" ? 0u : 10u) << sub->get_name();
     EXPECT_NE(page_of(pages, "allocscope.1").find("\\fB" + sub->get_name() + "\\fR"), std::string::npos);
   }
 }

@@ -48,7 +48,7 @@ std::vector<ProbeTarget> select_allocator_symbols(const std::vector<ElfSymbol>& 
 }
 
 Result<std::vector<ProbeTarget>> find_allocator_probes(const std::string& path, bool naive,
-                                                       const std::string& name) {
+                                                       const std::string& name, const Emulation& emulation) {
   auto elf = ElfFile::open(path);
   if (!elf) return fail(elf.error());
   std::vector<ProbeTarget> targets =
@@ -62,7 +62,7 @@ Result<std::vector<ProbeTarget>> find_allocator_probes(const std::string& path, 
     auto code = elf->read(*off, 512);
     if (!code) return fail(code.error());
     // Allocating calls need their return seen, which takes the entry.
-    Placement at = place_probe(*code, t.vaddr, naive || as_fn_kind(t.fn) != AS_FN_FREE);
+    Placement at = place_probe(*code, t.vaddr, naive || as_fn_kind(t.fn) != AS_FN_FREE, emulation);
     t.offset = *off + at.offset;
     t.placed_at = at.offset;
     t.emulated = at.emulated;

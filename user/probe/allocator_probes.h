@@ -7,6 +7,7 @@
 
 #include "allocscope.h"
 #include "base/result.h"
+#include "probe/probe_placement.h"
 #include "symbols/elf_file.h"
 
 namespace allocscope {
@@ -34,7 +35,9 @@ std::vector<ProbeTarget> select_allocator_symbols(const std::vector<ElfSymbol>& 
 // fails with code ENODATA, naming what was looked for. `name` is the file's
 // name as processes map it (`path` may be a /proc/PID/map_files link): it
 // tells a C library (libc.so.6, ld-musl-*) by its name.
+// `emulation`: what the running kernel emulates (the newest kernels' by default).
 Result<std::vector<ProbeTarget>> find_allocator_probes(const std::string& path, bool naive = false,
-                                                       const std::string& name = "");
+                                                       const std::string& name = "",
+                                                       const Emulation& emulation = {});
 
 }  // namespace allocscope

@@ -19,6 +19,9 @@
 #include "allocscope.skel.h"
 #include "base/unique_fd.h"
 #include "probe/allocator_entries.h"
+#include "probe/kernel_features.h"
+#include "probe/libbpf_log.h"
+#include "probe/uprobe_links.h"
 #include "stats/sampling.h"
 #include "symbols/unwind_step.h"
 #include "symbols/unwind_table.h"
@@ -26,46 +29,11 @@
 namespace allocscope {
 namespace {
 
-bool g_verbose = false;
-
-int print_libbpf(enum libbpf_print_level level, const char* fmt, va_list args) {
-  (void)level;
-  if (!g_verbose)  // failures are reported by us, with context
-    return 0;
-  return std::vfprintf(stderr, fmt, args);
-}
-
 std::string privilege_hint(int err) {
   if ((err == EPERM || err == EACCES) && geteuid() != 0)
     return " (allocscope needs root, or CAP_BPF and CAP_PERFMON: try sudo)";
   if (err == EACCES) return " (the kernel's verifier refused a program: -v prints its log)";
   return "";
-}
-
-// Attach types this libbpf predates (values from the kernel's UAPI).
-constexpr uint32_t kTraceUprobeMulti = 48;    // BPF_TRACE_UPROBE_MULTI, 6.6
-constexpr uint32_t kTraceUprobeSession = 57;  // BPF_TRACE_UPROBE_SESSION, 6.13
-constexpr int kLinkCreate = 28;               // BPF_LINK_CREATE
-
-// bpf_attr for BPF_LINK_CREATE of a uprobe_multi or session link.
-struct UprobeMultiAttr {
-  uint32_t prog_fd, target_fd, attach_type, flags;
-  uint64_t path, offsets, ref_ctr_offsets, cookies;
-  uint32_t cnt, multi_flags, pid;
-};
-
-int create_uprobe_multi_link(int prog_fd, uint32_t attach_type, const std::string& path,
-                             const std::vector<uint64_t>& offsets, const std::vector<uint64_t>& cookies,
-                             pid_t pid) {
-  UprobeMultiAttr attr{};
-  attr.prog_fd = uint32_t(prog_fd);
-  attr.attach_type = attach_type;
-  attr.path = reinterpret_cast<uint64_t>(path.c_str());
-  attr.offsets = reinterpret_cast<uint64_t>(offsets.data());
-  attr.cookies = reinterpret_cast<uint64_t>(cookies.data());
-  attr.cnt = uint32_t(offsets.size());
-  attr.pid = uint32_t(pid);
-  return int(syscall(__NR_bpf, kLinkCreate, &attr, sizeof attr));
 }
 
 bpf_program* entry_program(allocscope_bpf* s, as_fn fn) {
@@ -112,19 +80,17 @@ void BpfSession::SkeletonCloser::operator()(allocscope_bpf* s) const { allocscop
 
 void BpfSession::RingCloser::operator()(ring_buffer* r) const { ring_buffer__free(r); }
 
-bool kernel_has_uprobe_sessions() {
-  std::unique_ptr<btf, decltype(&btf__free)> owner(btf__load_vmlinux_btf(), &btf__free);
-  btf* vmlinux = owner.get();
-  if (!vmlinux) return false;
-  bool found = false;
-  int id = btf__find_by_name_kind(vmlinux, "bpf_attach_type", BTF_KIND_ENUM);
-  if (id > 0) {
-    const btf_type* t = btf__type_by_id(vmlinux, id);
-    const struct btf_enum* e = btf_enum(t);
-    for (int i = 0; i < btf_vlen(t) && !found; ++i)
-      found = std::string(btf__name_by_offset(vmlinux, e[i].name_off)) == "BPF_TRACE_UPROBE_SESSION";
+Result<ProbeMode> choose_probe_mode(const KernelFeatures& k, ProbeMode wanted) {
+  // The frees of a session's library go through a uprobe_multi link.
+  bool sessions = k.has(Feature::UprobeSession) && k.has(Feature::UprobeMulti);
+  if (wanted == ProbeMode::Auto) return sessions ? ProbeMode::Session : ProbeMode::Classic;
+  if (wanted == ProbeMode::Session && !sessions) {
+    Feature lacking = k.has(Feature::UprobeSession) ? Feature::UprobeMulti : Feature::UprobeSession;
+    return fail("--probe-mode session needs " + std::string(spec_of(lacking).name) + " (Linux " +
+                spec_of(lacking).first_kernel + "), which this kernel (" + k.release +
+                ") lacks: " + k.state(lacking).detail + "; use --probe-mode auto or classic");
   }
-  return found;
+  return wanted;
 }
 
 const char* probe_mode_name(ProbeMode m) {
@@ -183,16 +149,20 @@ Result<void> BpfSession::attach_lifecycle() {
 }
 
 Result<std::unique_ptr<BpfSession>> BpfSession::open(const SessionConfig& config, Handler handler) {
-  g_verbose = config.verbose;
-  libbpf_set_print(print_libbpf);
+  const KernelFeatures& kernel = kernel_features();
+  set_libbpf_verbose(config.verbose);
+  if (std::string why = missing_features_message(kernel); !why.empty()) return fail(why);
   std::unique_ptr<BpfSession> s(new BpfSession());
   s->handler_ = std::move(handler);
   s->config_ = config;
-  bool sessions = kernel_has_uprobe_sessions();
-  if (config.mode == ProbeMode::Session && !sessions)
-    return fail("uprobe sessions need kernel 6.13 or newer; use --probe-mode classic");
-  s->mode_ =
-      config.mode == ProbeMode::Auto ? (sessions ? ProbeMode::Session : ProbeMode::Classic) : config.mode;
+  s->kernel_ = &kernel;
+  auto mode = choose_probe_mode(kernel, config.mode);
+  if (!mode) return fail(mode.error());
+  s->mode_ = *mode;
+  if (config.cgroup_level && !kernel.has(Feature::AncestorCgroup))
+    return fail("--cgroup needs " + std::string(spec_of(Feature::AncestorCgroup).name) + " (Linux " +
+                spec_of(Feature::AncestorCgroup).first_kernel + "), which this kernel (" + kernel.release +
+                ") lacks");
   s->skel_.reset(allocscope_bpf__open());
   if (!s->skel_) return fail_errno("open BPF object", errno);
   s->configure_programs();

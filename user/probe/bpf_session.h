@@ -47,7 +47,11 @@ struct SessionConfig {
   bool pausable = false;             // pause_probes() and resume_probes() are used (a file held per attach)
 };
 
-bool kernel_has_uprobe_sessions();
+struct KernelFeatures;
+
+// The probe mode for `wanted` on a kernel with these features: auto takes
+// uprobe sessions where the kernel has them; session fails where it has not.
+Result<ProbeMode> choose_probe_mode(const KernelFeatures& k, ProbeMode wanted);
 
 using Counters = std::array<uint64_t, AS_CNT_COUNT>;
 
@@ -115,6 +119,8 @@ class BpfSession {
   Result<int> poll(int timeout_ms);
   Counters counters() const;
   ProbeMode mode() const { return mode_; }
+  // What the kernel was found to have (kernel_features()).
+  const KernelFeatures& kernel() const { return *kernel_; }
 
  private:
   BpfSession() = default;
@@ -154,6 +160,7 @@ class BpfSession {
   // with them the probes) before the maps and programs they use.
   SessionConfig config_;
   ProbeMode mode_ = ProbeMode::Classic;
+  const KernelFeatures* kernel_ = nullptr;
   std::unique_ptr<allocscope_bpf, SkeletonCloser> skel_;
   Handler handler_;
   std::unique_ptr<ring_buffer, RingCloser> ring_;

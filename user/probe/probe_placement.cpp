@@ -63,7 +63,7 @@ bool returns_at_once(csh h, std::span<const uint8_t> code, uint64_t address, uin
 
 }  // namespace
 
-bool kernel_emulates(std::span<const uint8_t> b) {
+bool kernel_emulates(std::span<const uint8_t> b, const Emulation& emulation) {
   if (b.empty()) return false;
   // Relative branches and calls, without prefixes (branch_setup_xol_ops):
   // jmp rel8/rel32, call rel32, jcc rel8 (70-7f) and rel32 (0f 80-8f).
@@ -72,23 +72,25 @@ bool kernel_emulates(std::span<const uint8_t> b) {
       (b.size() == 6 && b[0] == 0x0f && b[1] >= 0x80 && b[1] <= 0x8f))
     return true;
   // push %reg: 50+r, or 41 50+r for r8-r15 (x86 uprobes: push_setup_xol_ops).
-  if (b.size() == 1 && b[0] >= 0x50 && b[0] <= 0x57) return true;
-  if (b.size() == 2 && b[0] == 0x41 && b[1] >= 0x50 && b[1] <= 0x57) return true;
+  if (emulation.push && b.size() == 1 && b[0] >= 0x50 && b[0] <= 0x57) return true;
+  if (emulation.push && b.size() == 2 && b[0] == 0x41 && b[1] >= 0x50 && b[1] <= 0x57) return true;
   // nop, and the multi-byte 0f 1f nops (emulated since Linux 6.12).
+  if (!emulation.nops) return false;
   if (b.size() == 1 && b[0] == 0x90) return true;
   size_t i = 0;
   while (i < b.size() && (b[i] == 0x66 || b[i] == 0x2e)) ++i;
   return b.size() - i >= 2 && b[i] == 0x0f && b[i + 1] == 0x1f;
 }
 
-Placement place_probe(std::span<const uint8_t> code, uint64_t address, bool entry_only) {
+Placement place_probe(std::span<const uint8_t> code, uint64_t address, bool entry_only,
+                      const Emulation& emulation) {
   Handle h;
   Insns d;
   if (h.h) d.count = cs_disasm(h.h, code.data(), code.size(), address, 24, &d.insn);
   Placement entry{0, false, ""};
   if (d.count == 0) return entry;
   auto describe = [](const cs_insn& insn) { return std::string(insn.mnemonic) + " " + insn.op_str; };
-  entry.emulated = kernel_emulates({d.insn[0].bytes, d.insn[0].size});
+  entry.emulated = kernel_emulates({d.insn[0].bytes, d.insn[0].size}, emulation);
   entry.instruction = describe(d.insn[0]);
   if (entry.emulated || entry_only) return entry;
   // Walk forward over instructions that keep the pointer argument, and over
@@ -100,7 +102,7 @@ Placement place_probe(std::span<const uint8_t> code, uint64_t address, bool entr
   std::optional<Placement> exit_branch;
   for (size_t i = 0; i < d.count; ++i) {
     const cs_insn& insn = d.insn[i];
-    bool emulated = kernel_emulates({insn.bytes, insn.size});
+    bool emulated = kernel_emulates({insn.bytes, insn.size}, emulation);
     if (is_conditional_jump(h.h, insn) &&
         returns_at_once(h.h, code, address, uint64_t(insn.detail->x86.operands[0].imm))) {
       if (emulated && !exit_branch) exit_branch = Placement{insn.address - address, true, describe(insn)};

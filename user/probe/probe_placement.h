@@ -15,6 +15,14 @@
 
 namespace allocscope {
 
+// What the running kernel emulates of the instructions that depend on its
+// version (kernel_features.h finds out); relative branches and calls are
+// emulated by every kernel allocscope runs on.
+struct Emulation {
+  bool push = true;  // push %reg
+  bool nops = true;  // nop, and the multi-byte 0f 1f nops (Linux 6.12)
+};
+
 struct Placement {
   uint64_t offset = 0;      // bytes from the function's entry
   bool emulated = false;    // whether the kernel emulates the instruction there
@@ -25,9 +33,11 @@ struct Placement {
 // targets can be followed), `address` the virtual address of code[0]. When
 // `entry_only`, only offset 0 is considered (return probes need the return
 // address at the top of the stack, as it is on entry).
-Placement place_probe(std::span<const uint8_t> code, uint64_t address, bool entry_only);
+// `emulation` is what the kernel emulates (default: the newest kernels).
+Placement place_probe(std::span<const uint8_t> code, uint64_t address, bool entry_only,
+                      const Emulation& emulation = {});
 
 // Whether the kernel's uprobe emulates this instruction (no single-step).
-bool kernel_emulates(std::span<const uint8_t> instruction);
+bool kernel_emulates(std::span<const uint8_t> instruction, const Emulation& emulation = {});
 
 }  // namespace allocscope

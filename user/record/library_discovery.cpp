@@ -13,6 +13,7 @@
 #include "host/process.h"
 #include "probe/allocator_entries.h"
 #include "probe/allocator_probes.h"
+#include "probe/kernel_features.h"
 #include "probe/usdt_notes.h"
 #include "record/clocks.h"
 #include "record/messages.h"
@@ -90,7 +91,7 @@ Result<bool> LibraryDiscovery::attach_file(pid_t pid, FileKey key, const std::st
     not_allocators_.insert(key);
     return false;
   }
-  auto targets = find_allocator_probes(path, naive_placement_, shown);
+  auto targets = find_allocator_probes(path, naive_placement_, shown, emulation_of(session_.kernel()));
   if (targets && allocator_offsets_.size() >= max_files_) {
     // Bounded: under --all any user can bring new allocator files (copies
     // of libc). Counted as not probed, and said once.

@@ -1,0 +1,15 @@
+// `allocscope check`: whether this machine lets allocscope record, and why
+// not. The kernel's features (probed), the privileges, and a load of the real
+// BPF programs in each configuration record and agent use.
+#pragma once
+
+namespace allocscope {
+
+struct CheckConfig {
+  bool verbose = false;  // each probe's finding, and the verifier's log of a refused load
+};
+
+// Prints the report to stdout; 0 when record and agent can run here.
+int check(const CheckConfig& config);
+
+}  // namespace allocscope

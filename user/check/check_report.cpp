@@ -1,0 +1,116 @@
+#include "check/check_report.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace allocscope {
+namespace {
+
+std::string user_line(const Privileges& p) {
+  if (!p.euid) return "unknown";
+  std::string line = *p.euid == 0 ? "root" : "uid " + std::to_string(*p.euid);
+  if (!p.capabilities) return line + "; capabilities unknown";
+  std::string caps;
+  for (auto [cap, name] :
+       {std::pair{kCapBpf, "CAP_BPF"}, std::pair{kCapPerfmon, "CAP_PERFMON"},
+        std::pair{kCapSysAdmin, "CAP_SYS_ADMIN"}, std::pair{kCapSysPtrace, "CAP_SYS_PTRACE"}})
+    caps += std::string(caps.empty() ? "" : ", ") + name + (p.has(cap) ? " yes" : " no");
+  return line + "; " + caps;
+}
+
+// What the privileges allow, and what to do when they do not.
+std::string privilege_advice(const Privileges& p) {
+  bool bpf = p.has(kCapBpf) || p.has(kCapSysAdmin), perfmon = p.has(kCapPerfmon) || p.has(kCapSysAdmin);
+  if (!bpf || !perfmon)
+    return "loading BPF needs root, or CAP_BPF and CAP_PERFMON (sudo allocscope ..., or setcap on the "
+           "binary)";
+  if (!p.has(kCapSysPtrace))
+    return "other users' processes (-p, --all) also need CAP_SYS_PTRACE to read their mappings";
+  return "";
+}
+
+std::string memlock_line(const std::optional<uint64_t>& m) {
+  if (!m) return "unlimited";
+  return std::to_string(*m / 1024) +
+         " KiB (kernels before 5.11 charge BPF maps to it; allocscope raises it when it can)";
+}
+
+const char* mark(Presence p) {
+  switch (p) {
+    case Presence::Present:
+      return "yes";
+    case Presence::Missing:
+      return "no ";
+    case Presence::Unknown:
+      return "?  ";
+  }
+  return "?  ";
+}
+
+void features_section(std::string& out, const KernelFeatures& k, bool verbose) {
+  out += "\nkernel features (first mainline kernel with each):\n";
+  for (const FeatureSpec& s : feature_specs()) {
+    const FeatureState& st = k.state(s.feature);
+    out += std::string("  ") + mark(st.presence) + "  " + s.name + " (" + s.first_kernel + "): " + s.gives;
+    out += s.required ? ", required\n" : "\n";
+    if (st.presence != Presence::Present && !s.required)
+      out += std::string("       instead: ") + s.without + "\n";
+    if (st.presence != Presence::Present && (verbose || st.presence == Presence::Unknown) &&
+        !st.detail.empty())
+      out += "       found: " + st.detail + "\n";
+  }
+}
+
+void trials_section(std::string& out, const std::vector<LoadTrial>& trials) {
+  if (trials.empty()) return;
+  out += "\nBPF programs, loaded and verified now:\n";
+  for (const LoadTrial& t : trials) {
+    char ms[32];
+    std::snprintf(ms, sizeof ms, " (%.0f ms)", t.ms);
+    out += std::string(t.ok ? "  ok    " : "  FAIL  ") + t.what + (t.ok ? ms : ": " + t.error) + "\n";
+  }
+}
+
+// "with uprobe sessions and ..." : the paths record takes here.
+std::string paths_line(const CheckReport& r) {
+  std::string s = r.mode == ProbeMode::Session
+                      ? "uprobe sessions"
+                      : std::string("classic uprobes") +
+                            (r.kernel.has(Feature::UprobeSession) ? "" : " (no uprobe sessions here)");
+  return s + ", DWARF stack walks in the kernel";
+}
+
+}  // namespace
+
+bool can_record(const CheckReport& r) {
+  return !r.trials.empty() &&
+         std::all_of(r.trials.begin(), r.trials.end(), [](const LoadTrial& t) { return t.ok; });
+}
+
+std::string render_check(const CheckReport& r, bool verbose) {
+  std::string out = "allocscope check: can allocscope record on this machine?\n\n";
+  out += "kernel        " + r.kernel.release + "\n";
+  out += "user          " + user_line(r.privileges) + "\n";
+  out += "lockdown      " + r.lockdown.value_or("unknown (securityfs not mounted)") + "\n";
+  out += "memlock       " + memlock_line(r.memlock) + "\n";
+  if (r.perf_event_paranoid) out += "perf_event    paranoid " + std::to_string(*r.perf_event_paranoid) + "\n";
+  if (std::string advice = privilege_advice(r.privileges); !advice.empty())
+    out += "              " + advice + "\n";
+  features_section(out, r.kernel, verbose);
+  trials_section(out, r.trials);
+  out += "\n";
+  std::string refusal = missing_features_message(r.kernel);
+  if (!refusal.empty()) {
+    out += "record: no: " + refusal + "\nagent:  no\n";
+  } else if (!can_record(r)) {
+    out += "record: no: the kernel refused allocscope's programs (above); `allocscope check -v` shows why\n";
+    out += "agent:  no\n";
+  } else {
+    out += "record: yes, with " + paths_line(r) + "\n";
+    out += std::string("agent:  yes") + (r.kernel.has(Feature::AncestorCgroup) ? "" : " (without --cgroup)") +
+           "\n";
+  }
+  return out;
+}
+
+}  // namespace allocscope

@@ -1,0 +1,37 @@
+// The capability report's facts and its text, apart from finding them out.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "host/privileges.h"
+#include "probe/kernel_features.h"
+#include "probe/modes.h"
+
+namespace allocscope {
+
+// One configuration of the real BPF programs, loaded and verified.
+struct LoadTrial {
+  std::string what;  // "record, sampled"
+  bool ok = false;
+  std::string error;  // why not (the verifier's last word, or the refusal)
+  double ms = 0;      // how long the load took
+};
+
+struct CheckReport {
+  KernelFeatures kernel;
+  Privileges privileges;
+  std::optional<std::string> lockdown;
+  std::optional<uint64_t> memlock;  // bytes; nullopt: unlimited
+  std::optional<int> perf_event_paranoid;
+  ProbeMode mode = ProbeMode::Classic;  // what auto picks here
+  std::vector<LoadTrial> trials;
+};
+
+// Whether every trial loaded: record and agent can run.
+bool can_record(const CheckReport& r);
+std::string render_check(const CheckReport& r, bool verbose);
+
+}  // namespace allocscope

@@ -1,0 +1,264 @@
+// Finds out what the running kernel can do (kernel_features.h) by trying:
+// helpers and map types through libbpf's probes, links and sessions by
+// attaching tiny programs (features.bpf.c) to functions of allocscope's own,
+// and instruction emulation by whether a probed child needed an
+// out-of-line single-step area.
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+#include "features.skel.h"
+#include "host/proc_maps.h"
+#include "probe/kernel_features.h"
+#include "probe/libbpf_log.h"
+#include "probe/uprobe_links.h"
+
+// Functions whose first instruction is what a probe tests: a push and a
+// 4-byte nop (emulated from 6.12). Nothing calls them but the probing child.
+asm(R"(
+    .pushsection .text
+    .p2align 4
+    .globl allocscope_probe_push
+    .hidden allocscope_probe_push
+    .type allocscope_probe_push, @function
+allocscope_probe_push:
+    push %rbp
+    pop %rbp
+    ret
+    .size allocscope_probe_push, .-allocscope_probe_push
+    .p2align 4
+    .globl allocscope_probe_nop4
+    .hidden allocscope_probe_nop4
+    .type allocscope_probe_nop4, @function
+allocscope_probe_nop4:
+    nopl 0(%rax)
+    ret
+    .size allocscope_probe_nop4, .-allocscope_probe_nop4
+    .popsection
+)");
+extern "C" void allocscope_probe_push();
+extern "C" void allocscope_probe_nop4();
+
+namespace allocscope {
+namespace {
+
+FeatureState present() { return {Presence::Present, ""}; }
+FeatureState missing(std::string why) { return {Presence::Missing, std::move(why)}; }
+FeatureState unknown(std::string why) { return {Presence::Unknown, std::move(why)}; }
+
+// libbpf's probes: 1 yes, 0 no, < 0 could not tell (-EPERM without privileges).
+FeatureState from_libbpf(int rc, const char* what) {
+  if (rc == 1) return present();
+  if (rc == 0) return missing(std::string(what) + " is unknown to this kernel");
+  return unknown(errno_message(std::string("probe ") + what, -rc));
+}
+
+FeatureState helper(bpf_func_id id, const char* what) {
+  return from_libbpf(libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, id, nullptr), what);
+}
+
+FeatureState map_type(bpf_map_type type, const char* what) {
+  return from_libbpf(libbpf_probe_bpf_map_type(type, nullptr), what);
+}
+
+FeatureState btf_state() {
+  std::unique_ptr<btf, decltype(&btf__free)> vmlinux(btf__load_vmlinux_btf(), &btf__free);
+  if (vmlinux) return present();
+  return missing(errno_message("read /sys/kernel/btf/vmlinux", errno));
+}
+
+// Where a function of ours lies in our executable, for the kernel: the
+// file offset through /proc/self/exe.
+Result<uint64_t> own_offset(void (*fn)()) {
+  std::ifstream in("/proc/self/maps");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::vector<Mapping> maps = parse_maps(text.str());
+  const Mapping* m = find_mapping(maps, reinterpret_cast<uint64_t>(fn));
+  struct stat exe;
+  if (!m || stat("/proc/self/exe", &exe) != 0 || exe.st_ino != m->inode)
+    return fail("the probe's target is not in allocscope's executable");
+  return m->file_offset(reinterpret_cast<uint64_t>(fn));
+}
+
+struct FeaturesCloser {
+  void operator()(features_bpf* s) const { features_bpf__destroy(s); }
+};
+using Features = std::unique_ptr<features_bpf, FeaturesCloser>;
+
+enum class Probe { Null, Session };
+
+bpf_program* program(features_bpf* s, Probe which) {
+  return which == Probe::Session ? s->progs.probe_session : s->progs.probe_null;
+}
+
+// The features object with only program `which` loaded, as `attach_type`.
+Result<Features> load_one(Probe which, uint32_t attach_type) {
+  Features s(features_bpf__open());
+  if (!s) return fail_errno("open the feature probes", errno);
+  bpf_program* p;
+  bpf_object__for_each_program(p, s->obj) bpf_program__set_autoload(p, false);
+  bpf_program* prog = program(s.get(), which);
+  bpf_program__set_autoload(prog, true);
+  if (attach_type) bpf_program__set_expected_attach_type(prog, static_cast<bpf_attach_type>(attach_type));
+  if (int err = features_bpf__load(s.get()); err != 0) return fail_errno("load", -err);
+  return s;
+}
+
+// A link of the given type on a function of ours, in this process only.
+FeatureState link_state(Probe which, uint32_t attach_type, const char* what) {
+  auto offset = own_offset(allocscope_probe_push);
+  if (!offset) return unknown(offset.error().message);
+  auto s = load_one(which, attach_type);
+  if (!s) {
+    if (s.error().code == EPERM) return unknown(errno_message(std::string("load ") + what, EPERM));
+    return missing(std::string(what) + ": " + s.error().message);
+  }
+  int fd = create_uprobe_multi_link(bpf_program__fd(program(s->get(), which)), attach_type, "/proc/self/exe",
+                                    {*offset}, {0}, getpid());
+  if (fd < 0) {
+    int err = errno;
+    if (err == EPERM) return unknown(errno_message(std::string("attach ") + what, err));
+    return missing(errno_message(std::string("attach ") + what, err));
+  }
+  close(fd);
+  return present();
+}
+
+// Whether the calling process has the area of out-of-line single-step slots
+// ("[uprobes]") that the kernel maps at the first probe it cannot emulate.
+// Allocates nothing: it runs in a child forked from a process that may have
+// threads.
+bool has_single_step_area() {
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[4096 + 32];
+  size_t kept = 0;
+  bool found = false;
+  for (;;) {
+    ssize_t n = read(fd, buf + kept, sizeof buf - 1 - kept);
+    if (n <= 0) break;
+    size_t len = kept + size_t(n);
+    buf[len] = 0;
+    if (strstr(buf, "[uprobes]")) found = true;
+    kept = len < 32 ? len : 32;  // a name across two reads
+    memmove(buf, buf + len - kept, kept);
+  }
+  close(fd);
+  return found;
+}
+
+// Runs `fn` twice in a child with a uprobe at its first instruction:
+// whether the kernel single-stepped it.
+Result<bool> single_stepped(bpf_program* prog, void (*fn)()) {
+  auto offset = own_offset(fn);
+  if (!offset) return fail(offset.error());
+  int go[2], answer[2];
+  if (pipe2(go, O_CLOEXEC) != 0) return fail_errno("pipe", errno);
+  UniqueFd go_read(go[0]), go_write(go[1]);
+  if (pipe2(answer, O_CLOEXEC) != 0) return fail_errno("pipe", errno);
+  UniqueFd answer_read(answer[0]), answer_write(answer[1]);
+  pid_t child = fork();
+  if (child < 0) return fail_errno("fork", errno);
+  if (child == 0) {
+    char c = 0;
+    if (read(go_read.get(), &c, 1) == 1 && c == 1) {
+      fn();
+      fn();
+      char stepped = has_single_step_area() ? 1 : 0;
+      [[maybe_unused]] ssize_t w = write(answer_write.get(), &stepped, 1);
+    }
+    _exit(0);
+  }
+  LIBBPF_OPTS(bpf_uprobe_opts, opts);
+  bpf_link* link = bpf_program__attach_uprobe_opts(prog, child, "/proc/self/exe", *offset, &opts);
+  int attach_err = link ? 0 : errno;
+  char c = link ? 1 : 0, stepped = -1;
+  [[maybe_unused]] ssize_t w = write(go_write.get(), &c, 1);
+  answer_write.reset();
+  ssize_t got = read(answer_read.get(), &stepped, 1);
+  waitpid(child, nullptr, 0);
+  bpf_link__destroy(link);
+  if (!link) return fail_errno("attach a uprobe", attach_err);
+  if (got != 1 || stepped < 0) return fail("the probed child did not answer");
+  return stepped == 1;
+}
+
+// Whether the kernel runs a probed push and a probed multi-byte nop without
+// a single-step.
+void probe_emulation(KernelFeatures& k) {
+  auto s = load_one(Probe::Null, 0);
+  if (!s) {
+    FeatureState why = unknown(s.error().message);
+    for (Feature f : {Feature::PushEmulation, Feature::NopEmulation}) k.states[size_t(f)] = why;
+    return;
+  }
+  bpf_program* prog = (*s)->progs.probe_null;
+  auto judge = [&](void (*fn)(), const char* what) {
+    auto stepped = single_stepped(prog, fn);
+    if (!stepped) return unknown(stepped.error().message);
+    return *stepped ? missing(what) : present();
+  };
+  k.states[size_t(Feature::PushEmulation)] =
+      judge(allocscope_probe_push, "a probe on push %rbp single-stepped");
+  k.states[size_t(Feature::NopEmulation)] =
+      judge(allocscope_probe_nop4, "a probe on a 4-byte nop single-stepped");
+}
+
+}  // namespace
+
+KernelFeatures probe_kernel_features() {
+  bool verbose = set_libbpf_verbose(false);  // the probes' refusals are expected
+  KernelFeatures k;
+  utsname u{};
+  if (uname(&u) == 0) k.release = u.release;
+  auto set = [&](Feature f, FeatureState s) { k.states[size_t(f)] = std::move(s); };
+  set(Feature::Btf, btf_state());
+  set(Feature::RingBuffer, map_type(BPF_MAP_TYPE_RINGBUF, "the ring buffer map"));
+  FeatureState storage = map_type(BPF_MAP_TYPE_TASK_STORAGE, "the task storage map");
+  if (storage.presence == Presence::Present)
+    storage = helper(BPF_FUNC_task_storage_get, "bpf_task_storage_get in tracing programs");
+  if (storage.presence == Presence::Present)
+    storage = helper(BPF_FUNC_get_current_task_btf, "bpf_get_current_task_btf");
+  set(Feature::TaskStorage, storage);
+  set(Feature::Cookies, helper(BPF_FUNC_get_attach_cookie, "bpf_get_attach_cookie"));
+  set(Feature::Loop, helper(BPF_FUNC_loop, "bpf_loop"));
+  set(Feature::FindVma, helper(BPF_FUNC_find_vma, "bpf_find_vma"));
+  set(Feature::AncestorCgroup, helper(BPF_FUNC_get_current_ancestor_cgroup_id,
+                                      "bpf_get_current_ancestor_cgroup_id in tracing programs"));
+  set(Feature::UprobeMulti, link_state(Probe::Null, kTraceUprobeMulti, "uprobe_multi link"));
+  set(Feature::UprobeSession, link_state(Probe::Session, kTraceUprobeSession, "uprobe session"));
+  probe_emulation(k);
+  set_libbpf_verbose(verbose);
+  return k;
+}
+
+const KernelFeatures& kernel_features() {
+  static const KernelFeatures features = [] {
+    KernelFeatures k = probe_kernel_features();
+    if (const char* forced = std::getenv("ALLOCSCOPE_FORCE_FALLBACK"))
+      for (const std::string& name : force_fallbacks(k, forced))
+        std::fprintf(stderr,
+                     "allocscope: warning: ALLOCSCOPE_FORCE_FALLBACK names '%s', not an optional feature\n",
+                     name.c_str());
+    return k;
+  }();
+  return features;
+}
+
+}  // namespace allocscope
