@@ -14,10 +14,12 @@ CLI::App* add_check(CLI::App& app, CheckConfig& c) {
       "Examples:\n"
       "  sudo allocscope check      the report\n"
       "  sudo allocscope check -v   also why each missing feature was judged missing, and the kernel\n"
-      "                             verifier's log of any program it refused");
+      "                             verifier's log of any program it refused\n"
+      "  sudo allocscope check --json | jq .features   for an inventory of many machines");
   check->add_flag(
       "-v,--verbose", c.verbose,
       "Also print why each feature was judged missing and the verifier's log of a refused program");
+  check->add_flag("--json", c.json, "The report as JSON (each feature by key: present true, false or null)");
   return check;
 }
 

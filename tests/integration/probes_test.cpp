@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <regex>
 
 #include "harness.h"
@@ -60,6 +61,33 @@ TEST(Probes, ClassicRunsTheReturnProgramForEveryCall) {
               kPairs);
   ASSERT_GT(k.samples, 100);
   EXPECT_GE(k.returns, kPairs);
+}
+
+// Where the kernel has no uprobe sessions (forced on kernels that have them),
+// --probe-mode session is refused before anything is loaded, in one line
+// that names what is missing and what to do; auto falls back to classic
+// probes and records.
+TEST(Probes, SessionModeIsRefusedInOneLineWithoutSessions) {
+  REQUIRE_BPF();
+  std::vector<std::string> argv{"/usr/bin/env", "ALLOCSCOPE_FORCE_FALLBACK=uprobe_session",
+                                ALLOCSCOPE_BIN, "record",
+                                "--probe-mode", "session",
+                                "-o",           temp_path("refused.folded"),
+                                "--",           WORKLOAD_BIN,
+                                "--scale-pct",  "1"};
+  RunResult refused = run(argv);
+  EXPECT_EQ(refused.status, 1) << refused.err;
+  EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
+  for (const char* words : {"uprobe sessions", "6.13", "--probe-mode auto or classic"})
+    EXPECT_NE(refused.err.find(words), std::string::npos) << words << " in: " << refused.err;
+  EXPECT_EQ(refused.out, "") << "the workload ran";
+
+  *std::find(argv.begin(), argv.end(), "session") = "auto";
+  argv.insert(std::find(argv.begin(), argv.end(), "record") + 1, "-v");
+  RunResult fallback = run(argv);
+  EXPECT_EQ(fallback.status, 0) << fallback.err;
+  EXPECT_NE(fallback.err.find("classic probes in"), std::string::npos) << fallback.err;
+  EXPECT_NE(fallback.out.find("live blocks"), std::string::npos) << fallback.out;
 }
 
 TEST(Probes, NullProbesRecordNothing) {

@@ -158,7 +158,8 @@ TEST_P(Confined, SeccompAllowListedTargetRunsUnharmedAndIsSampled) {
   std::remove(out.c_str());
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, Confined, ::testing::Values("classic", "session", "preload"));
+// auto: uprobe sessions where the kernel has them.
+INSTANTIATE_TEST_SUITE_P(Modes, Confined, ::testing::Values("classic", "auto", "preload"));
 
 }  // namespace
 }  // namespace allocscope::test

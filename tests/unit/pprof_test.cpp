@@ -36,6 +36,7 @@ Recording synthetic() {
   r.default_metric = Metric::InuseSpace;
   r.counters = {
       {"samples", 17}, {"stacks_full", 0}, {"live_full", 2}, {"unmatched_frees", 5}, {"replaced_live", 1}};
+  r.paths = {{"kernel", "6.1.0-56-amd64"}, {"probes", "classic uprobes and uretprobes (no uprobe sessions)"}};
   r.mappings = {
       {0x555555554000, 0x555555600000, 0, "/usr/bin/server", "aa11bb22cc33"},
       {0x7ffff7d80000, 0x7ffff7f00000, 0x28000, "/usr/lib/x86_64-linux-gnu/libc.so.6", "bb22"},
@@ -100,6 +101,7 @@ TEST(PprofRoundTrip, RebuildsTheRecordingFieldByField) {
   EXPECT_EQ(d->duration_nanos, r.duration_nanos);
   EXPECT_EQ(d->default_metric, r.default_metric);
   EXPECT_EQ(d->counters, r.counters);
+  EXPECT_EQ(d->paths, r.paths);
 
   ASSERT_EQ(d->mappings.size(), r.mappings.size());
   for (size_t i = 0; i < r.mappings.size(); ++i) {
@@ -215,9 +217,10 @@ TEST(PprofEncode, IsGzipOfAValidProfileMessage) {
 
   std::vector<std::string> comments;
   for (int64_t c : p.comment()) comments.push_back(str(p, c));
-  EXPECT_EQ(comments,
-            (std::vector<std::string>{"allocscope 0.1.0", "rate=524288", "samples=17", "stacks_full=0",
-                                      "live_full=2", "unmatched_frees=5", "replaced_live=1"}));
+  EXPECT_EQ(comments, (std::vector<std::string>{
+                          "allocscope 0.1.0", "rate=524288", "samples=17", "stacks_full=0", "live_full=2",
+                          "unmatched_frees=5", "replaced_live=1", "path kernel=6.1.0-56-amd64",
+                          "path probes=classic uprobes and uretprobes (no uprobe sessions)"}));
 }
 
 // Ids non-zero and unique, every reference resolves, leaf first.

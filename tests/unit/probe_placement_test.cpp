@@ -124,6 +124,25 @@ TEST(PlaceProbe, PointerOverwrittenAfterTheNullCheckProbesTheCheck) {
   EXPECT_EQ(p.instruction, "je 0x1018");
 }
 
+// Where the kernel single-steps multi-byte nops (6.12 and before) the probe
+// skips one for the next instruction it does emulate; where it single-steps
+// pushes too, the entry is as good as any.
+TEST(PlaceProbe, FollowsWhatTheKernelEmulates) {
+  std::vector<uint8_t> code = {0x48, 0x85, 0xff,        // test rdi, rdi
+                               0x0f, 0x1f, 0x40, 0x00,  // nop dword ptr [rax]
+                               0x55, 0xc3};             // push rbp; ret
+  EXPECT_EQ(place_probe(code, kBase, false).offset, 3u);
+  Placement p = place_probe(code, kBase, false, {.push = true, .nops = false});
+  EXPECT_EQ(p.offset, 7u);
+  EXPECT_TRUE(p.emulated);
+  p = place_probe(code, kBase, false, {.push = false, .nops = false});
+  EXPECT_EQ(p.offset, 0u);
+  EXPECT_FALSE(p.emulated);
+  EXPECT_FALSE(kernel_emulates(std::vector<uint8_t>{0x0f, 0x1f, 0x00}, {.push = true, .nops = false}));
+  EXPECT_FALSE(kernel_emulates(std::vector<uint8_t>{0x55}, {.push = false, .nops = true}));
+  EXPECT_TRUE(kernel_emulates(std::vector<uint8_t>{0x74, 0x10}, {.push = false, .nops = false}));
+}
+
 TEST(PlaceProbe, GarbageFallsBackToTheEntry) {
   std::vector<uint8_t> code = {0x0f, 0x0b};  // ud2
   Placement p = place_probe(code, kBase, false);

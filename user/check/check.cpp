@@ -75,7 +75,7 @@ int check(const CheckConfig& config) {
   // refusal is the answer, in one line.
   if (missing_features_message(r.kernel).empty())
     for (const TrialConfig& t : trial_configs(r.mode)) r.trials.push_back(try_load(t, config.verbose));
-  std::fputs(render_check(r, config.verbose).c_str(), stdout);
+  std::fputs((config.json ? render_check_json(r) : render_check(r, config.verbose)).c_str(), stdout);
   std::fflush(stdout);
   return can_record(r) ? 0 : 1;
 }

@@ -7,6 +7,7 @@ namespace allocscope {
 
 struct CheckConfig {
   bool verbose = false;  // each probe's finding, and the verifier's log of a refused load
+  bool json = false;     // the report as JSON
 };
 
 // Prints the report to stdout; 0 when record and agent can run here.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 namespace allocscope {
 namespace {
@@ -111,6 +112,37 @@ std::string render_check(const CheckReport& r, bool verbose) {
            "\n";
   }
   return out;
+}
+
+std::string render_check_json(const CheckReport& r) {
+  nlohmann::ordered_json doc;
+  doc["kernel"] = r.kernel.release;
+  if (r.privileges.euid) doc["euid"] = *r.privileges.euid;
+  if (r.privileges.capabilities)
+    for (auto [cap, name] :
+         {std::pair{kCapBpf, "cap_bpf"}, std::pair{kCapPerfmon, "cap_perfmon"},
+          std::pair{kCapSysAdmin, "cap_sys_admin"}, std::pair{kCapSysPtrace, "cap_sys_ptrace"}})
+      doc["capabilities"][name] = r.privileges.has(cap);
+  doc["lockdown"] = r.lockdown ? nlohmann::ordered_json(*r.lockdown) : nlohmann::ordered_json(nullptr);
+  for (const FeatureSpec& s : feature_specs()) {
+    const FeatureState& st = r.kernel.state(s.feature);
+    auto& f = doc["features"][s.key];
+    f["present"] = st.presence == Presence::Present   ? nlohmann::ordered_json(true)
+                   : st.presence == Presence::Missing ? nlohmann::ordered_json(false)
+                                                      : nlohmann::ordered_json(nullptr);
+    f["first_kernel"] = s.first_kernel;
+    f["required"] = s.required;
+    if (!st.detail.empty()) f["detail"] = st.detail;
+  }
+  doc["probe_mode"] = probe_mode_name(r.mode);
+  doc["trials"] = nlohmann::ordered_json::array();
+  for (const LoadTrial& t : r.trials)
+    doc["trials"].push_back({{"what", t.what}, {"ok", t.ok}, {"error", t.error}, {"ms", t.ms}});
+  std::string refusal = missing_features_message(r.kernel);
+  doc["record"] = can_record(r);
+  doc["agent"] = can_record(r);
+  if (!refusal.empty()) doc["refusal"] = refusal;
+  return doc.dump(2) + "\n";
 }
 
 }  // namespace allocscope

@@ -33,5 +33,8 @@ struct CheckReport {
 // Whether every trial loaded: record and agent can run.
 bool can_record(const CheckReport& r);
 std::string render_check(const CheckReport& r, bool verbose);
+// The same facts for programs: kernel, user, each feature by key, the
+// trials, and the verdicts.
+std::string render_check_json(const CheckReport& r);
 
 }  // namespace allocscope

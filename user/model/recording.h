@@ -52,6 +52,9 @@ struct Recording {
   int64_t duration_nanos = 0;
   Metric default_metric = Metric::AllocSpace;
   std::vector<std::pair<std::string, uint64_t>> counters;  // named counters (samples, drops)
+  // How the kernel recorded it (what `allocscope check` calls paths): the
+  // kernel's release, the probes, the unwinder, each fallback taken.
+  std::vector<std::pair<std::string, std::string>> paths;
   std::vector<RecMapping> mappings;
   std::vector<RecFunction> functions;
   std::vector<RecLocation> locations;

@@ -17,7 +17,8 @@ namespace allocscope {
 // sample counts, which pprof shows as two more indexes). Values are the
 // unbiased estimates rounded to the nearest integer; the period is the rate.
 // Comments: `tool` (e.g. "allocscope 0.1.0"), "rate=R", then one "name=value"
-// per counter.
+// per counter and one "path name=value" per kernel path (Recording::paths).
+constexpr std::string_view kPathComment = "path ";
 Result<std::string> encode_pprof(const Recording& r, std::string_view tool = "allocscope");
 
 // Reads gzip-compressed or raw profile.proto bytes. Sample types are found by

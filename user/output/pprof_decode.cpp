@@ -125,6 +125,13 @@ class Decoder {
     for (int64_t i : p_.comment()) {
       auto text = str(i, "comment");
       if (!text) return fail(text.error());
+      if (text->starts_with(kPathComment)) {
+        size_t eq = text->find('=');
+        if (eq != std::string::npos)
+          r_.paths.emplace_back(text->substr(kPathComment.size(), eq - kPathComment.size()),
+                                text->substr(eq + 1));
+        continue;
+      }
       size_t eq = text->rfind('=');
       if (eq == std::string::npos || eq == 0) continue;
       std::string_view name(text->data(), eq), digits(text->data() + eq + 1, text->size() - eq - 1);

@@ -50,6 +50,8 @@ void add_header(pb::Profile& p, StringTable& strings, const Recording& r, std::s
   p.add_comment(strings.intern("rate=" + std::to_string(r.rate)));
   for (const auto& [name, value] : r.counters)
     p.add_comment(strings.intern(name + "=" + std::to_string(value)));
+  for (const auto& [name, value] : r.paths)
+    p.add_comment(strings.intern(std::string(kPathComment) + name + "=" + value));
   if (std::string lost = describe_loss(r, r.default_metric); !lost.empty())
     p.add_comment(strings.intern("warning: " + lost));
 }

@@ -99,6 +99,7 @@ std::string json(const Recording& r, const RenderOptions& o) {
   doc["total"] = all.value(o.metric);
   doc["totals"] = totals_json(all, r, o);
   for (const auto& [name, value] : r.counters) doc["counters"][name] = value;
+  for (const auto& [name, value] : r.paths) doc["paths"][name] = value;
   Loss loss = loss_of(r);
   doc["loss"] = {{"samples", loss.samples},
                  {"exact", r.rate <= 1 && !loss.any()},

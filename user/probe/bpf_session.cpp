@@ -93,6 +93,29 @@ Result<ProbeMode> choose_probe_mode(const KernelFeatures& k, ProbeMode wanted) {
   return wanted;
 }
 
+std::vector<std::pair<std::string, std::string>> BpfSession::paths() const {
+  const KernelFeatures& k = *kernel_;
+  auto lacking = [&](Feature f) {
+    const FeatureState& s = k.state(f);
+    return s.detail.starts_with("forced")
+               ? std::string(spec_of(f).name) + " forced off"
+               : "no " + std::string(spec_of(f).name) + " before Linux " + spec_of(f).first_kernel;
+  };
+  std::string probes = mode_ == ProbeMode::Session ? "uprobe sessions" : "classic uprobes and uretprobes";
+  if (mode_ == ProbeMode::Classic && config_.mode == ProbeMode::Auto)
+    probes +=
+        " (" + lacking(k.has(Feature::UprobeSession) ? Feature::UprobeMulti : Feature::UprobeSession) + ")";
+  std::vector<std::pair<std::string, std::string>> p{
+      {"kernel", k.release},
+      {"probes", probes},
+      {"unwind", config_.unwind_tables ? "dwarf tables in the kernel" : "frame pointers"}};
+  if (!k.has(Feature::NopEmulation))
+    p.emplace_back("placement", "nops single-step (" + lacking(Feature::NopEmulation) + ")");
+  if (!k.has(Feature::PushEmulation))
+    p.emplace_back("placement", "pushes single-step (" + lacking(Feature::PushEmulation) + ")");
+  return p;
+}
+
 const char* probe_mode_name(ProbeMode m) {
   switch (m) {
     case ProbeMode::Auto:

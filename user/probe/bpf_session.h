@@ -121,6 +121,9 @@ class BpfSession {
   ProbeMode mode() const { return mode_; }
   // What the kernel was found to have (kernel_features()).
   const KernelFeatures& kernel() const { return *kernel_; }
+  // The paths this session takes, named for a recording (Recording::paths):
+  // kernel, probes, unwind, and the fallbacks among them.
+  std::vector<std::pair<std::string, std::string>> paths() const;
 
  private:
   BpfSession() = default;

@@ -59,13 +59,13 @@ namespace {
 
 FeatureState present() { return {Presence::Present, ""}; }
 FeatureState missing(std::string why) { return {Presence::Missing, std::move(why)}; }
-FeatureState unknown(std::string why) { return {Presence::Unknown, std::move(why)}; }
+FeatureState unknown(std::string why, int err = 0) { return {Presence::Unknown, std::move(why), err}; }
 
 // libbpf's probes: 1 yes, 0 no, < 0 could not tell (-EPERM without privileges).
 FeatureState from_libbpf(int rc, const char* what) {
   if (rc == 1) return present();
   if (rc == 0) return missing(std::string(what) + " is unknown to this kernel");
-  return unknown(errno_message(std::string("probe ") + what, -rc));
+  return unknown(errno_message(std::string("probe ") + what, -rc), -rc);
 }
 
 FeatureState helper(bpf_func_id id, const char* what) {
@@ -126,14 +126,15 @@ FeatureState link_state(Probe which, uint32_t attach_type, const char* what) {
   if (!offset) return unknown(offset.error().message);
   auto s = load_one(which, attach_type);
   if (!s) {
-    if (s.error().code == EPERM) return unknown(errno_message(std::string("load ") + what, EPERM));
+    // EACCES here is the verifier's refusal: the kernel lacks the feature.
+    if (s.error().code == EPERM) return unknown(errno_message(std::string("load ") + what, EPERM), EPERM);
     return missing(std::string(what) + ": " + s.error().message);
   }
   int fd = create_uprobe_multi_link(bpf_program__fd(program(s->get(), which)), attach_type, "/proc/self/exe",
                                     {*offset}, {0}, getpid());
   if (fd < 0) {
     int err = errno;
-    if (err == EPERM) return unknown(errno_message(std::string("attach ") + what, err));
+    if (err == EPERM || err == EACCES) return unknown(errno_message(std::string("attach ") + what, err), err);
     return missing(errno_message(std::string("attach ") + what, err));
   }
   close(fd);
@@ -204,14 +205,14 @@ Result<bool> single_stepped(bpf_program* prog, void (*fn)()) {
 void probe_emulation(KernelFeatures& k) {
   auto s = load_one(Probe::Null, 0);
   if (!s) {
-    FeatureState why = unknown(s.error().message);
+    FeatureState why = unknown(s.error().message, s.error().code);
     for (Feature f : {Feature::PushEmulation, Feature::NopEmulation}) k.states[size_t(f)] = why;
     return;
   }
   bpf_program* prog = (*s)->progs.probe_null;
   auto judge = [&](void (*fn)(), const char* what) {
     auto stepped = single_stepped(prog, fn);
-    if (!stepped) return unknown(stepped.error().message);
+    if (!stepped) return unknown(stepped.error().message, stepped.error().code);
     return *stepped ? missing(what) : present();
   };
   k.states[size_t(Feature::PushEmulation)] =

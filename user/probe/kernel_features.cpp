@@ -47,7 +47,7 @@ std::vector<Feature> KernelFeatures::missing_required() const {
 
 bool KernelFeatures::unprivileged() const {
   return std::any_of(states.begin(), states.end(), [](const FeatureState& s) {
-    return s.presence == Presence::Unknown && s.detail.find("ermission") != std::string::npos;
+    return s.presence == Presence::Unknown && (s.error == EPERM || s.error == EACCES);
   });
 }
 

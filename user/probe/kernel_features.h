@@ -47,6 +47,7 @@ enum class Presence { Present, Missing, Unknown };
 struct FeatureState {
   Presence presence = Presence::Unknown;
   std::string detail;  // why missing or unknown: the error, or "forced"
+  int error = 0;       // errno of a probe that could not tell (EPERM: no privileges)
 };
 
 struct KernelFeatures {

@@ -134,6 +134,7 @@ Recording empty_recording(const RecordingMeta& meta) {
   r.duration_nanos = meta.duration_nanos;
   r.default_metric = meta.metric;
   r.counters = meta.counters;
+  r.paths = meta.paths;
   return r;
 }
 

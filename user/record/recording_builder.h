@@ -20,6 +20,7 @@ struct RecordingMeta {
   Metric metric = Metric::AllocSpace;
   std::vector<std::pair<std::string, uint64_t>> counters;
   uint64_t now_ns = 0;  // CLOCK_MONOTONIC at the snapshot: live samples' ages
+  std::vector<std::pair<std::string, std::string>> paths;  // Recording::paths
 };
 
 // Part of a profile: the stacks to show and, for a delta, what each had

@@ -223,8 +223,17 @@ void print_live_peaks(const RecordingState& s, const RecordConfig& config, uint6
         missed ? (", " + std::to_string(missed) + " more crossings past --max-snapshots").c_str() : "");
 }
 
+// How the kernel recorded: which probes, which unwinder, which fallbacks.
+static void print_paths(const RecordingState& s) {
+  std::string line;
+  for (const auto& [name, value] : s.session.paths())
+    line += (line.empty() ? "" : ", ") + name + (name == "kernel" ? " " : ": ") + value;
+  std::fprintf(stderr, "allocscope: %s\n", line.c_str());
+}
+
 void print_summary(const RecordingState& s, const RecordConfig& config, uint64_t elapsed_ms) {
   print_totals(s, config, elapsed_ms);
+  print_paths(s);
   if (config.verbose) print_kernel_figures(s);
   print_truncation(s);
   print_process_drops(s);

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# fetch.sh SUITE PACKAGE CACHE: Debian's kernel that PACKAGE (a metapackage
+# such as linux-image-amd64) of SUITE (bookworm, trixie, bullseye) installs
+# today, downloaded through an apt configuration of this script's own (the
+# machine's sources and lists are never touched), unpacked, its 9p modules
+# indexed, and a busybox initramfs made for it. Everything is kept in CACHE;
+# prints the kernel's directory there.
+set -euo pipefail
+suite=$1 package=$2 cache=$3
+here=$(cd "$(dirname "$0")" && pwd)
+
+# The cache is written as root: it must be ours alone.
+mkdir -p "$cache"
+if [ -L "$cache" ] || [ "$(stat -c %u "$cache")" != "$(id -u)" ] || [ -n "$(find "$cache" -maxdepth 0 -perm /022)" ]; then
+  echo "fetch.sh: $cache is not a directory of this user's alone; refusing to use it" >&2
+  exit 1
+fi
+
+apt_dir=$cache/apt-$suite
+mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$apt_dir/etc"
+{
+  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $suite main"
+  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian-security $suite-security main"
+} >"$apt_dir/etc/sources.list"
+apt_opts=(-o "Dir::Etc::SourceList=$apt_dir/etc/sources.list" -o "Dir::Etc::SourceParts=/nonexistent"
+  -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache" -o "Dir::State::status=/dev/null"
+  -o "APT::Sandbox::User=root" -o "Debug::NoLocking=1")
+# Lists younger than a day are used as they are.
+if [ -z "$(find "$apt_dir/lists" -maxdepth 1 -name '*Packages*' -mmin -1440 2>/dev/null | head -n 1)" ]; then
+  apt-get "${apt_opts[@]}" -qq update >&2
+fi
+
+# The metapackage names the versioned package it installs today.
+image=$(apt-cache "${apt_opts[@]}" depends --no-recommends --no-suggests --no-conflicts --no-breaks \
+  --no-replaces --no-enhances "$package" | awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }')
+[ -n "$image" ] || { echo "fetch.sh: $package of $suite names no kernel image" >&2; exit 1; }
+version=$(apt-cache "${apt_opts[@]}" show "$image" | awk '$1 == "Version:" { print $2; exit }')
+tree=$cache/$image-$version
+if [ ! -f "$tree/ready" ]; then
+  rm -rf "$tree" "$cache/download"
+  mkdir -p "$cache/download" "$tree"
+  (cd "$cache/download" && apt-get "${apt_opts[@]}" -qq download "$image=$version" >&2)
+  dpkg-deb -x "$cache"/download/*.deb "$tree"
+  rm -rf "$cache/download"
+  # Debian 13's packages put modules under /usr (merged /usr): depmod and
+  # modprobe look in TREE/lib.
+  [ -d "$tree/lib/modules" ] || ln -s usr/lib "$tree/lib"
+  release=$(ls "$tree/lib/modules")
+  depmod -b "$tree" "$release"
+  "$here/initramfs.sh" "$tree" "$release" "$tree/initrd.gz"
+  echo "$release" >"$tree/release"
+  touch "$tree/ready"
+fi
+echo "$tree"

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# guest.sh BUILD EXPECT MISSING: run inside a matrix kernel (matrix.sh). EXPECT
+# is "records" (allocscope must record truthfully here: the integration
+# scenarios below, each against its workload's exact truth) or "refuses"
+# (it must say in one line which features the kernel lacks, before loading
+# anything). MISSING is the comma-separated set of features `allocscope
+# check` must find missing, no more and no fewer. Exit status 0: all held.
+set -u
+build=$1 expect=$2 missing=$3
+bin=$build/allocscope
+status=0
+fail() {
+  echo "guest: FAIL: $*"
+  status=1
+}
+
+echo "guest: $(uname -r), expecting allocscope to $expect"
+"$bin" check
+"$bin" check --json >/run/matrix/check.json
+check_status=$?
+python3 - "$missing" /run/matrix/check.json <<'PY' || fail "allocscope check's features are not what this kernel has"
+import json, sys
+want = set(filter(None, sys.argv[1].split(",")))
+doc = json.load(open(sys.argv[2]))
+found = {k for k, f in doc["features"].items() if f["present"] is not True}
+unknown = {k for k, f in doc["features"].items() if f["present"] is None}
+if unknown:
+    print("guest: features check could not tell:", sorted(unknown))
+if found != want:
+    print("guest: missing features found:", sorted(found), "expected:", sorted(want))
+    sys.exit(1)
+PY
+
+one_line_refusal() {  # command...: exits 1 with one line that names the first kernel to use
+  local err
+  err=$("$@" 2>&1 >/dev/null)
+  local rc=$?
+  echo "guest: $* -> $rc: $err"
+  [ "$rc" -eq 1 ] || fail "$*: exit status $rc, not 1"
+  [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "$*: more than one line"
+  case $err in *"Linux 5.17 or newer"*) ;; *) fail "$*: does not name the kernel it needs" ;; esac
+  case $err in *verifier* | *libbpf* | *"processed "*) fail "$*: a verifier's words" ;; esac
+}
+
+if [ "$expect" = refuses ]; then
+  [ "$check_status" -eq 1 ] || fail "allocscope check exited $check_status where allocscope cannot record"
+  one_line_refusal "$bin" record -o /tmp/refused.folded -- /bin/true
+  one_line_refusal "$bin" record --rate 1 -o /tmp/refused.folded -- /bin/true
+  one_line_refusal "$bin" agent --listen 127.0.0.1:16061
+  exit $status
+fi
+
+[ "$check_status" -eq 0 ] || fail "allocscope check exited $check_status where allocscope records"
+# Every mode, each against exact truth: exact and sampled, through probes
+# and in process (--preload), -p and -- CMD, several processes, --all and
+# its filters, children, DWARF and frame-pointer walks, classic probes (and
+# session mode refused where the kernel has no sessions), the agent read by
+# go tool pprof, a killed recorder leaving no probe, a seccomp-confined target.
+tests=(
+  'Metrics/ExactMode.*'
+  'Metrics/DefaultRate.EverySiteWithinFiveSigma/*'
+  'Metrics/DefaultRate.EverySiteWithinFiveSigmaInProcess/*alloc_space*'
+  Record.SeveralProcessesInOneRecording
+  Record.StacksStartAtTheDirectCaller
+  Record.AttachToRunningProcessLeavesNoProbeBehind
+  Estimates.ExactModeHasZeroWidthIntervals
+  Unwind.DwarfFindsFullChainsWithoutFramePointers
+  DeepStacks.FramePointerWalkStopsRatherThanInvents
+  Probes.ClassicRunsTheReturnProgramForEveryCall
+  Probes.SessionModeIsRefusedInOneLineWithoutSessions
+  Probes.SessionRunsTheReturnProgramOnlyForSampledCalls
+  AllProcesses.PrivateCopyOfTheCLibraryIsSampled
+  AllProcesses.CgroupFilterKeepsOnlyItsProcesses
+  Children.ProgramsAShellRunsAreFollowedFromTheStart
+  Agent.GoPprofReadsEachTargetAndItMatchesTruth
+  Signals.KilledRecorderLeavesNoProbe
+  'Modes/Confined.*'
+)
+filter=$(IFS=:; echo "${tests[*]}")
+cd /tmp || exit 1
+ALLOCSCOPE_REQUIRE_BPF=1 "$build/tests/integration_tests" --gtest_filter="$filter" \
+  --gtest_output=xml:/run/matrix/integration.xml >/run/matrix/integration.log 2>&1
+rc=$?
+grep -E '^\[ +(OK|FAILED|SKIPPED) +\]|Failure|Expected|Which is|actual' /run/matrix/integration.log
+[ "$rc" -eq 0 ] || fail "integration scenarios failed (status $rc)"
+# A skip is allowed only where the kernel lacks what the test needs: the
+# session test where sessions are missing.
+skipped=$(grep -E '^\[  SKIPPED \] [A-Z]' /run/matrix/integration.log | grep -v 'SessionRunsTheReturnProgram' | sort -u)
+[ -z "$skipped" ] || fail "skipped: $skipped"
+case ",$missing," in
+  *,uprobe_session,*) ;;
+  *) grep -q '^\[  SKIPPED \]' /run/matrix/integration.log && fail "a test skipped on a kernel with sessions" ;;
+esac
+ran=$(grep -cE '^\[ +OK +\]' /run/matrix/integration.log)
+[ "$ran" -ge 20 ] || fail "only $ran scenarios ran"
+exit $status
