@@ -19,6 +19,7 @@
 #include "agent/listen_address.h"
 #include "agent/retired.h"
 #include "host/files.h"
+#include "probe/kernel_features.h"
 #include "record/stop_signals.h"
 
 namespace allocscope {
@@ -105,6 +106,12 @@ int agent(const AgentConfig& config) {
       log(3, "%s", ok.error().message.c_str());
       return 1;
     }
+  // A kernel allocscope cannot record on is told in one line, before the
+  // server announces itself.
+  if (std::string why = missing_features_message(kernel_features()); !why.empty()) {
+    log(3, "%s", why.c_str());
+    return 1;
+  }
   if (!where->loopback() && token.empty())
     log(4,
         "warning: listening on %s without --token-file: anyone who can reach it reads the code and heap of "

@@ -36,6 +36,15 @@ std::string privilege_hint(int err) {
   return "";
 }
 
+// A load that failed: privileges, or the verifier's refusal in one line
+// (the program, its last word), the whole log left to -v.
+std::string load_error(int err, const std::string& release, const std::string& messages) {
+  VerifierRefusal r = verifier_refusal(messages);
+  if (err == EPERM || r.program.empty()) return errno_message("load BPF programs", err) + privilege_hint(err);
+  return "the kernel (" + release + ") refused allocscope's BPF program " + r.program + ": " + r.reason +
+         " (a bug of allocscope's: please report it with the output of `allocscope check -v`)";
+}
+
 bpf_program* entry_program(allocscope_bpf* s, as_fn fn) {
   switch (fn) {
     case AS_FN_MALLOC:
@@ -213,8 +222,9 @@ Result<std::unique_ptr<BpfSession>> BpfSession::open(const SessionConfig& config
     s->table_btf_key_ = bpf_map__btf_key_type_id(inner);
     s->table_btf_value_ = bpf_map__btf_value_type_id(inner);
   }
+  LibbpfCapture capture;  // the verifier's refusal, told in one line
   if (int err = allocscope_bpf__load(s->skel_.get()); err != 0)
-    return fail(errno_message("load BPF programs", -err) + privilege_hint(-err), -err);
+    return fail(load_error(-err, kernel.release, capture.text()), -err);
   s->ring_.reset(ring_buffer__new(bpf_map__fd(s->skel_->maps.events), on_event, &s->handler_, nullptr));
   if (!s->ring_) return fail_errno("create ring buffer", errno);
   if (auto ok = s->make_waker(); !ok) return fail(ok.error());

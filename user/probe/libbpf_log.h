@@ -1,11 +1,34 @@
 // libbpf's own messages: silent unless asked for (-v). Failures are
 // reported by allocscope with their context; a feature probe's expected
-// refusals are no news at all.
+// refusals are no news at all. A load's messages can be kept, so that a
+// refusal is told in one line (which program, the verifier's last word)
+// with the whole log behind -v.
 #pragma once
+
+#include <string>
+#include <string_view>
 
 namespace allocscope {
 
 // Returns the setting it replaces.
 bool set_libbpf_verbose(bool verbose);
+
+// While one lives, libbpf's messages are also kept (one at a time).
+class LibbpfCapture {
+ public:
+  LibbpfCapture();
+  ~LibbpfCapture();
+  LibbpfCapture(const LibbpfCapture&) = delete;
+  LibbpfCapture& operator=(const LibbpfCapture&) = delete;
+  std::string text() const;
+};
+
+// The verifier's refusal in libbpf's messages: the program it refused and
+// the last line of its log before the statistics ("combined stack size of 3
+// calls is 528. Too large"); empty fields where there is none.
+struct VerifierRefusal {
+  std::string program, reason;
+};
+VerifierRefusal verifier_refusal(std::string_view messages);
 
 }  // namespace allocscope
