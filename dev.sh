@@ -5,14 +5,14 @@
 #                        build every build type with GCC and clang, build the .deb and
 #                        test it installed, test again under ASan and UBSan, then fuzz
 #   ./dev.sh build       build only
-#   sudo ./dev.sh matrix / package-test / sanitize / fuzz   one of test's later stages alone
+#   sudo ./dev.sh matrix / package-test / sanitize / fuzz / kernels   one of test's later stages alone
 #   sudo ./dev.sh package   the Debian package (dpkg-buildpackage, lintian) into dist/
 set -euo pipefail
 cd "$(dirname "$0")"
 
 PACKAGES=(build-essential cmake pkg-config clang llvm libbpf-dev bpftool libelf-dev libdw-dev libjemalloc-dev
           libcli11-dev clang-format libtcmalloc-minimal4 libmimalloc2.0 musl-tools systemtap-sdt-dev libgtest-dev libcapstone-dev nlohmann-json3-dev libcpp-httplib-dev clang-16 libclang-rt-16-dev prometheus systemd libseccomp-dev util-linux libprotobuf-dev protobuf-compiler zlib1g-dev golang-go chromium
-          debhelper lintian mmdebstrap man-db zsh)
+          debhelper lintian mmdebstrap man-db zsh qemu-system-x86 busybox-static cpio kmod xz-utils)
 BUILD=${BUILD_DIR:-build}
 
 install_deps() {
@@ -183,10 +183,19 @@ package_test() {
   package && tests/package/install_test.sh dist/allocscope_*_amd64.deb
 }
 
+# allocscope on Debian's own kernels (6.1, 6.12 of bookworm and trixie, and
+# bullseye's 5.10, which it must refuse), each booted under QEMU with real
+# recordings inside (tests/kernels/matrix.sh; about 8 minutes, kernels cached
+# in ~/.cache/allocscope/kernels).
+kernels() {
+  build && tests/kernels/matrix.sh "$BUILD"
+}
+
 # Every stage runs; the first failure's status is returned.
 all_tests() {
   local status=0
   build && run_tests "$BUILD" || status=$?
+  kernels || [ "$status" -ne 0 ] || status=$?
   matrix || [ "$status" -ne 0 ] || status=$?
   package_test || [ "$status" -ne 0 ] || status=$?
   sanitized || [ "$status" -ne 0 ] || status=$?
@@ -201,7 +210,8 @@ case "${1:-}" in
   sanitize) install_deps; sanitized ;;
   fuzz) install_deps; fuzz ;;
   matrix) install_deps; matrix ;;
+  kernels) install_deps; kernels ;;
   package) install_deps; package ;;
   package-test) install_deps; package_test ;;
-  *) echo "usage: $0 demo|test|build|sanitize|fuzz|matrix|package|package-test" >&2; exit 2 ;;
+  *) echo "usage: $0 demo|test|build|sanitize|fuzz|matrix|kernels|package|package-test" >&2; exit 2 ;;
 esac

@@ -58,10 +58,12 @@ class Bench:
         raise RuntimeError("no result from the benchmark: " + out)
 
 
-def allocscope_tracer(binary, options):
+def allocscope_tracer(binary, options, forced=""):
+    """`forced`: ALLOCSCOPE_FORCE_FALLBACK's value, a kernel's fallback paths run here."""
     def attach(pid):
         argv = [binary, "record", "-p", str(pid), "-o", "/dev/null"] + options
-        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        env = dict(os.environ, ALLOCSCOPE_FORCE_FALLBACK=forced) if forced else None
+        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         wait_for(p.stderr, "recording process", 60)
         return p
     return attach
@@ -93,6 +95,10 @@ def measure(config, bench_argv):
     return value, usage
 
 
+# What Debian 12's 6.1 kernel lacks of the optional features (its matrix row).
+FALLBACKS_6_1 = "uprobe_session,uprobe_multi,nop_emulation"
+
+
 def configurations(build, smoke):
     allocscope = os.path.join(build, "allocscope")
     a = lambda *opts: allocscope_tracer(allocscope, list(opts))
@@ -107,6 +113,14 @@ def configurations(build, smoke):
         {"name": "allocscope (live tracking)", "attach": a()},
         {"name": "allocscope --probe-mode classic", "attach": a("--probe-mode", "classic")},
         {"name": "allocscope --rate 1", "attach": a("--rate", "1")},
+        # Each fallback path, forced on this kernel (ALLOCSCOPE_FORCE_FALLBACK).
+        {"name": "fallback: no uprobe sessions", "attach": allocscope_tracer(allocscope, [], "uprobe_session")},
+        {"name": "fallback: no uprobe_multi", "attach": allocscope_tracer(allocscope, [], "uprobe_multi")},
+        {"name": "fallback: no push emulation", "attach": allocscope_tracer(allocscope, [], "push_emulation")},
+        {"name": "fallback: no nop emulation", "attach": allocscope_tracer(allocscope, [], "nop_emulation")},
+        {"name": "fallback: Debian 12's 6.1 paths", "attach": allocscope_tracer(allocscope, [], FALLBACKS_6_1)},
+        {"name": "fallback: Debian 12's 6.1 paths, --rate 1",
+         "attach": allocscope_tracer(allocscope, ["--rate", "1"], FALLBACKS_6_1)},
         # In process (record --preload): the countdown runs in the program.
         {"name": "preload library, no tracer", "prefix": ("env", "LD_PRELOAD=" + preload)},
         {"name": "allocscope --preload", "prefix": launch("--preload")},

@@ -278,14 +278,59 @@ static __always_inline struct walk_scratch *walk_stack(struct pt_regs *ctx, __u1
 }
 
 /* A walk that stopped for want of a table, sent with the stopped frame's
- * registers and up to AS_DEFER_STACK_BYTES of stack, copied a page at a
- * time (a read crossing the end of the stack mapping would fail whole).
- * Its id is its own: another stack may share the frames found so far. */
+ * registers and the stack above them (up to AS_DEFER_STACK_BYTES), so that
+ * userspace finishes it. Its id is its own: another stack may share the
+ * frames found so far. A program's first calls after exec, before its
+ * table is in, all defer (exact mode: every one), so records come in three
+ * sizes: most walks need a few KiB of stack, and a full-size record for
+ * each would fill the ring buffer ten times sooner. */
 struct deferred_event {
   struct as_stack_event ev;
   struct as_deferred_walk walk;
   __u8 stack[AS_DEFER_STACK_BYTES + 4096]; /* slack: bounds each page copy for the verifier */
 };
+#define DEFER_SMALL 4096
+#define DEFER_MEDIUM 16384
+struct deferred_small {
+  struct as_stack_event ev;
+  struct as_deferred_walk walk;
+  __u8 stack[DEFER_SMALL];
+};
+struct deferred_medium {
+  struct as_stack_event ev;
+  struct as_deferred_walk walk;
+  __u8 stack[DEFER_MEDIUM];
+};
+
+static __always_inline void fill_deferred(struct as_stack_event *to, struct as_deferred_walk *walk,
+                                          struct walk_scratch *w) {
+  bpf_probe_read_kernel(to, sizeof(*to), &w->ev); /* too big to copy inline */
+  walk->ip = w->regs.ip;
+  walk->sp = w->regs.sp;
+  walk->bp = w->regs.bp;
+  walk->bp_lost = w->regs.bp_lost;
+  walk->stack_end = w->window.limit;
+}
+
+/* A record of a small size with the `need` bytes above sp (1 to SIZE) read
+ * at once: 1 sent, 0 no room in the ring buffer, -1 the read failed (a page
+ * not present: the full-size record copies page by page). */
+#define SEND_DEFERRED_SIZED(name, type, size)                                               \
+  static __always_inline int name(struct walk_scratch *w, __u64 need) {                     \
+    struct type *d = bpf_ringbuf_reserve(&events, sizeof(*d), 0);                           \
+    if (!d) return 0;                                                                       \
+    fill_deferred(&d->ev, &d->walk, w);                                                     \
+    __u64 len = ((need - 1) & ((size)-1)) + 1; /* need is in [1, size]: for the verifier */ \
+    if (bpf_probe_read_user(d->stack, len, (void *)w->regs.sp) != 0) {                      \
+      bpf_ringbuf_discard(d, 0);                                                            \
+      return -1;                                                                            \
+    }                                                                                       \
+    d->walk.len = len;                                                                      \
+    bpf_ringbuf_submit(d, BPF_RB_FORCE_WAKEUP);                                             \
+    return 1;                                                                               \
+  }
+SEND_DEFERRED_SIZED(send_deferred_small, deferred_small, DEFER_SMALL)
+SEND_DEFERRED_SIZED(send_deferred_medium, deferred_medium, DEFER_MEDIUM)
 
 /* Copies the stack from sp + *copied up to the next page boundary (or max);
  * false when done, or when that page could not be read. */
@@ -303,23 +348,13 @@ static __always_inline bool copy_stack_page(struct deferred_event *d, __u64 sp, 
   return true;
 }
 
-static __always_inline bool send_deferred(struct walk_scratch *w) {
-  struct as_stack_event *ev = &w->ev;
+/* The full-size record, its stack copied a page at a time (a read crossing
+ * the end of the stack mapping, or a missing page, would fail whole). */
+static __always_inline bool send_deferred_full(struct walk_scratch *w, __u64 max) {
   struct deferred_event *d = bpf_ringbuf_reserve(&events, sizeof(*d), 0);
-  if (!d) {
-    count(AS_CNT_STACK_DROPS);
-    return false;
-  }
-  ev->id = mix(ev->id, bpf_ktime_get_ns());
-  bpf_probe_read_kernel(&d->ev, sizeof(*ev), ev); /* too big to copy inline */
-  d->walk.ip = w->regs.ip;
-  d->walk.sp = w->regs.sp;
-  d->walk.bp = w->regs.bp;
-  d->walk.bp_lost = w->regs.bp_lost;
-  __u64 stack_end = w->window.limit;
-  d->walk.stack_end = stack_end;
-  __u64 copied = 0, max = AS_DEFER_STACK_BYTES, sp = w->regs.sp;
-  if (stack_end > sp && stack_end - sp < max) max = stack_end - sp;
+  if (!d) return false;
+  fill_deferred(&d->ev, &d->walk, w);
+  __u64 copied = 0, sp = w->regs.sp;
   /* A loop by hand (the 6.1 verifier refused the compiler's layout of it):
    * the first page may be partial, so one more than the whole pages. */
   _Static_assert(AS_DEFER_STACK_BYTES / 4096 + 1 == 9, "pages copied below");
@@ -331,6 +366,20 @@ static __always_inline bool send_deferred(struct walk_scratch *w) {
   d->walk.len = copied;
   bpf_ringbuf_submit(d, BPF_RB_FORCE_WAKEUP);
   return true;
+}
+
+static __always_inline bool send_deferred(struct walk_scratch *w) {
+  w->ev.id = mix(w->ev.id, bpf_ktime_get_ns());
+  __u64 need = AS_DEFER_STACK_BYTES, sp = w->regs.sp, stack_end = w->window.limit;
+  if (stack_end > sp && stack_end - sp < need) need = stack_end - sp;
+  int sent = -1;
+  if (need > 0 && need <= DEFER_SMALL)
+    sent = send_deferred_small(w, need);
+  else if (need > 0 && need <= DEFER_MEDIUM)
+    sent = send_deferred_medium(w, need);
+  if (sent < 0 && send_deferred_full(w, need)) sent = 1;
+  if (sent <= 0) count(AS_CNT_STACK_DROPS);
+  return sent > 0;
 }
 
 /* Sends the stack unless userspace has it: it is queued before any event

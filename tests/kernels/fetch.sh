@@ -20,7 +20,11 @@ apt_dir=$cache/apt-$suite
 mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$apt_dir/etc"
 {
   echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $suite main"
-  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian-security $suite-security main"
+  # A release's security suite (backports have none).
+  case $suite in
+    *-*) ;;
+    *) echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian-security $suite-security main" ;;
+  esac
 } >"$apt_dir/etc/sources.list"
 apt_opts=(-o "Dir::Etc::SourceList=$apt_dir/etc/sources.list" -o "Dir::Etc::SourceParts=/nonexistent"
   -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache" -o "Dir::State::status=/dev/null"
@@ -30,8 +34,10 @@ if [ -z "$(find "$apt_dir/lists" -maxdepth 1 -name '*Packages*' -mmin -1440 2>/d
   apt-get "${apt_opts[@]}" -qq update >&2
 fi
 
-# The metapackage names the versioned package it installs today.
-image=$(apt-cache "${apt_opts[@]}" depends --no-recommends --no-suggests --no-conflicts --no-breaks \
+# The metapackage names the versioned package it installs today (a versioned
+# package names itself).
+image=$package
+[[ $package =~ ^linux-image-[0-9] ]] || image=$(apt-cache "${apt_opts[@]}" depends --no-recommends --no-suggests --no-conflicts --no-breaks \
   --no-replaces --no-enhances "$package" | awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }')
 [ -n "$image" ] || { echo "fetch.sh: $package of $suite names no kernel image" >&2; exit 1; }
 version=$(apt-cache "${apt_opts[@]}" show "$image" | awk '$1 == "Version:" { print $2; exit }')

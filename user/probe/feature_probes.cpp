@@ -29,7 +29,7 @@
 #include "probe/uprobe_links.h"
 
 // Functions whose first instruction is what a probe tests: a push and a
-// 4-byte nop (emulated from 6.12). Nothing calls them but the probing child.
+// 4-byte nop (emulated after 6.12). Nothing calls them but the probing child.
 asm(R"(
     .pushsection .text
     .p2align 4

@@ -27,7 +27,7 @@ const std::array<FeatureSpec, kFeatureCount>& feature_specs() {
       {Feature::UprobeSession, "uprobe_session", "uprobe sessions", "6.13", false,
        "return probes only on sampled calls",
        "classic uprobes and uretprobes: a return probe on every allocating call"},
-      {Feature::NopEmulation, "nop_emulation", "multi-byte nop emulation", "6.12", false,
+      {Feature::NopEmulation, "nop_emulation", "multi-byte nop emulation", "6.13-6.16", false,
        "probes on 0f 1f nops without single-stepping",
        "probes placed on other emulated instructions, or single-stepped"},
       {Feature::PushEmulation, "push_emulation", "push emulation", "4.15", false,

@@ -34,7 +34,7 @@ struct FeatureSpec {
   Feature feature;
   const char* key;           // for ALLOCSCOPE_FORCE_FALLBACK and reports: "uprobe_session"
   const char* name;          // "uprobe sessions"
-  const char* first_kernel;  // the first mainline release that has it: "6.13"
+  const char* first_kernel;  // the first mainline release that has it: "6.13" (a range where not known)
   bool required;             // allocscope cannot record without it
   const char* gives;         // what allocscope uses it for
   const char* without;       // what allocscope does instead ("" when required)

@@ -74,7 +74,7 @@ bool kernel_emulates(std::span<const uint8_t> b, const Emulation& emulation) {
   // push %reg: 50+r, or 41 50+r for r8-r15 (x86 uprobes: push_setup_xol_ops).
   if (emulation.push && b.size() == 1 && b[0] >= 0x50 && b[0] <= 0x57) return true;
   if (emulation.push && b.size() == 2 && b[0] == 0x41 && b[1] >= 0x50 && b[1] <= 0x57) return true;
-  // nop, and the multi-byte 0f 1f nops (emulated since Linux 6.12).
+  // nop, and the multi-byte 0f 1f nops (emulated after Linux 6.12).
   if (!emulation.nops) return false;
   if (b.size() == 1 && b[0] == 0x90) return true;
   size_t i = 0;

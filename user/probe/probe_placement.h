@@ -20,7 +20,7 @@ namespace allocscope {
 // emulated by every kernel allocscope runs on.
 struct Emulation {
   bool push = true;  // push %reg
-  bool nops = true;  // nop, and the multi-byte 0f 1f nops (Linux 6.12)
+  bool nops = true;  // nop, and the multi-byte 0f 1f nops (after Linux 6.12)
 };
 
 struct Placement {
