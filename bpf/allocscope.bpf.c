@@ -381,7 +381,7 @@ static __always_inline bool enter(struct pt_regs *ctx, __u64 code) {
  * the entry skips the return probe. */
 SEC("uprobe")
 int alloc_session(struct pt_regs *ctx) {
-  if (bpf_session_is_return()) {
+  if (as_session_is_return(ctx)) {
     alloc_exit(ctx);
     return 0;
   }
@@ -392,7 +392,7 @@ int alloc_session(struct pt_regs *ctx) {
  * cookie to read and no dispatch. */
 SEC("uprobe")
 int malloc_session(struct pt_regs *ctx) {
-  if (bpf_session_is_return()) {
+  if (as_session_is_return(ctx)) {
     alloc_exit(ctx);
     return 0;
   }

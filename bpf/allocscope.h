@@ -37,6 +37,21 @@ typedef int8_t as_s8;
 #define AS_UNROLL
 #endif
 
+/* The kfunc that tells a uprobe session's return from its entry takes no
+ * argument up to Linux 6.18 and the program's context later (7.3): an
+ * object is built for each (AS_SESSION_KFUNC_CTX), since libbpf refuses a
+ * whole object whose extern's prototype differs from the kernel's, weak or
+ * not, and userspace opens the one this kernel's BTF matches. */
+#ifdef __bpf__
+#ifdef AS_SESSION_KFUNC_CTX
+extern bool bpf_session_is_return(void *ctx) __ksym __weak;
+#define as_session_is_return(ctx) bpf_session_is_return(ctx)
+#else
+extern bool bpf_session_is_return(void) __ksym __weak;
+#define as_session_is_return(ctx) bpf_session_is_return()
+#endif
+#endif
+
 /* perf's default kernel.perf_event_max_stack. */
 #define AS_MAX_FRAMES 127
 

@@ -8,9 +8,9 @@
 #include <bpf/bpf_tracing.h>
 // clang-format on
 
-char LICENSE[] SEC("license") = "GPL";
+#include "allocscope.h"
 
-extern bool bpf_session_is_return(void) __ksym __weak;
+char LICENSE[] SEC("license") = "GPL";
 
 /* A classic uprobe, or a uprobe_multi link's program. */
 SEC("uprobe")
@@ -21,6 +21,6 @@ int probe_null(struct pt_regs *ctx) { return 0; }
  * used: the verifier knows no range of a kfunc's bool. */
 SEC("uprobe")
 int probe_session(struct pt_regs *ctx) {
-  bpf_session_is_return();
+  as_session_is_return(ctx);
   return 0;
 }

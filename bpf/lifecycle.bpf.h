@@ -77,6 +77,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
   bpf_map_delete_elem(&process_live, &tgid);
   bpf_task_storage_delete(&threads, p);
   bpf_task_storage_delete(&walks, p); /* its mappings and rows were the old program's */
+  bpf_task_storage_delete(&row_caches, p);
   bool want = wanted(v);
   if (!want && !filter_processes) return 0;
   struct file_id id = {};

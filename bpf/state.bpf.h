@@ -21,8 +21,6 @@ const volatile bool follow_children = false; /* members' forked children become 
 const volatile __u64 cgroup_id = 0;          /* --cgroup: traced only inside this cgroup ... */
 const volatile __u32 cgroup_level = 0;       /* ... at this depth below the root; 0: no filter */
 
-extern bool bpf_session_is_return(void) __ksym __weak;
-
 struct thread_state {
   __u64 countdown; /* bytes before the next sampled byte */
   __u32 depth;     /* allocator calls in progress on this thread */
@@ -134,17 +132,25 @@ struct {
   __type(value, __u64);
 } counters SEC(".maps");
 
-/* A thread's stack walk in progress, and the stack event it becomes: per
- * thread rather than per CPU, since uprobe programs can be preempted. */
+/* A thread's stack walk in progress, the stack event it becomes, the
+ * window on its stack and the rows its walks met: per thread rather than per
+ * CPU, since uprobe programs can be preempted. In three task storages of a
+ * few KiB each: kernels after 6.18 (7.3 does) allocate a value without
+ * locks, which serves 8 KiB at most (a larger one is never created, and no
+ * walk done). */
+
 /* Rows of the return addresses the thread's walks met, by address: the
  * frames a walk shares with earlier ones (most of them, for the calls of one
  * code path) need no mapping or table lookup. Valid for one generation of
  * the thread's mapping set (ev.vmas, which walks add to, and which is
  * emptied, with a new generation, when full). */
-#define ROW_CACHE 1024
+#define ROW_CACHE 256
 struct cached_row {
   __u64 tag; /* address | generation << 48; 0: empty */
   struct as_unwind_row row;
+};
+struct row_cache {
+  struct cached_row rows[ROW_CACHE];
 };
 
 /* The walk in progress lives here rather than on the BPF stack: verifiers
@@ -166,8 +172,7 @@ struct walk_scratch {
   __u32 skip;                 /* first frames unwound but not recorded (a USDT probe's sampler) */
   __u32 steps;                /* frames unwound so far */
   __u32 pad;
-  struct cached_row rows[ROW_CACHE];
-  struct stack_window window;
+  __u64 stack_limit; /* this walk's bound on the stack: stack_end, or a guess */
 };
 
 struct {
@@ -176,6 +181,20 @@ struct {
   __type(key, int);
   __type(value, struct walk_scratch);
 } walks SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
+  __type(value, struct row_cache);
+} row_caches SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
+  __type(value, struct stack_window);
+} windows SEC(".maps");
 
 /* Executable mappings each process's walks have met, for walks that find
  * the mmap lock taken (another thread is mapping memory): code on a live

@@ -156,13 +156,17 @@ __noinline int unwind_step(struct as_unwind_row *row, struct as_unwind_regs *reg
 /* bpf_loop's context must be on the stack: it holds the way to the rest. */
 struct walk_ctx {
   struct walk_scratch *w;
+  struct row_cache *rows; /* NULL: none could be made, every frame a miss */
+  struct stack_window *window;
 };
 
 /* One frame of the walk: records its pc and moves to its caller. The frame
  * number is read from the event, not taken from the loop, so that the
  * verifier sees one frame, not 127 different ones. */
 static long walk_frame(__u64 unused, void *data) {
-  struct walk_scratch *w = ((struct walk_ctx *)data)->w;
+  struct walk_ctx *wc = data;
+  struct walk_scratch *w = wc->w;
+  struct row_cache *rows = wc->rows;
   struct as_stack_event *ev = &w->ev;
   __u32 n = ev->nframes;
   if (n >= AS_MAX_FRAMES) {
@@ -175,8 +179,8 @@ static long walk_frame(__u64 unused, void *data) {
    * resumes, and its state. */
   __u64 at = w->steps == 0 ? ip : ip - 1;
   __u64 tag = at | (w->generation << 48);
-  struct cached_row *c = &w->rows[(at ^ (at >> 9)) & (ROW_CACHE - 1)];
-  if (c->tag == tag) {
+  struct cached_row *c = rows ? &rows->rows[(at ^ (at >> 9)) & (ROW_CACHE - 1)] : 0;
+  if (c && c->tag == tag) {
     w->row = c->row;
   } else {
     w->misses++;
@@ -195,8 +199,10 @@ static long walk_frame(__u64 unused, void *data) {
         return 1;
       }
     }
-    c->tag = tag;
-    c->row = w->row;
+    if (c) {
+      c->tag = tag;
+      c->row = w->row;
+    }
   }
   if (w->skip) {
     w->skip--;
@@ -205,7 +211,7 @@ static long walk_frame(__u64 unused, void *data) {
     ev->nframes = n + 1;
     w->id = mix(w->id, ip);
   }
-  int rc = unwind_step(&w->row, &w->regs, &w->window);
+  int rc = unwind_step(&w->row, &w->regs, wc->window);
   if (rc != AS_STOP_NONE) {
     w->stop = rc;
     return 1;
@@ -223,7 +229,8 @@ static __always_inline struct walk_scratch *walk_stack(struct pt_regs *ctx, __u1
   __u64 ip = ctx->ip, sp = ctx->sp, bp = ctx->bp;
   struct task_struct *task = bpf_get_current_task_btf();
   struct walk_scratch *w = bpf_task_storage_get(&walks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-  if (!w) return 0;
+  struct stack_window *window = bpf_task_storage_get(&windows, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+  if (!w || !window) return 0;
   struct as_stack_event *ev = &w->ev;
   /* A thread's stack mapping ends where it did: looked up once per thread
    * (again if sp is past it: a signal stack). */
@@ -236,13 +243,18 @@ static __always_inline struct walk_scratch *walk_stack(struct pt_regs *ctx, __u1
    * stack's size above sp, and the next one asks again. Bounded by 0, every
    * frame would look bad and the stack be cut at the allocator's caller. */
   __u64 stack_end = w->stack_end ? w->stack_end : sp + STACK_GUESS;
-  w->window.len = 0; /* the stack has changed since the last walk */
-  w->window.limit = stack_end;
+  window->len = 0; /* the stack has changed since the last walk */
+  window->limit = stack_end;
+  w->stack_limit = stack_end;
   /* The id covers the process instance: a new program (exec) or a new
    * process with the same pid never shares a stack with an old one. */
   struct task_struct *leader = task->group_leader;
   __u64 instance = mix(mix(mix(task->tgid, leader->start_time), leader->self_exec_id), fn);
-  struct walk_ctx wc = {.w = w};
+  struct walk_ctx wc = {
+      .w = w,
+      .rows = bpf_task_storage_get(&row_caches, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE),
+      .window = window,
+  };
   AS_UNROLL
   for (int attempt = 0; attempt < 2; attempt++) {
     ev->nframes = 0;
@@ -309,7 +321,7 @@ static __always_inline void fill_deferred(struct as_stack_event *to, struct as_d
   walk->sp = w->regs.sp;
   walk->bp = w->regs.bp;
   walk->bp_lost = w->regs.bp_lost;
-  walk->stack_end = w->window.limit;
+  walk->stack_end = w->stack_limit;
 }
 
 /* A record of a small size with the `need` bytes above sp (1 to SIZE) read
@@ -370,7 +382,7 @@ static __always_inline bool send_deferred_full(struct walk_scratch *w, __u64 max
 
 static __always_inline bool send_deferred(struct walk_scratch *w) {
   w->ev.id = mix(w->ev.id, bpf_ktime_get_ns());
-  __u64 need = AS_DEFER_STACK_BYTES, sp = w->regs.sp, stack_end = w->window.limit;
+  __u64 need = AS_DEFER_STACK_BYTES, sp = w->regs.sp, stack_end = w->stack_limit;
   if (stack_end > sp && stack_end - sp < need) need = stack_end - sp;
   int sent = -1;
   if (need > 0 && need <= DEFER_SMALL)

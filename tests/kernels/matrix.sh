@@ -26,13 +26,12 @@ KERNELS=(
 )
 
 boot() {  # TREE SHARE: the kernel in TREE runs SHARE/run.sh; its status
-  local tree=$1 share=$2 release
-  release=$(cat "$tree/release")
+  local tree=$1 share=$2
   # One host thread for both vCPUs: with a thread each, a kernel patching its
   # own text (static keys flip as uprobes come and go) can meet a stale int3
   # on the other vCPU and panic (seen on 6.12.118); single is faster here too.
   timeout --kill-after=10 "$budget" qemu-system-x86_64 -accel tcg,thread=single -cpu max -smp 2 -m 3072 \
-    -nographic -no-reboot -kernel "$tree/boot/vmlinuz-$release" -initrd "$tree/initrd.gz" \
+    -nographic -no-reboot -kernel "$tree/vmlinuz" -initrd "$tree/initrd.gz" \
     -append "console=ttyS0 quiet panic=-1" \
     -virtfs local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap \
     -virtfs "local,path=$share,mount_tag=matrix,security_model=none" >"$share/console.log" 2>&1 || true

@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "allocscope.skel.h"
+#include "allocscope_ctx.skel.h"
 #include "base/unique_fd.h"
 #include "probe/allocator_entries.h"
 #include "probe/kernel_features.h"
@@ -43,6 +44,24 @@ std::string load_error(int err, const std::string& release, const std::string& m
   if (err == EPERM || r.program.empty()) return errno_message("load BPF programs", err) + privilege_hint(err);
   return "the kernel (" + release + ") refused allocscope's BPF program " + r.program + ": " + r.reason +
          " (a bug of allocscope's: please report it with the output of `allocscope check -v`)";
+}
+
+// The object built for this kernel's session kfunc (allocscope.h): the
+// ctx build's bytes under the one skeleton (both have the same maps and
+// programs, found by name).
+allocscope_bpf* open_object(bool kfunc_takes_ctx) {
+  auto* obj = static_cast<allocscope_bpf*>(calloc(1, sizeof(allocscope_bpf)));
+  if (!obj) return nullptr;
+  int err = allocscope_bpf__create_skeleton(obj);
+  if (!err && kfunc_takes_ctx)
+    obj->skeleton->data = const_cast<void*>(allocscope_ctx_bpf__elf_bytes(&obj->skeleton->data_sz));
+  if (!err) err = bpf_object__open_skeleton(obj->skeleton, nullptr);
+  if (err) {
+    allocscope_bpf__destroy(obj);
+    errno = -err;
+    return nullptr;
+  }
+  return obj;
 }
 
 bpf_program* entry_program(allocscope_bpf* s, as_fn fn) {
@@ -195,7 +214,7 @@ Result<std::unique_ptr<BpfSession>> BpfSession::open(const SessionConfig& config
     return fail("--cgroup needs " + std::string(spec_of(Feature::AncestorCgroup).name) + " (Linux " +
                 spec_of(Feature::AncestorCgroup).first_kernel + "), which this kernel (" + kernel.release +
                 ") lacks");
-  s->skel_.reset(allocscope_bpf__open());
+  s->skel_.reset(open_object(kernel.session_kfunc_takes_ctx));
   if (!s->skel_) return fail_errno("open BPF object", errno);
   s->configure_programs();
   s->skel_->rodata->use_sessions = s->mode_ == ProbeMode::Session;

@@ -23,6 +23,7 @@
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "features.skel.h"
+#include "features_ctx.skel.h"
 #include "host/proc_maps.h"
 #include "probe/kernel_features.h"
 #include "probe/libbpf_log.h"
@@ -76,6 +77,16 @@ FeatureState map_type(bpf_map_type type, const char* what) {
   return from_libbpf(libbpf_probe_bpf_map_type(type, nullptr), what);
 }
 
+// Whether the kernel's bpf_session_is_return has a parameter (its context).
+bool session_kfunc_takes_ctx() {
+  std::unique_ptr<btf, decltype(&btf__free)> vmlinux(btf__load_vmlinux_btf(), &btf__free);
+  if (!vmlinux) return false;
+  int id = btf__find_by_name_kind(vmlinux.get(), "bpf_session_is_return", BTF_KIND_FUNC);
+  const btf_type* func = id > 0 ? btf__type_by_id(vmlinux.get(), id) : nullptr;
+  const btf_type* proto = func ? btf__type_by_id(vmlinux.get(), func->type) : nullptr;
+  return proto && btf_is_func_proto(proto) && btf_vlen(proto) > 0;
+}
+
 FeatureState btf_state() {
   std::unique_ptr<btf, decltype(&btf__free)> vmlinux(btf__load_vmlinux_btf(), &btf__free);
   if (vmlinux) return present();
@@ -107,9 +118,25 @@ bpf_program* program(features_bpf* s, Probe which) {
   return which == Probe::Session ? s->progs.probe_session : s->progs.probe_null;
 }
 
+// The features object built for this kernel's session kfunc (allocscope.h).
+features_bpf* open_features(bool kfunc_takes_ctx) {
+  auto* obj = static_cast<features_bpf*>(calloc(1, sizeof(features_bpf)));
+  if (!obj) return nullptr;
+  int err = features_bpf__create_skeleton(obj);
+  if (!err && kfunc_takes_ctx)
+    obj->skeleton->data = const_cast<void*>(features_ctx_bpf__elf_bytes(&obj->skeleton->data_sz));
+  if (!err) err = bpf_object__open_skeleton(obj->skeleton, nullptr);
+  if (err) {
+    features_bpf__destroy(obj);
+    errno = -err;
+    return nullptr;
+  }
+  return obj;
+}
+
 // The features object with only program `which` loaded, as `attach_type`.
-Result<Features> load_one(Probe which, uint32_t attach_type) {
-  Features s(features_bpf__open());
+Result<Features> load_one(Probe which, uint32_t attach_type, bool kfunc_takes_ctx) {
+  Features s(open_features(kfunc_takes_ctx));
   if (!s) return fail_errno("open the feature probes", errno);
   bpf_program* p;
   bpf_object__for_each_program(p, s->obj) bpf_program__set_autoload(p, false);
@@ -121,10 +148,10 @@ Result<Features> load_one(Probe which, uint32_t attach_type) {
 }
 
 // A link of the given type on a function of ours, in this process only.
-FeatureState link_state(Probe which, uint32_t attach_type, const char* what) {
+FeatureState link_state(Probe which, uint32_t attach_type, const char* what, bool kfunc_takes_ctx) {
   auto offset = own_offset(allocscope_probe_push);
   if (!offset) return unknown(offset.error().message);
-  auto s = load_one(which, attach_type);
+  auto s = load_one(which, attach_type, kfunc_takes_ctx);
   if (!s) {
     // EACCES here is the verifier's refusal: the kernel lacks the feature.
     if (s.error().code == EPERM) return unknown(errno_message(std::string("load ") + what, EPERM), EPERM);
@@ -203,7 +230,7 @@ Result<bool> single_stepped(bpf_program* prog, void (*fn)()) {
 // Whether the kernel runs a probed push and a probed multi-byte nop without
 // a single-step.
 void probe_emulation(KernelFeatures& k) {
-  auto s = load_one(Probe::Null, 0);
+  auto s = load_one(Probe::Null, 0, k.session_kfunc_takes_ctx);
   if (!s) {
     FeatureState why = unknown(s.error().message, s.error().code);
     for (Feature f : {Feature::PushEmulation, Feature::NopEmulation}) k.states[size_t(f)] = why;
@@ -242,8 +269,11 @@ KernelFeatures probe_kernel_features() {
   set(Feature::FindVma, helper(BPF_FUNC_find_vma, "bpf_find_vma"));
   set(Feature::AncestorCgroup, helper(BPF_FUNC_get_current_ancestor_cgroup_id,
                                       "bpf_get_current_ancestor_cgroup_id in tracing programs"));
-  set(Feature::UprobeMulti, link_state(Probe::Null, kTraceUprobeMulti, "uprobe_multi link"));
-  set(Feature::UprobeSession, link_state(Probe::Session, kTraceUprobeSession, "uprobe session"));
+  k.session_kfunc_takes_ctx = session_kfunc_takes_ctx();
+  set(Feature::UprobeMulti,
+      link_state(Probe::Null, kTraceUprobeMulti, "uprobe_multi link", k.session_kfunc_takes_ctx));
+  set(Feature::UprobeSession,
+      link_state(Probe::Session, kTraceUprobeSession, "uprobe session", k.session_kfunc_takes_ctx));
   probe_emulation(k);
   set_libbpf_verbose(verbose);
   return k;

@@ -53,6 +53,9 @@ struct FeatureState {
 struct KernelFeatures {
   std::string release;  // uname -r
   std::array<FeatureState, kFeatureCount> states;
+  // bpf_session_is_return takes the program's context (allocscope.h): the
+  // BPF objects built for that are the ones this kernel loads.
+  bool session_kfunc_takes_ctx = false;
 
   bool has(Feature f) const { return states[size_t(f)].presence == Presence::Present; }
   const FeatureState& state(Feature f) const { return states[size_t(f)]; }

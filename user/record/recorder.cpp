@@ -439,9 +439,8 @@ NamedCounters Recorder::counters() {
 }
 
 RecordingMeta Recorder::meta(uint64_t duration_ms) {
-  return {config_.rate,   start_wall_ns_, int64_t(duration_ms) * 1000000,
-          config_.metric, counters(),     monotonic_ns(),
-          parts_->session->paths()};
+  return {config_.rate, start_wall_ns_, int64_t(duration_ms) * 1000000, config_.metric,
+          counters(),   monotonic_ns(), parts_->session->paths()};
 }
 
 Result<void> Recorder::write(unsigned number, uint64_t duration_ms) {
