@@ -381,6 +381,7 @@ static __always_inline bool enter(struct pt_regs *ctx, __u64 code) {
  * the entry skips the return probe. */
 SEC("uprobe")
 int alloc_session(struct pt_regs *ctx) {
+  as_no_private_stack(ctx, tail_session);
   if (as_session_is_return(ctx)) {
     alloc_exit(ctx);
     return 0;
@@ -392,6 +393,7 @@ int alloc_session(struct pt_regs *ctx) {
  * cookie to read and no dispatch. */
 SEC("uprobe")
 int malloc_session(struct pt_regs *ctx) {
+  as_no_private_stack(ctx, tail_session);
   if (as_session_is_return(ctx)) {
     alloc_exit(ctx);
     return 0;
@@ -402,6 +404,7 @@ int malloc_session(struct pt_regs *ctx) {
 /* free through a uprobe_multi link (placed after free's NULL check). */
 SEC("uprobe")
 int free_multi(struct pt_regs *ctx) {
+  as_no_private_stack(ctx, tail_multi);
   free_address(PT_REGS_PARM1(ctx));
   return 0;
 }
@@ -410,6 +413,7 @@ int free_multi(struct pt_regs *ctx) {
  * without sessions. */
 #define CLASSIC_ENTRY(name, kind)                                                \
   SEC("uprobe") int name(struct pt_regs *ctx) {                                  \
+    as_no_private_stack(ctx, tail_classic);                                      \
     enter(ctx, (bpf_get_attach_cookie(ctx) & ~(__u64)AS_FN_KIND_MASK) | (kind)); \
     return 0;                                                                    \
   }
@@ -426,6 +430,7 @@ CLASSIC_ENTRY(free_enter, AS_FN_FREE)
 
 SEC("uretprobe")
 int alloc_return(struct pt_regs *ctx) {
+  as_no_private_stack(ctx, tail_classic);
   alloc_exit(ctx);
   return 0;
 }

@@ -15,6 +15,7 @@ static __always_inline __u64 usdt_arg(struct pt_regs *ctx, __u64 n) {
 
 SEC("usdt")
 int usdt_alloc(struct pt_regs *ctx) {
+  as_no_private_stack(ctx, tail_classic);
   __u64 addr = usdt_arg(ctx, 0), size = usdt_arg(ctx, 1), weight = usdt_arg(ctx, 2);
   __u32 fn = AS_FN_MALLOC;
   __u64 offset = 0;
@@ -53,6 +54,7 @@ int usdt_alloc(struct pt_regs *ctx) {
 
 SEC("usdt")
 int usdt_free(struct pt_regs *ctx) {
+  as_no_private_stack(ctx, tail_classic);
   free_address(usdt_arg(ctx, 0));
   return 0;
 }

@@ -38,6 +38,31 @@ struct thread_state {
  * depth raised, so a state from an older epoch starts afresh. */
 volatile __u32 probe_epoch = 0;
 
+/* Kernels from 6.13 give a tracing program's functions of 64 bytes of stack
+ * or more a per-CPU private stack, which is safe where a program cannot run
+ * twice on a CPU at once. A uprobe program can: it runs preemptibly, and
+ * another thread's run on the same CPU overwrites the first's stack (a
+ * kernel oops, seen on Debian's 7.3). A program that may tail-call gets no
+ * private stack: every uprobe program has a tail call the verifier cannot
+ * rule out, never taken, into an empty array (as_no_private_stack), one per
+ * attach type (a program array serves programs of one kind). */
+#define NO_PRIVATE_STACK(name)             \
+  struct {                                 \
+    __uint(type, BPF_MAP_TYPE_PROG_ARRAY); \
+    __uint(max_entries, 1);                \
+    __type(key, __u32);                    \
+    __type(value, __u32);                  \
+  } name SEC(".maps");
+NO_PRIVATE_STACK(tail_classic) /* uprobes, uretprobes, USDT probes */
+NO_PRIVATE_STACK(tail_session) /* uprobe sessions */
+NO_PRIVATE_STACK(tail_multi)   /* uprobe_multi */
+
+#define as_no_private_stack(ctx, array)                                     \
+  do {                                                                      \
+    if (probe_epoch == 0xffffffffu) /* never: userspace counts up from 0 */ \
+      bpf_tail_call(ctx, &array, 0);                                        \
+  } while (0)
+
 struct {
   __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
   __uint(map_flags, BPF_F_NO_PREALLOC);

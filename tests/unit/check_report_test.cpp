@@ -16,7 +16,7 @@ CheckReport debian12() {
   for (Feature f : {Feature::UprobeMulti, Feature::UprobeSession, Feature::NopEmulation})
     r.kernel.states[size_t(f)] = {Presence::Missing, "attach: Invalid argument"};
   r.privileges = parse_privileges("Uid:\t0\t0\t0\t0\nCapEff:\t000001ffffffffff\n");
-  r.trials = {{"record, sampled (default)", true, "", 500}, {"agent and record --all", true, "", 300}};
+  r.trials = {{"record, sampled (default)", true, "", 500, {}}, {"agent and record --all", true, "", 300, {}}};
   return r;
 }
 
@@ -48,7 +48,7 @@ TEST(CheckReport, OldKernelIsNoWithTheReason) {
 
 TEST(CheckReport, RefusedProgramIsNoAndPointsToTheLog) {
   CheckReport r = debian12();
-  r.trials[1] = {"agent and record --all", false, "load BPF programs: Permission denied", 80};
+  r.trials[1] = {"agent and record --all", false, "load BPF programs: Permission denied", 80, {}};
   std::string text = render_check(r, false);
   EXPECT_FALSE(can_record(r));
   EXPECT_NE(text.find("FAIL  agent and record --all: load BPF programs: Permission denied"),

@@ -34,6 +34,28 @@ TEST(VerifierRefusal, LogWithoutStatisticsEndsAtItsEnd) {
   EXPECT_EQ(r.reason, "R2 type=mem expected=fp, pkt, pkt_meta, map_key, map_value");
 }
 
+// Refused after the verifier was done (a program array of another kind, say):
+// the log's last line is a success note, no reason.
+TEST(VerifierRefusal, SuccessNotesAreNoReason) {
+  VerifierRefusal r = verifier_refusal(
+      "libbpf: prog 'alloc_session': BPF program load failed: Invalid argument\n"
+      "libbpf: prog 'alloc_session': -- BEGIN PROG LOAD LOG --\n"
+      "Func#7 ('unwind_step') is safe for any args that match its prototype\n"
+      "processed 13798 insns (limit 1000000) max_states_per_insn 7\n"
+      "-- END PROG LOAD LOG --\n");
+  EXPECT_EQ(r.program, "alloc_session");
+  EXPECT_EQ(r.reason, "");
+}
+
+TEST(VerifierStats, InstructionsAndEachFunctionsStack) {
+  VerifierStats s = parse_verifier_stats(
+      "verification time 1234 usec\nstack depth 224+16+104+0+0+0+80+40\n"
+      "processed 53511 insns (limit 1000000) max_states_per_insn 15 total_states 1184\n");
+  EXPECT_EQ(s.insns, 53511u);
+  EXPECT_EQ(s.stack_depths, (std::vector<uint32_t>{224, 16, 104, 0, 0, 0, 80, 40}));
+  EXPECT_TRUE(parse_verifier_stats("").stack_depths.empty());
+}
+
 TEST(VerifierRefusal, NoRefusalNoNames) {
   VerifierRefusal r = verifier_refusal("libbpf: map 'events': created successfully, fd=4\n");
   EXPECT_EQ(r.program, "");

@@ -54,11 +54,12 @@ std::vector<TrialConfig> trial_configs(ProbeMode chosen) {
 LoadTrial try_load(const TrialConfig& t, bool verbose) {
   SessionConfig c = t.config;
   c.verbose = verbose;  // libbpf's messages: the verifier's log of a refusal
+  c.verifier_stats = true;
   auto start = std::chrono::steady_clock::now();
   auto session = BpfSession::open(c, [](std::span<const uint8_t>) { return true; });
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  if (!session) return {t.what, false, session.error().message, ms};
-  return {t.what, true, "", ms};
+  if (!session) return {t.what, false, session.error().message, ms, {}};
+  return {t.what, true, "", ms, (*session)->verifier_stats()};
 }
 
 }  // namespace

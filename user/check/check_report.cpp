@@ -62,13 +62,22 @@ void features_section(std::string& out, const KernelFeatures& k, bool verbose) {
   }
 }
 
-void trials_section(std::string& out, const std::vector<LoadTrial>& trials) {
+// "walk_frame 1234 insns, stack 48+0": the verifier's figures of a program.
+std::string program_line(const std::string& name, const VerifierStats& s) {
+  std::string depths;
+  for (uint32_t d : s.stack_depths) depths += (depths.empty() ? "" : "+") + std::to_string(d);
+  return "        " + name + ": " + std::to_string(s.insns) + " instructions processed, stack " + depths + "\n";
+}
+
+void trials_section(std::string& out, const std::vector<LoadTrial>& trials, bool verbose) {
   if (trials.empty()) return;
   out += "\nBPF programs, loaded and verified now:\n";
   for (const LoadTrial& t : trials) {
     char ms[32];
     std::snprintf(ms, sizeof ms, " (%.0f ms)", t.ms);
     out += std::string(t.ok ? "  ok    " : "  FAIL  ") + t.what + (t.ok ? ms : ": " + t.error) + "\n";
+    if (verbose)
+      for (const auto& [name, stats] : t.programs) out += program_line(name, stats);
   }
 }
 
@@ -98,7 +107,7 @@ std::string render_check(const CheckReport& r, bool verbose) {
   if (std::string advice = privilege_advice(r.privileges); !advice.empty())
     out += "              " + advice + "\n";
   features_section(out, r.kernel, verbose);
-  trials_section(out, r.trials);
+  trials_section(out, r.trials, verbose);
   out += "\n";
   std::string refusal = missing_features_message(r.kernel);
   if (!refusal.empty()) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "host/privileges.h"
+#include "probe/libbpf_log.h"
 #include "probe/kernel_features.h"
 #include "probe/modes.h"
 
@@ -18,6 +19,9 @@ struct LoadTrial {
   bool ok = false;
   std::string error;  // why not (the verifier's last word, or the refusal)
   double ms = 0;      // how long the load took
+  // Each program the verifier accepted: instructions processed, and the
+  // stack of each of its functions (shown with -v).
+  std::vector<std::pair<std::string, VerifierStats>> programs;
 };
 
 struct CheckReport {

@@ -42,8 +42,25 @@ std::string privilege_hint(int err) {
 std::string load_error(int err, const std::string& release, const std::string& messages) {
   VerifierRefusal r = verifier_refusal(messages);
   if (err == EPERM || r.program.empty()) return errno_message("load BPF programs", err) + privilege_hint(err);
-  return "the kernel (" + release + ") refused allocscope's BPF program " + r.program + ": " + r.reason +
+  std::string why = r.reason.empty() ? errno_message("refused after verification", err) : r.reason;
+  return "the kernel (" + release + ") refused allocscope's BPF program " + r.program + ": " + why +
          " (a bug of allocscope's: please report it with the output of `allocscope check -v`)";
+}
+
+// libbpf's messages of a failed load, with the log of each program whose
+// log went to a buffer of ours (verifier statistics) where libbpf shows it.
+std::string with_program_logs(std::string messages,
+                              const std::vector<std::pair<bpf_program*, std::vector<char>>>& logs) {
+  for (const auto& [prog, log] : logs) {
+    std::string failed = std::string("prog '") + bpf_program__name(prog) + "': BPF program load failed";
+    if (size_t at = messages.find(failed); at != std::string::npos) {
+      size_t end = messages.find('\n', at);
+      messages.insert(
+          end == std::string::npos ? messages.size() : end + 1,
+          "-- BEGIN PROG LOAD LOG --\n" + std::string(log.data()) + "\n-- END PROG LOAD LOG --\n");
+    }
+  }
+  return messages;
 }
 
 // The object built for this kernel's session kfunc (allocscope.h): the
@@ -241,9 +258,22 @@ Result<std::unique_ptr<BpfSession>> BpfSession::open(const SessionConfig& config
     s->table_btf_key_ = bpf_map__btf_key_type_id(inner);
     s->table_btf_value_ = bpf_map__btf_value_type_id(inner);
   }
+  // With statistics asked for, each program's verifier log (level 4: the
+  // statistics alone) goes to a buffer of its own.
+  std::vector<std::pair<bpf_program*, std::vector<char>>> logs;
+  if (config.verifier_stats) {
+    bpf_program* prog;
+    bpf_object__for_each_program(prog, s->skel_->obj) if (bpf_program__autoload(prog)) {
+      logs.emplace_back(prog, std::vector<char>(1 << 16));
+      bpf_program__set_log_buf(prog, logs.back().second.data(), logs.back().second.size());
+      bpf_program__set_log_level(prog, 4);
+    }
+  }
   LibbpfCapture capture;  // the verifier's refusal, told in one line
   if (int err = allocscope_bpf__load(s->skel_.get()); err != 0)
-    return fail(load_error(-err, kernel.release, capture.text()), -err);
+    return fail(load_error(-err, kernel.release, with_program_logs(capture.text(), logs)), -err);
+  for (auto& [prog, log] : logs)
+    s->stats_.emplace_back(bpf_program__name(prog), parse_verifier_stats(log.data()));
   s->ring_.reset(ring_buffer__new(bpf_map__fd(s->skel_->maps.events), on_event, &s->handler_, nullptr));
   if (!s->ring_) return fail_errno("create ring buffer", errno);
   if (auto ok = s->make_waker(); !ok) return fail(ok.error());

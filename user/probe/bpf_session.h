@@ -16,6 +16,7 @@
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "probe/allocator_probes.h"
+#include "probe/libbpf_log.h"
 #include "probe/modes.h"
 
 struct allocscope_bpf;
@@ -45,6 +46,7 @@ struct SessionConfig {
   uint32_t cgroup_level = 0;
   uint32_t max_processes = 1 << 16;  // capacity of the process verdict table
   bool pausable = false;             // pause_probes() and resume_probes() are used (a file held per attach)
+  bool verifier_stats = false;       // keep each program's verifier statistics (verifier_stats())
 };
 
 struct KernelFeatures;
@@ -118,6 +120,8 @@ class BpfSession {
   // a reader that lags still gets control back).
   Result<int> poll(int timeout_ms);
   Counters counters() const;
+  // With SessionConfig::verifier_stats: each loaded program's, by name.
+  const std::vector<std::pair<std::string, VerifierStats>>& verifier_stats() const { return stats_; }
   ProbeMode mode() const { return mode_; }
   // What the kernel was found to have (kernel_features()).
   const KernelFeatures& kernel() const { return *kernel_; }
@@ -174,6 +178,7 @@ class BpfSession {
   std::vector<Link> lifecycle_links_;
   std::vector<Link> entry_links_, return_links_;
   std::vector<UniqueFd> raw_links_;  // links made with bpf(2) directly, unknown to this libbpf
+  std::vector<std::pair<std::string, VerifierStats>> stats_;
 };
 
 }  // namespace allocscope

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 
 namespace allocscope {
@@ -73,11 +74,32 @@ VerifierRefusal verifier_refusal(std::string_view messages) {
     std::string_view line =
         messages.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at);
     if (line.starts_with(kProcessed) || line.find("-- END PROG LOAD LOG --") != std::string_view::npos) break;
-    if (!line.empty()) last = line;
+    // A function verified on its own is news of success, not a reason.
+    if (!line.empty() && line.find("is safe for any args") == std::string_view::npos) last = line;
     at = end == std::string_view::npos ? 0 : end + 1;
   }
   r.reason = std::string(last);
   return r;
+}
+
+VerifierStats parse_verifier_stats(std::string_view log) {
+  VerifierStats s;
+  constexpr std::string_view kProcessed = "processed ", kDepth = "stack depth ";
+  if (size_t at = log.find(kProcessed); at != std::string_view::npos)
+    s.insns = std::strtoull(std::string(log.substr(at + kProcessed.size(), 20)).c_str(), nullptr, 10);
+  size_t at = log.find(kDepth);
+  if (at == std::string_view::npos) return s;
+  std::string_view rest = log.substr(at + kDepth.size());
+  rest = rest.substr(0, rest.find('\n'));
+  for (size_t start = 0; start <= rest.size();) {
+    size_t plus = rest.find('+', start);
+    std::string_view part =
+        rest.substr(start, plus == std::string_view::npos ? std::string_view::npos : plus - start);
+    s.stack_depths.push_back(uint32_t(std::strtoul(std::string(part).c_str(), nullptr, 10)));
+    if (plus == std::string_view::npos) break;
+    start = plus + 1;
+  }
+  return s;
 }
 
 }  // namespace allocscope

@@ -5,8 +5,10 @@
 // with the whole log behind -v.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace allocscope {
 
@@ -30,5 +32,14 @@ struct VerifierRefusal {
   std::string program, reason;
 };
 VerifierRefusal verifier_refusal(std::string_view messages);
+
+// What the verifier says of a program it accepted, with statistics asked
+// for (log level 4): "processed N insns ..." and "stack depth 96+32+0", the
+// bytes of stack of each of its functions (the main one first).
+struct VerifierStats {
+  uint64_t insns = 0;
+  std::vector<uint32_t> stack_depths;
+};
+VerifierStats parse_verifier_stats(std::string_view log);
 
 }  // namespace allocscope
