@@ -16,7 +16,8 @@ CheckReport debian12() {
   for (Feature f : {Feature::UprobeMulti, Feature::UprobeSession, Feature::NopEmulation})
     r.kernel.states[size_t(f)] = {Presence::Missing, "attach: Invalid argument"};
   r.privileges = parse_privileges("Uid:\t0\t0\t0\t0\nCapEff:\t000001ffffffffff\n");
-  r.trials = {{"record, sampled (default)", true, "", 500, {}}, {"agent and record --all", true, "", 300, {}}};
+  r.trials = {{"record, sampled (default)", true, "", 500, {}},
+              {"agent and record --all", true, "", 300, {}}};
   return r;
 }
 

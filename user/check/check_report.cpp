@@ -66,7 +66,8 @@ void features_section(std::string& out, const KernelFeatures& k, bool verbose) {
 std::string program_line(const std::string& name, const VerifierStats& s) {
   std::string depths;
   for (uint32_t d : s.stack_depths) depths += (depths.empty() ? "" : "+") + std::to_string(d);
-  return "        " + name + ": " + std::to_string(s.insns) + " instructions processed, stack " + depths + "\n";
+  return "        " + name + ": " + std::to_string(s.insns) + " instructions processed, stack " + depths +
+         "\n";
 }
 
 void trials_section(std::string& out, const std::vector<LoadTrial>& trials, bool verbose) {

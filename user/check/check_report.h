@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "host/privileges.h"
-#include "probe/libbpf_log.h"
 #include "probe/kernel_features.h"
+#include "probe/libbpf_log.h"
 #include "probe/modes.h"
 
 namespace allocscope {
