@@ -64,6 +64,19 @@ TEST(CheckReport, UserWithoutCapabilitiesIsToldWhatToGrant) {
   EXPECT_NE(render_check(r, false).find("needs root, or CAP_BPF and CAP_PERFMON"), std::string::npos);
 }
 
+TEST(CheckReport, WithoutPrivilegesNothingIsProbed) {
+  CheckReport r = debian12();
+  r.privileges = parse_privileges("Uid:\t1000\t1000\t1000\t1000\nCapEff:\t0000000000000000\n");
+  for (FeatureState& s : r.kernel.states)
+    s = {Presence::Unknown, "loading BPF needs root or CAP_BPF", 1};
+  r.trials.clear();
+  std::string text = render_check(r, false);
+  EXPECT_NE(text.find("kernel features: not probed (loading BPF needs root or CAP_BPF)"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("yes  "), std::string::npos) << "no feature is claimed:\n" << text;
+  EXPECT_NE(text.find("record: no: loading BPF programs was refused"), std::string::npos) << text;
+}
+
 TEST(CheckReport, JsonHasEveryFeatureByKey) {
   CheckReport r = debian12();
   r.kernel.states[size_t(Feature::PushEmulation)] = {Presence::Unknown, "fork: Resource unavailable"};

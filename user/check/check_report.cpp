@@ -49,6 +49,11 @@ const char* mark(Presence p) {
 }
 
 void features_section(std::string& out, const KernelFeatures& k, bool verbose) {
+  if (std::all_of(k.states.begin(), k.states.end(),
+                  [](const FeatureState& s) { return s.presence == Presence::Unknown; })) {
+    out += "\nkernel features: not probed (" + k.states[0].detail + ")\n";
+    return;
+  }
   out += "\nkernel features (first mainline kernel with each):\n";
   for (const FeatureSpec& s : feature_specs()) {
     const FeatureState& st = k.state(s.feature);

@@ -24,6 +24,7 @@
 #include "base/unique_fd.h"
 #include "features.skel.h"
 #include "features_ctx.skel.h"
+#include "host/privileges.h"
 #include "host/proc_maps.h"
 #include "probe/kernel_features.h"
 #include "probe/libbpf_log.h"
@@ -251,10 +252,17 @@ void probe_emulation(KernelFeatures& k) {
 }  // namespace
 
 KernelFeatures probe_kernel_features() {
-  bool verbose = set_libbpf_verbose(false);  // the probes' refusals are expected
   KernelFeatures k;
   utsname u{};
   if (uname(&u) == 0) k.release = u.release;
+  // Without the right to load programs nothing can be told (and libbpf's
+  // helper probes would answer yes to a refused load).
+  Privileges p = current_privileges();
+  if (p.euid != 0u && !p.has(kCapBpf) && !p.has(kCapSysAdmin)) {
+    for (FeatureState& s : k.states) s = unknown("loading BPF needs root or CAP_BPF", EPERM);
+    return k;
+  }
+  bool verbose = set_libbpf_verbose(false);  // the probes' refusals are expected
   auto set = [&](Feature f, FeatureState s) { k.states[size_t(f)] = std::move(s); };
   set(Feature::Btf, btf_state());
   set(Feature::RingBuffer, map_type(BPF_MAP_TYPE_RINGBUF, "the ring buffer map"));
