@@ -67,8 +67,7 @@ TEST(CheckReport, UserWithoutCapabilitiesIsToldWhatToGrant) {
 TEST(CheckReport, WithoutPrivilegesNothingIsProbed) {
   CheckReport r = debian12();
   r.privileges = parse_privileges("Uid:\t1000\t1000\t1000\t1000\nCapEff:\t0000000000000000\n");
-  for (FeatureState& s : r.kernel.states)
-    s = {Presence::Unknown, "loading BPF needs root or CAP_BPF", 1};
+  for (FeatureState& s : r.kernel.states) s = {Presence::Unknown, "loading BPF needs root or CAP_BPF", 1};
   r.trials.clear();
   std::string text = render_check(r, false);
   EXPECT_NE(text.find("kernel features: not probed (loading BPF needs root or CAP_BPF)"), std::string::npos)

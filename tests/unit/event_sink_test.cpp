@@ -8,6 +8,7 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "record/process_filter.h"
@@ -82,6 +83,8 @@ struct FakeLibraries : LibraryWatch {
 
 struct FakeUnwind : UnwindTables {
   void need_table(uint32_t, const as_vma&) override {}
+  void on_exec(uint32_t tgid, uint32_t dev, uint64_t ino) override { execs.push_back({tgid, dev, ino}); }
+  std::vector<std::tuple<uint32_t, uint32_t, uint64_t>> execs;
   int finish_walk(uint32_t, const as_deferred_walk&, std::span<const uint8_t>,
                   std::vector<uint64_t>&) override {
     return AS_STOP_COMPLETE;
@@ -135,6 +138,18 @@ TEST(EventSink, ARejectedProcessIsToldOnceAndItsSamplesLeaveTheKernel) {
   EXPECT_EQ(f.sink.stack_lost(), 0u);
   f.sink(bytes(process_event(AS_EV_EXIT, f.tgid)));
   EXPECT_EQ(f.verdicts.unrejected, (std::vector<uint32_t>{f.tgid}));
+}
+
+// The program an exec ran is handed to the unwind tables at once (they hold
+// it open while the process may still be there to open it through).
+TEST(EventSink, ExecHandsTheNewProgramToTheTables) {
+  Fixture f;
+  as_proc_event e = process_event(AS_EV_EXEC, f.tgid);
+  e.dev = (8 << 20) | 1;
+  e.ino = 4242;
+  f.sink(bytes(e));
+  EXPECT_EQ(f.unwind.execs,
+            (std::vector<std::tuple<uint32_t, uint32_t, uint64_t>>{{f.tgid, (8 << 20) | 1, 4242}}));
 }
 
 TEST(EventSink, AProcessThatExitsFreesWhatItHeldInTheKernel) {

@@ -8,7 +8,7 @@
 
 #include <cerrno>
 
-#include "probe/bpf_session.h"
+#include "probe/probe_choice.h"
 
 namespace allocscope {
 namespace {
@@ -89,6 +89,30 @@ TEST(KernelFeatures, ProbeModeFollowsSessionsAndUprobeMulti) {
   k.states[size_t(Feature::UprobeMulti)] = {Presence::Missing, "forced by ALLOCSCOPE_FORCE_FALLBACK"};
   EXPECT_EQ(choose_probe_mode(k, ProbeMode::Auto).value(), ProbeMode::Classic);
   EXPECT_NE(choose_probe_mode(k, ProbeMode::Session).error().message.find("uprobe_multi"), std::string::npos);
+}
+
+// What a recording says of its paths: the fallback and why, nothing more
+// where the kernel has everything.
+TEST(KernelPaths, NameEachFallbackAndWhy) {
+  KernelFeatures k = all_present();
+  auto paths = kernel_paths(k, ProbeMode::Session, ProbeMode::Auto, true);
+  EXPECT_EQ(paths,
+            (std::vector<std::pair<std::string, std::string>>{{"kernel", "6.18.1-test"},
+                                                              {"probes", "uprobe sessions"},
+                                                              {"unwind", "dwarf tables in the kernel"}}));
+  for (Feature f : {Feature::UprobeMulti, Feature::UprobeSession, Feature::NopEmulation})
+    k.states[size_t(f)] = {Presence::Missing, "attach: Invalid argument"};
+  paths = kernel_paths(k, ProbeMode::Classic, ProbeMode::Auto, false);
+  ASSERT_EQ(paths.size(), 4u);
+  EXPECT_EQ(paths[1].second, "classic uprobes and uretprobes (no uprobe sessions before Linux 6.13)");
+  EXPECT_EQ(paths[2].second, "frame pointers");
+  EXPECT_EQ(paths[3].first, "placement");
+  // Asked for classic: no fallback to explain.
+  EXPECT_EQ(kernel_paths(k, ProbeMode::Classic, ProbeMode::Classic, true)[1].second,
+            "classic uprobes and uretprobes");
+  force_fallbacks(k, "uprobe_session");
+  EXPECT_EQ(kernel_paths(k, ProbeMode::Classic, ProbeMode::Auto, true)[1].second,
+            "classic uprobes and uretprobes (uprobe sessions forced off)");
 }
 
 TEST(KernelFeatures, EmulationFollowsWhatTheKernelEmulates) {

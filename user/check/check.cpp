@@ -6,6 +6,7 @@
 
 #include "check/check_report.h"
 #include "probe/bpf_session.h"
+#include "probe/probe_choice.h"
 
 namespace allocscope {
 namespace {

@@ -22,6 +22,7 @@
 #include "probe/allocator_entries.h"
 #include "probe/kernel_features.h"
 #include "probe/libbpf_log.h"
+#include "probe/probe_choice.h"
 #include "probe/uprobe_links.h"
 #include "stats/sampling.h"
 #include "symbols/unwind_step.h"
@@ -125,52 +126,8 @@ void BpfSession::SkeletonCloser::operator()(allocscope_bpf* s) const { allocscop
 
 void BpfSession::RingCloser::operator()(ring_buffer* r) const { ring_buffer__free(r); }
 
-Result<ProbeMode> choose_probe_mode(const KernelFeatures& k, ProbeMode wanted) {
-  // The frees of a session's library go through a uprobe_multi link.
-  bool sessions = k.has(Feature::UprobeSession) && k.has(Feature::UprobeMulti);
-  if (wanted == ProbeMode::Auto) return sessions ? ProbeMode::Session : ProbeMode::Classic;
-  if (wanted == ProbeMode::Session && !sessions) {
-    Feature lacking = k.has(Feature::UprobeSession) ? Feature::UprobeMulti : Feature::UprobeSession;
-    return fail("--probe-mode session needs " + std::string(spec_of(lacking).name) + " (Linux " +
-                spec_of(lacking).first_kernel + "), which this kernel (" + k.release +
-                ") lacks: " + k.state(lacking).detail + "; use --probe-mode auto or classic");
-  }
-  return wanted;
-}
-
 std::vector<std::pair<std::string, std::string>> BpfSession::paths() const {
-  const KernelFeatures& k = *kernel_;
-  auto lacking = [&](Feature f) {
-    const FeatureState& s = k.state(f);
-    return s.detail.starts_with("forced")
-               ? std::string(spec_of(f).name) + " forced off"
-               : "no " + std::string(spec_of(f).name) + " before Linux " + spec_of(f).first_kernel;
-  };
-  std::string probes = mode_ == ProbeMode::Session ? "uprobe sessions" : "classic uprobes and uretprobes";
-  if (mode_ == ProbeMode::Classic && config_.mode == ProbeMode::Auto)
-    probes +=
-        " (" + lacking(k.has(Feature::UprobeSession) ? Feature::UprobeMulti : Feature::UprobeSession) + ")";
-  std::vector<std::pair<std::string, std::string>> p{
-      {"kernel", k.release},
-      {"probes", probes},
-      {"unwind", config_.unwind_tables ? "dwarf tables in the kernel" : "frame pointers"}};
-  if (!k.has(Feature::NopEmulation))
-    p.emplace_back("placement", "nops single-step (" + lacking(Feature::NopEmulation) + ")");
-  if (!k.has(Feature::PushEmulation))
-    p.emplace_back("placement", "pushes single-step (" + lacking(Feature::PushEmulation) + ")");
-  return p;
-}
-
-const char* probe_mode_name(ProbeMode m) {
-  switch (m) {
-    case ProbeMode::Auto:
-      return "auto";
-    case ProbeMode::Session:
-      return "session";
-    case ProbeMode::Classic:
-      return "classic";
-  }
-  return "?";
+  return kernel_paths(*kernel_, mode_, config_.mode, config_.unwind_tables);
 }
 
 // Loads only the programs this mode attaches, with the attach types the

@@ -51,10 +51,6 @@ struct SessionConfig {
 
 struct KernelFeatures;
 
-// The probe mode for `wanted` on a kernel with these features: auto takes
-// uprobe sessions where the kernel has them; session fails where it has not.
-Result<ProbeMode> choose_probe_mode(const KernelFeatures& k, ProbeMode wanted);
-
 using Counters = std::array<uint64_t, AS_CNT_COUNT>;
 
 class BpfSession {

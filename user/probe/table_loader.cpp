@@ -46,7 +46,29 @@ bool TableLoader::known(const as_file_key& key) const {
 }
 
 bool TableLoader::load(const as_file_key& key, const std::string& path) {
-  return known(key) || install(key, path, timed_build(path));
+  if (known(key) || install(key, path, timed_build(path))) return true;
+  auto pinned = pinned_.find({key.ino, key.dev});
+  if (pinned == pinned_.end()) return false;
+  std::string held = "/proc/self/fd/" + std::to_string(pinned->second.get());
+  return install(key, held, timed_build(held));
+}
+
+void TableLoader::pin_executable(pid_t pid, const as_file_key& key) {
+  constexpr size_t kMaxPinned = 256;
+  Key k{key.ino, key.dev};
+  if (known(key) || pinned_.contains(k)) return;
+  UniqueFd fd(::open(("/proc/" + std::to_string(pid) + "/exe").c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st;
+  // The same file as the kernel's exec event named (the pid may be reused).
+  if (!fd || fstat(fd.get(), &st) != 0 || st.st_ino != key.ino ||
+      ((major(st.st_dev) << 20) | minor(st.st_dev)) != key.dev)
+    return;
+  if (pinned_order_.size() >= kMaxPinned) {
+    pinned_.erase(pinned_order_.front());
+    pinned_order_.pop_front();
+  }
+  pinned_.emplace(k, std::move(fd));
+  pinned_order_.push_back(k);
 }
 
 // Builds the tables of several files at once (one thread a core), then
@@ -97,6 +119,7 @@ bool TableLoader::install(const as_file_key& key, const std::string& path, Built
     std::fprintf(stderr, "allocscope: unwind table of %s: %zu rows from %s (%lu unsupported), %.1f ms\n",
                  path.c_str(), t.rows.size(), source_name(t.source), (unsigned long)t.unsupported, b.ms);
   tables_.emplace(k, std::move(t.rows));
+  pinned_.erase(k);  // in the kernel now: the file need not be held (its key stays in the order, harmlessly)
   return true;
 }
 

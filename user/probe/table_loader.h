@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -15,6 +16,7 @@
 
 #include "allocscope.h"
 #include "base/result.h"
+#include "base/unique_fd.h"
 #include "host/proc_maps.h"
 #include "probe/bpf_session.h"
 #include "symbols/stack_walk.h"
@@ -50,6 +52,10 @@ class TableLoader {
   void load_process(pid_t pid);
   // Files by path (a command's program and libraries, before it runs).
   void load_paths(const std::vector<std::string>& paths);
+  // The program a process just ran (exec, file `key`) is held open until its
+  // table is in: a short-lived program may be gone before the kernel's
+  // request for its table, or its unfinished walks, are read.
+  void pin_executable(pid_t pid, const as_file_key& key);
 
   // The rows of the file behind mapping `m` of live process `pid`, built
   // (and loaded) when new; nullptr when the file cannot be read.
@@ -71,6 +77,8 @@ class TableLoader {
   bool verbose_;
   std::map<Key, std::vector<as_unwind_row>> tables_;  // what the kernel holds, for userspace walks
   std::set<Key> failed_;
+  std::map<Key, UniqueFd> pinned_;  // at most kMaxPinned, the oldest let go first
+  std::deque<Key> pinned_order_;
   TableStats stats_;
 };
 

@@ -361,6 +361,7 @@ void EventSink::on_process(const as_proc_event& e) {
       end_instance(e.tgid, false);
       symbolizer_.track(pid_t(e.tgid));  // the new program's file, while it runs
       hooks_.libraries.on_exec(e.tgid);
+      hooks_.unwind.on_exec(e.tgid, e.dev, e.ino);
       break;
     case AS_EV_EXIT:
       end_instance(e.tgid, true);

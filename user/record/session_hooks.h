@@ -36,6 +36,9 @@ class SessionUnwind : public UnwindTables {
   SessionUnwind(TableLoader& tables, Symbolizer& symbolizer) : tables_(tables), symbolizer_(symbolizer) {}
 
   void need_table(uint32_t tgid, const as_vma& vma) override;
+  void on_exec(uint32_t tgid, uint32_t dev, uint64_t ino) override {
+    tables_.pin_executable(pid_t(tgid), {.ino = ino, .dev = dev, .pad = 0});
+  }
   int finish_walk(uint32_t tgid, const as_deferred_walk& walk, std::span<const uint8_t> stack,
                   std::vector<uint64_t>& ips) override;
 

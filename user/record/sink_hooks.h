@@ -62,6 +62,8 @@ class UnwindTables {
   virtual ~UnwindTables() = default;
   // The kernel met a file without an unwind table (AS_EV_NEED_TABLE).
   virtual void need_table(uint32_t tgid, const as_vma& vma) = 0;
+  // A process ran a new program (AS_EV_EXEC: its file, kernel device encoding).
+  virtual void on_exec(uint32_t tgid, uint32_t dev, uint64_t ino) = 0;
   // Finishes a walk the kernel stopped there (frames so far in `ips`, the
   // stopped frame's registers and the stack above in `stack`); returns why
   // it ended (enum as_stop).
