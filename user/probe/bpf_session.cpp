@@ -23,6 +23,7 @@
 #include "probe/kernel_features.h"
 #include "probe/libbpf_log.h"
 #include "probe/probe_choice.h"
+#include "probe/skeleton_variant.h"
 #include "probe/uprobe_links.h"
 #include "stats/sampling.h"
 #include "symbols/unwind_step.h"
@@ -62,24 +63,6 @@ std::string with_program_logs(std::string messages,
     }
   }
   return messages;
-}
-
-// The object built for this kernel's session kfunc (allocscope.h): the
-// ctx build's bytes under the one skeleton (both have the same maps and
-// programs, found by name).
-allocscope_bpf* open_object(bool kfunc_takes_ctx) {
-  auto* obj = static_cast<allocscope_bpf*>(calloc(1, sizeof(allocscope_bpf)));
-  if (!obj) return nullptr;
-  int err = allocscope_bpf__create_skeleton(obj);
-  if (!err && kfunc_takes_ctx)
-    obj->skeleton->data = const_cast<void*>(allocscope_ctx_bpf__elf_bytes(&obj->skeleton->data_sz));
-  if (!err) err = bpf_object__open_skeleton(obj->skeleton, nullptr);
-  if (err) {
-    allocscope_bpf__destroy(obj);
-    errno = -err;
-    return nullptr;
-  }
-  return obj;
 }
 
 bpf_program* entry_program(allocscope_bpf* s, as_fn fn) {
@@ -188,7 +171,8 @@ Result<std::unique_ptr<BpfSession>> BpfSession::open(const SessionConfig& config
     return fail("--cgroup needs " + std::string(spec_of(Feature::AncestorCgroup).name) + " (Linux " +
                 spec_of(Feature::AncestorCgroup).first_kernel + "), which this kernel (" + kernel.release +
                 ") lacks");
-  s->skel_.reset(open_object(kernel.session_kfunc_takes_ctx));
+  s->skel_.reset(open_skeleton(allocscope_bpf__create_skeleton, allocscope_bpf__destroy,
+                               kernel.session_kfunc_takes_ctx ? allocscope_ctx_bpf__elf_bytes : nullptr));
   if (!s->skel_) return fail_errno("open BPF object", errno);
   s->configure_programs();
   s->skel_->rodata->use_sessions = s->mode_ == ProbeMode::Session;

@@ -28,6 +28,7 @@
 #include "host/proc_maps.h"
 #include "probe/kernel_features.h"
 #include "probe/libbpf_log.h"
+#include "probe/skeleton_variant.h"
 #include "probe/uprobe_links.h"
 
 // Functions whose first instruction is what a probe tests: a push and a
@@ -119,25 +120,10 @@ bpf_program* program(features_bpf* s, Probe which) {
   return which == Probe::Session ? s->progs.probe_session : s->progs.probe_null;
 }
 
-// The features object built for this kernel's session kfunc (allocscope.h).
-features_bpf* open_features(bool kfunc_takes_ctx) {
-  auto* obj = static_cast<features_bpf*>(calloc(1, sizeof(features_bpf)));
-  if (!obj) return nullptr;
-  int err = features_bpf__create_skeleton(obj);
-  if (!err && kfunc_takes_ctx)
-    obj->skeleton->data = const_cast<void*>(features_ctx_bpf__elf_bytes(&obj->skeleton->data_sz));
-  if (!err) err = bpf_object__open_skeleton(obj->skeleton, nullptr);
-  if (err) {
-    features_bpf__destroy(obj);
-    errno = -err;
-    return nullptr;
-  }
-  return obj;
-}
-
 // The features object with only program `which` loaded, as `attach_type`.
 Result<Features> load_one(Probe which, uint32_t attach_type, bool kfunc_takes_ctx) {
-  Features s(open_features(kfunc_takes_ctx));
+  Features s(open_skeleton(features_bpf__create_skeleton, features_bpf__destroy,
+                           kfunc_takes_ctx ? features_ctx_bpf__elf_bytes : nullptr));
   if (!s) return fail_errno("open the feature probes", errno);
   bpf_program* p;
   bpf_object__for_each_program(p, s->obj) bpf_program__set_autoload(p, false);
