@@ -18,7 +18,7 @@ budget=${ALLOCSCOPE_KERNEL_BUDGET:-180}
 # name | suite | metapackage | records or refuses | the features allocscope check must find missing
 # (first mainline kernels: uprobe_multi 6.6, uprobe sessions 6.13, multi-byte nop emulation after 6.12
 # (6.16 has it); task storage in tracing 5.11, cookies 5.15, bpf_loop and bpf_find_vma 5.17, cgroup
-# ancestors 5.18). trixie-backports carries Debian's newest kernel: every feature, uprobe sessions included.
+# ancestors 5.14). trixie-backports carries Debian's newest kernel: every feature, uprobe sessions included.
 KERNELS=(
   "bookworm-6.1|bookworm|linux-image-amd64|records|uprobe_multi,uprobe_session,nop_emulation"
   "bookworm-6.12|bookworm|linux-image-6.12-amd64|records|uprobe_session,nop_emulation"

@@ -19,7 +19,7 @@ const std::array<FeatureSpec, kFeatureCount>& feature_specs() {
        "telling allocator entry points apart; USDT probes", ""},
       {Feature::Loop, "bpf_loop", "bpf_loop", "5.17", true, "stack walks in the kernel", ""},
       {Feature::FindVma, "bpf_find_vma", "bpf_find_vma", "5.17", true, "naming the file of each frame", ""},
-      {Feature::AncestorCgroup, "ancestor_cgroup", "cgroup ancestors in tracing programs", "5.18", false,
+      {Feature::AncestorCgroup, "ancestor_cgroup", "cgroup ancestors in tracing programs", "5.14", false,
        "--cgroup filtering in the kernel", "--cgroup is refused"},
       {Feature::UprobeMulti, "uprobe_multi", "uprobe_multi links", "6.6", false,
        "one link for every entry point of a library",
