@@ -191,15 +191,27 @@ kernels() {
   build && tests/kernels/matrix.sh "$BUILD"
 }
 
-# Every stage runs; the first failure's status is returned.
+# Every stage runs; the first failure's status is returned, and the stages
+# that failed are named last (a CI log's tail is often all one sees).
 all_tests() {
-  local status=0
-  build && run_tests "$BUILD" || status=$?
-  kernels || [ "$status" -ne 0 ] || status=$?
-  matrix || [ "$status" -ne 0 ] || status=$?
-  package_test || [ "$status" -ne 0 ] || status=$?
-  sanitized || [ "$status" -ne 0 ] || status=$?
-  fuzz || [ "$status" -ne 0 ] || status=$?
+  local status=0 stage failed=()
+  for stage in main kernels matrix package_test sanitized fuzz; do
+    local code=0
+    if [ "$stage" = main ]; then
+      { build && run_tests "$BUILD"; } || code=$?
+    else
+      "$stage" || code=$?
+    fi
+    [ "$code" -eq 0 ] && continue
+    failed+=("$stage (status $code)")
+    [ "$status" -ne 0 ] || status=$code
+  done
+  if [ ${#failed[@]} -eq 0 ]; then
+    echo "dev.sh: every stage passed"
+  else
+    echo "dev.sh: failed stages: ${failed[*]}"
+  fi
+  [ ! -f "$BUILD/kernel-matrix.txt" ] || cat "$BUILD/kernel-matrix.txt"
   return "$status"
 }
 

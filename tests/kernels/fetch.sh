@@ -10,7 +10,7 @@ suite=$1 package=$2 cache=$3
 here=$(cd "$(dirname "$0")" && pwd)
 
 # The cache is written as root: it must be ours alone.
-mkdir -p "$cache"
+(umask 077 && mkdir -p "$cache")
 if [ -L "$cache" ] || [ "$(stat -c %u "$cache")" != "$(id -u)" ] || [ -n "$(find "$cache" -maxdepth 0 -perm /022)" ]; then
   echo "fetch.sh: $cache is not a directory of this user's alone; refusing to use it" >&2
   exit 1

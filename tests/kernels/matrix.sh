@@ -10,7 +10,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "$1" && pwd)
 shift
 source=$(cd "$here/../.." && pwd)
-cache=${ALLOCSCOPE_KERNEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/allocscope/kernels}
+# CI may run without HOME: the user's home from the password database then.
+home=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}
+cache=${ALLOCSCOPE_KERNEL_CACHE:-${XDG_CACHE_HOME:-$home/.cache}/allocscope/kernels}
 # Seconds per kernel, boot to power-off: over it is reported; a guest still
 # running at 2.5 times it has hung, and fails.
 budget=${ALLOCSCOPE_KERNEL_BUDGET:-180}
@@ -40,6 +42,7 @@ boot() {  # TREE SHARE: the kernel in TREE runs SHARE/run.sh; its status
   cat "$share/status" 2>/dev/null || echo "timeout"
 }
 
+rm -f "$build/kernel-matrix.txt"
 results=() failed=0
 for entry in "${KERNELS[@]}"; do
   IFS='|' read -r name suite package expect missing <<<"$entry"
@@ -71,6 +74,8 @@ for entry in "${KERNELS[@]}"; do
   [ "$seconds" -le "$budget" ] || results+=("        over the ${budget} s budget: ${seconds} s")
   [ "$status" != 0 ] || rm -rf "$share"
 done
-echo "kernel matrix:"
-printf '  %s\n' "${results[@]}"
+{
+  echo "kernel matrix:"
+  printf '  %s\n' "${results[@]}"
+} | tee "$build/kernel-matrix.txt"
 exit $failed
