@@ -162,7 +162,9 @@ enum as_counter {
   AS_CNT_USDT_RATE = 30,        /* in-process samples taken at another rate than the session's: not counted */
   AS_CNT_LIVE_SHARE = 31,       /* samples not tracked live: their process held its share of the live map */
   AS_CNT_LIVE_SHARE_BYTES = 32, /* ... and their requested bytes */
-  AS_CNT_COUNT = 33,
+  AS_CNT_HOLDS = 33,            /* processes stopped until a file they mapped was examined */
+  AS_CNT_HOLD_REFUSED = 34, /* ... not stopped: the table of held processes was full, or the signal failed */
+  AS_CNT_COUNT = 35,
 };
 
 /* The live filter: counters of live samples per hash slot, which lets a
@@ -249,6 +251,7 @@ enum as_stop {
 };
 
 #define AS_COMM_LEN 16
+#define AS_MAX_HELD 1024 /* processes stopped at once while the files they map are examined */
 /* Distinct mappings a stack's frames may lie in. */
 #define AS_MAX_VMAS 16
 
@@ -330,8 +333,11 @@ struct as_table_event {
 struct as_proc_event {
   as_u32 kind; /* enum as_event_kind */
   as_u32 tgid;
-  as_u32 parent; /* fork: the parent's tgid */
-  as_u32 dev;    /* exec, mmap: the file's device, kernel encoding */
+  union {
+    as_u32 parent; /* fork: the parent's tgid */
+    as_u32 held;   /* mmap: 1 when the process is stopped (SIGSTOP) until userspace continues it */
+  };
+  as_u32 dev; /* exec, mmap: the file's device, kernel encoding */
   as_u64 ts_ns;
   as_u64 ino;  /* exec, mmap: the file's inode */
   as_u64 addr; /* mmap: where the file was mapped */

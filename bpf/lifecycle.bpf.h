@@ -22,6 +22,41 @@ static __always_inline void identify(struct file *f, struct file_id *id) {
   bpf_probe_read_kernel_str(id->name, sizeof(id->name), BPF_CORE_READ(f, f_path.dentry, d_name.name));
 }
 
+#define AS_SIGSTOP 19
+
+/* Whether a job-control shell may be waiting on the process, and would
+ * report it stopped: such shells run each job in a process group of its
+ * own, on a terminal. */
+static __always_inline bool may_be_a_shells_job(struct task_struct *t) {
+  if (!BPF_CORE_READ(t, signal, tty)) return false; /* no terminal, no job control */
+  struct pid *own = BPF_CORE_READ(t, signal, pids[PIDTYPE_PGID]);
+  struct pid *parents = BPF_CORE_READ(t, real_parent, signal, pids[PIDTYPE_PGID]);
+  return own != parents;
+}
+
+/* Stops the current process until userspace has examined the file it has
+ * just mapped (it runs nothing of it before: the stop is taken on the way
+ * back to user mode). Never a traced process (its debugger would see the
+ * stop) nor a shell's job (the shell would report it stopped); those are
+ * probed late instead. */
+static __always_inline bool hold_current(struct task_struct *t, __u32 tgid) {
+  if (!hold_new_files || BPF_CORE_READ(t, ptrace) || may_be_a_shells_job(t)) return false;
+  __u64 now = bpf_ktime_get_ns();
+  if (bpf_map_update_elem(&held, &tgid, &now, BPF_NOEXIST) != 0) {
+    /* Already held (another thread mapped a file too): it waits anyway. */
+    if (bpf_map_lookup_elem(&held, &tgid)) return true;
+    count(AS_CNT_HOLD_REFUSED);
+    return false;
+  }
+  if (bpf_send_signal(AS_SIGSTOP) != 0) {
+    bpf_map_delete_elem(&held, &tgid);
+    count(AS_CNT_HOLD_REFUSED);
+    return false;
+  }
+  count(AS_CNT_HOLDS);
+  return true;
+}
+
 static __always_inline void emit_proc(__u32 kind, __u32 tgid, __u32 parent, const char *comm,
                                       const struct file_id *file, __u64 addr) {
   struct as_proc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -102,6 +137,7 @@ int BPF_PROG(on_exit, struct task_struct *p) {
   bpf_map_delete_elem(&processes, &tgid);
   bpf_map_delete_elem(&seen_processes, &tgid);
   bpf_map_delete_elem(&process_live, &tgid);
+  bpf_map_delete_elem(&held, &tgid); /* killed while held: nothing to continue */
   if (want) emit_proc(AS_EV_EXIT, tgid, 0, p->comm, 0, 0);
   return 0;
 }
@@ -131,7 +167,7 @@ int BPF_PROG(on_syscall_exit, struct pt_regs *regs, long ret) {
   mark_in_process(tgid, &key);
   __u8 one = 1;
   if (bpf_map_update_elem(&known_files, &key, &one, BPF_NOEXIST) != 0) return 0;
-  emit_proc(AS_EV_MMAP, tgid, 0, t->comm, &id, ret);
+  emit_proc(AS_EV_MMAP, tgid, hold_current(t, tgid), t->comm, &id, ret);
   return 0;
 }
 

@@ -18,6 +18,7 @@ const volatile bool track_live = true; /* false (--no-free): no free is seen, ke
 const volatile bool filter_processes = false;
 const volatile bool trace_unknown = false;   /* processes without a verdict are traced (--all) */
 const volatile bool follow_children = false; /* members' forked children become members */
+const volatile bool hold_new_files = false;  /* stop a process mapping a new file until it is examined */
 const volatile __u64 cgroup_id = 0;          /* --cgroup: traced only inside this cgroup ... */
 const volatile __u32 cgroup_level = 0;       /* ... at this depth below the root; 0: no filter */
 
@@ -133,6 +134,16 @@ struct {
   __type(key, struct as_file_key);
   __type(value, __u8);
 } in_process_files SEC(".maps");
+
+/* Processes stopped (SIGSTOP) when they mapped a new file, until userspace
+ * has examined it and continues them: the value is when (ns). A process
+ * that outlives allocscope is continued by its guard (user/probe). */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, AS_MAX_HELD);
+  __type(key, __u32);
+  __type(value, __u64);
+} held SEC(".maps");
 
 /* Files (device, inode) already reported by an mmap event. */
 struct {

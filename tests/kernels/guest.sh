@@ -73,6 +73,8 @@ tests=(
   Probes.SessionRunsTheReturnProgramOnlyForSampledCalls
   AllProcesses.PrivateCopyOfTheCLibraryIsSampled
   AllProcesses.CgroupFilterKeepsOnlyItsProcesses
+  Containers.FirstProcessOfEachNewCLibraryIsExact
+  HoldGuard.GuardContinuesTheHeldWhenItsOwnerDies
   Children.ProgramsAShellRunsAreFollowedFromTheStart
   Agent.GoPprofReadsEachTargetAndItMatchesTruth
   Signals.KilledRecorderLeavesNoProbe

@@ -73,10 +73,13 @@ struct FakeKernel : KernelState {
   }
   std::vector<ExactEntry> exact_totals(std::span<const uint64_t>) override { return {}; }
   void forget_exact(std::span<const uint64_t>) override {}
+  void release_held(uint32_t tgid) override { released.push_back(tgid); }
+  std::vector<uint32_t> released;
 };
 
 struct FakeLibraries : LibraryWatch {
-  void new_library(const as_proc_event&) override {}
+  void new_library(const as_proc_event& e) override { mapped.push_back(e.tgid); }
+  std::vector<uint32_t> mapped;
   void on_exec(uint32_t) override {}
   uint64_t allocator_address(uint32_t, int) override { return 0; }
 };
@@ -84,6 +87,8 @@ struct FakeLibraries : LibraryWatch {
 struct FakeUnwind : UnwindTables {
   void need_table(uint32_t, const as_vma&) override {}
   void on_exec(uint32_t tgid, uint32_t dev, uint64_t ino) override { execs.push_back({tgid, dev, ino}); }
+  void prepare_process(uint32_t tgid) override { prepared.push_back(tgid); }
+  std::vector<uint32_t> prepared;
   std::vector<std::tuple<uint32_t, uint32_t, uint64_t>> execs;
   int finish_walk(uint32_t, const as_deferred_walk&, std::span<const uint8_t>,
                   std::vector<uint64_t>&) override {
@@ -150,6 +155,24 @@ TEST(EventSink, ExecHandsTheNewProgramToTheTables) {
   f.sink(bytes(e));
   EXPECT_EQ(f.unwind.execs,
             (std::vector<std::tuple<uint32_t, uint32_t, uint64_t>>{{f.tgid, (8 << 20) | 1, 4242}}));
+}
+
+// A process the kernel stopped at a new mapping goes on only after the file
+// was handed to discovery and its tables to the loader; one not held is
+// left alone.
+TEST(EventSink, AHeldProcessIsPreparedThenReleased) {
+  Fixture f;
+  as_proc_event e = process_event(AS_EV_MMAP, f.tgid);
+  e.held = 1;
+  f.sink(bytes(e));
+  EXPECT_EQ(f.libraries.mapped, (std::vector<uint32_t>{f.tgid}));
+  EXPECT_EQ(f.unwind.prepared, (std::vector<uint32_t>{f.tgid}));
+  EXPECT_EQ(f.kernel.released, (std::vector<uint32_t>{f.tgid}));
+  e.held = 0;
+  f.sink(bytes(e));
+  EXPECT_EQ(f.libraries.mapped.size(), 2u);
+  EXPECT_EQ(f.kernel.released.size(), 1u);
+  EXPECT_EQ(f.unwind.prepared.size(), 1u);
 }
 
 TEST(EventSink, AProcessThatExitsFreesWhatItHeldInTheKernel) {

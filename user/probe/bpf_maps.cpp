@@ -137,6 +137,12 @@ std::vector<std::pair<as_live_key, as_live_value>> BpfSession::live_entries() co
   return all_entries<as_live_key, as_live_value>(bpf_map__fd(skel_->maps.live));
 }
 
+bool BpfSession::release_held(uint32_t tgid) { return hold_guard_ && hold_guard_->release(tgid); }
+
+size_t BpfSession::release_held_before(uint64_t before_ns) {
+  return hold_guard_ ? hold_guard_->release_older(before_ns) : 0;
+}
+
 void BpfSession::forget_file(uint32_t kernel_dev, uint64_t ino) {
   as_file_key key{.ino = ino, .dev = kernel_dev, .pad = 0};
   bpf_map_delete_elem(bpf_map__fd(skel_->maps.known_files), &key);

@@ -185,6 +185,7 @@ Result<std::unique_ptr<BpfSession>> BpfSession::open(const SessionConfig& config
   s->skel_->rodata->filter_processes = config.filter_processes;
   s->skel_->rodata->trace_unknown = config.trace_unknown;
   s->skel_->rodata->follow_children = config.follow_children;
+  s->skel_->rodata->hold_new_files = config.hold_new_files;
   s->skel_->rodata->cgroup_id = config.cgroup_id;
   s->skel_->rodata->cgroup_level = config.cgroup_level;
   bpf_map__set_max_entries(s->skel_->maps.processes, config.max_processes);
@@ -218,6 +219,11 @@ Result<std::unique_ptr<BpfSession>> BpfSession::open(const SessionConfig& config
   s->ring_.reset(ring_buffer__new(bpf_map__fd(s->skel_->maps.events), on_event, &s->handler_, nullptr));
   if (!s->ring_) return fail_errno("create ring buffer", errno);
   if (auto ok = s->make_waker(); !ok) return fail(ok.error());
+  if (config.hold_new_files) {  // before any process can be held
+    auto guard = HoldGuard::start(bpf_map__fd(s->skel_->maps.held));
+    if (!guard) return fail(guard.error());
+    s->hold_guard_ = std::move(*guard);
+  }
   if (auto ok = s->attach_lifecycle(); !ok) return fail(ok.error());
   auto filter = MappedMemory::map_shared(
       bpf_map__fd(s->skel_->maps.live_filter),
@@ -394,6 +400,7 @@ void BpfSession::detach() {
   entry_links_.clear();
   return_links_.clear();
   lifecycle_links_.clear();
+  hold_guard_.reset();  // no process is held from here on: those still held go on
 }
 
 // The ring buffer's own epoll set, nested in one that also holds an eventfd

@@ -16,6 +16,7 @@
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "probe/allocator_probes.h"
+#include "probe/hold_guard.h"
 #include "probe/libbpf_log.h"
 #include "probe/modes.h"
 
@@ -46,7 +47,10 @@ struct SessionConfig {
   uint32_t cgroup_level = 0;
   uint32_t max_processes = 1 << 16;  // capacity of the process verdict table
   bool pausable = false;             // pause_probes() and resume_probes() are used (a file held per attach)
-  bool verifier_stats = false;       // keep each program's verifier statistics (verifier_stats())
+  // A process mapping a file not seen before is stopped until release_held()
+  // (HoldGuard): the file is probed before the process runs any of it.
+  bool hold_new_files = false;
+  bool verifier_stats = false;  // keep each program's verifier statistics (verifier_stats())
 };
 
 struct KernelFeatures;
@@ -83,6 +87,12 @@ class BpfSession {
   // A C library file the kernel reported (AS_EV_MMAP) but that could not be
   // probed: reported again the next time a process maps it.
   void forget_file(uint32_t kernel_dev, uint64_t ino);
+  // Continues a process the kernel stopped when it mapped a new file
+  // (AS_EV_MMAP with `held`): false when it was not held (any more).
+  bool release_held(uint32_t tgid);
+  // Continues those held since before `before_ns` (CLOCK_MONOTONIC): their
+  // event was lost or is late. How many.
+  size_t release_held_before(uint64_t before_ns);
   // Loads the unwind table of the file the kernel's mappings name `key`
   // (replacing one it had) and clears the kernel's request for it.
   Result<void> load_unwind_table(const as_file_key& key, std::span<const as_unwind_row> rows);
@@ -171,6 +181,7 @@ class BpfSession {
   MappedMemory live_filter_;  // the kernel's live filter, mapped here
   // BTF types of the unwind tables' template (libbpf frees it at load).
   uint32_t table_btf_key_ = 0, table_btf_value_ = 0;
+  std::unique_ptr<HoldGuard> hold_guard_;  // with hold_new_files
   std::vector<Link> lifecycle_links_;
   std::vector<Link> entry_links_, return_links_;
   std::vector<UniqueFd> raw_links_;  // links made with bpf(2) directly, unknown to this libbpf

@@ -368,6 +368,10 @@ void EventSink::on_process(const as_proc_event& e) {
       break;
     case AS_EV_MMAP:
       hooks_.libraries.new_library(e);
+      if (e.held) {  // stopped by the kernel until its new file is probed and its tables are in
+        hooks_.unwind.prepare_process(e.tgid);
+        hooks_.kernel.release_held(e.tgid);
+      }
       break;
     default:
       break;

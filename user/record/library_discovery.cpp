@@ -1,11 +1,13 @@
 #include "record/library_discovery.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <set>
 #include <string>
 #include <tuple>
@@ -81,10 +83,35 @@ Result<bool> LibraryDiscovery::attach_file(pid_t pid, const Mapping& m) {
   return attach_file(pid, file_key(m), mapped_file_path(pid, m), m.path);
 }
 
+// The file behind `path` (a mapping of process `pid`), held open: read and
+// attached through /proc/self/fd/N, a name that stays valid once that
+// process has exited or exec'd (the kernel's probes go by inode).
+Result<UniqueFd> LibraryDiscovery::hold(pid_t pid, const std::string& path, const std::string& shown) {
+  UniqueFd file(::open(path.c_str(), O_PATH | O_CLOEXEC));
+  if (file) return file;
+  int err = errno;
+  if (err == ENOENT && pid > 0 && !process_exists(pid))
+    return fail(shown + ": process " + std::to_string(pid) + " exited before the file could be opened", err);
+  return fail_errno("open " + shown, err);
+}
+
+std::string LibraryDiscovery::held_path(const UniqueFd& file) {
+  return "/proc/self/fd/" + std::to_string(file.get());
+}
+
 Result<bool> LibraryDiscovery::attach_file(pid_t pid, FileKey key, const std::string& path,
                                            const std::string& shown) {
   if (not_allocators_.contains(key) || key == own_executable_) return false;
   if (system_wide_ && allocator_offsets_.contains(key)) return true;
+  auto file = hold(pid, path, shown);
+  if (!file) return fail(file.error());
+  auto probed = attach_held(pid, key, held_path(*file), shown);
+  if (probed && *probed && !held_files_.contains(key)) held_files_.emplace(key, std::move(*file));
+  return probed;
+}
+
+Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::string& path,
+                                           const std::string& shown) {
   if (auto in_process = attach_in_process(pid, key, path, shown); !in_process || *in_process)
     return in_process;
   if (in_process_only_) {
@@ -95,7 +122,7 @@ Result<bool> LibraryDiscovery::attach_file(pid_t pid, FileKey key, const std::st
   if (targets && allocator_offsets_.size() >= max_files_) {
     // Bounded: under --all any user can bring new allocator files (copies
     // of libc). Counted as not probed, and said once.
-    ++libraries_missed_;
+    miss(shown, "over --max-allocator-files");
     not_allocators_.insert(key);  // asked about once
     if (!warned_full_)
       print_error("warning: " + std::to_string(max_files_) + " allocator files are probed; " + shown +
@@ -130,8 +157,11 @@ Result<void> LibraryDiscovery::attach_process(pid_t pid) {
   // allocator behind it would count its allocations twice.
   std::vector<const Mapping*> files = code_files(*maps);
   for (const Mapping* m : files) {
-    auto ok = attach_in_process(pid, file_key(*m), mapped_file_path(pid, *m), m->path);
+    auto file = hold(pid, mapped_file_path(pid, *m), m->path);
+    if (!file) return fail(file.error());
+    auto ok = attach_in_process(pid, file_key(*m), held_path(*file), m->path);
     if (!ok) return fail(ok.error());
+    if (*ok && !held_files_.contains(file_key(*m))) held_files_.emplace(file_key(*m), std::move(*file));
     probed += *ok;
   }
   if (probed) return {};
@@ -195,7 +225,7 @@ Result<void> LibraryDiscovery::attach_every_process() {
     for (const Mapping* m : code_files(*maps)) {
       if (allocator_offsets_.contains(file_key(*m)) || not_allocators_.contains(file_key(*m))) continue;
       if (auto ok = attach_file(pid, *m); !ok) {
-        ++libraries_missed_;
+        miss(m->path, ok.error().message);
         not_allocators_.insert(file_key(*m));  // warned once
         print_error("warning: " + ok.error().message);
       }
@@ -206,7 +236,8 @@ Result<void> LibraryDiscovery::attach_every_process() {
 }
 
 void LibraryDiscovery::new_library(const as_proc_event& e) {
-  pending_.push_back({e.tgid, e.addr, file_key(e.dev, e.ino), e.dev, now_ms() + 1000, e.ts_ns});
+  std::string name(e.name, strnlen(e.name, sizeof(e.name)));
+  pending_.push_back({e.tgid, e.addr, file_key(e.dev, e.ino), e.dev, now_ms() + 1000, e.ts_ns, name});
   retry_pending(now_ms());
 }
 
@@ -226,7 +257,7 @@ void LibraryDiscovery::on_exec(uint32_t tgid) {
   }
   for (const Mapping* m : files)
     if (!allocator_offsets_.contains(file_key(*m)) && !not_allocators_.contains(file_key(*m)))
-      pending_.push_back({tgid, m->start, file_key(*m), 0, now_ms() + 1000, monotonic_ns()});
+      pending_.push_back({tgid, m->start, file_key(*m), 0, now_ms() + 1000, monotonic_ns(), m->path});
 }
 
 void LibraryDiscovery::retry_pending(uint64_t now) {
@@ -246,14 +277,16 @@ bool LibraryDiscovery::settle(const PendingLibrary& p, uint64_t now) {
         return true;
       }
   if (maps && now < p.deadline_ms) return false;  // not mapped yet: the loader is on it
-  give_up(p);  // gone before we could read where: the next process to map it tells again
+  // Gone before we could read where: the next process to map it tells again.
+  give_up(p, maps ? "never shown in /proc/" + std::to_string(p.tgid) + "/maps"
+                  : "process " + std::to_string(p.tgid) + " ended before its mappings could be read");
   return true;
 }
 
 void LibraryDiscovery::attach_pending(const PendingLibrary& p, const Mapping& m) {
   auto ok = attach_file(pid_t(p.tgid), m);
   if (!ok) {
-    give_up(p);
+    give_up(p, ok.error().message);
     print_error("warning: " + ok.error().message);
   } else if (*ok && verbose_) {  // the gap: its allocations before now were not seen
     std::fprintf(stderr,
@@ -262,9 +295,14 @@ void LibraryDiscovery::attach_pending(const PendingLibrary& p, const Mapping& m)
   }
 }
 
-void LibraryDiscovery::give_up(const PendingLibrary& p) {
-  ++libraries_missed_;
+void LibraryDiscovery::give_up(const PendingLibrary& p, const std::string& why) {
+  miss(p.name, why);
   if (p.kernel_dev) session_.forget_file(p.kernel_dev, p.key.second);
+}
+
+void LibraryDiscovery::miss(const std::string& name, const std::string& why) {
+  ++libraries_missed_;
+  if (missed_names_.size() < kMissedNamed) missed_names_.push_back(name + " (" + why + ")");
 }
 
 uint64_t LibraryDiscovery::allocator_address(uint32_t tgid, int fn) {

@@ -21,6 +21,7 @@
 
 #include "allocscope.h"
 #include "base/result.h"
+#include "base/unique_fd.h"
 #include "host/proc_maps.h"
 #include "probe/bpf_session.h"
 #include "record/record.h"
@@ -49,6 +50,8 @@ class LibraryDiscovery : public LibraryWatch {
   size_t libraries_probed() const { return allocator_offsets_.size() + in_process_files_.size(); }
   // Library files that could not be probed, or vanished before they could.
   uint64_t libraries_missed() const { return libraries_missed_; }
+  // The first few of them, each with its reason.
+  const std::vector<std::string>& missed_names() const { return missed_names_; }
   // Static programs run by traced processes that define no allocator
   // allocscope knows (stripped ones), and the first few of their paths.
   uint64_t without_allocator() const { return without_allocator_; }
@@ -70,7 +73,9 @@ class LibraryDiscovery : public LibraryWatch {
     uint32_t kernel_dev;  // ... in the kernel's encoding, to report it again if it is given up
     uint64_t deadline_ms;
     uint64_t mapped_ns;  // when the process mapped it (CLOCK_MONOTONIC)
+    std::string name;    // its name, for a warning
   };
+  static constexpr size_t kMissedNamed = 8;
 
   static FileKey file_key(const Mapping& m);
   static FileKey file_key(const struct stat& st);
@@ -80,12 +85,16 @@ class LibraryDiscovery : public LibraryWatch {
   // (or was already) probed, false when it is no allocator.
   Result<bool> attach_file(pid_t pid, const Mapping& m);
   Result<bool> attach_file(pid_t pid, FileKey key, const std::string& path, const std::string& shown);
+  Result<bool> attach_held(pid_t pid, FileKey key, const std::string& path, const std::string& shown);
+  static Result<UniqueFd> hold(pid_t pid, const std::string& path, const std::string& shown);
+  static std::string held_path(const UniqueFd& file);
   // Probes the in-process sampling probes of the file if it has them.
   Result<bool> attach_in_process(pid_t pid, FileKey key, const std::string& path, const std::string& shown);
   // Whether `p` is settled (probed, failed or given up), or still awaited.
   bool settle(const PendingLibrary& p, uint64_t now_ms);
   void attach_pending(const PendingLibrary& p, const Mapping& m);
-  void give_up(const PendingLibrary& p);
+  void give_up(const PendingLibrary& p, const std::string& why);
+  void miss(const std::string& name, const std::string& why);
 
   BpfSession& session_;
   Symbolizer& symbolizer_;
@@ -97,9 +106,12 @@ class LibraryDiscovery : public LibraryWatch {
   std::set<FileKey> not_allocators_;        // files whose symbols define no allocator
   std::set<FileKey> in_process_files_;      // files whose in-process probes are attached
   std::set<FileKey> no_in_process_probes_;  // files read and found without them
+  std::map<FileKey, UniqueFd>
+      held_files_;  // the files probed, open: attached again by fd (never by a pid's path)
   FileKey own_executable_{};
   std::vector<PendingLibrary> pending_;
   uint64_t libraries_missed_ = 0;
+  std::vector<std::string> missed_names_;
   uint64_t without_allocator_ = 0;
   std::vector<std::string> without_allocator_names_;
 };

@@ -27,13 +27,16 @@ struct RecordConfig {
   bool per_process = true;              // false: merge processes of one name
   uint32_t max_processes = 1 << 16;     // capacity of the kernel's process table
   uint32_t max_allocator_files = 1024;  // distinct files probed; more are counted, not probed
-  uint64_t duration_ms = 0;             // 0: until the target exits or a signal
-  std::vector<OutputSpec> outputs;      // default: allocscope.folded
-  uint64_t interval_ms = 0;             // > 0: numbered outputs every interval
-  std::string timeline;                 // --timeline: an HTML chart of live bytes over the recording
-  bool peak = false;                    // --peak: also the in-use profile at the highest live estimate
-  uint64_t snapshot_above = 0;          // > 0: the in-use profile whenever live bytes cross this
-  uint32_t max_snapshots = 100;         // --snapshot-above files at most; more crossings are counted
+  // A process mapping a file not seen before is stopped until the file is
+  // examined (and probed): nothing of it runs unseen (--no-hold: off).
+  bool hold_new_files = true;
+  uint64_t duration_ms = 0;         // 0: until the target exits or a signal
+  std::vector<OutputSpec> outputs;  // default: allocscope.folded
+  uint64_t interval_ms = 0;         // > 0: numbered outputs every interval
+  std::string timeline;             // --timeline: an HTML chart of live bytes over the recording
+  bool peak = false;                // --peak: also the in-use profile at the highest live estimate
+  uint64_t snapshot_above = 0;      // > 0: the in-use profile whenever live bytes cross this
+  uint32_t max_snapshots = 100;     // --snapshot-above files at most; more crossings are counted
   // Duty cycle (the agent's --duty): probes attached for the first
   // duty_on_ms of every duty_period_ms; 0: always attached.
   uint64_t duty_on_ms = 0, duty_period_ms = 0;

@@ -61,7 +61,8 @@ SessionConfig session_config(const RecordConfig& c) {
           .trace_unknown = !members_only(c),
           .follow_children = follows_children(c),
           .max_processes = c.max_processes,
-          .pausable = c.duty_period_ms > 0};
+          .pausable = c.duty_period_ms > 0,
+          .hold_new_files = c.hold_new_files && system_wide(c)};
 }
 
 // What exists once the BPF session is open, in the order it is made (and
@@ -72,7 +73,7 @@ struct SessionParts {
         tables(*session, c.max_unwind_rows, c.verbose),
         verdicts(c, *session),
         kernel(*session),
-        unwind(tables, symbolizer),
+        unwind(tables, symbolizer, c.unwind == UnwindMode::Dwarf),
         libraries(c, *session, symbolizer),
         sink(profile, symbolizer, {verdicts, kernel, libraries, unwind}, c.max_stacks, c.per_process) {}
 
@@ -86,6 +87,10 @@ struct SessionParts {
 };
 
 // Where a recording's loop ended, in CLOCK_MONOTONIC milliseconds.
+// The longest a process that maps a new file is held (its event lost or
+// behind a backlog): then it runs on, and may be probed late.
+constexpr uint64_t kMaxHoldNs = 1'000'000'000;
+
 struct LoopEnd {
   uint64_t start = 0, end = 0, interval_start = 0;
   unsigned interval = 0;     // numbered outputs written so far
@@ -143,6 +148,7 @@ class Recorder final : public LiveView {
   Symbolizer symbolizer_;
   std::unique_ptr<SessionParts> parts_;
   uint64_t last_sweep_ms_ = 0;
+  uint64_t held_too_long_ = 0;  // held processes continued by the bound, not by their file's settling
   uint64_t duty_windows_ = 0, duty_lost_ = 0;
   bool above_ = false;  // live bytes crossed --snapshot-above, and have not fallen back
   uint64_t snapshots_ = 0, snapshots_missed_ = 0;
@@ -321,6 +327,8 @@ Result<LoopEnd> Recorder::loop(std::vector<Target>& targets) {
     if (auto n = parts_->session->poll(100); !n) return fail(n.error());
     watch_live(l.start);
     if (parts_->libraries.has_pending()) parts_->libraries.retry_pending(now_ms());
+    // A held process whose event was lost, or waits behind a backlog, goes on.
+    held_too_long_ += parts_->session->release_held_before(monotonic_ns() - kMaxHoldNs);
     sweep_exact_live(now_ms());
     if (config_.duty_period_ms) duty_step(now_ms() - l.start);
     if (observer_) observer_->on_tick(*this);
@@ -373,7 +381,9 @@ RecordingState Recorder::state() const {
           parts_->libraries.libraries_missed(),
           parts_->verdicts.verdicts_refused(),
           parts_->libraries.without_allocator(),
-          parts_->libraries.without_allocator_names()};
+          parts_->libraries.without_allocator_names(),
+          parts_->libraries.missed_names(),
+          held_too_long_};
 }
 
 // Exact mode: the kernel's totals, as of now, and (for outputs) the ages

@@ -24,6 +24,7 @@ class SessionState : public KernelState {
     return session_.exact_totals(ids);
   }
   void forget_exact(std::span<const uint64_t> ids) override { session_.forget_exact(ids); }
+  void release_held(uint32_t tgid) override { session_.release_held(tgid); }
 
  private:
   BpfSession& session_;
@@ -33,11 +34,16 @@ class SessionState : public KernelState {
 // with the process's newest mappings.
 class SessionUnwind : public UnwindTables {
  public:
-  SessionUnwind(TableLoader& tables, Symbolizer& symbolizer) : tables_(tables), symbolizer_(symbolizer) {}
+  // `with_tables`: the kernel unwinds with tables (--unwind dwarf).
+  SessionUnwind(TableLoader& tables, Symbolizer& symbolizer, bool with_tables)
+      : tables_(tables), symbolizer_(symbolizer), with_tables_(with_tables) {}
 
   void need_table(uint32_t tgid, const as_vma& vma) override;
   void on_exec(uint32_t tgid, uint32_t dev, uint64_t ino) override {
     tables_.pin_executable(pid_t(tgid), {.ino = ino, .dev = dev, .pad = 0});
+  }
+  void prepare_process(uint32_t tgid) override {
+    if (with_tables_) tables_.load_process(pid_t(tgid));
   }
   int finish_walk(uint32_t tgid, const as_deferred_walk& walk, std::span<const uint8_t> stack,
                   std::vector<uint64_t>& ips) override;
@@ -45,6 +51,7 @@ class SessionUnwind : public UnwindTables {
  private:
   TableLoader& tables_;
   Symbolizer& symbolizer_;
+  bool with_tables_;
 };
 
 }  // namespace allocscope

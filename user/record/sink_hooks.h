@@ -41,6 +41,8 @@ class KernelState {
   // Exact mode: the kernel's totals of these stack ids, and forgetting them.
   virtual std::vector<ExactEntry> exact_totals(std::span<const uint64_t> ids) = 0;
   virtual void forget_exact(std::span<const uint64_t> ids) = 0;
+  // Continues a process the kernel held at a new mapping (AS_EV_MMAP `held`).
+  virtual void release_held(uint32_t tgid) = 0;
 };
 
 // The C libraries processes map: probed as they appear, and where their
@@ -64,6 +66,9 @@ class UnwindTables {
   virtual void need_table(uint32_t tgid, const as_vma& vma) = 0;
   // A process ran a new program (AS_EV_EXEC: its file, kernel device encoding).
   virtual void on_exec(uint32_t tgid, uint32_t dev, uint64_t ino) = 0;
+  // The tables of every file a held process maps, in before it goes on: its
+  // first stacks are walked in the kernel like any other.
+  virtual void prepare_process(uint32_t tgid) = 0;
   // Finishes a walk the kernel stopped there (frames so far in `ips`, the
   // stopped frame's registers and the stack above in `stack`); returns why
   // it ended (enum as_stop).

@@ -128,9 +128,20 @@ void print_warnings(const RecordingState& s, const RecordConfig& config) {
                 " in-process samples were taken at another rate than --rate and not counted: record with "
                 "the rate of the process (its ALLOCSCOPE_RATE), or set it to this one" +
                 (exact_mode(config) ? " (exact mode needs ALLOCSCOPE_RATE=1)" : ""));
-  if (s.libraries_missed)
+  if (uint64_t n = k[AS_CNT_HOLD_REFUSED] + s.held_too_long)
+    print_error("warning: " + std::to_string(n) +
+                " process(es) mapping a new file ran on before it was examined (the table of held "
+                "processes was full, or the wait passed its bound): their first allocations may be missing");
+  if (s.libraries_missed) {
+    std::string names;
+    for (const std::string& n : s.missed_names) names += "\n  " + n;
+    if (s.libraries_missed > s.missed_names.size())
+      names += "\n  and " + std::to_string(s.libraries_missed - s.missed_names.size()) + " more";
     print_error("warning: " + std::to_string(s.libraries_missed) +
-                " allocator file(s) could not be probed (-v tells why)");
+                " newly mapped file(s) could not be examined or probed (their allocations, if any, are "
+                "missing):" +
+                names);
+  }
 }
 
 }  // namespace
@@ -162,6 +173,9 @@ NamedCounters recording_counters(const RecordingState& s) {
           {"dropped_process_events", k[AS_CNT_PROC_DROPS]},
           {"children_not_followed", k[AS_CNT_PROC_TABLE_FULL] + s.verdicts_refused},
           {"libraries_not_probed", s.libraries_missed},
+          {"processes_held", k[AS_CNT_HOLDS]},
+          {"holds_refused", k[AS_CNT_HOLD_REFUSED]},
+          {"held_too_long", s.held_too_long},
           {"dropped_other_rate", k[AS_CNT_USDT_RATE] + s.sink.other_rate()},
           {"stacks_unwound", s.sink.stacks_seen()},
           {"stacks_truncated", s.sink.stacks_truncated()},

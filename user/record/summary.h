@@ -28,6 +28,8 @@ struct RecordingState {
   uint64_t verdicts_refused = 0;   // process verdicts the full kernel table refused
   uint64_t without_allocator = 0;  // static programs run with no allocator allocscope knows
   std::vector<std::string> without_allocator_names;
+  std::vector<std::string> missed_names;  // the first files not probed, each with its reason
+  uint64_t held_too_long = 0;             // held processes continued by the bound on the wait
 };
 
 // Every counter, by the name it has in the saved profile.

@@ -1,0 +1,176 @@
+// Containers as the kernel sees them: processes whose C library is a file
+// the recording has not met before (a container image's own), each a few
+// milliseconds long, and processes in their own mount and PID namespaces.
+// Every one must be in the recording from its first allocation.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+#include "host/files.h"
+#include "host/process.h"
+#include "workload_spec.h"
+
+namespace allocscope::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kScale = 1;  // a few milliseconds a run
+
+// A root file system of its own, as a container image is: the workload, and
+// copies of the loader and C library (new files, never probed before).
+fs::path container_root(const std::string& name) {
+  fs::path root = temp_path(name);
+  fs::remove_all(root);
+  fs::create_directories(root / "lib/x86_64-linux-gnu");
+  fs::create_directories(root / "lib64");
+  fs::copy_file(fs::canonical("/lib/x86_64-linux-gnu/libc.so.6"), root / "lib/x86_64-linux-gnu/libc.so.6");
+  fs::copy_file(fs::canonical("/lib64/ld-linux-x86-64.so.2"), root / "lib64/ld-linux-x86-64.so.2");
+  fs::copy_file(WORKLOAD_BIN, root / "alloc_sites");
+  for (const char* f : {"lib64/ld-linux-x86-64.so.2", "alloc_sites"})
+    fs::permissions(root / f, fs::perms::owner_all, fs::perm_options::add);
+  return root;
+}
+
+// "comm (pid)" -> pid.
+uint32_t root_pid(const std::string& root) {
+  size_t open = root.rfind(" (");
+  return open == std::string::npos ? 0 : uint32_t(std::strtoul(root.c_str() + open + 2, nullptr, 10));
+}
+
+// Per process: the bytes each workload site allocated, as recorded.
+using SiteBytes = std::map<uint32_t, std::map<std::string, double>>;
+
+SiteBytes site_bytes(const std::string& pprof, const std::string& metric) {
+  std::string out = temp_path("containers-" + metric + ".folded");
+  RunResult r = run({ALLOCSCOPE_BIN, "report", pprof, "--metric", metric, "--format", "folded", "-o", out});
+  EXPECT_EQ(r.status, 0) << r.err;
+  SiteBytes by_pid;
+  for (const auto& [frames, value] : read_folded(out)) {
+    size_t n = frames.size();
+    for (const site_spec& s : kSites)
+      if (n >= 2 && frames[n - 2] == s.function && frames[n - 1] == s.allocator)
+        by_pid[root_pid(frames[0])][std::string(s.function) + ";" + s.allocator] += value;
+  }
+  std::remove(out.c_str());
+  return by_pid;
+}
+
+// Exact mode: every process's every site equals the workload's own count,
+// and nothing of an ended process is left in use.
+void expect_each_exact(const std::string& pprof, size_t processes) {
+  SiteBytes alloc = site_bytes(pprof, "alloc_space");
+  EXPECT_EQ(alloc.size(), processes);
+  size_t exact = 0;
+  for (const auto& [pid, sites] : alloc) {
+    bool all = true;
+    for (const site_spec& s : kSites) {
+      auto it = sites.find(std::string(s.function) + ";" + s.allocator);
+      double got = it == sites.end() ? 0 : it->second;
+      double truth = site_truth(s, 1, kScale).bytes;
+      if (got != truth) {
+        all = false;
+        ADD_FAILURE() << "process " << pid << ", " << s.function << ": " << got << " bytes, truth " << truth;
+      }
+    }
+    exact += all;
+  }
+  std::printf("  %zu of %zu processes exact\n", exact, processes);
+  for (const auto& [pid, sites] : site_bytes(pprof, "inuse_space"))
+    for (const auto& [site, bytes] : sites) EXPECT_EQ(bytes, 0) << "process " << pid << " " << site;
+}
+
+// A cgroup of the test's own, as a container has: the recording keeps to it
+// (--cgroup is judged in the kernel), so that whatever else the machine
+// runs cannot fill the ring buffer and make exact counts inexact.
+class Cgroup {
+ public:
+  Cgroup() {
+    auto mountinfo = read_text_file("/proc/self/mountinfo");
+    std::string root = mountinfo ? cgroup2_mount(*mountinfo) : "";
+    EXPECT_FALSE(root.empty()) << "no cgroup v2 hierarchy";
+    name_ = "allocscope-containers-" + std::to_string(getpid());
+    path_ = root + "/" + name_;
+    fs::create_directory(path_);
+  }
+  ~Cgroup() { fs::remove(path_); }
+  const std::string& name() const { return name_; }
+  // `script` run by sh inside the cgroup.
+  RunResult run_inside(const std::string& script) const {
+    return run({"/bin/sh", "-c", "echo $$ > " + path_ + "/cgroup.procs && " + script});
+  }
+
+ private:
+  std::string name_, path_;
+};
+
+std::unique_ptr<Child> record_cgroup(const Cgroup& cg, const std::string& pprof) {
+  auto rec = std::make_unique<Child>(std::vector<std::string>{ALLOCSCOPE_BIN, "record", "--all", "--cgroup",
+                                                              cg.name(), "--rate", "1", "-o", pprof});
+  EXPECT_TRUE(rec->wait_for_line("recording every process", 60000, true)) << rec->err();
+  return rec;
+}
+
+void stop(Child& rec) {
+  rec.signal(SIGINT);
+  ASSERT_EQ(rec.wait(), 0) << rec.err();
+  for (const char* problem :
+       {"could not be examined", "ran on before it was examined", "warning: attach", "not exact"})
+    EXPECT_EQ(rec.err().find(problem), std::string::npos) << rec.err();
+}
+
+// Five roots, each run once: every process is the first of its C library,
+// stopped at its mapping until that file is probed, and so exact.
+TEST(Containers, FirstProcessOfEachNewCLibraryIsExact) {
+  REQUIRE_BPF();
+  constexpr int kRoots = 5;
+  std::vector<fs::path> roots;
+  std::string script = "true";
+  for (int i = 0; i < kRoots; ++i) {
+    roots.push_back(container_root("first-root-" + std::to_string(i)));
+    script += " && chroot " + roots.back().string() + " /alloc_sites --threads 1 --scale-pct " +
+              std::to_string(kScale) + " >/dev/null";
+  }
+  Cgroup cg;
+  std::string pprof = temp_path("first-of-each.pb.gz");
+  auto rec = record_cgroup(cg, pprof);
+  RunResult r = cg.run_inside(script);
+  EXPECT_EQ(r.status, 0) << r.err;
+  stop(*rec);
+  expect_each_exact(pprof, kRoots);
+  for (const fs::path& root : roots) fs::remove_all(root);
+  std::remove(pprof.c_str());
+}
+
+// A hundred short processes of one new root, each in mount and PID
+// namespaces of its own (as a container runtime makes them): the first is
+// held while its C library is probed, the others find it probed; all are
+// exact, and named by the host's process ids.
+TEST(Containers, HundredShortProcessesInNamespacesOfANewRootAreExact) {
+  REQUIRE_BPF();
+  constexpr int kRuns = 100;
+  fs::path root = container_root("namespaced-root");
+  Cgroup cg;
+  std::string pprof = temp_path("namespaced.pb.gz");
+  auto rec = record_cgroup(cg, pprof);
+  RunResult runs =
+      cg.run_inside("for i in $(seq " + std::to_string(kRuns) + "); do unshare --mount --pid --fork --root " +
+                    root.string() + " /alloc_sites --threads 1 --scale-pct " + std::to_string(kScale) +
+                    " >/dev/null || exit 1; done");
+  ASSERT_EQ(runs.status, 0) << runs.err;
+  stop(*rec);
+  expect_each_exact(pprof, kRuns);
+  fs::remove_all(root);
+  std::remove(pprof.c_str());
+}
+
+}  // namespace
+}  // namespace allocscope::test

@@ -1,0 +1,93 @@
+#include "probe/hold_guard.h"
+
+#include <bpf/bpf.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace allocscope {
+
+size_t release_every_held(int held_map, uint64_t before_ns) {
+  size_t released = 0;
+  uint32_t key = 0, next = 0;
+  bool first = true;
+  // Deleting while walking restarts the walk: the next key is taken first.
+  while (bpf_map_get_next_key(held_map, first ? nullptr : &key, &next) == 0) {
+    first = false;
+    key = next;
+    uint64_t since = 0;
+    if (bpf_map_lookup_elem(held_map, &key, &since) != 0 || since >= before_ns) continue;
+    // Whoever deletes the entry continues the process: exactly once, and
+    // never a later process of the same id (its exit deleted the entry).
+    if (bpf_map_delete_elem(held_map, &key) != 0) continue;
+    kill(pid_t(key), SIGCONT);
+    ++released;
+    first = true;  // the walk's position is gone with the key
+  }
+  return released;
+}
+
+namespace {
+
+// The guard: waits for allocscope's end (the pipe's writer closed), then
+// continues whatever is still held. Only async-signal-safe calls: it is
+// forked from a process that may have threads.
+[[noreturn]] void guard_main(int held_map, int pipe_read) {
+  // The terminal's ^C and a unit's stop reach the whole group: the guard
+  // outlasts them until allocscope is gone.
+  signal(SIGINT, SIG_IGN);
+  signal(SIGTERM, SIG_IGN);
+  signal(SIGHUP, SIG_IGN);
+  prctl(PR_SET_NAME, "allocscope-hold", 0, 0, 0);
+  // Nothing else of allocscope's kept alive by the guard (probes, files,
+  // the pipes its output goes to).
+  int null = open("/dev/null", O_RDWR);
+  for (int fd = 0; fd < 3 && null >= 0; ++fd) dup2(null, fd);
+  unsigned low = unsigned(held_map < pipe_read ? held_map : pipe_read);
+  unsigned high = unsigned(held_map < pipe_read ? pipe_read : held_map);
+  if (low > 3) syscall(SYS_close_range, 3u, low - 1, 0u);
+  if (high > low + 1) syscall(SYS_close_range, low + 1, high - 1, 0u);
+  syscall(SYS_close_range, high + 1, ~0u, 0u);
+  char byte;
+  for (;;) {  // EOF: allocscope closed its end, or died
+    ssize_t n = read(pipe_read, &byte, 1);
+    if (n == 0 || (n < 0 && errno != EINTR)) break;
+  }
+  release_every_held(held_map);
+  _exit(0);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<HoldGuard>> HoldGuard::start(int held_map) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return fail_errno("create the hold guard's pipe", errno);
+  UniqueFd read_end(fds[0]), write_end(fds[1]);
+  pid_t pid = fork();
+  if (pid < 0) return fail_errno("fork the hold guard", errno);
+  if (pid == 0) guard_main(held_map, read_end.get());
+  return std::unique_ptr<HoldGuard>(new HoldGuard(held_map, std::move(write_end), pid));
+}
+
+HoldGuard::~HoldGuard() {
+  release_every_held(map_);
+  pipe_.reset();
+  int status;
+  while (waitpid(guard_, &status, 0) < 0 && errno == EINTR) {
+  }
+}
+
+bool HoldGuard::release(uint32_t tgid) {
+  if (bpf_map_delete_elem(map_, &tgid) != 0) return false;
+  kill(pid_t(tgid), SIGCONT);
+  return true;
+}
+
+size_t HoldGuard::release_older(uint64_t before_ns) { return release_every_held(map_, before_ns); }
+
+}  // namespace allocscope

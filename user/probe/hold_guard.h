@@ -1,0 +1,45 @@
+// Processes the kernel stops (SIGSTOP) when they map a file not seen before,
+// until that file is examined and probed: none of its allocations is missed.
+// This continues them: each once its file is settled, any held past a bound,
+// and every one when the session ends. A guard process, forked at start,
+// continues those still held if allocscope itself dies without doing so
+// (SIGKILL, a crash): a held process never outlives its tracer stopped.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+
+namespace allocscope {
+
+class HoldGuard {
+ public:
+  // `held_map`: the kernel's map of held processes (tgid -> when, ns).
+  static Result<std::unique_ptr<HoldGuard>> start(int held_map);
+  HoldGuard(const HoldGuard&) = delete;
+  HoldGuard& operator=(const HoldGuard&) = delete;
+  // Continues every process still held, then lets the guard go.
+  ~HoldGuard();
+
+  // Continues `tgid` if the kernel holds it: true when it did.
+  bool release(uint32_t tgid);
+  // Continues those held since before `before_ns` (CLOCK_MONOTONIC); how many.
+  size_t release_older(uint64_t before_ns);
+
+ private:
+  HoldGuard(int held_map, UniqueFd pipe, pid_t guard)
+      : map_(held_map), pipe_(std::move(pipe)), guard_(guard) {}
+  int map_;
+  UniqueFd pipe_;  // the write end: its closing (here or by death) wakes the guard
+  pid_t guard_;
+};
+
+// Continues every process in `held_map` (deleting each entry first, so that
+// no process is continued twice); async-signal-safe. How many.
+size_t release_every_held(int held_map, uint64_t before_ns = UINT64_MAX);
+
+}  // namespace allocscope
