@@ -112,8 +112,11 @@ TEST(Signals, KilledRecorderLeavesNoProbe) {
   ASSERT_TRUE(launched.wait_for_line("ready", 60000)) << launched.err();
   std::string children = slurp("/proc/" + std::to_string(launched.pid()) + "/task/" +
                                std::to_string(launched.pid()) + "/children");
-  pid_t workload = std::atoi(children.c_str());
-  ASSERT_GT(workload, 0) << "no launched child";
+  pid_t workload = 0;  // allocscope has another child: its hold guard
+  std::istringstream child_pids(children);
+  for (pid_t pid; child_pids >> pid;)
+    if (read_comm(pid) == "alloc_sites") workload = pid;
+  ASSERT_GT(workload, 0) << "no launched child among " << children;
   launched.signal(SIGKILL);
   launched.wait();
   EXPECT_TRUE(gone_within(before, std::chrono::seconds(5))) << "USDT probes left behind";

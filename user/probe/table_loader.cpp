@@ -159,12 +159,18 @@ void TableLoader::on_request(pid_t pid, const as_vma& vma) {
   session_.forget_table_request(key);
 }
 
-void TableLoader::load_process(pid_t pid) {
+void TableLoader::load_process(pid_t pid, uint64_t max_bytes) {
   auto maps = read_maps(pid);
   if (!maps) return;
   std::vector<std::pair<as_file_key, std::string>> files;
-  for (const Mapping& m : *maps)
-    if (m.executable && m.is_file()) files.emplace_back(file_key_of(m), mapped_file_path(pid, m));
+  for (const Mapping& m : *maps) {
+    if (!m.executable || !m.is_file()) continue;
+    std::string path = mapped_file_path(pid, m);
+    struct stat st;
+    if (max_bytes != UINT64_MAX && (stat(path.c_str(), &st) != 0 || uint64_t(st.st_size) > max_bytes))
+      continue;
+    files.emplace_back(file_key_of(m), path);
+  }
   load_all(files);
 }
 

@@ -48,8 +48,9 @@ class TableLoader {
 
   // The kernel met this mapping of process `pid` without a table.
   void on_request(pid_t pid, const as_vma& vma);
-  // Every executable file a live process maps.
-  void load_process(pid_t pid);
+  // Every executable file a live process maps (those no larger than
+  // `max_bytes`: the rest wait for the kernel's request).
+  void load_process(pid_t pid, uint64_t max_bytes = UINT64_MAX);
   // Files by path (a command's program and libraries, before it runs).
   void load_paths(const std::vector<std::string>& paths);
   // The program a process just ran (exec, file `key`) is held open until its

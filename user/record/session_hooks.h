@@ -43,7 +43,10 @@ class SessionUnwind : public UnwindTables {
     tables_.pin_executable(pid_t(tgid), {.ino = ino, .dev = dev, .pad = 0});
   }
   void prepare_process(uint32_t tgid) override {
-    if (with_tables_) tables_.load_process(pid_t(tgid));
+    // The process waits meanwhile: a very large file (tens of megabytes of
+    // code take a second or more to read) is left to the kernel's request.
+    constexpr uint64_t kMaxBytesWhileHeld = 32 << 20;
+    if (with_tables_) tables_.load_process(pid_t(tgid), kMaxBytesWhileHeld);
   }
   int finish_walk(uint32_t tgid, const as_deferred_walk& walk, std::span<const uint8_t> stack,
                   std::vector<uint64_t>& ips) override;
