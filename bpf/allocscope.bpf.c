@@ -234,6 +234,18 @@ static __always_inline void count_dropped(__u32 tgid, __u64 size) {
   count(AS_CNT_RINGBUF_DROPS);
   count_bytes(AS_CNT_DROPPED_BYTES, size);
   count_process_drop(tgid);
+  __u8 *v = bpf_map_lookup_elem(&processes, &tgid);
+  if (!judge_names || (v && base_verdict(v)) || name_verdict()) return;
+  /* A process the filters may yet reject: its loss is set apart. */
+  count(AS_CNT_UNJUDGED_DROPS);
+  count_bytes(AS_CNT_UNJUDGED_DROPS_BYTES, size);
+  struct as_unjudged_drops one = {1, size}, *d = bpf_map_lookup_elem(&unjudged_drops, &tgid);
+  if (!d) {
+    bpf_map_update_elem(&unjudged_drops, &tgid, &one, BPF_NOEXIST);
+    return;
+  }
+  __sync_fetch_and_add(&d->samples, 1);
+  __sync_fetch_and_add(&d->bytes, size);
 }
 
 /* A sampled allocation of `size` bytes at addr, entry code fn: its stack

@@ -104,6 +104,8 @@ enum as_process_verdict {
   AS_PROC_MEMBER = 1,         /* traced, and so are the descendants it forks (-p, -- CMD, --children) */
   AS_PROC_IGNORED = 2,        /* not traced (allocscope itself, or judged by a filter); forgotten at exec */
   AS_PROC_MEMBER_IGNORED = 3, /* a member whose program a filter rejected: a member again at exec */
+  AS_PROC_ACCEPTED =
+      4, /* (--all) a filter accepted its program, whatever its threads' names; forgotten at exec */
 };
 /* OR'ed into a verdict (or alone, for a process without one): the process
  * samples in process (it maps a file whose otel_memory probes are attached),
@@ -164,7 +166,9 @@ enum as_counter {
   AS_CNT_LIVE_SHARE_BYTES = 32, /* ... and their requested bytes */
   AS_CNT_HOLDS = 33,            /* processes stopped until a file they mapped was examined */
   AS_CNT_HOLD_REFUSED = 34, /* ... not stopped: the table of held processes was full, or the signal failed */
-  AS_CNT_COUNT = 35,
+  AS_CNT_UNJUDGED_DROPS = 35,       /* of AS_CNT_RINGBUF_DROPS, those of processes no filter had judged yet */
+  AS_CNT_UNJUDGED_DROPS_BYTES = 36, /* ... and their bytes */
+  AS_CNT_COUNT = 37,
 };
 
 /* The live filter: counters of live samples per hash slot, which lets a
@@ -330,6 +334,18 @@ struct as_table_event {
 /* Process lifecycle: fork (tgid is the child, parent its parent), exec (the
  * new program's file), exit, and mmap of a new C library file (`name` its
  * file name). */
+/* A process's name and (with --unit) cgroup: what the filters judge, so
+ * that the kernel can apply a judgement to every process of that name. */
+struct as_name_key {
+  char comm[AS_COMM_LEN];
+  as_u64 cgroup; /* 0 unless the filter looks at cgroups */
+};
+
+struct as_unjudged_drops {
+  as_u64 samples;
+  as_u64 bytes;
+};
+
 struct as_proc_event {
   as_u32 kind; /* enum as_event_kind */
   as_u32 tgid;

@@ -101,7 +101,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
   /* A new name: judged again; a new program: in process only if it is a
    * sampler itself (below) or maps one (on_syscall_exit). */
   __u8 b = base_verdict(v);
-  if (v && (b == AS_PROC_IGNORED || b == 0)) {
+  if (v && (b == AS_PROC_IGNORED || b == AS_PROC_ACCEPTED || b == 0)) {
     bpf_map_delete_elem(&processes, &tgid);
     v = 0;
   } else if (v) {
@@ -119,7 +119,12 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
   identify(bprm->file, &id);
   struct as_file_key key = {.ino = id.ino, .dev = id.dev};
   mark_in_process(tgid, &key);
-  if (want) emit_proc(AS_EV_EXEC, tgid, 0, p->comm, &id, 0);
+  if (!want) return 0;
+  /* A program not seen before (its own malloc if static; its interpreter,
+   * musl's C library, mapped here too without an mmap): held until read. */
+  __u8 one = 1;
+  bool fresh = bpf_map_update_elem(&known_files, &key, &one, BPF_NOEXIST) == 0;
+  emit_proc(AS_EV_EXEC, tgid, fresh && hold_current(p, tgid), p->comm, &id, 0);
   return 0;
 }
 

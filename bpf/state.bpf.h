@@ -18,9 +18,13 @@ const volatile bool track_live = true; /* false (--no-free): no free is seen, ke
 const volatile bool filter_processes = false;
 const volatile bool trace_unknown = false;   /* processes without a verdict are traced (--all) */
 const volatile bool follow_children = false; /* members' forked children become members */
-const volatile bool hold_new_files = false;  /* stop a process mapping a new file until it is examined */
-const volatile __u64 cgroup_id = 0;          /* --cgroup: traced only inside this cgroup ... */
-const volatile __u32 cgroup_level = 0;       /* ... at this depth below the root; 0: no filter */
+const volatile bool hold_new_files = false;
+const volatile bool judge_names =
+    false; /* --comm or --unit: name_verdicts applies to processes without a verdict */
+const volatile bool judge_cgroups = false;
+/* --unit: ... by name and cgroup */   /* stop a process mapping a new file until it is examined */
+const volatile __u64 cgroup_id = 0;    /* --cgroup: traced only inside this cgroup ... */
+const volatile __u32 cgroup_level = 0; /* ... at this depth below the root; 0: no filter */
 
 struct thread_state {
   __u64 countdown; /* bytes before the next sampled byte */
@@ -144,6 +148,25 @@ struct {
   __type(key, __u32);
   __type(value, __u64);
 } held SEC(".maps");
+
+/* Filters' judgements by name (and cgroup), written by userspace when it
+ * judges a process: every later process of that name is decided here,
+ * before anything of it is sent. AS_PROC_MEMBER: recorded; AS_PROC_IGNORED. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 4096);
+  __type(key, struct as_name_key);
+  __type(value, __u8);
+} name_verdicts SEC(".maps");
+
+/* Samples of processes no filter had judged, lost to a full ring buffer:
+ * charged to the recording only if the process turns out to be recorded. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 4096);
+  __type(key, __u32);
+  __type(value, struct as_unjudged_drops);
+} unjudged_drops SEC(".maps");
 
 /* Files (device, inode) already reported by an mmap event. */
 struct {
@@ -327,6 +350,17 @@ static __always_inline struct thread_state *thread_state(bool create) {
 /* A process's verdict without the in-process bit; 0 for none. */
 static __always_inline __u8 base_verdict(const __u8 *v) { return v ? *v & AS_PROC_VERDICT_MASK : 0; }
 
+/* The filters' judgement of the current process's name (and cgroup), 0 for
+ * none yet. */
+static __always_inline __u8 name_verdict(void) {
+  if (!judge_names) return 0;
+  struct as_name_key key = {};
+  bpf_get_current_comm(key.comm, sizeof(key.comm));
+  if (judge_cgroups) key.cgroup = bpf_get_current_cgroup_id();
+  __u8 *v = bpf_map_lookup_elem(&name_verdicts, &key);
+  return v ? *v : 0;
+}
+
 /* Whether samples of the current process are wanted, from allocator probes
  * or (in_process) from its own sampler's probes. Per-process probes only
  * reach traced processes; system-wide ones reach every process mapping the
@@ -336,7 +370,13 @@ static __always_inline bool process_traced(__u32 tgid, bool in_process) {
   __u8 *v = bpf_map_lookup_elem(&processes, &tgid);
   if (v && (*v & AS_PROC_IN_PROCESS) && !in_process) return false; /* its own sampler counts it */
   __u8 b = base_verdict(v);
-  if (b ? b != AS_PROC_MEMBER : !trace_unknown) return false;
+  if (b == AS_PROC_ACCEPTED) {
+    /* a filter judged its program: traced, whatever its threads are named */
+  } else if (b) {
+    if (b != AS_PROC_MEMBER) return false;
+  } else if (!trace_unknown || name_verdict() == AS_PROC_IGNORED) {
+    return false;
+  }
   return !cgroup_level || bpf_get_current_ancestor_cgroup_id(cgroup_level) == cgroup_id;
 }
 

@@ -172,5 +172,62 @@ TEST(Containers, HundredShortProcessesInNamespacesOfANewRootAreExact) {
   std::remove(pprof.c_str());
 }
 
+// Allocations an exact recording of `argv` counted (its summary's samples).
+double allocations_of(const std::vector<std::string>& argv) {
+  std::vector<std::string> cmd = {
+      ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", temp_path("count.folded"), "--"};
+  cmd.insert(cmd.end(), argv.begin(), argv.end());
+  RunResult r = run(cmd);
+  EXPECT_EQ(r.status, 0) << r.err;
+  size_t at = r.err.find(" samples,");
+  size_t from = r.err.rfind(' ', at - 1);
+  return at == std::string::npos ? 0 : std::strtod(r.err.c_str() + from + 1, nullptr);
+}
+
+// --comm under --all: a name is judged when a process runs a program of it,
+// and every later process of that name is decided in the kernel from its
+// first allocation: a rejected one sends nothing. Fifty runs of ls after a
+// first (without the kernel's judgement each sends the allocations it makes
+// before allocscope judges it: about ten a run here, several hundred in all)
+// beside three accepted runs of the workload, which stay exact.
+TEST(Filters, ANameOnceJudgedIsDecidedInTheKernel) {
+  REQUIRE_BPF();
+  constexpr int kRejected = 50, kAccepted = 3;
+  double one_ls = allocations_of({"ls", "/"});
+  Cgroup cg;
+  std::string pprof = temp_path("name-filter.pb.gz");
+  Child rec({ALLOCSCOPE_BIN, "record", "--all", "--cgroup", cg.name(), "--comm", "^alloc_sites$", "--rate",
+             "1", "-v", "-o", pprof});
+  ASSERT_TRUE(rec.wait_for_line("recording every process", 60000, true)) << rec.err();
+  RunResult r = cg.run_inside("ls / >/dev/null; sleep 1; for i in $(seq " + std::to_string(kRejected) +
+                              "); do ls / >/dev/null; done; for i in $(seq " + std::to_string(kAccepted) +
+                              "); do " + WORKLOAD_BIN + " --threads 1 --scale-pct " + std::to_string(kScale) +
+                              " >/dev/null; done");
+  ASSERT_EQ(r.status, 0) << r.err;
+  stop(rec);
+  expect_each_exact(pprof, kAccepted);
+  // Every allocation the kernel sampled, less the accepted processes' (all
+  // of them, exact mode): what the rejected ones sent.
+  size_t at = rec.err().find("kernel counters: samples=");
+  ASSERT_NE(at, std::string::npos) << rec.err();
+  double sampled = std::strtod(rec.err().c_str() + at + 25, nullptr);
+  std::string out = temp_path("name-filter-objects.folded");
+  ASSERT_EQ(
+      run({ALLOCSCOPE_BIN, "report", pprof, "--metric", "alloc_objects", "--format", "folded", "-o", out})
+          .status,
+      0);
+  double recorded = 0;
+  for (const auto& [frames, value] : read_folded(out)) recorded += value;
+  std::remove(out.c_str());
+  std::printf(
+      "  %.0f allocations sampled, %.0f recorded: %.0f sent by the %d rejected processes (one ls: %.0f)\n",
+      sampled, recorded, sampled - recorded, kRejected + 1, one_ls);
+  ASSERT_GT(one_ls, 0);
+  // At most the first ls (and the shell, sleep and seq) before their names
+  // were judged; fewer than one allocation for each later run.
+  EXPECT_LT(sampled - recorded, one_ls + kRejected);
+  std::remove(pprof.c_str());
+}
+
 }  // namespace
 }  // namespace allocscope::test

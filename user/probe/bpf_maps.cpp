@@ -15,6 +15,28 @@
 
 namespace allocscope {
 
+void BpfSession::set_verdict_if_none(uint32_t tgid, uint8_t verdict) {
+  int fd = bpf_map__fd(skel_->maps.processes);
+  uint8_t old = 0;
+  if (bpf_map_lookup_elem(fd, &tgid, &old) == 0) {
+    if (old & AS_PROC_VERDICT_MASK) return;
+    verdict |= old;
+  }
+  bpf_map_update_elem(fd, &tgid, &verdict, BPF_ANY);  // a full table: judged by name, as before
+}
+
+void BpfSession::clear_verdict_if(uint32_t tgid, uint8_t verdict) {
+  int fd = bpf_map__fd(skel_->maps.processes);
+  uint8_t old = 0;
+  if (bpf_map_lookup_elem(fd, &tgid, &old) != 0 || (old & AS_PROC_VERDICT_MASK) != verdict) return;
+  if (old & AS_PROC_IN_PROCESS) {
+    uint8_t kept = AS_PROC_IN_PROCESS;
+    bpf_map_update_elem(fd, &tgid, &kept, BPF_EXIST);
+  } else {
+    bpf_map_delete_elem(fd, &tgid);
+  }
+}
+
 Result<void> BpfSession::set_verdict(uint32_t tgid, uint8_t verdict) {
   int fd = bpf_map__fd(skel_->maps.processes);
   uint8_t old = 0;
@@ -156,6 +178,28 @@ std::vector<std::pair<uint32_t, uint64_t>> BpfSession::process_drops() const {
   while (bpf_map_get_next_key(fd, prev, &next) == 0) {
     uint64_t n = 0;
     if (bpf_map_lookup_elem(fd, &next, &n) == 0) out.emplace_back(next, n);
+    key = next;
+    prev = &key;
+  }
+  return out;
+}
+
+void BpfSession::set_name_verdict(const std::string& comm, uint64_t cgroup, uint8_t verdict) {
+  as_name_key key{};
+  comm.copy(key.comm, sizeof(key.comm) - 1);
+  key.cgroup = config_.judge_cgroups ? cgroup : 0;
+  // LRU: a full table forgets the oldest names, which are judged again.
+  bpf_map_update_elem(bpf_map__fd(skel_->maps.name_verdicts), &key, &verdict, BPF_ANY);
+}
+
+std::vector<std::pair<uint32_t, as_unjudged_drops>> BpfSession::unjudged_drops() const {
+  std::vector<std::pair<uint32_t, as_unjudged_drops>> out;
+  int fd = bpf_map__fd(skel_->maps.unjudged_drops);
+  uint32_t key, next;
+  uint32_t* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    as_unjudged_drops d{};
+    if (bpf_map_lookup_elem(fd, &next, &d) == 0) out.emplace_back(next, d);
     key = next;
     prev = &key;
   }

@@ -186,6 +186,8 @@ Result<std::unique_ptr<BpfSession>> BpfSession::open(const SessionConfig& config
   s->skel_->rodata->trace_unknown = config.trace_unknown;
   s->skel_->rodata->follow_children = config.follow_children;
   s->skel_->rodata->hold_new_files = config.hold_new_files;
+  s->skel_->rodata->judge_names = config.judge_names;
+  s->skel_->rodata->judge_cgroups = config.judge_cgroups;
   s->skel_->rodata->cgroup_id = config.cgroup_id;
   s->skel_->rodata->cgroup_level = config.cgroup_level;
   bpf_map__set_max_entries(s->skel_->maps.processes, config.max_processes);

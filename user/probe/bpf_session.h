@@ -50,6 +50,9 @@ struct SessionConfig {
   // A process mapping a file not seen before is stopped until release_held()
   // (HoldGuard): the file is probed before the process runs any of it.
   bool hold_new_files = false;
+  // Filters by name (--comm) or unit (--unit): their judgements apply in the
+  // kernel to every later process of the name (set_name_verdict).
+  bool judge_names = false, judge_cgroups = false;
   bool verifier_stats = false;  // keep each program's verifier statistics (verifier_stats())
 };
 
@@ -81,6 +84,14 @@ class BpfSession {
   // mark_in_process says so of one that already does.
   Result<void> add_in_process_file(uint32_t kernel_dev, uint64_t ino);
   Result<void> mark_in_process(uint32_t tgid);
+  // A verdict only where there is none; one removed only if it is `verdict`.
+  void set_verdict_if_none(uint32_t tgid, uint8_t verdict);
+  void clear_verdict_if(uint32_t tgid, uint8_t verdict);
+  // A filter's judgement of every process named `comm` (and in cgroup
+  // `cgroup`, with judge_cgroups): AS_PROC_MEMBER or AS_PROC_IGNORED.
+  void set_name_verdict(const std::string& comm, uint64_t cgroup, uint8_t verdict);
+  // Samples lost to a full ring buffer by processes no filter had judged.
+  std::vector<std::pair<uint32_t, as_unjudged_drops>> unjudged_drops() const;
   // Forgets live samples the kernel still tracks (their process is gone).
   void forget_live(uint32_t tgid, std::span<const uint64_t> addrs);
   void forget_live(std::span<const as_live_key> keys);

@@ -325,6 +325,7 @@ void EventSink::set_live_times(std::span<const std::pair<as_live_key, as_live_va
 void EventSink::end_instance(uint32_t tgid, bool exited) {
   auto id = processes_.end(tgid);
   if (id && processes_.instance(*id).rejected) hooks_.verdicts.unreject(tgid, exited);
+  if (id && !processes_.instance(*id).rejected) hooks_.verdicts.unaccept(tgid, exited);
   symbolizer_.forget(pid_t(tgid));
   if (!id) return;
   // A root that exits keeps what it never freed; memory of a program
@@ -359,9 +360,14 @@ void EventSink::on_process(const as_proc_event& e) {
   switch (e.kind) {
     case AS_EV_EXEC:
       end_instance(e.tgid, false);
-      symbolizer_.track(pid_t(e.tgid));  // the new program's file, while it runs
+      symbolizer_.track(pid_t(e.tgid));             // the new program's file, while it runs
+      hooks_.verdicts.judge_name(comm_of(e.comm));  // the kernel then decides its samples itself
       hooks_.libraries.on_exec(e.tgid);
       hooks_.unwind.on_exec(e.tgid, e.dev, e.ino);
+      if (e.held) {  // a program not seen before, stopped by the kernel until read
+        hooks_.unwind.prepare_process(e.tgid);
+        hooks_.kernel.release_held(e.tgid);
+      }
       break;
     case AS_EV_EXIT:
       end_instance(e.tgid, true);

@@ -258,6 +258,7 @@ void LibraryDiscovery::on_exec(uint32_t tgid) {
   for (const Mapping* m : files)
     if (!allocator_offsets_.contains(file_key(*m)) && !not_allocators_.contains(file_key(*m)))
       pending_.push_back({tgid, m->start, file_key(*m), 0, now_ms() + 1000, monotonic_ns(), m->path});
+  retry_pending(now_ms());  // while the process lives (and, if new, is held)
 }
 
 void LibraryDiscovery::retry_pending(uint64_t now) {

@@ -8,7 +8,10 @@
 namespace allocscope {
 
 ProcessFilter::ProcessFilter(const RecordConfig& config, BpfSession& session)
-    : session_(session), system_wide_(system_wide(config)), members_only_(members_only(config)) {
+    : session_(session),
+      system_wide_(system_wide(config)),
+      members_only_(members_only(config)),
+      judge_names_(system_wide_ && !members_only_ && (!config.comm.empty() || !config.unit.empty())) {
   if (!config.comm.empty()) comm_filter_.emplace(config.comm, std::regex::extended | std::regex::nosubs);
   unit_ = config.unit;
 }
@@ -26,8 +29,21 @@ Result<void> ProcessFilter::add_root(uint32_t tgid) {
 Result<void> ProcessFilter::follow(uint32_t tgid) { return session_.set_verdict(tgid, AS_PROC_MEMBER); }
 
 bool ProcessFilter::accept(uint32_t tgid, const std::string& comm, uint64_t cgroup) {
-  if (comm_filter_ && !std::regex_search(comm, *comm_filter_)) return false;
-  return unit_.empty() || in_unit(tgid, cgroup);
+  bool yes =
+      (!comm_filter_ || std::regex_search(comm, *comm_filter_)) && (unit_.empty() || in_unit(tgid, cgroup));
+  // Every later process of the name (and cgroup) is judged in the kernel,
+  // before it sends anything. A cgroup unknown here is not judged so.
+  if (judge_names_ && (unit_.empty() || cgroup))
+    session_.set_name_verdict(comm, cgroup, yes ? AS_PROC_MEMBER : AS_PROC_IGNORED);
+  if (!yes) {
+    if (rejected_.size() >= kMaxRemembered) rejected_.clear();  // their losses are then charged
+    rejected_.insert(tgid);
+  } else {
+    rejected_.erase(tgid);
+    // Its other threads, whatever their names, are not judged by them.
+    if (judge_names_ && !roots_.contains(tgid)) session_.set_verdict_if_none(tgid, AS_PROC_ACCEPTED);
+  }
+  return yes;
 }
 
 // Judged by the cgroup's path, not its id: a restarted unit gets a new
@@ -48,6 +64,33 @@ void ProcessFilter::reject(uint32_t tgid) {
   if (system_wide_ && !roots_.contains(tgid))
     if (!session_.set_verdict(tgid, members_only_ ? AS_PROC_MEMBER_IGNORED : AS_PROC_IGNORED))
       ++verdicts_refused_;  // still sampled by the kernel; its samples are dropped here
+}
+
+RejectedLoss ProcessFilter::rejected_loss() const {
+  RejectedLoss l;
+  if (!judge_names_) return l;
+  for (const auto& [tgid, d] : session_.unjudged_drops())
+    if (rejected(tgid)) {
+      l.samples += d.samples;
+      l.bytes += d.bytes;
+    }
+  return l;
+}
+
+void ProcessFilter::judge_name(const std::string& comm) {
+  // By name alone: --unit's judgement needs the cgroup of a sample.
+  if (judge_names_ && unit_.empty() && !judged_names_.contains(comm)) {
+    if (judged_names_.size() >= kMaxRemembered) judged_names_.clear();
+    judged_names_.insert(comm);
+    bool yes = std::regex_search(comm, *comm_filter_);
+    session_.set_name_verdict(comm, 0, yes ? AS_PROC_MEMBER : AS_PROC_IGNORED);
+  }
+}
+
+void ProcessFilter::unaccept(uint32_t tgid, bool) {
+  // The kernel forgot the verdict at exec or exit; one written after that
+  // moment is undone here (a new program is judged again).
+  if (judge_names_ && !roots_.contains(tgid)) session_.clear_verdict_if(tgid, AS_PROC_ACCEPTED);
 }
 
 void ProcessFilter::unreject(uint32_t tgid, bool exited) {

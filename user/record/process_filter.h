@@ -20,6 +20,12 @@ namespace allocscope {
 // systemd unit (or slice, or scope) `unit`: one of its components is it.
 bool cgroup_in_unit(std::string_view path, std::string_view unit);
 
+// Samples lost to a full ring buffer, and their bytes, by processes the
+// filter rejected once it judged them: not the recording's loss.
+struct RejectedLoss {
+  uint64_t samples = 0, bytes = 0;
+};
+
 class ProcessFilter : public ProcessVerdicts {
  public:
   ProcessFilter(const RecordConfig& config, BpfSession& session);
@@ -33,20 +39,32 @@ class ProcessFilter : public ProcessVerdicts {
   bool accept(uint32_t tgid, const std::string& comm, uint64_t cgroup) override;
   void reject(uint32_t tgid) override;
   void unreject(uint32_t tgid, bool exited) override;
+  void unaccept(uint32_t tgid, bool exited) override;
+  void judge_name(const std::string& comm) override;
   bool keeps_live_at_exit(uint32_t tgid) const override { return roots_.contains(tgid); }
   // Verdicts the kernel's full process table refused: processes it samples
   // or skips against the filter's judgement.
   uint64_t verdicts_refused() const { return verdicts_refused_; }
+  // Whether the filter rejected the latest program of process `tgid`.
+  bool rejected(uint32_t tgid) const { return rejected_.contains(tgid); }
+  // What the kernel lost of processes not judged yet that were then rejected.
+  RejectedLoss rejected_loss() const;
 
  private:
   bool in_unit(uint32_t tgid, uint64_t cgroup);
 
   BpfSession& session_;
   bool system_wide_, members_only_;
+  bool judge_names_;  // judgements are also the kernel's, by name (SessionConfig::judge_names)
   std::optional<std::regex> comm_filter_;
   std::string unit_;
   std::unordered_map<uint64_t, bool> in_unit_;  // by cgroup id (bounded: cleared when full)
   std::unordered_set<uint32_t> roots_;
+  static constexpr size_t kMaxRemembered = 1 << 16;
+  std::unordered_set<uint32_t> rejected_;
+  std::unordered_set<std::string> judged_names_;  // told to the kernel at an exec (bounded)  // bounded:
+                                                  // forgotten (and their losses charged) when full
+
   uint64_t verdicts_refused_ = 0;
 };
 

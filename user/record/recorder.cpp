@@ -62,7 +62,9 @@ SessionConfig session_config(const RecordConfig& c) {
           .follow_children = follows_children(c),
           .max_processes = c.max_processes,
           .pausable = c.duty_period_ms > 0,
-          .hold_new_files = c.hold_new_files && system_wide(c)};
+          .hold_new_files = c.hold_new_files && system_wide(c),
+          .judge_names = system_wide(c) && !members_only(c) && (!c.comm.empty() || !c.unit.empty()),
+          .judge_cgroups = !c.unit.empty()};
 }
 
 // What exists once the BPF session is open, in the order it is made (and
@@ -383,7 +385,8 @@ RecordingState Recorder::state() const {
           parts_->libraries.without_allocator(),
           parts_->libraries.without_allocator_names(),
           parts_->libraries.missed_names(),
-          held_too_long_};
+          held_too_long_,
+          parts_->verdicts.rejected_loss()};
 }
 
 // Exact mode: the kernel's totals, as of now, and (for outputs) the ages

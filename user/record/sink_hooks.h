@@ -26,6 +26,10 @@ class ProcessVerdicts {
   virtual void reject(uint32_t tgid) = 0;
   // A process that `reject` was told of has exec'ed or exited.
   virtual void unreject(uint32_t tgid, bool exited) = 0;
+  // A process `accept` took has exec'ed or exited.
+  virtual void unaccept(uint32_t, bool) {}
+  // A process ran a program of this name: judged now, before its samples.
+  virtual void judge_name(const std::string&) {}
   // Root processes (-p, -- CMD) keep their live samples at exit: what they
   // never freed. Every other process frees everything when it ends.
   virtual bool keeps_live_at_exit(uint32_t tgid) const = 0;

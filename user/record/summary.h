@@ -11,6 +11,7 @@
 #include "probe/bpf_session.h"
 #include "probe/table_loader.h"
 #include "record/event_sink.h"
+#include "record/process_filter.h"
 #include "record/progress.h"
 #include "record/record.h"
 
@@ -30,6 +31,7 @@ struct RecordingState {
   std::vector<std::string> without_allocator_names;
   std::vector<std::string> missed_names;  // the first files not probed, each with its reason
   uint64_t held_too_long = 0;             // held processes continued by the bound on the wait
+  RejectedLoss rejected_loss;             // ring buffer losses of processes the filter then rejected
 };
 
 // Every counter, by the name it has in the saved profile.
