@@ -45,7 +45,7 @@ class SessionUnwind : public UnwindTables {
   void prepare_process(uint32_t tgid) override {
     // The process waits meanwhile: a very large file (tens of megabytes of
     // code take a second or more to read) is left to the kernel's request.
-    constexpr uint64_t kMaxBytesWhileHeld = 32 << 20;
+    constexpr uint64_t kMaxBytesWhileHeld = 64 << 20;
     if (with_tables_) tables_.load_process(pid_t(tgid), kMaxBytesWhileHeld);
   }
   int finish_walk(uint32_t tgid, const as_deferred_walk& walk, std::span<const uint8_t> stack,
