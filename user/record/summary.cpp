@@ -32,11 +32,12 @@ void print_totals(const RecordingState& s, const RecordConfig& config, uint64_t 
   uint64_t n = s.sink.recorded_processes();
   std::string processes = std::to_string(n) + (n == 1 ? " process" : " processes");
   std::fprintf(stderr,
-               "allocscope: %.1f s, rate %s, %llu samples, %zu stacks, %s, est. %s allocated, %s live; "
+               "allocscope: %.1f s, rate %s, %llu samples, %zu stacks, %s, %s%s allocated, %s live; "
                "drops: ringbuf %llu, live-map-full %llu, stack-lost %llu, stack-table-full %llu\n",
                elapsed_ms / 1000.0,
                exact_mode(config) ? "1 (exact)" : format_bytes(double(config.rate)).c_str(),
                (ull)k[AS_CNT_SAMPLES], s.profile.stacks().size(), processes.c_str(),
+               exact_mode(config) ? "" : "est. ",  // exact mode counts: nothing is estimated
                format_bytes(alloc).c_str(), format_bytes(live).c_str(), (ull)charged_ringbuf_drops(s),
                (ull)(k[AS_CNT_LIVE_FULL] + k[AS_CNT_LIVE_SHARE] + p.live_full), (ull)s.sink.stack_lost(),
                (ull)(p.stacks_full + s.sink.table_full()));
@@ -216,8 +217,8 @@ void print_live_peaks(const RecordingState& s, const RecordConfig& config, uint6
   };
   const PeakKeeper& peak = s.profile.peak();
   if (config.peak && peak.seen()) {
-    std::fprintf(stderr, "allocscope: peak: est. %s live at %.1f s%s\n", format_bytes(peak.bytes()).c_str(),
-                 since_start(peak.ts_ns()),
+    std::fprintf(stderr, "allocscope: peak: %s%s live at %.1f s%s\n", exact_mode(config) ? "" : "est. ",
+                 format_bytes(peak.bytes()).c_str(), since_start(peak.ts_ns()),
                  config.outputs.empty() ? "" : " (its in-use profile: the .peak outputs)");
     // Several processes: each one's own high point (they need not coincide).
     std::vector<std::pair<double, uint32_t>> highs;
