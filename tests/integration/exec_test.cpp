@@ -1,0 +1,126 @@
+// A launched compiler driver (g++) that execs its children (cc1plus, as):
+// exact mode loses nothing in any of them, and their stacks are whole.
+// cc1plus is a 35 MB program whose unwind table takes a few hundred
+// milliseconds to build: the process is held at its first instruction until
+// the table is in, so no allocation of its waits in a ring buffer meanwhile.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+
+namespace allocscope::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kSource = R"(#include <map>
+#include <string>
+#include <vector>
+#include <algorithm>
+#include <iostream>
+int main() {
+  std::map<std::string, std::vector<int>> m;
+  for (int i = 0; i < 100; ++i) m[std::to_string(i)].push_back(i);
+  std::vector<std::string> keys;
+  for (auto& [k, v] : m) keys.push_back(k);
+  std::sort(keys.begin(), keys.end());
+  std::cout << keys.size() << "\n";
+}
+)";
+
+// The compiler proper's command line that `g++ ARGS` would run (its -###
+// output), its output file replaced by `out`.
+std::vector<std::string> cc1plus_command(const std::vector<std::string>& gxx, const std::string& out) {
+  std::vector<std::string> argv = gxx;
+  argv.push_back("-###");
+  RunResult r = run(argv);
+  std::vector<std::string> args;
+  std::istringstream lines(r.err);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("/cc1plus ") == std::string::npos) continue;
+    // Arguments apart by spaces, those with shell characters in quotes.
+    std::istringstream words(line);
+    for (std::string w; words >> w;)
+      args.push_back(w.size() >= 2 && w.front() == '"' && w.back() == '"' ? w.substr(1, w.size() - 2) : w);
+    break;
+  }
+  for (size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == "-o") args[i + 1] = out;
+  return args;
+}
+
+// Allocations per program (the root frame's name) in an exact recording.
+std::map<std::string, double> allocations_by_program(const std::string& pprof) {
+  std::string out = temp_path("exec-objects.folded");
+  RunResult r =
+      run({ALLOCSCOPE_BIN, "report", pprof, "--metric", "alloc_objects", "--format", "folded", "-o", out});
+  EXPECT_EQ(r.status, 0) << r.err;
+  std::map<std::string, double> by;
+  for (const auto& [frames, value] : read_folded(out))
+    by[frames[0].substr(0, frames[0].rfind(" ("))] += value;
+  std::remove(out.c_str());
+  return by;
+}
+
+TEST(Exec, ACompilerDriverLosesNothingInTheProgramsItRuns) {
+  REQUIRE_BPF();
+  if (access("/usr/bin/g++", X_OK) != 0) GTEST_SKIP() << "no g++ (build-essential)";
+  fs::path dir = temp_path("exec-gxx");
+  fs::create_directories(dir);
+  std::ofstream(dir / "small.cpp") << kSource;
+  std::vector<std::string> gxx = {
+      "/usr/bin/g++", "-O1", "-c", (dir / "small.cpp").string(), "-o", (dir / "small.o").string()};
+  std::string via_driver = temp_path("exec-driver.pb.gz"), direct = temp_path("exec-direct.pb.gz");
+  std::vector<std::string> record = {ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", via_driver, "--"};
+  record.insert(record.end(), gxx.begin(), gxx.end());
+  RunResult r = run(record);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err.find("not exact"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("drops: ringbuf 0,"), std::string::npos) << r.err;
+
+  std::vector<std::string> cc1plus = cc1plus_command(gxx, (dir / "small.s").string());
+  ASSERT_GT(cc1plus.size(), 2u) << "no cc1plus in g++ -###";
+  record = {ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", direct, "--"};
+  record.insert(record.end(), cc1plus.begin(), cc1plus.end());
+  RunResult d = run(record);
+  ASSERT_EQ(d.status, 0) << d.err;
+
+  std::map<std::string, double> tree = allocations_by_program(via_driver);
+  double alone = allocations_by_program(direct)["cc1plus"];
+  std::printf("  cc1plus: %.0f allocations under g++, %.0f run alone; g++ %.0f, as %.0f\n", tree["cc1plus"],
+              alone, tree["g++"], tree["as"]);
+  EXPECT_GT(tree["g++"], 0);
+  EXPECT_GT(tree["as"], 0);
+  // The same compilation (its temporary file's name aside, which moves a
+  // handful of allocations): equal within 0.01 %.
+  EXPECT_GT(alone, 10000);
+  EXPECT_LT(std::fabs(tree["cc1plus"] - alone), alone * 1e-4);
+
+  // Whole stacks: the assembler's reach its entry (__libc_start_main).
+  std::string folded = temp_path("exec-tree.folded");
+  ASSERT_EQ(run({ALLOCSCOPE_BIN, "report", via_driver, "--format", "folded", "-o", folded}).status, 0);
+  size_t as_stacks = 0, as_whole = 0;
+  for (const auto& [frames, value] : read_folded(folded)) {
+    if (!frames[0].starts_with("as (")) continue;
+    ++as_stacks;
+    as_whole += std::find(frames.begin(), frames.end(), "__libc_start_main") != frames.end();
+  }
+  std::printf("  as: %zu of %zu stacks reach __libc_start_main\n", as_whole, as_stacks);
+  EXPECT_GT(as_stacks, 0u);
+  EXPECT_GT(as_whole, as_stacks * 9 / 10);
+  fs::remove_all(dir);
+  for (const std::string& f : {via_driver, direct, folded}) std::remove(f.c_str());
+}
+
+}  // namespace
+}  // namespace allocscope::test
