@@ -167,8 +167,8 @@ void add_sampling_options(CLI::App* app, RecordConfig& c, OptionText& t) {
       ->type_name("N")
       ->capture_default_str()
       ->check(CLI::Range(1u, 65536u));
-  app->add_flag("--no-hold{false}", c.hold_new_files,
-                "With --all or --children: never stop a process that maps a file not seen before (by "
+  app->add_flag("!--no-hold", c.hold_new_files,
+                "With --all or --children: never stop a process that maps or runs a file not seen before (by "
                 "default it is stopped, for the milliseconds that probing the file takes, so that none "
                 "of its allocations is missed; debugged processes and a shell's jobs never are)");
   app->add_flag("-v,--verbose", c.verbose, "Print probe placement, kernel counters and libbpf's messages");
