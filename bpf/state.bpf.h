@@ -18,11 +18,12 @@ const volatile bool track_live = true; /* false (--no-free): no free is seen, ke
 const volatile bool filter_processes = false;
 const volatile bool trace_unknown = false;   /* processes without a verdict are traced (--all) */
 const volatile bool follow_children = false; /* members' forked children become members */
+/* Stop a process that maps or runs a new file until it is examined. */
 const volatile bool hold_new_files = false;
-const volatile bool judge_names =
-    false; /* --comm or --unit: name_verdicts applies to processes without a verdict */
+/* --comm or --unit: name_verdicts applies to processes without a verdict,
+ * by name (and with --unit, cgroup). */
+const volatile bool judge_names = false;
 const volatile bool judge_cgroups = false;
-/* --unit: ... by name and cgroup */   /* stop a process mapping a new file until it is examined */
 const volatile __u64 cgroup_id = 0;    /* --cgroup: traced only inside this cgroup ... */
 const volatile __u32 cgroup_level = 0; /* ... at this depth below the root; 0: no filter */
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <memory>
 #include <thread>
 
 #include "harness.h"
@@ -67,35 +68,39 @@ struct HeldMap {
   }
 };
 
-TEST(HoldGuard, ReleasesOnceAndOnlyWhatItHolds) {
-  REQUIRE_BPF();
+// A held map and its guard, started.
+class HoldGuardTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REQUIRE_BPF();
+    ASSERT_GE(map.fd, 0);
+    auto started = HoldGuard::start(map.fd);
+    ASSERT_TRUE(started) << started.error().message;
+    guard = std::move(*started);
+  }
   HeldMap map;
-  ASSERT_GE(map.fd, 0);
-  auto guard = HoldGuard::start(map.fd);
-  ASSERT_TRUE(guard) << guard.error().message;
+  std::unique_ptr<HoldGuard> guard;
+};
+
+TEST_F(HoldGuardTest, ReleasesOnceAndOnlyWhatItHolds) {
   pid_t a = stopped_child();
   map.hold(a, monotonic_now_ns());
-  EXPECT_TRUE((*guard)->release(uint32_t(a)));
-  EXPECT_FALSE((*guard)->release(uint32_t(a)));  // once
+  EXPECT_TRUE(guard->release(uint32_t(a)));
+  EXPECT_FALSE(guard->release(uint32_t(a)));  // once
   EXPECT_FALSE(map.holds(a));
   EXPECT_TRUE(exits(a));
-  EXPECT_FALSE((*guard)->release(uint32_t(getpid())));  // never one not held
+  EXPECT_FALSE(guard->release(uint32_t(getpid())));  // never one not held
 }
 
-TEST(HoldGuard, ReleasesThoseHeldPastTheBound) {
-  REQUIRE_BPF();
-  HeldMap map;
-  ASSERT_GE(map.fd, 0);
-  auto guard = HoldGuard::start(map.fd);
-  ASSERT_TRUE(guard) << guard.error().message;
+TEST_F(HoldGuardTest, ReleasesThoseHeldPastTheBound) {
   uint64_t now = monotonic_now_ns();
   pid_t old_one = stopped_child(), new_one = stopped_child();
   map.hold(old_one, now - 2000000000);
   map.hold(new_one, now);
-  EXPECT_EQ((*guard)->release_older(now - 1000000000), 1u);
+  EXPECT_EQ(guard->release_older(now - 1000000000), 1u);
   EXPECT_TRUE(exits(old_one));
   EXPECT_TRUE(map.holds(new_one));
-  guard->reset();  // the session's end continues the rest
+  guard.reset();  // the session's end continues the rest
   EXPECT_FALSE(map.holds(new_one));
   EXPECT_TRUE(exits(new_one));
 }

@@ -171,17 +171,7 @@ void BpfSession::forget_file(uint32_t kernel_dev, uint64_t ino) {
 }
 
 std::vector<std::pair<uint32_t, uint64_t>> BpfSession::process_drops() const {
-  std::vector<std::pair<uint32_t, uint64_t>> out;
-  int fd = bpf_map__fd(skel_->maps.process_drops);
-  uint32_t key, next;
-  uint32_t* prev = nullptr;
-  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-    uint64_t n = 0;
-    if (bpf_map_lookup_elem(fd, &next, &n) == 0) out.emplace_back(next, n);
-    key = next;
-    prev = &key;
-  }
-  return out;
+  return all_entries<uint32_t, uint64_t>(bpf_map__fd(skel_->maps.process_drops));
 }
 
 void BpfSession::set_name_verdict(const std::string& comm, uint64_t cgroup, uint8_t verdict) {
@@ -193,17 +183,7 @@ void BpfSession::set_name_verdict(const std::string& comm, uint64_t cgroup, uint
 }
 
 std::vector<std::pair<uint32_t, as_unjudged_drops>> BpfSession::unjudged_drops() const {
-  std::vector<std::pair<uint32_t, as_unjudged_drops>> out;
-  int fd = bpf_map__fd(skel_->maps.unjudged_drops);
-  uint32_t key, next;
-  uint32_t* prev = nullptr;
-  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-    as_unjudged_drops d{};
-    if (bpf_map_lookup_elem(fd, &next, &d) == 0) out.emplace_back(next, d);
-    key = next;
-    prev = &key;
-  }
-  return out;
+  return all_entries<uint32_t, as_unjudged_drops>(bpf_map__fd(skel_->maps.unjudged_drops));
 }
 
 Counters BpfSession::counters() const {

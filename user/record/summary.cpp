@@ -15,8 +15,8 @@ namespace {
 
 // Samples the ring buffer lost, but for those of processes the filter then
 // rejected: never the recording's.
-uint64_t charged_ringbuf_drops(const RecordingState& s) {
-  return s.session.counters()[AS_CNT_RINGBUF_DROPS] - s.rejected_loss.samples;
+uint64_t charged_ringbuf_drops(const Counters& k, const RecordingState& s) {
+  return k[AS_CNT_RINGBUF_DROPS] - s.rejected_loss.samples;
 }
 
 using ull = unsigned long long;
@@ -38,7 +38,7 @@ void print_totals(const RecordingState& s, const RecordConfig& config, uint64_t 
                exact_mode(config) ? "1 (exact)" : format_bytes(double(config.rate)).c_str(),
                (ull)k[AS_CNT_SAMPLES], s.profile.stacks().size(), processes.c_str(),
                exact_mode(config) ? "" : "est. ",  // exact mode counts: nothing is estimated
-               format_bytes(alloc).c_str(), format_bytes(live).c_str(), (ull)charged_ringbuf_drops(s),
+               format_bytes(alloc).c_str(), format_bytes(live).c_str(), (ull)charged_ringbuf_drops(k, s),
                (ull)(k[AS_CNT_LIVE_FULL] + k[AS_CNT_LIVE_SHARE] + p.live_full), (ull)s.sink.stack_lost(),
                (ull)(p.stacks_full + s.sink.table_full()));
 }
@@ -103,7 +103,7 @@ void print_warnings(const RecordingState& s, const RecordConfig& config) {
   lost.rate = config.rate;
   lost.counters = recording_counters(s);
   if (std::string what = describe_loss(lost, config.metric); !what.empty()) print_error("warning: " + what);
-  if (charged_ringbuf_drops(s) || k[AS_CNT_FREE_DROPS])
+  if (charged_ringbuf_drops(k, s) || k[AS_CNT_FREE_DROPS])
     print_error("warning: the ring buffer overflowed. Raise --ringbuf-size" +
                 std::string(exact_mode(config) ? "." : " or --rate."));
   if (k[AS_CNT_EXACT_FULL])
@@ -162,7 +162,7 @@ NamedCounters recording_counters(const RecordingState& s) {
           {"frees_seen", k[AS_CNT_FREES]},
           {"processes", s.sink.recorded_processes()},
           // Not what the filter rejected: that was never the recording's.
-          {"dropped_ringbuf", charged_ringbuf_drops(s)},
+          {"dropped_ringbuf", charged_ringbuf_drops(k, s)},
           {"dropped_ringbuf_bytes", k[AS_CNT_DROPPED_BYTES] - s.rejected_loss.bytes},
           {"dropped_filtered_out", s.rejected_loss.samples},
           {"dropped_frees", k[AS_CNT_FREE_DROPS]},
@@ -206,7 +206,7 @@ ProgressFigures progress_figures(const RecordingState& s, double elapsed_s) {
   Counters k = s.session.counters();
   const ProfileCounters& p = s.profile.counters();
   return {elapsed_s, s.sink.recorded_processes(), k[AS_CNT_SAMPLES],
-          charged_ringbuf_drops(s) + k[AS_CNT_LIVE_FULL] + k[AS_CNT_LIVE_SHARE] + p.live_full +
+          charged_ringbuf_drops(k, s) + k[AS_CNT_LIVE_FULL] + k[AS_CNT_LIVE_SHARE] + p.live_full +
               s.sink.stack_lost() + p.stacks_full + k[AS_CNT_EXACT_FULL] + s.sink.table_full()};
 }
 
