@@ -351,7 +351,7 @@ struct as_proc_event {
   as_u32 tgid;
   union {
     as_u32 parent; /* fork: the parent's tgid */
-    as_u32 held;   /* mmap: 1 when the process is stopped (SIGSTOP) until userspace continues it */
+    as_u32 held;   /* exec, mmap: 1 when the process is stopped (SIGSTOP) until userspace continues it */
   };
   as_u32 dev; /* exec, mmap: the file's device, kernel encoding */
   as_u64 ts_ns;
@@ -359,7 +359,18 @@ struct as_proc_event {
   as_u64 addr; /* mmap: where the file was mapped */
   char comm[AS_COMM_LEN];
   char name[32]; /* mmap: the file's name, truncated */
+  as_u32 ended;  /* exec, exit: AS_ENDED_* of the program that ended */
+  as_u32 pad2;
 };
+
+/* How a program that ended (as_proc_event.ended) was sampled. */
+#define AS_ENDED_IN_PROCESS 1 /* by its own sampler's probes (it carried AS_PROC_IN_PROCESS) */
+
+/* known_files values: a file examined by userspace, or (a launched command's
+ * C library, while every process that maps it samples in process) an
+ * allocator whose probes wait for the first process that does not. */
+#define AS_FILE_KNOWN 1
+#define AS_FILE_DEFERRED 2
 
 /* Exact mode (rate 1) keeps its totals in the kernel, per stack id. */
 #define AS_LIFETIME_BUCKETS 32
@@ -389,7 +400,7 @@ AS_STATIC_ASSERT(sizeof(struct as_stack_event) == 56 + 40 * AS_MAX_VMAS + 8 * AS
                  "as_stack_event layout");
 AS_STATIC_ASSERT(sizeof(struct as_table_event) == 8 + 40, "as_table_event layout");
 AS_STATIC_ASSERT(sizeof(struct as_deferred_walk) == 40, "as_deferred_walk layout");
-AS_STATIC_ASSERT(sizeof(struct as_proc_event) == 88, "as_proc_event layout");
+AS_STATIC_ASSERT(sizeof(struct as_proc_event) == 96, "as_proc_event layout");
 AS_STATIC_ASSERT(sizeof(struct as_exact_totals) == 32 + 4 * AS_LIFETIME_BUCKETS, "as_exact_totals layout");
 
 #endif

@@ -58,7 +58,7 @@ static __always_inline bool hold_current(struct task_struct *t, __u32 tgid) {
 }
 
 static __always_inline void emit_proc(__u32 kind, __u32 tgid, __u32 parent, const char *comm,
-                                      const struct file_id *file, __u64 addr) {
+                                      const struct file_id *file, __u64 addr, __u32 ended) {
   struct as_proc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
   if (!e) {
     count(AS_CNT_PROC_DROPS);
@@ -70,6 +70,7 @@ static __always_inline void emit_proc(__u32 kind, __u32 tgid, __u32 parent, cons
   e->parent = parent;
   e->ts_ns = bpf_ktime_get_ns();
   e->addr = addr;
+  e->ended = ended;
   bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), comm);
   if (file) {
     e->ino = file->ino;
@@ -90,7 +91,8 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child) {
     __u8 copy = *v; /* a child of an ignored process has its name until exec */
     if (bpf_map_update_elem(&processes, &ctgid, &copy, BPF_ANY) != 0) count(AS_CNT_PROC_TABLE_FULL);
   }
-  if (wanted(v) && (follow_children || trace_unknown)) emit_proc(AS_EV_FORK, ctgid, ptgid, child->comm, 0, 0);
+  if (wanted(v) && (follow_children || trace_unknown))
+    emit_proc(AS_EV_FORK, ctgid, ptgid, child->comm, 0, 0, 0);
   return 0;
 }
 
@@ -101,6 +103,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
   /* A new name: judged again; a new program: in process only if it is a
    * sampler itself (below) or maps one (on_syscall_exit). */
   __u8 b = base_verdict(v);
+  __u32 ended = v && (*v & AS_PROC_IN_PROCESS) ? AS_ENDED_IN_PROCESS : 0;
   if (v && (b == AS_PROC_IGNORED || b == AS_PROC_ACCEPTED || b == 0)) {
     bpf_map_delete_elem(&processes, &tgid);
     v = 0;
@@ -122,9 +125,9 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
   if (!want) return 0;
   /* A program not seen before (its own malloc if static; its interpreter,
    * musl's C library, mapped here too without an mmap): held until read. */
-  __u8 one = 1;
-  bool fresh = bpf_map_update_elem(&known_files, &key, &one, BPF_NOEXIST) == 0;
-  emit_proc(AS_EV_EXEC, tgid, fresh && hold_current(p, tgid), p->comm, &id, 0);
+  __u8 known = AS_FILE_KNOWN;
+  bool fresh = bpf_map_update_elem(&known_files, &key, &known, BPF_NOEXIST) == 0;
+  emit_proc(AS_EV_EXEC, tgid, fresh && hold_current(p, tgid), p->comm, &id, 0, ended);
   return 0;
 }
 
@@ -138,13 +141,26 @@ int BPF_PROG(on_exit, struct task_struct *p) {
   /* With --all, an ignored process's exit too: its id may come back. */
   __u8 b = base_verdict(v);
   bool want = b ? (b != AS_PROC_IGNORED || trace_unknown) : trace_unknown;
+  __u32 ended = v && (*v & AS_PROC_IN_PROCESS) ? AS_ENDED_IN_PROCESS : 0;
   /* The process id may be reused: nothing of this process may carry over. */
   bpf_map_delete_elem(&processes, &tgid);
   bpf_map_delete_elem(&seen_processes, &tgid);
   bpf_map_delete_elem(&process_live, &tgid);
   bpf_map_delete_elem(&held, &tgid); /* killed while held: nothing to continue */
-  if (want) emit_proc(AS_EV_EXIT, tgid, 0, p->comm, 0, 0);
+  if (want) emit_proc(AS_EV_EXIT, tgid, 0, p->comm, 0, 0, ended);
   return 0;
+}
+
+/* Whether userspace must examine a file just mapped: one not seen before,
+ * or an allocator left unprobed while every process that mapped it sampled
+ * in process, now mapped by one that does not. */
+static __always_inline bool to_examine(__u32 tgid, const struct as_file_key *key) {
+  __u8 known = AS_FILE_KNOWN;
+  if (bpf_map_update_elem(&known_files, key, &known, BPF_NOEXIST) == 0) return true;
+  __u8 *seen = bpf_map_lookup_elem(&known_files, key);
+  if (!seen || *seen != AS_FILE_DEFERRED) return false;
+  __u8 *v = bpf_map_lookup_elem(&processes, &tgid);
+  return !(v && (*v & AS_PROC_IN_PROCESS));
 }
 
 static long identify_vma(struct task_struct *task, struct vm_area_struct *vma, void *data) {
@@ -170,9 +186,8 @@ int BPF_PROG(on_syscall_exit, struct pt_regs *regs, long ret) {
   if (bpf_find_vma(t, ret, identify_vma, &id, 0) != 0 || !id.ino) return 0;
   struct as_file_key key = {.ino = id.ino, .dev = id.dev};
   mark_in_process(tgid, &key);
-  __u8 one = 1;
-  if (bpf_map_update_elem(&known_files, &key, &one, BPF_NOEXIST) != 0) return 0;
-  emit_proc(AS_EV_MMAP, tgid, hold_current(t, tgid), t->comm, &id, ret);
+  if (!to_examine(tgid, &key)) return 0;
+  emit_proc(AS_EV_MMAP, tgid, hold_current(t, tgid), t->comm, &id, ret, 0);
   return 0;
 }
 

@@ -169,7 +169,8 @@ struct {
   __type(value, struct as_unjudged_drops);
 } unjudged_drops SEC(".maps");
 
-/* Files (device, inode) already reported by an mmap event. */
+/* Files (device, inode) already reported by an exec or mmap event, valued
+ * AS_FILE_KNOWN or AS_FILE_DEFERRED. */
 struct {
   __uint(type, BPF_MAP_TYPE_LRU_HASH);
   __uint(max_entries, 4096);

@@ -260,12 +260,16 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, OptionText& t) {
   add_estimate_options(rec, c.render);
   rec->add_flag("--no-free", c.no_free,
                 "Alloc-only: do not probe free (cheaper; the inuse metrics are then unavailable)");
-  auto* preload = rec->add_flag(
-      "--preload", c.preload,
-      "With -- CMD: sample inside the command (liballocscope-preload.so, LD_PRELOAD) and enter the kernel "
-      "only "
-      "for sampled allocations: many times cheaper than a probe on every call. Needs a dynamically linked "
-      "command");
+  auto* preload = rec->add_flag_function(
+      "--preload", [&c](int64_t) { c.launch = LaunchPath::InProcess; },
+      "With -- CMD: sample in process only (liballocscope-preload.so through LD_PRELOAD); a process that "
+      "does not load it (static, set-id, environment cleared) is not recorded");
+  rec->add_flag_function(
+         "--probes", [&c](int64_t) { c.launch = LaunchPath::Probes; },
+         "With -- CMD: probe the allocator in every process, a trap into the kernel on every call. By "
+         "default a launched command samples in process wherever it loads liballocscope-preload.so (several "
+         "times cheaper; the same estimates), and is probed elsewhere")
+      ->excludes(preload);
   // Benchmark switches (BENCHMARKS.md): not for everyday use.
   rec->add_flag("--null-probes", c.null_probes, "Probes that do nothing: the overhead floor")->group("");
   rec->add_flag("--naive-placement", c.naive_placement, "Every probe on its function's entry")->group("");
@@ -290,6 +294,10 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, OptionText& t) {
           "processes that already load it by themselves)");
     if (*preload && c.null_probes)
       throw CLI::ValidationError("--null-probes measures uprobes, not --preload");
+    if (c.launch == LaunchPath::Probes && !*cmd)
+      throw CLI::ValidationError(
+          "--probes chooses how a launched command is sampled: add -- COMMAND (-p and "
+          "--all always probe)");
     bool children = *t.children_flag ? t.children : bool(*cmd);
     if ((!c.comm.empty() || !c.cgroup.empty() || !c.unit.empty()) && !*all && !children)
       throw CLI::ValidationError(

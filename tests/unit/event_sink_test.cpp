@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <functional>
 #include <span>
 #include <string>
 #include <tuple>
@@ -87,8 +88,12 @@ struct FakeLibraries : LibraryWatch {
 struct FakeUnwind : UnwindTables {
   void need_table(uint32_t, const as_vma&) override {}
   void on_exec(uint32_t tgid, uint32_t dev, uint64_t ino) override { execs.push_back({tgid, dev, ino}); }
-  void prepare_process(uint32_t tgid) override { prepared.push_back(tgid); }
+  void prepare_process(uint32_t tgid, std::function<void()> then) override {
+    prepared.push_back(tgid);
+    continuations.push_back(std::move(then));
+  }
   std::vector<uint32_t> prepared;
+  std::vector<std::function<void()>> continuations;  // tables "built": run by the test
   std::vector<std::tuple<uint32_t, uint32_t, uint64_t>> execs;
   int finish_walk(uint32_t, const as_deferred_walk&, std::span<const uint8_t>,
                   std::vector<uint64_t>&) override {
@@ -158,8 +163,8 @@ TEST(EventSink, ExecHandsTheNewProgramToTheTables) {
 }
 
 // A process the kernel stopped at a new mapping goes on only after the file
-// was handed to discovery and its tables to the loader; one not held is
-// left alone.
+// was handed to discovery and its tables are in (built later); one not held
+// is left alone.
 TEST(EventSink, AHeldProcessIsPreparedThenReleased) {
   Fixture f;
   as_proc_event e = process_event(AS_EV_MMAP, f.tgid);
@@ -167,6 +172,9 @@ TEST(EventSink, AHeldProcessIsPreparedThenReleased) {
   f.sink(bytes(e));
   EXPECT_EQ(f.libraries.mapped, (std::vector<uint32_t>{f.tgid}));
   EXPECT_EQ(f.unwind.prepared, (std::vector<uint32_t>{f.tgid}));
+  EXPECT_TRUE(f.kernel.released.empty());  // its tables are still being built
+  ASSERT_EQ(f.unwind.continuations.size(), 1u);
+  f.unwind.continuations[0]();
   EXPECT_EQ(f.kernel.released, (std::vector<uint32_t>{f.tgid}));
   e.held = 0;
   f.sink(bytes(e));

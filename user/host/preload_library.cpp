@@ -41,7 +41,7 @@ Result<std::string> find_preload_library() {
     return c;
   }
   return fail(std::string(kName) + " not found (looked in " + candidates.front() +
-                  (candidates.size() > 1 ? " and " + candidates.back() : "") + "); --preload needs it",
+                  (candidates.size() > 1 ? " and " + candidates.back() : "") + ")",
               ENOENT);
 }
 

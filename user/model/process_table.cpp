@@ -33,11 +33,12 @@ std::optional<uint32_t> ProcessTable::latest(uint32_t tgid) const {
   return it->second;
 }
 
-std::optional<uint32_t> ProcessTable::end(uint32_t tgid) {
+std::optional<uint32_t> ProcessTable::end(uint32_t tgid, bool in_process) {
   auto id = find(tgid);
   if (id) {
     instances_[*id].ended = true;
     --running_;
+    if (!instances_[*id].rejected) ++(in_process ? ended_in_process_ : ended_through_probes_);
   }
   return id;
 }

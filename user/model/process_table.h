@@ -30,8 +30,9 @@ class ProcessTable {
   std::optional<uint32_t> find(uint32_t tgid) const;
   // The latest instance of `tgid`, running or ended.
   std::optional<uint32_t> latest(uint32_t tgid) const;
-  // Ends the current instance of `tgid` (exit or exec) and returns it.
-  std::optional<uint32_t> end(uint32_t tgid);
+  // Ends the current instance of `tgid` (exit or exec) and returns it;
+  // `in_process`: it was sampled by its own sampler, not by allocator probes.
+  std::optional<uint32_t> end(uint32_t tgid, bool in_process = false);
   void reject(uint32_t id);
   // Ended instances that nothing refers to any more (`held` is false for
   // them: their stacks were forgotten) give their ids back for new
@@ -44,12 +45,16 @@ class ProcessTable {
   uint64_t made() const { return made_; }          // instances ever made
   uint64_t rejected() const { return rejected_; }  // ever rejected
   size_t running() const { return running_; }
+  // Ended instances with samples, by how they were sampled.
+  uint64_t ended_in_process() const { return ended_in_process_; }
+  uint64_t ended_through_probes() const { return ended_through_probes_; }
 
  private:
   std::vector<ProcessInstance> instances_;
   std::vector<uint32_t> free_;                     // released ids
   std::unordered_map<uint32_t, uint32_t> latest_;  // tgid -> its latest instance
   uint64_t made_ = 0, rejected_ = 0;
+  uint64_t ended_in_process_ = 0, ended_through_probes_ = 0;
   size_t running_ = 0;
 };
 

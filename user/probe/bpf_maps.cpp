@@ -170,6 +170,28 @@ void BpfSession::forget_file(uint32_t kernel_dev, uint64_t ino) {
   bpf_map_delete_elem(bpf_map__fd(skel_->maps.known_files), &key);
 }
 
+Result<void> BpfSession::defer_file(uint32_t kernel_dev, uint64_t ino) {
+  as_file_key key{.ino = ino, .dev = kernel_dev, .pad = 0};
+  uint8_t deferred = AS_FILE_DEFERRED;
+  // An LRU map: an entry evicted later makes the file new again, and the
+  // next process to map it has it examined (and deferred) once more.
+  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.known_files), &key, &deferred, BPF_ANY) != 0)
+    return fail_errno("remember an allocator left to in-process sampling", errno);
+  return {};
+}
+
+void BpfSession::know_file(uint32_t kernel_dev, uint64_t ino) {
+  as_file_key key{.ino = ino, .dev = kernel_dev, .pad = 0};
+  uint8_t known = AS_FILE_KNOWN;
+  bpf_map_update_elem(bpf_map__fd(skel_->maps.known_files), &key, &known, BPF_ANY);
+}
+
+bool BpfSession::in_process(uint32_t tgid) const {
+  uint8_t verdict = 0;
+  return bpf_map_lookup_elem(bpf_map__fd(skel_->maps.processes), &tgid, &verdict) == 0 &&
+         (verdict & AS_PROC_IN_PROCESS);
+}
+
 std::vector<std::pair<uint32_t, uint64_t>> BpfSession::process_drops() const {
   return all_entries<uint32_t, uint64_t>(bpf_map__fd(skel_->maps.process_drops));
 }

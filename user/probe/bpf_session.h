@@ -98,6 +98,13 @@ class BpfSession {
   // A C library file the kernel reported (AS_EV_MMAP) but that could not be
   // probed: reported again the next time a process maps it.
   void forget_file(uint32_t kernel_dev, uint64_t ino);
+  // An allocator left unprobed while its processes sample in process: the
+  // kernel reports (and holds) the next process that maps it and does not.
+  // know_file: examined, nothing more to report.
+  Result<void> defer_file(uint32_t kernel_dev, uint64_t ino);
+  void know_file(uint32_t kernel_dev, uint64_t ino);
+  // Whether the kernel has marked the process as sampling in process.
+  bool in_process(uint32_t tgid) const;
   // Continues a process the kernel stopped when it mapped a new file
   // (AS_EV_MMAP with `held`): false when it was not held (any more).
   bool release_held(uint32_t tgid);

@@ -29,17 +29,6 @@ as_file_key file_key_of(const Mapping& m) {
   return {.ino = m.inode, .dev = (m.dev_major << 20) | m.dev_minor, .pad = 0};
 }
 
-namespace {
-
-BuiltTable timed_build(const std::string& path) {
-  auto t0 = std::chrono::steady_clock::now();
-  BuiltTable b{build_unwind_table(path), 0};
-  b.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  return b;
-}
-
-}  // namespace
-
 bool TableLoader::known(const as_file_key& key) const {
   Key k{key.ino, key.dev};
   return tables_.contains(k) || failed_.contains(k);
@@ -126,6 +115,7 @@ bool TableLoader::install(const as_file_key& key, const std::string& path, Built
 const std::vector<as_unwind_row>* TableLoader::rows(pid_t pid, const Mapping& m) {
   as_file_key key = file_key_of(m);
   Key k{key.ino, key.dev};
+  if (building(key)) return nullptr;  // not read twice: the walk stops there
   if (!tables_.contains(k) && !failed_.contains(k) && !load(key, mapped_file_path(pid, m))) failed_.insert(k);
   auto it = tables_.find(k);
   return it == tables_.end() ? nullptr : &it->second;
@@ -153,16 +143,18 @@ void TableLoader::on_request(pid_t pid, const as_vma& vma) {
   // The mapping itself, through /proc/PID/map_files: the very file the
   // kernel's vma names, whatever mount namespace or overlay it is in.
   m.path = "/";
+  if (building(key)) return;  // on its way (and its load clears the request)
   if (load(key, mapped_file_path(pid, m))) return;
   ++stats_.failed;
   // The process is gone: another one mapping the file will ask again.
   session_.forget_table_request(key);
 }
 
-void TableLoader::load_process(pid_t pid, uint64_t max_bytes) {
-  auto maps = read_maps(pid);
-  if (!maps) return;
+std::vector<std::pair<as_file_key, std::string>> TableLoader::process_files(pid_t pid,
+                                                                            uint64_t max_bytes) const {
   std::vector<std::pair<as_file_key, std::string>> files;
+  auto maps = read_maps(pid);
+  if (!maps) return files;
   for (const Mapping& m : *maps) {
     if (!m.executable || !m.is_file()) continue;
     std::string path = mapped_file_path(pid, m);
@@ -171,7 +163,54 @@ void TableLoader::load_process(pid_t pid, uint64_t max_bytes) {
       continue;
     files.emplace_back(file_key_of(m), path);
   }
-  load_all(files);
+  return files;
+}
+
+void TableLoader::load_process(pid_t pid, uint64_t max_bytes) { load_all(process_files(pid, max_bytes)); }
+
+void TableLoader::load_process_later(pid_t pid, uint64_t max_bytes, std::function<void()> then) {
+  std::vector<BackgroundBuilds::File> todo;
+  Waiter w{{}, std::move(then)};
+  for (auto& [key, path] : process_files(pid, max_bytes)) {
+    if (known(key) || building(key)) {
+      if (building(key)) w.needs.emplace_back(key.ino, key.dev);
+      continue;
+    }
+    UniqueFd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!file) continue;  // the process is gone: another one will ask
+    w.needs.emplace_back(key.ino, key.dev);
+    building_.insert({key.ino, key.dev});
+    todo.push_back({key, std::move(path), std::move(file)});
+  }
+  if (w.needs.empty()) {
+    w.then();
+    return;
+  }
+  if (!todo.empty()) {
+    if (!background_) background_ = std::make_unique<BackgroundBuilds>([this] { session_.wake(); });
+    background_->submit(std::move(todo));
+  }
+  waiters_.push_back(std::move(w));
+}
+
+void TableLoader::collect() {
+  if (!background_) return;
+  for (FinishedBuild& f : background_->take()) {
+    building_.erase({f.key.ino, f.key.dev});
+    if (!known(f.key) && !install(f.key, f.path, std::move(f.built))) {
+      ++stats_.failed;
+      failed_.insert({f.key.ino, f.key.dev});
+    }
+  }
+  // Continuations run outside the list: one may ask for more builds.
+  std::vector<Waiter> ready;
+  std::erase_if(waiters_, [&](Waiter& w) {
+    bool done =
+        std::none_of(w.needs.begin(), w.needs.end(), [&](const Key& k) { return building_.contains(k); });
+    if (done) ready.push_back(std::move(w));
+    return done;
+  });
+  for (Waiter& w : ready) w.then();
 }
 
 void TableLoader::load_paths(const std::vector<std::string>& paths) {
@@ -186,21 +225,6 @@ void TableLoader::load_paths(const std::vector<std::string>& paths) {
 }
 
 namespace {
-
-// The program's interpreter (PT_INTERP), "" for none.
-std::string interpreter_of(const std::string& program) {
-  auto f = ElfFile::open(program);
-  if (!f) return "";
-  size_t n = 0;
-  if (elf_getphdrnum(f->elf(), &n) != 0) return "";
-  for (size_t i = 0; i < n; ++i) {
-    GElf_Phdr ph;
-    if (!gelf_getphdr(f->elf(), int(i), &ph) || ph.p_type != PT_INTERP || ph.p_filesz > 4096) continue;
-    auto bytes = f->read(ph.p_offset, ph.p_filesz);
-    if (bytes) return std::string(bytes->begin(), std::find(bytes->begin(), bytes->end(), uint8_t(0)));
-  }
-  return "";
-}
 
 // A loader only root can have written: it runs with allocscope's privileges.
 bool trusted_glibc_loader(const std::string& path) {
@@ -240,7 +264,8 @@ std::string run_for_output(const std::vector<std::string>& argv) {
 
 std::vector<std::string> shared_libraries(const std::string& program) {
   std::vector<std::string> libs;
-  std::string interp = interpreter_of(program);
+  auto elf = ElfFile::open(program);
+  std::string interp = elf ? elf->interpreter() : "";
   if (interp.empty() || !trusted_glibc_loader(interp)) return libs;
   // "\tlibfoo.so.1 => /usr/lib/libfoo.so.1 (0x...)" or "\t/lib64/ld-linux-x86-64.so.2 (0x...)".
   std::istringstream in(run_for_output({interp, "--list", program}));

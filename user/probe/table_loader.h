@@ -7,7 +7,9 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -18,6 +20,7 @@
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "host/proc_maps.h"
+#include "probe/background_builds.h"
 #include "probe/bpf_session.h"
 #include "symbols/stack_walk.h"
 #include "symbols/unwind_table.h"
@@ -35,12 +38,6 @@ struct TableStats {
 // The key the kernel's unwinder uses for a file /proc shows as mapped.
 as_file_key file_key_of(const Mapping& m);
 
-// A table as built, and how long that took.
-struct BuiltTable {
-  Result<UnwindTable> table;
-  double ms = 0;
-};
-
 class TableLoader {
  public:
   TableLoader(BpfSession& session, uint64_t max_rows, bool verbose)
@@ -51,6 +48,12 @@ class TableLoader {
   // Every executable file a live process maps (those no larger than
   // `max_bytes`: the rest wait for the kernel's request).
   void load_process(pid_t pid, uint64_t max_bytes = UINT64_MAX);
+  // The same, built off this thread; `then` runs from collect() once every
+  // file of the process has its table in (or could not have one).
+  void load_process_later(pid_t pid, uint64_t max_bytes, std::function<void()> then);
+  // Loads the tables built since the last call and runs the continuations
+  // they complete. On the thread that calls everything else.
+  void collect();
   // Files by path (a command's program and libraries, before it runs).
   void load_paths(const std::vector<std::string>& paths);
   // The program a process just ran (exec, file `key`) is held open until its
@@ -66,7 +69,13 @@ class TableLoader {
 
  private:
   using Key = std::tuple<uint64_t, uint32_t>;  // ino, dev
+  struct Waiter {
+    std::vector<Key> needs;
+    std::function<void()> then;
+  };
   bool known(const as_file_key& key) const;
+  bool building(const as_file_key& key) const { return building_.contains({key.ino, key.dev}); }
+  std::vector<std::pair<as_file_key, std::string>> process_files(pid_t pid, uint64_t max_bytes) const;
   // Builds and loads the table of the file at `path` under `key`; false when
   // the file could not be read (the caller may try another path).
   bool load(const as_file_key& key, const std::string& path);
@@ -81,6 +90,9 @@ class TableLoader {
   std::map<Key, UniqueFd> pinned_;  // at most kMaxPinned, the oldest let go first
   std::deque<Key> pinned_order_;
   TableStats stats_;
+  std::unique_ptr<BackgroundBuilds> background_;  // made for the first build off this thread
+  std::set<Key> building_;                        // submitted to it, not collected yet
+  std::vector<Waiter> waiters_;
 };
 
 // The rows of a live process's code, for continue_walk: its mappings as

@@ -322,8 +322,8 @@ void EventSink::set_live_times(std::span<const std::pair<as_live_key, as_live_va
   profile_.set_live_times(std::move(times));
 }
 
-void EventSink::end_instance(uint32_t tgid, bool exited) {
-  auto id = processes_.end(tgid);
+void EventSink::end_instance(uint32_t tgid, bool exited, bool in_process) {
+  auto id = processes_.end(tgid, in_process);
   if (id && processes_.instance(*id).rejected) hooks_.verdicts.unreject(tgid, exited);
   if (id && !processes_.instance(*id).rejected) hooks_.verdicts.unaccept(tgid, exited);
   symbolizer_.forget(pid_t(tgid));
@@ -359,25 +359,21 @@ void EventSink::on_process(const as_proc_event& e) {
   }
   switch (e.kind) {
     case AS_EV_EXEC:
-      end_instance(e.tgid, false);
+      end_instance(e.tgid, false, e.ended & AS_ENDED_IN_PROCESS);
       symbolizer_.track(pid_t(e.tgid));             // the new program's file, while it runs
       hooks_.verdicts.judge_name(comm_of(e.comm));  // the kernel then decides its samples itself
       hooks_.libraries.on_exec(e.tgid);
       hooks_.unwind.on_exec(e.tgid, e.dev, e.ino);
-      if (e.held) {  // a program not seen before, stopped by the kernel until read
-        hooks_.unwind.prepare_process(e.tgid);
-        hooks_.kernel.release_held(e.tgid);
-      }
+      if (e.held)  // a program not seen before, stopped by the kernel until read
+        hooks_.unwind.prepare_process(e.tgid, [this, tgid = e.tgid] { hooks_.kernel.release_held(tgid); });
       break;
     case AS_EV_EXIT:
-      end_instance(e.tgid, true);
+      end_instance(e.tgid, true, e.ended & AS_ENDED_IN_PROCESS);
       break;
     case AS_EV_MMAP:
       hooks_.libraries.new_library(e);
-      if (e.held) {  // stopped by the kernel until its new file is probed and its tables are in
-        hooks_.unwind.prepare_process(e.tgid);
-        hooks_.kernel.release_held(e.tgid);
-      }
+      if (e.held)  // stopped by the kernel until its new file is probed and its tables are in
+        hooks_.unwind.prepare_process(e.tgid, [this, tgid = e.tgid] { hooks_.kernel.release_held(tgid); });
       break;
     default:
       break;

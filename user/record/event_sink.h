@@ -90,7 +90,7 @@ class EventSink {
   void on_stack(std::span<const uint8_t> data);
   void on_alloc(std::span<const uint8_t> data);
   void on_process(const as_proc_event& e);
-  void end_instance(uint32_t tgid, bool exited);
+  void end_instance(uint32_t tgid, bool exited, bool in_process);
   void finish_exact(uint32_t instance, bool keep_live);
   void forget_untracked(uint32_t tgid, uint64_t addr, uint16_t flags);
   std::optional<uint32_t> instance_for(uint32_t tgid, const std::string& comm, uint64_t cgroup);

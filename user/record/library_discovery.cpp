@@ -46,13 +46,14 @@ std::vector<const Mapping*> code_files(const std::vector<Mapping>& maps) {
 
 }  // namespace
 
-LibraryDiscovery::LibraryDiscovery(const RecordConfig& config, BpfSession& session, Symbolizer& symbolizer)
+LibraryDiscovery::LibraryDiscovery(const RecordConfig& config, InProcessUse use, BpfSession& session,
+                                   Symbolizer& symbolizer)
     : session_(session),
       symbolizer_(symbolizer),
       system_wide_(system_wide(config)),
       naive_placement_(config.naive_placement),
       verbose_(config.verbose),
-      in_process_only_(config.preload),
+      use_(use),
       max_files_(config.max_allocator_files) {
   // allocscope's own allocator (linked in) is never probed: it records nothing.
   struct stat st;
@@ -103,6 +104,7 @@ Result<bool> LibraryDiscovery::attach_file(pid_t pid, FileKey key, const std::st
                                            const std::string& shown) {
   if (not_allocators_.contains(key) || key == own_executable_) return false;
   if (system_wide_ && allocator_offsets_.contains(key)) return true;
+  if (deferred_.contains(key) && defers_for(pid)) return true;
   auto file = hold(pid, path, shown);
   if (!file) return fail(file.error());
   auto probed = attach_held(pid, key, held_path(*file), shown);
@@ -114,11 +116,21 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
                                            const std::string& shown) {
   if (auto in_process = attach_in_process(pid, key, path, shown); !in_process || *in_process)
     return in_process;
-  if (in_process_only_) {
+  if (use_ == InProcessUse::Only) {
     not_allocators_.insert(key);
     return false;
   }
   auto targets = find_allocator_probes(path, naive_placement_, shown, emulation_of(session_.kernel()));
+  if (targets && defers_for(pid)) {
+    // Probed once a process that samples no other way maps it: the kernel
+    // reports that mapping again (and holds its process until then).
+    if (auto ok = session_.defer_file(kernel_dev(key), key.second); !ok) return fail(ok.error());
+    bool first = deferred_.insert(key).second;
+    if (verbose_ && first)
+      std::fprintf(stderr, "allocscope: %s is left to in-process sampling until a process needs its probes\n",
+                   shown.c_str());
+    return true;
+  }
   if (targets && allocator_offsets_.size() >= max_files_) {
     // Bounded: under --all any user can bring new allocator files (copies
     // of libc). Counted as not probed, and said once.
@@ -140,6 +152,12 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
   if (!targets) return fail(targets.error());
   if (verbose_) print_placement(shown, *targets, session_.mode());
   if (auto ok = session_.attach(system_wide_ ? 0 : pid, path, *targets); !ok) return fail(ok.error());
+  if (deferred_.erase(key)) {
+    session_.know_file(kernel_dev(key), key.second);
+    if (verbose_)
+      std::fprintf(stderr, "allocscope: probing %s: process %d (%s) does not sample in process\n",
+                   shown.c_str(), pid, read_comm(pid).c_str());
+  }
   auto& entries = allocator_offsets_[key];
   for (const ProbeTarget& t : *targets) entries[t.fn] = t.offset - t.placed_at;
   return true;
@@ -208,13 +226,19 @@ Result<bool> LibraryDiscovery::attach_in_process(pid_t pid, FileKey key, const s
   return true;
 }
 
-void LibraryDiscovery::attach_paths(pid_t pid, const std::vector<std::string>& paths) {
+bool LibraryDiscovery::defers_for(pid_t pid) const {
+  return use_ == InProcessUse::Preferred && (assume_in_process_ || session_.in_process(uint32_t(pid)));
+}
+
+void LibraryDiscovery::attach_paths(pid_t pid, const std::vector<std::string>& paths, bool in_process) {
+  assume_in_process_ = in_process;
   for (const std::string& path : paths) {
     struct stat st;
     if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     if (auto ok = attach_file(pid, file_key(st), path, path); !ok)
       print_error("warning: " + ok.error().message);
   }
+  assume_in_process_ = false;
 }
 
 Result<void> LibraryDiscovery::attach_every_process() {
@@ -255,8 +279,11 @@ void LibraryDiscovery::on_exec(uint32_t tgid) {
     if (ok && !*ok && ++without_allocator_ <= 3) without_allocator_names_.push_back(files.front()->path);
     return;
   }
+  // (A deferred allocator that it maps is reported by the kernel when it
+  // does not sample in process.)
   for (const Mapping* m : files)
-    if (!allocator_offsets_.contains(file_key(*m)) && !not_allocators_.contains(file_key(*m)))
+    if (!allocator_offsets_.contains(file_key(*m)) && !not_allocators_.contains(file_key(*m)) &&
+        !deferred_.contains(file_key(*m)))
       pending_.push_back({tgid, m->start, file_key(*m), 0, now_ms() + 1000, monotonic_ns(), m->path});
   retry_pending(now_ms());  // while the process lives (and, if new, is held)
 }
@@ -289,7 +316,7 @@ void LibraryDiscovery::attach_pending(const PendingLibrary& p, const Mapping& m)
   if (!ok) {
     give_up(p, ok.error().message);
     print_error("warning: " + ok.error().message);
-  } else if (*ok && verbose_) {  // the gap: its allocations before now were not seen
+  } else if (*ok && verbose_ && allocator_offsets_.contains(file_key(m))) {  // the gap: allocations not seen
     std::fprintf(stderr,
                  "allocscope: probing %s, a new allocator (process %u), %.1f ms after it was mapped\n",
                  m.path.c_str(), p.tgid, (monotonic_ns() - p.mapped_ns) / 1e6);

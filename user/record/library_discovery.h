@@ -30,16 +30,26 @@
 
 namespace allocscope {
 
+// How files that sample in process (their USDT probes) and allocators share
+// the work: Alongside, a process that maps such a file is sampled by it and
+// every allocator is probed; Only, nothing but such files is probed (a
+// command launched with --preload); Preferred, an allocator is probed only
+// once a process that samples no other way maps it (a launched command's
+// tree, started with the preload library: until then its processes trap
+// into the kernel only for sampled allocations).
+enum class InProcessUse { Alongside, Only, Preferred };
+
 class LibraryDiscovery : public LibraryWatch {
  public:
-  LibraryDiscovery(const RecordConfig& config, BpfSession& session, Symbolizer& symbolizer);
+  LibraryDiscovery(const RecordConfig& config, InProcessUse use, BpfSession& session, Symbolizer& symbolizer);
 
   // Probes every allocator process `pid` maps; fails when it maps none.
   Result<void> attach_process(pid_t pid);
   // A launched command's files (program, libraries, preloads), probed
   // before it runs in process `pid` (held before exec): no allocation is
-  // missed while a new mapping would be noticed.
-  void attach_paths(pid_t pid, const std::vector<std::string>& paths);
+  // missed while a new mapping would be noticed. `in_process`: the program
+  // will sample in process (Preferred leaves its allocators unprobed).
+  void attach_paths(pid_t pid, const std::vector<std::string>& paths, bool in_process);
   // --all: every distinct allocator file that a running process maps
   // (containers and chroots bring their own); later ones come as mmap events.
   Result<void> attach_every_process();
@@ -48,6 +58,9 @@ class LibraryDiscovery : public LibraryWatch {
   bool has_pending() const { return !pending_.empty(); }
 
   size_t libraries_probed() const { return allocator_offsets_.size() + in_process_files_.size(); }
+  bool in_process_probed() const { return !in_process_files_.empty(); }
+  // Allocators left unprobed (Preferred) while their processes sample in process.
+  size_t allocators_deferred() const { return deferred_.size(); }
   // Library files that could not be probed, or vanished before they could.
   uint64_t libraries_missed() const { return libraries_missed_; }
   // The first few of them, each with its reason.
@@ -90,6 +103,8 @@ class LibraryDiscovery : public LibraryWatch {
   static std::string held_path(const UniqueFd& file);
   // Probes the in-process sampling probes of the file if it has them.
   Result<bool> attach_in_process(pid_t pid, FileKey key, const std::string& path, const std::string& shown);
+  // Preferred: whether process `pid`'s allocators are left to its own sampler.
+  bool defers_for(pid_t pid) const;
   // Whether `p` is settled (probed, failed or given up), or still awaited.
   bool settle(const PendingLibrary& p, uint64_t now_ms);
   void attach_pending(const PendingLibrary& p, const Mapping& m);
@@ -99,13 +114,15 @@ class LibraryDiscovery : public LibraryWatch {
   BpfSession& session_;
   Symbolizer& symbolizer_;
   bool system_wide_, naive_placement_, verbose_;
-  bool in_process_only_;  // --preload: no allocator uprobes, only in-process probes
+  InProcessUse use_;
+  bool assume_in_process_ = false;  // attach_paths of a program that will sample in process
   size_t max_files_;
   bool warned_full_ = false;
   std::map<FileKey, std::map<uint16_t, uint64_t>> allocator_offsets_;  // entry code -> file offset, per file
   std::set<FileKey> not_allocators_;        // files whose symbols define no allocator
   std::set<FileKey> in_process_files_;      // files whose in-process probes are attached
   std::set<FileKey> no_in_process_probes_;  // files read and found without them
+  std::set<FileKey> deferred_;              // allocators whose probes wait (Preferred)
   std::map<FileKey, UniqueFd>
       held_files_;  // the files probed, open: attached again by fd (never by a pid's path)
   FileKey own_executable_{};

@@ -16,6 +16,8 @@
 
 namespace allocscope {
 
+enum class LaunchPath { Auto, InProcess, Probes };
+
 struct RecordConfig {
   std::vector<pid_t> pids;              // -p: attach to these processes (with --all: only these)
   std::vector<std::string> command;     // -- CMD: launch and follow this
@@ -50,9 +52,11 @@ struct RecordConfig {
   uint32_t max_stacks = 1 << 18;
   uint32_t ringbuf_bytes = 16 << 20;
   bool no_free = false;  // alloc-only: free is not probed
-  // --preload: the launched command samples in process (liballocscope-preload),
-  // traced through its USDT probes instead of allocator uprobes.
-  bool preload = false;
+  // How a launched command is sampled: Auto, in process (the preload
+  // library's USDT probes) in every process that loads it and allocator
+  // probes in the others; InProcess (--preload) only in process; Probes
+  // (--probes) only allocator probes.
+  LaunchPath launch = LaunchPath::Auto;
   UnwindMode unwind = UnwindMode::Dwarf;
   uint64_t max_unwind_rows = 1 << 25;  // budget of the kernel's unwind tables (8 bytes a row)
   ProbeMode probe_mode = ProbeMode::Auto;

@@ -12,8 +12,6 @@
 #include <vector>
 
 #include "base/units.h"
-#include "host/env_command.h"
-#include "host/preload_library.h"
 #include "host/process.h"
 #include "host/target.h"
 #include "model/timeline.h"
@@ -23,6 +21,7 @@
 #include "probe/table_loader.h"
 #include "record/clocks.h"
 #include "record/event_sink.h"
+#include "record/launch_plan.h"
 #include "record/library_discovery.h"
 #include "record/messages.h"
 #include "record/output_writer.h"
@@ -70,13 +69,14 @@ SessionConfig session_config(const RecordConfig& c) {
 // What exists once the BPF session is open, in the order it is made (and
 // unmade in reverse): each part holds references to those above it.
 struct SessionParts {
-  SessionParts(const RecordConfig& c, std::unique_ptr<BpfSession> s, Profile& profile, Symbolizer& symbolizer)
+  SessionParts(const RecordConfig& c, InProcessUse use, std::unique_ptr<BpfSession> s, Profile& profile,
+               Symbolizer& symbolizer)
       : session(std::move(s)),
         tables(*session, c.max_unwind_rows, c.verbose),
         verdicts(c, *session),
         kernel(*session),
         unwind(tables, symbolizer, c.unwind == UnwindMode::Dwarf),
-        libraries(c, *session, symbolizer),
+        libraries(c, use, *session, symbolizer),
         sink(profile, symbolizer, {verdicts, kernel, libraries, unwind}, c.max_stacks, c.per_process) {}
 
   std::unique_ptr<BpfSession> session;
@@ -129,7 +129,8 @@ class Recorder final : public LiveView {
   Result<std::vector<Target>> make_targets();
   Result<void> prepare(std::vector<Target>& targets);
   void prepare_tables(const std::vector<Target>& targets, const std::vector<std::string>& launched);
-  std::vector<std::string> launch_files() const;
+  InProcessUse in_process_use() const;
+  std::string sampling() const;
   void announce(std::vector<Target>& targets);
   Result<LoopEnd> loop(std::vector<Target>& targets);
   void sweep_exact_live(uint64_t now);
@@ -156,7 +157,7 @@ class Recorder final : public LiveView {
   uint64_t snapshots_ = 0, snapshots_missed_ = 0;
   std::optional<Timeline> timeline_;  // --timeline
   int64_t start_wall_ns_ = 0;
-  std::string preload_library_;  // --preload: liballocscope-preload.so
+  LaunchPlan plan_;  // a launched command: how its processes are sampled
 };
 
 Result<void> Recorder::open_session() {
@@ -170,7 +171,8 @@ Result<void> Recorder::open_session() {
   // Events arrive only from poll(), once the parts below are made.
   auto session = BpfSession::open(sc, [this](std::span<const uint8_t> data) { return parts_->sink(data); });
   if (!session) return fail(session.error());
-  parts_ = std::make_unique<SessionParts>(config_, std::move(*session), profile_, symbolizer_);
+  parts_ =
+      std::make_unique<SessionParts>(config_, in_process_use(), std::move(*session), profile_, symbolizer_);
   // allocscope's own allocations are never sampled (system-wide probes see them).
   return parts_->session->set_verdict(uint32_t(getpid()), AS_PROC_IGNORED);
 }
@@ -178,15 +180,7 @@ Result<void> Recorder::open_session() {
 Result<std::vector<Target>> Recorder::make_targets() {
   std::vector<Target> targets;
   if (!config_.command.empty()) {
-    std::optional<std::vector<std::string>> environment;
-    if (config_.preload) {
-      std::vector<std::string> current;
-      for (char** e = environ; *e; ++e) current.emplace_back(*e);
-      environment = preload_environment(current, preload_library_, config_.rate);
-    }
-    auto t = Target::launch(
-        config_.preload ? with_first_preload(config_.command, preload_library_) : config_.command,
-        environment);
+    auto t = Target::launch(launch_command(plan_, config_.command), launch_environment(plan_, config_.rate));
     if (!t) return fail(t.error());
     targets.push_back(std::move(*t));
   }
@@ -226,10 +220,10 @@ Result<void> check_before_attach(const RecordConfig& c) {
 
 Result<void> Recorder::prepare(std::vector<Target>& targets) {
   if (auto ok = check_before_attach(config_); !ok) return ok;
-  if (config_.preload) {
-    auto library = find_preload_library();
-    if (!library) return fail(library.error());
-    preload_library_ = *library;
+  if (!config_.command.empty()) {
+    auto plan = plan_launch(config_);
+    if (!plan) return fail(plan.error());
+    plan_ = std::move(*plan);
   }
   if (auto ok = open_session(); !ok) return ok;
   if (observer_) observer_->set_wake([session = parts_->session.get()] { session->wake(); });
@@ -238,19 +232,19 @@ Result<void> Recorder::prepare(std::vector<Target>& targets) {
   targets = std::move(*made);
   if (config_.all)
     if (auto ok = parts_->libraries.attach_every_process(); !ok) return ok;
-  // The launched command's files, found once (it runs the loader to list them).
-  std::vector<std::string> launched = config_.command.empty() ? std::vector<std::string>{} : launch_files();
+  // The launched command's files (found by running the loader): probed
+  // before it runs.
   for (Target& t : targets) {
-    if (t.launched()) parts_->libraries.attach_paths(t.pid(), launched);
+    if (t.launched()) parts_->libraries.attach_paths(t.pid(), plan_.files, plan_.root_in_process);
     // The preload library is not mapped before exec: its path alone tells.
-    if (t.launched() && config_.preload) {
-      if (parts_->libraries.libraries_probed() == 0)
-        return fail("the preload library's probes could not be attached (" + preload_library_ + ")");
+    if (t.launched() && plan_.in_process) {
+      if (!parts_->libraries.in_process_probed())
+        return fail("the preload library's probes could not be attached (" + plan_.preload_library + ")");
       continue;
     }
     if (auto ok = parts_->libraries.attach_process(t.pid()); !ok) return ok;
   }
-  if (config_.unwind == UnwindMode::Dwarf) prepare_tables(targets, launched);
+  if (config_.unwind == UnwindMode::Dwarf) prepare_tables(targets, plan_.files);
   return {};
 }
 
@@ -264,29 +258,16 @@ void Recorder::prepare_tables(const std::vector<Target>& targets, const std::vec
       parts_->tables.load_process(t.pid());
 }
 
-// The launched command's program and the libraries the loader will map for
-// it (LD_PRELOAD included), before it runs.
-std::vector<std::string> Recorder::launch_files() const {
-  EnvCommand command = through_env(config_.command);
-  std::string program = find_program(command.program);
-  if (program.empty()) return {};
-  std::vector<std::string> files = shared_libraries(program);
-  files.push_back(program);
-  if (config_.preload) files.push_back(preload_library_);
-  // `-- env LD_PRELOAD=... prog`: the preloads too. A bare name is looked for
-  // where the loader looks by default.
-  for (const std::string& p : command.preloads) {
-    if (p.find('/') != std::string::npos) {
-      files.push_back(p);
-      continue;
-    }
-    for (const char* dir : {"/lib/x86_64-linux-gnu/", "/usr/lib/x86_64-linux-gnu/", "/lib/", "/usr/lib/"})
-      if (access((std::string(dir) + p).c_str(), R_OK) == 0) {
-        files.push_back(dir + p);
-        break;
-      }
-  }
-  return files;
+InProcessUse Recorder::in_process_use() const {
+  if (!plan_.in_process) return InProcessUse::Alongside;
+  return plan_.probes ? InProcessUse::Preferred : InProcessUse::Only;
+}
+
+// A launched command: how its processes were sampled, as far as they ended.
+std::string Recorder::sampling() const {
+  if (config_.command.empty() || !parts_) return "";
+  const ProcessTable& table = parts_->sink.processes();
+  return describe_sampling(plan_, table.ended_in_process(), table.ended_through_probes());
 }
 
 void Recorder::announce(std::vector<Target>& targets) {
@@ -327,6 +308,7 @@ Result<LoopEnd> Recorder::loop(std::vector<Target>& targets) {
     uint64_t next_stop = config_.duration_ms ? l.start + config_.duration_ms : UINT64_MAX;
     parts_->sink.yield_at(std::min({next_interval, next_stop, now + 1000}));
     if (auto n = parts_->session->poll(100); !n) return fail(n.error());
+    parts_->tables.collect();  // tables built meanwhile: in, and their held processes continued
     watch_live(l.start);
     if (parts_->libraries.has_pending()) parts_->libraries.retry_pending(now_ms());
     // A held process whose event was lost, or waits behind a backlog, goes on.
@@ -386,7 +368,8 @@ RecordingState Recorder::state() const {
           parts_->libraries.without_allocator_names(),
           parts_->libraries.missed_names(),
           held_too_long_,
-          parts_->verdicts.rejected_loss()};
+          parts_->verdicts.rejected_loss(),
+          sampling()};
 }
 
 // Exact mode: the kernel's totals, as of now, and (for outputs) the ages
@@ -452,8 +435,10 @@ NamedCounters Recorder::counters() {
 }
 
 RecordingMeta Recorder::meta(uint64_t duration_ms) {
-  return {config_.rate, start_wall_ns_, int64_t(duration_ms) * 1000000, config_.metric,
-          counters(),   monotonic_ns(), parts_->session->paths()};
+  auto paths = parts_->session->paths();
+  if (std::string how = sampling(); !how.empty()) paths.emplace_back("sampling", how);
+  return {config_.rate,   start_wall_ns_,  int64_t(duration_ms) * 1000000, config_.metric, counters(),
+          monotonic_ns(), std::move(paths)};
 }
 
 Result<void> Recorder::write(unsigned number, uint64_t duration_ms) {

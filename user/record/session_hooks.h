@@ -42,11 +42,14 @@ class SessionUnwind : public UnwindTables {
   void on_exec(uint32_t tgid, uint32_t dev, uint64_t ino) override {
     tables_.pin_executable(pid_t(tgid), {.ino = ino, .dev = dev, .pad = 0});
   }
-  void prepare_process(uint32_t tgid) override {
+  void prepare_process(uint32_t tgid, std::function<void()> then) override {
     // The process waits meanwhile: a very large file (tens of megabytes of
     // code take a second or more to read) is left to the kernel's request.
     constexpr uint64_t kMaxBytesWhileHeld = 64 << 20;
-    if (with_tables_) tables_.load_process(pid_t(tgid), kMaxBytesWhileHeld);
+    if (with_tables_)
+      tables_.load_process_later(pid_t(tgid), kMaxBytesWhileHeld, std::move(then));
+    else
+      then();
   }
   int finish_walk(uint32_t tgid, const as_deferred_walk& walk, std::span<const uint8_t> stack,
                   std::vector<uint64_t>& ips) override;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <utility>
@@ -71,8 +72,10 @@ class UnwindTables {
   // A process ran a new program (AS_EV_EXEC: its file, kernel device encoding).
   virtual void on_exec(uint32_t tgid, uint32_t dev, uint64_t ino) = 0;
   // The tables of every file a held process maps, in before it goes on: its
-  // first stacks are walked in the kernel like any other.
-  virtual void prepare_process(uint32_t tgid) = 0;
+  // first stacks are walked in the kernel like any other. `then` (which
+  // continues it) runs once they are, maybe later: they are built while
+  // events go on being read.
+  virtual void prepare_process(uint32_t tgid, std::function<void()> then) = 0;
   // Finishes a walk the kernel stopped there (frames so far in `ips`, the
   // stopped frame's registers and the stack above in `stack`); returns why
   // it ended (enum as_stop).

@@ -251,6 +251,7 @@ static void print_paths(const RecordingState& s) {
   std::string line;
   for (const auto& [name, value] : s.session.paths())
     line += (line.empty() ? "" : ", ") + name + (name == "kernel" ? " " : ": ") + value;
+  if (!s.sampling.empty()) line += ", sampling: " + s.sampling;
   std::fprintf(stderr, "allocscope: %s\n", line.c_str());
 }
 

@@ -32,6 +32,7 @@ struct RecordingState {
   std::vector<std::string> missed_names;  // the first files not probed, each with its reason
   uint64_t held_too_long = 0;             // held processes continued by the bound on the wait
   RejectedLoss rejected_loss;             // ring buffer losses of processes the filter then rejected
+  std::string sampling;                   // a launched command: how its processes were sampled
 };
 
 // Every counter, by the name it has in the saved profile.

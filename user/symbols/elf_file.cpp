@@ -5,6 +5,7 @@
 #include <libelf.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -25,6 +26,18 @@ Result<ElfFile> ElfFile::open(const std::string& path) {
   std::unique_ptr<Elf, Closer> elf(elf_begin(fd.get(), ELF_C_READ_MMAP, nullptr));
   if (!elf || elf_kind(elf.get()) != ELF_K_ELF) return fail("read " + path + ": not an ELF file", ENOEXEC);
   return ElfFile(std::move(fd), elf.release(), path);
+}
+
+std::string ElfFile::interpreter() const {
+  size_t n = 0;
+  if (elf_getphdrnum(elf_.get(), &n) != 0) return "";
+  for (size_t i = 0; i < n; ++i) {
+    GElf_Phdr ph;
+    if (!gelf_getphdr(elf_.get(), int(i), &ph) || ph.p_type != PT_INTERP || ph.p_filesz > 4096) continue;
+    auto bytes = read(ph.p_offset, ph.p_filesz);
+    if (bytes) return std::string(bytes->begin(), std::find(bytes->begin(), bytes->end(), uint8_t(0)));
+  }
+  return "";
 }
 
 namespace {

@@ -26,6 +26,9 @@ class ElfFile {
 
   // Defined functions from .symtab and .dynsym, default versions only.
   std::vector<ElfSymbol> functions() const;
+  // The program's interpreter (PT_INTERP): "" for a static program or a
+  // library.
+  std::string interpreter() const;
   // File offset of a virtual address inside a PT_LOAD segment.
   Result<uint64_t> vaddr_to_offset(uint64_t vaddr) const;
   // Up to n bytes of the file at offset.

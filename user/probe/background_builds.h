@@ -1,0 +1,69 @@
+// Unwind tables built off the thread that reads the ring buffer: reading a
+// large program's unwind information takes hundreds of milliseconds (35 MB
+// of cc1plus: about 400), during which events must go on being drained.
+// One worker builds the files of each job in turn; the reader takes what is
+// finished and loads it into the kernel itself.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "allocscope.h"
+#include "base/result.h"
+#include "base/unique_fd.h"
+#include "symbols/unwind_table.h"
+
+namespace allocscope {
+
+// A table as built, and how long that took.
+struct BuiltTable {
+  Result<UnwindTable> table;
+  double ms = 0;
+};
+
+// Builds the table of the file at `path`, timed.
+BuiltTable timed_build(const std::string& path);
+
+struct FinishedBuild {
+  as_file_key key;
+  std::string path;
+  BuiltTable built;
+};
+
+class BackgroundBuilds {
+ public:
+  // A file to build from: `path` to name it by, `file` open (the path of a
+  // process's mapping vanishes with the process, which may not wait).
+  struct File {
+    as_file_key key;
+    std::string path;
+    UniqueFd file;
+  };
+  // `finished` is called (on the worker) after each job, to wake the reader.
+  explicit BackgroundBuilds(std::function<void()> finished) : finished_(std::move(finished)) {}
+  ~BackgroundBuilds();
+  BackgroundBuilds(const BackgroundBuilds&) = delete;
+  BackgroundBuilds& operator=(const BackgroundBuilds&) = delete;
+
+  void submit(std::vector<File> files);
+  // The builds finished since the last call.
+  std::vector<FinishedBuild> take();
+
+ private:
+  void work();
+
+  std::function<void()> finished_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::vector<File>> jobs_;
+  std::vector<FinishedBuild> done_;
+  bool stopping_ = false;
+  std::thread worker_;  // started by the first job
+};
+
+}  // namespace allocscope
