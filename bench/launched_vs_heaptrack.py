@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Five real programs from Debian launched as a user would: untraced, under
 heaptrack and under allocscope's paths (the default, which samples in process
-where it can; --probes; exact mode by default and through probes). Prints,
-per program, the cost (wall time over untraced, median of rounds run in
-turn) and the truth (allocated bytes, calls and bytes in use at exit against
+where it can; --probes; exact mode, which probes by default, and exact mode
+in process). Prints, per program, the cost (wall time over untraced: the
+median of rounds run in turn; exact mode once, over the median untraced run)
+and the truth (allocated bytes, calls and bytes in use at exit against
 heaptrack's exact record; whether each sampled 95 % interval covers it).
 
   sudo bench/launched_vs_heaptrack.py [--build DIR] [--rounds N] [--programs a,b] [--keep DIR]
@@ -31,8 +32,9 @@ CONFIGS = {
     "default": [],
     "--probes": ["--probes"],
     "exact": ["--rate", "1"],
-    "exact --probes": ["--rate", "1", "--probes"],
+    "exact --preload": ["--rate", "1", "--preload"],
 }
+ONCE = ("exact", "exact --preload")  # slow: one run each
 
 
 # ---- workloads: each makes its inputs in `work` and returns its command -------
@@ -131,15 +133,25 @@ def run_program(name, make, binary, rounds, work):
         commands[config] = [binary, "record", "-o", out] + options + ["--"] + command
     ratios = {c: [] for c in commands if c != "untraced"}
     summaries = {}
-    for _ in range(rounds):
+    untraced = []
+    for round_ in range(rounds):
         for ht in glob.glob(os.path.join(work, "ht*")):
             os.remove(ht)
         walls = {}
         for config, argv in commands.items():
-            walls[config], err = timed(argv)
-            summaries[config] = err
-        for c in ratios:
-            ratios[c].append(walls[c] / walls["untraced"])
+            if config in ONCE and round_ > 0:
+                continue
+            walls[config], summaries[config] = timed(argv)
+        untraced.append(walls["untraced"])
+        for c in walls:
+            if c != "untraced" and c not in ONCE:
+                ratios[c].append(walls[c] / walls["untraced"])
+        for c in ONCE:
+            if c in walls:
+                ratios[c].append(walls[c])
+    base = statistics.median(untraced)
+    for c in ONCE:
+        ratios[c] = [ratios[c][0] / base]
     files = glob.glob(os.path.join(work, "ht*.zst"))
     # heaptrack writes one file per process: the workload's is the largest.
     truth, _ = parse_heaptrack(max(files, key=os.path.getsize))

@@ -83,7 +83,7 @@ TEST(Probes, SessionModeIsRefusedInOneLineWithoutSessions) {
   EXPECT_EQ(refused.out, "") << "the workload ran";
 
   *std::find(argv.begin(), argv.end(), "session") = "auto";
-  argv.insert(std::find(argv.begin(), argv.end(), "record") + 1, "-v");
+  argv.insert(std::find(argv.begin(), argv.end(), "record") + 1, {"-v", "--probes"});
   RunResult fallback = run(argv);
   EXPECT_EQ(fallback.status, 0) << fallback.err;
   EXPECT_NE(fallback.err.find("classic probes in"), std::string::npos) << fallback.err;

@@ -76,6 +76,8 @@ tests=(
   Containers.FirstProcessOfEachNewCLibraryIsExact
   HoldGuard.GuardContinuesTheHeldWhenItsOwnerDies
   Children.ProgramsAShellRunsAreFollowedFromTheStart
+  Launch.ACommandSamplesInProcessByDefault
+  Launch.ATreeIsSampledProcessByProcess
   Agent.GoPprofReadsEachTargetAndItMatchesTruth
   Signals.KilledRecorderLeavesNoProbe
   'Modes/Confined.*'

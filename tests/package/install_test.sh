@@ -85,7 +85,7 @@ workload=(perl -e 'my @k; push @k, "x" x (1000 + $_ % 5000) for 1 .. 50000; prin
 # Stack counts of a folded file, summed.
 folded_total() { awk '{ n += $NF } END { print n + 0 }' "$root$1"; }
 
-in_root allocscope record -q -o /root/probes.pb.gz -o /root/probes.folded -- "${workload[@]}" >/dev/null ||
+in_root allocscope record -q --probes -o /root/probes.pb.gz -o /root/probes.folded -- "${workload[@]}" >/dev/null ||
   fail "allocscope record (probes) failed"
 total=$(folded_total /root/probes.folded)
 [ "$total" -gt 0 ] || fail "the recording sampled nothing"
