@@ -24,14 +24,18 @@ static __always_inline void identify(struct file *f, struct file_id *id) {
 
 #define AS_SIGSTOP 19
 
-/* Whether a job-control shell may be waiting on the process, and would
- * report it stopped: such shells run each job in a process group of its
- * own, on a terminal. */
+/* Whether a parent may be waiting on the process and act on its stop: a
+ * job-control shell runs each job in a process group of its own, on a
+ * terminal, and reports it stopped; script(1) or sudo, running a program on
+ * a terminal of its own in a new session, stop themselves with it. A
+ * container runtime's payload (nspawn's, on a terminal of its own) is in a
+ * PID namespace below its parent's: held. */
 static __always_inline bool may_be_a_shells_job(struct task_struct *t) {
   if (!BPF_CORE_READ(t, signal, tty)) return false; /* no terminal, no job control */
   struct pid *own = BPF_CORE_READ(t, signal, pids[PIDTYPE_PGID]);
   struct pid *parents = BPF_CORE_READ(t, real_parent, signal, pids[PIDTYPE_PGID]);
-  return own != parents;
+  if (own == parents) return false;
+  return BPF_CORE_READ(t, thread_pid, level) == BPF_CORE_READ(t, real_parent, thread_pid, level);
 }
 
 /* Stops the current process until userspace has examined the file it has

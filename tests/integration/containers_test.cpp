@@ -4,6 +4,7 @@
 // Every one must be in the recording from its first allocation.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -149,6 +150,48 @@ TEST(Containers, FirstProcessOfEachNewCLibraryIsExact) {
   expect_each_exact(pprof, kRoots);
   for (const fs::path& root : roots) fs::remove_all(root);
   std::remove(pprof.c_str());
+}
+
+// A container runtime's payload on a terminal of its own, as
+// systemd-nspawn starts one: in a PID namespace of its own, a new session
+// and process group, the terminal (script(1)'s here) its controlling one. A
+// shell's job looks the same but for the namespace: this one is held like
+// any other new program, and exact from its first allocation. Its files'
+// unwind tables take half a second to build here: run on unheld, it would
+// be gone before them, its stacks cut short.
+TEST(Containers, APayloadOnATerminalOfItsOwnIsExact) {
+  REQUIRE_BPF();
+  fs::path root = container_root("terminal-root");
+  Cgroup cg;
+  std::string pprof = temp_path("terminal.pb.gz");
+  setenv("ALLOCSCOPE_TEST_SLOW_TABLE", "terminal-root:500", 1);
+  auto rec = record_cgroup(cg, pprof);
+  unsetenv("ALLOCSCOPE_TEST_SLOW_TABLE");
+  RunResult r = cg.run_inside("script -qec 'unshare --pid --fork setsid -c chroot " + root.string() +
+                              " /alloc_sites --threads 1 --scale-pct " + std::to_string(kScale) +
+                              "' /dev/null >/dev/null");
+  EXPECT_EQ(r.status, 0) << r.err;
+  stop(*rec);
+  expect_each_exact(pprof, 1);
+  fs::remove_all(root);
+  std::remove(pprof.c_str());
+}
+
+// script(1) runs a program on a terminal of its own, in a new session, and
+// stops itself when the program stops (as sudo does): such a program is not
+// held, or script would stay stopped after allocscope continued it.
+TEST(Containers, AProgramWhoseParentFollowsItsStopsIsNotHeld) {
+  REQUIRE_BPF();
+  fs::path root = container_root("script-root");
+  Cgroup cg;
+  auto rec = record_cgroup(cg, temp_path("script.pb.gz"));
+  RunResult r = cg.run_inside("timeout 60 script -qec 'exec chroot " + root.string() +
+                              " /alloc_sites --threads 1 --scale-pct 1' /dev/null >/dev/null");
+  EXPECT_EQ(r.status, 0) << "script stayed stopped (124: killed by timeout)\n" << r.err;
+  rec->signal(SIGINT);
+  EXPECT_EQ(rec->wait(), 0) << rec->err();
+  fs::remove_all(root);
+  std::remove(temp_path("script.pb.gz").c_str());
 }
 
 // A hundred short processes of one new root, each in mount and PID
