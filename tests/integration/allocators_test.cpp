@@ -106,18 +106,9 @@ void expect_exact(const Recording& r, int scale, const std::string& what) {
 
 // Sampled: the sum over sites, in standard deviations of the estimate.
 void expect_within_5_sigma(const Recording& r, int scale, const std::string& what) {
-  auto sites = site_totals(r);
-  double estimate = 0, truth = 0, variance = 0;
-  for (const site_spec& s : kSites) {
-    Truth t = site_truth(s, kThreads, scale);
-    estimate += sites[s.function].alloc_bytes;
-    truth += t.bytes;
-    double sigma = ht_sigma(t.objects, double(s.size), double(kDefaultRate), true);
-    variance += sigma * sigma;
-  }
-  double z = (estimate - truth) / std::sqrt(variance);
-  std::printf("  %-40s alloc_space estimate %.0f, truth %.0f, z %+.2f\n", what.c_str(), estimate, truth, z);
-  EXPECT_LT(std::fabs(z), 5.0) << what;
+  std::map<std::string, double> bytes;
+  for (const auto& [site, totals] : site_totals(r)) bytes[site] = totals.alloc_bytes;
+  EXPECT_LT(std::fabs(sites_z(bytes, kThreads, scale, double(kDefaultRate), what)), 5.0) << what;
 }
 
 TEST(Allocators, PreloadedAllocatorsCountEachAllocationOnceInEveryMode) {

@@ -171,6 +171,22 @@ double ht_sigma(double count, double size, double rate, bool bytes) {
   return std::sqrt(count * per);
 }
 
+double sites_z(const std::map<std::string, double>& bytes, int threads, int scale_pct, double rate,
+               const std::string& what) {
+  double estimate = 0, truth = 0, variance = 0;
+  for (const site_spec& s : kSites) {
+    Truth t = site_truth(s, threads, scale_pct);
+    auto it = bytes.find(s.function);
+    estimate += it == bytes.end() ? 0 : it->second;
+    truth += t.bytes;
+    double sigma = ht_sigma(t.objects, double(s.size), rate, true);
+    variance += sigma * sigma;
+  }
+  double z = (estimate - truth) / std::sqrt(variance);
+  std::printf("  %-40s alloc_space estimate %.0f, truth %.0f, z %+.2f\n", what.c_str(), estimate, truth, z);
+  return z;
+}
+
 std::string temp_path(const std::string& name) {
   return "/tmp/allocscope-test-" + std::to_string(getpid()) + "-" + name;
 }

@@ -70,6 +70,11 @@ Truth site_truth(const site_spec& site, int threads, int scale_pct);
 // Standard deviation of a Horvitz-Thompson estimate of `count` allocations
 // of `size` bytes at rate R (bytes or objects).
 double ht_sigma(double count, double size, double rate, bool bytes);
+// The estimate of alloc_space summed over every workload site (`bytes` of
+// each, by site function) against the truth of `threads` threads at
+// `scale_pct`: how many standard deviations it is off at `rate`.
+double sites_z(const std::map<std::string, double>& bytes, int threads, int scale_pct, double rate,
+               const std::string& what);
 
 std::string temp_path(const std::string& name);
 
