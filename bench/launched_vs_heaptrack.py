@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Five real programs from Debian launched as a user would: untraced, under
 heaptrack and under allocscope's paths (the default, which samples in process
-where it can; --probes; exact mode, which probes by default, and exact mode
-in process). Prints, per program, the cost (wall time over untraced: the
-median of rounds run in turn; exact mode once, over the median untraced run)
+where it can; --probes; exact mode, which probes by default). Prints, per
+program as it is done, the cost (wall time over untraced: the median of
+rounds run in turn; exact mode once, over the median untraced run)
 and the truth (allocated bytes, calls and bytes in use at exit against
 heaptrack's exact record; whether each sampled 95 % interval covers it).
 
-  sudo bench/launched_vs_heaptrack.py [--build DIR] [--rounds N] [--programs a,b] [--keep DIR]
+  sudo bench/launched_vs_heaptrack.py [--build DIR] [--rounds N] [--programs a,b] [--no-exact a,b] [--keep DIR]
 
 Needs heaptrack, zstd, sqlite3, git, python3-pygments (Debian's python3),
 g++ and clang-format.
@@ -32,9 +32,8 @@ CONFIGS = {
     "default": [],
     "--probes": ["--probes"],
     "exact": ["--rate", "1"],
-    "exact --preload": ["--rate", "1", "--preload"],
 }
-ONCE = ("exact", "exact --preload")  # slow: one run each
+ONCE = ("exact",)  # slow: one run
 
 
 # ---- workloads: each makes its inputs in `work` and returns its command -------
@@ -54,7 +53,7 @@ DELETE FROM t WHERE k > 700;
 SELECT k, count(*) FROM t GROUP BY k ORDER BY 2 DESC LIMIT 3;
 """)
     db = os.path.join(work, "db.sqlite")
-    return ["sh", "-c", f"rm -f {db} && exec sqlite3 {db} < {script}"]
+    return ["sqlite3", db, f".read {script}"]
 
 
 def git_workload(work):
@@ -70,7 +69,7 @@ def git_workload(work):
                     d.write(f"// revision {i}\n" + s.read() + f"\n// {i * j}\n")
             subprocess.run(["git", "-C", repo, "add", "-A"], check=True, env=env)
             subprocess.run(["git", "-C", repo, "commit", "-qm", f"r{i}"], check=True, env=env)
-    return ["sh", "-c", f"exec git -C {repo} pack-objects --all --revs --stdout -q < /dev/null > /dev/null"]
+    return ["git", "-C", repo, "pack-objects", "--all", "--revs", "--stdout", "-q"]
 
 
 def python_workload(work):
@@ -84,7 +83,7 @@ def python_workload(work):
             "src = open(sys.argv[1]).read();"
             "out = pygments.highlight(src, pygments.lexers.PythonLexer(), pygments.formatters.HtmlFormatter());"
             "print(len(out))")
-    return ["env", "PYTHONMALLOC=malloc", "/usr/bin/python3", "-c", code, source]
+    return ["/usr/bin/python3", "-c", code, source]  # PYTHONMALLOC=malloc: see timed()
 
 
 def cc1plus_workload(work):
@@ -102,7 +101,7 @@ def clang_format_workload(work):
         while out.tell() < 5 << 19:  # 2.5 MB
             for src in sources:
                 out.write(open(src).read())
-    return ["sh", "-c", f"exec clang-format {big} > /dev/null"]
+    return ["clang-format", big]
 
 
 PROGRAMS = {
@@ -116,19 +115,35 @@ PROGRAMS = {
 
 # ---- running -------------------------------------------------------------------
 
-def timed(argv):
+# heaptrack follows no exec: every command is the program itself, its input
+# in its arguments and its output thrown away here.
+ENV = dict(os.environ, PYTHONMALLOC="malloc")
+
+
+def timed(argv, before=None):
+    if before:
+        before()
     t0 = time.monotonic()
-    proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True, env=ENV)
     if proc.returncode != 0:
         sys.exit(f"{argv[:6]} failed ({proc.returncode}): {proc.stderr[-2000:]}")
     return time.monotonic() - t0, proc.stderr
 
 
-def run_program(name, make, binary, rounds, work):
+def reset(work):
+    """Each run starts from the same state: sqlite3's database made anew."""
+    db = os.path.join(work, "db.sqlite")
+    if os.path.exists(db):
+        os.remove(db)
+
+
+def run_program(name, make, binary, rounds, work, exact):
     command = make(work)
     commands = {"untraced": command,
                 "heaptrack": ["heaptrack", "-o", os.path.join(work, "ht")] + command}
-    for config, options in CONFIGS.items():
+    configs = {c: o for c, o in CONFIGS.items() if exact or c not in ONCE}
+    for config, options in configs.items():
         out = os.path.join(work, config.replace(" ", "_") + ".pb.gz")
         commands[config] = [binary, "record", "-o", out] + options + ["--"] + command
     ratios = {c: [] for c in commands if c != "untraced"}
@@ -141,7 +156,7 @@ def run_program(name, make, binary, rounds, work):
         for config, argv in commands.items():
             if config in ONCE and round_ > 0:
                 continue
-            walls[config], summaries[config] = timed(argv)
+            walls[config], summaries[config] = timed(argv, lambda: reset(work))
         untraced.append(walls["untraced"])
         for c in walls:
             if c != "untraced" and c not in ONCE:
@@ -151,12 +166,13 @@ def run_program(name, make, binary, rounds, work):
                 ratios[c].append(walls[c])
     base = statistics.median(untraced)
     for c in ONCE:
-        ratios[c] = [ratios[c][0] / base]
+        if c in ratios:
+            ratios[c] = [ratios[c][0] / base]
     files = glob.glob(os.path.join(work, "ht*.zst"))
     # heaptrack writes one file per process: the workload's is the largest.
     truth, _ = parse_heaptrack(max(files, key=os.path.getsize))
     recorded = {}
-    for config in CONFIGS:
+    for config in configs:
         out = os.path.join(work, config.replace(" ", "_") + ".pb.gz")
         recorded[config] = parse_allocscope(binary, out, work)
     return {c: statistics.median(r) for c, r in ratios.items()}, truth, recorded, summaries
@@ -175,7 +191,8 @@ def report(results):
     print("| program | heaptrack | " + " | ".join(names) + " |")
     print("|---" * (len(names) + 2) + "|")
     for program, (cost, _, _, _) in results.items():
-        print(f"| {program} | {cost['heaptrack']:.2f}x | " + " | ".join(f"{cost[n]:.2f}x" for n in names) + " |")
+        print(f"| {program} | {cost['heaptrack']:.2f}x | " +
+              " | ".join(f"{cost[n]:.2f}x" if n in cost else "-" for n in names) + " |")
     print("\n### Truth against heaptrack: allocated bytes, calls, in use at exit\n")
     print("| program | what | heaptrack | " + " | ".join(names) + " |")
     print("|---" * (len(names) + 3) + "|")
@@ -185,6 +202,9 @@ def report(results):
         for metric, label in (("alloc_space", "bytes"), ("alloc_objects", "calls"), ("inuse_space", "in use")):
             cells = []
             for n in names:
+                if n not in recorded:
+                    cells.append("-")
+                    continue
                 totals = recorded[n][2][metric]
                 est, (lo, hi) = totals["estimate"], totals["interval"]
                 covered = "" if n.startswith("exact") else (" ✓" if lo <= t[metric] <= hi else " ✗")
@@ -192,7 +212,7 @@ def report(results):
             print(f"| {program} | {label} | {t[metric]:,.0f} | " + " | ".join(cells) + " |")
     print("\n### How each recording sampled, and what it dropped\n")
     for program, (_, _, recorded, summaries) in results.items():
-        for n in names:
+        for n in recorded:
             c = recorded[n][1]
             print(f"* {program}, {n}: {sampling_line(summaries[n])}; drops: ringbuf "
                   f"{c.get('dropped_ringbuf', 0)}, stack lost {c.get('dropped_stack_lost', 0)}, exact full "
@@ -204,6 +224,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--programs", default=",".join(PROGRAMS), help="comma separated, of: " + ", ".join(PROGRAMS))
+    ap.add_argument("--no-exact", default="", help="programs run without exact mode (comma separated)")
     ap.add_argument("--keep", help="keep inputs and recordings in this directory")
     args = ap.parse_args()
     for tool in ("heaptrack", "zstdcat", "sqlite3", "git", "g++", "clang-format"):
@@ -215,10 +236,15 @@ def main():
         work = args.keep and os.path.join(args.keep, name.split()[0]) or tempfile.mkdtemp(prefix="allocscope-bench-")
         os.makedirs(work, exist_ok=True)
         print(f"bench: {name} ...", file=sys.stderr, flush=True)
-        results[name] = run_program(name, PROGRAMS[name], binary, args.rounds, work)
+        results[name] = run_program(name, PROGRAMS[name], binary, args.rounds, work,
+                                    name not in args.no_exact.split(","))
         if not args.keep:
             shutil.rmtree(work)
-    report(results)
+        report({name: results[name]})
+        sys.stdout.flush()
+    if len(results) > 1:
+        print("\n## All programs\n")
+        report(results)
 
 
 if __name__ == "__main__":
