@@ -77,7 +77,7 @@ run_tests() {
 PACED_TESTS='AllProcesses\.(ShortLivedProcesses|PrivateCopyOfTheCLibrary|UnitFilterFollows)|Children\.ProgramsAShellRuns'
 PACED_TESTS+='|Agent\.(GoPprofReads|PrometheusScrapes|BadRequestsAndFloods|ChurnSoak|SecondsGivesTheDelta|LeaksAreFound)|DeepStacks\.ExactModeCounts'
 PACED_TESTS+='|Allocators\.(PreloadedAllocatorsCount|CxxOperatorsOfTcmalloc|InProcessSamplingOnEvery)'
-PACED_TESTS+='|Filters\.ANameOnceJudged|Containers\.HundredShortProcesses|Exec\.ACompilerDriver'
+PACED_TESTS+='|Filters\.ANameOnceJudged|Containers\.HundredShortProcesses|Exec\.(ACompilerDriver|ASlowTableBuild)|Launch\.ATreeIsSampled'
 
 # allocscope and its unit and integration tests under ASan and UBSan. Any
 # report of theirs, from any process, fails the stage.
