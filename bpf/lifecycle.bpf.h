@@ -61,6 +61,11 @@ static __always_inline bool hold_current(struct task_struct *t, __u32 tgid) {
   return true;
 }
 
+/* What an exec or exit event says of the program that ended. */
+static __always_inline __u32 ended_as(__u8 *verdict) {
+  return verdict && (*verdict & AS_PROC_IN_PROCESS) ? AS_ENDED_IN_PROCESS : 0;
+}
+
 static __always_inline void emit_proc(__u32 kind, __u32 tgid, __u32 parent, const char *comm,
                                       const struct file_id *file, __u64 addr, __u32 ended) {
   struct as_proc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -107,7 +112,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
   /* A new name: judged again; a new program: in process only if it is a
    * sampler itself (below) or maps one (on_syscall_exit). */
   __u8 b = base_verdict(v);
-  __u32 ended = v && (*v & AS_PROC_IN_PROCESS) ? AS_ENDED_IN_PROCESS : 0;
+  __u32 ended = ended_as(v);
   if (v && (b == AS_PROC_IGNORED || b == AS_PROC_ACCEPTED || b == 0)) {
     bpf_map_delete_elem(&processes, &tgid);
     v = 0;
@@ -145,7 +150,7 @@ int BPF_PROG(on_exit, struct task_struct *p) {
   /* With --all, an ignored process's exit too: its id may come back. */
   __u8 b = base_verdict(v);
   bool want = b ? (b != AS_PROC_IGNORED || trace_unknown) : trace_unknown;
-  __u32 ended = v && (*v & AS_PROC_IN_PROCESS) ? AS_ENDED_IN_PROCESS : 0;
+  __u32 ended = ended_as(v);
   /* The process id may be reused: nothing of this process may carry over. */
   bpf_map_delete_elem(&processes, &tgid);
   bpf_map_delete_elem(&seen_processes, &tgid);
@@ -159,10 +164,14 @@ int BPF_PROG(on_exit, struct task_struct *p) {
  * or an allocator left unprobed while every process that mapped it sampled
  * in process, now mapped by one that does not. */
 static __always_inline bool to_examine(__u32 tgid, const struct as_file_key *key) {
-  __u8 known = AS_FILE_KNOWN;
-  if (bpf_map_update_elem(&known_files, key, &known, BPF_NOEXIST) == 0) return true;
+  /* A lookup first: most mappings are of files already examined, and a
+   * lookup takes no bucket lock. */
   __u8 *seen = bpf_map_lookup_elem(&known_files, key);
-  if (!seen || *seen != AS_FILE_DEFERRED) return false;
+  if (!seen) {
+    __u8 known = AS_FILE_KNOWN;
+    return bpf_map_update_elem(&known_files, key, &known, BPF_NOEXIST) == 0;
+  }
+  if (*seen != AS_FILE_DEFERRED) return false;
   __u8 *v = bpf_map_lookup_elem(&processes, &tgid);
   return !(v && (*v & AS_PROC_IN_PROCESS));
 }

@@ -172,15 +172,14 @@ void TableLoader::load_process_later(pid_t pid, uint64_t max_bytes, std::functio
   std::vector<BackgroundBuilds::File> todo;
   Waiter w{{}, std::move(then)};
   for (auto& [key, path] : process_files(pid, max_bytes)) {
-    if (known(key) || building(key)) {
-      if (building(key)) w.needs.emplace_back(key.ino, key.dev);
-      continue;
+    if (known(key)) continue;
+    if (!building(key)) {
+      UniqueFd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+      if (!file) continue;  // the process is gone: another one will ask
+      building_.insert({key.ino, key.dev});
+      todo.push_back({key, std::move(path), std::move(file)});
     }
-    UniqueFd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!file) continue;  // the process is gone: another one will ask
     w.needs.emplace_back(key.ino, key.dev);
-    building_.insert({key.ino, key.dev});
-    todo.push_back({key, std::move(path), std::move(file)});
   }
   if (w.needs.empty()) {
     w.then();

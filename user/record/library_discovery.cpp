@@ -101,19 +101,19 @@ std::string LibraryDiscovery::held_path(const UniqueFd& file) {
 }
 
 Result<bool> LibraryDiscovery::attach_file(pid_t pid, FileKey key, const std::string& path,
-                                           const std::string& shown) {
+                                           const std::string& shown, bool assume_in_process) {
   if (not_allocators_.contains(key) || key == own_executable_) return false;
   if (system_wide_ && allocator_offsets_.contains(key)) return true;
-  if (deferred_.contains(key) && defers_for(pid)) return true;
+  if (deferred_.contains(key) && defers_for(pid, assume_in_process)) return true;
   auto file = hold(pid, path, shown);
   if (!file) return fail(file.error());
-  auto probed = attach_held(pid, key, held_path(*file), shown);
+  auto probed = attach_held(pid, key, held_path(*file), shown, assume_in_process);
   if (probed && *probed && !held_files_.contains(key)) held_files_.emplace(key, std::move(*file));
   return probed;
 }
 
 Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::string& path,
-                                           const std::string& shown) {
+                                           const std::string& shown, bool assume_in_process) {
   if (auto in_process = attach_in_process(pid, key, path, shown); !in_process || *in_process)
     return in_process;
   if (use_ == InProcessUse::Only) {
@@ -121,7 +121,7 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
     return false;
   }
   auto targets = find_allocator_probes(path, naive_placement_, shown, emulation_of(session_.kernel()));
-  if (targets && defers_for(pid)) {
+  if (targets && defers_for(pid, assume_in_process)) {
     // Probed once a process that samples no other way maps it: the kernel
     // reports that mapping again (and holds its process until then).
     if (auto ok = session_.defer_file(kernel_dev(key), key.second); !ok) return fail(ok.error());
@@ -226,19 +226,17 @@ Result<bool> LibraryDiscovery::attach_in_process(pid_t pid, FileKey key, const s
   return true;
 }
 
-bool LibraryDiscovery::defers_for(pid_t pid) const {
-  return use_ == InProcessUse::Preferred && (assume_in_process_ || session_.in_process(uint32_t(pid)));
+bool LibraryDiscovery::defers_for(pid_t pid, bool assume_in_process) const {
+  return use_ == InProcessUse::Preferred && (assume_in_process || session_.in_process(uint32_t(pid)));
 }
 
 void LibraryDiscovery::attach_paths(pid_t pid, const std::vector<std::string>& paths, bool in_process) {
-  assume_in_process_ = in_process;
   for (const std::string& path : paths) {
     struct stat st;
     if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    if (auto ok = attach_file(pid, file_key(st), path, path); !ok)
+    if (auto ok = attach_file(pid, file_key(st), path, path, in_process); !ok)
       print_error("warning: " + ok.error().message);
   }
-  assume_in_process_ = false;
 }
 
 Result<void> LibraryDiscovery::attach_every_process() {

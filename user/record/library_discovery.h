@@ -97,14 +97,17 @@ class LibraryDiscovery : public LibraryWatch {
   // Probes the file of mapping `m` if it is an allocator: true when it is
   // (or was already) probed, false when it is no allocator.
   Result<bool> attach_file(pid_t pid, const Mapping& m);
-  Result<bool> attach_file(pid_t pid, FileKey key, const std::string& path, const std::string& shown);
-  Result<bool> attach_held(pid_t pid, FileKey key, const std::string& path, const std::string& shown);
+  // `assume_in_process`: the process will sample in process (it has not run yet).
+  Result<bool> attach_file(pid_t pid, FileKey key, const std::string& path, const std::string& shown,
+                           bool assume_in_process = false);
+  Result<bool> attach_held(pid_t pid, FileKey key, const std::string& path, const std::string& shown,
+                           bool assume_in_process);
   static Result<UniqueFd> hold(pid_t pid, const std::string& path, const std::string& shown);
   static std::string held_path(const UniqueFd& file);
   // Probes the in-process sampling probes of the file if it has them.
   Result<bool> attach_in_process(pid_t pid, FileKey key, const std::string& path, const std::string& shown);
   // Preferred: whether process `pid`'s allocators are left to its own sampler.
-  bool defers_for(pid_t pid) const;
+  bool defers_for(pid_t pid, bool assume_in_process) const;
   // Whether `p` is settled (probed, failed or given up), or still awaited.
   bool settle(const PendingLibrary& p, uint64_t now_ms);
   void attach_pending(const PendingLibrary& p, const Mapping& m);
@@ -115,7 +118,6 @@ class LibraryDiscovery : public LibraryWatch {
   Symbolizer& symbolizer_;
   bool system_wide_, naive_placement_, verbose_;
   InProcessUse use_;
-  bool assume_in_process_ = false;  // attach_paths of a program that will sample in process
   size_t max_files_;
   bool warned_full_ = false;
   std::map<FileKey, std::map<uint16_t, uint64_t>> allocator_offsets_;  // entry code -> file offset, per file
