@@ -53,4 +53,19 @@ struct CommandLine {
 // The check subcommand (check_options.cpp).
 CLI::App* add_check(CLI::App& app, CheckConfig& c);
 
+// Options record and agent share (sampling_options.cpp): what is sampled,
+// how, and the capacities; and their text into the config.
+void add_sampling_options(CLI::App* app, RecordConfig& c, OptionText& t);
+void finish_sampling(RecordConfig& c, const OptionText& t);
+
+// CLI11 validator built on one of our parsers.
+template <typename Parse>
+CLI::Validator parsed_by(Parse parse, std::string what) {
+  return CLI::Validator(
+      [parse, what](std::string& value) -> std::string {
+        return parse(value) ? std::string() : "invalid " + what + " '" + value + "'";
+      },
+      "");
+}
+
 }  // namespace allocscope
