@@ -1,0 +1,75 @@
+// --all under process churn for a minute or more: allocscope's memory stays
+// bounded and every sample the kernel took is accounted for.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "harness.h"
+
+namespace allocscope::test {
+namespace {
+
+// About a minute of process churn under --all with a small stack table:
+// allocscope's memory stays bounded, nothing crashes, and the counters add
+// up: every sample the kernel took reached a stack or is counted as dropped.
+// The churn runs 45 s and at least 1,000 processes (each traps on every
+// malloc and free: a slow machine takes longer), at most 150 s.
+TEST(AllProcesses, ChurnSoakStaysBoundedAndCountsDrops) {
+  REQUIRE_BPF();
+  constexpr int kSeconds = 45, kMaxSeconds = 150;
+  constexpr uint64_t kRssBoundKib = 160 * 1024;
+  std::string out = temp_path("soak.json");
+  Child rec({ALLOCSCOPE_BIN, "record", "--all", "--rate", "16KiB", "--max-stacks", "400", "--format", "json",
+             "-o", out});
+  ASSERT_TRUE(rec.wait_for_line("recording every process", 60000, true)) << rec.err();
+  std::string script =
+      "start=$(date +%s); n=0; while { [ $(($(date +%s) - start)) -lt " + std::to_string(kSeconds) +
+      " ] || [ $n -lt 1000 ]; } && [ $(($(date +%s) - start)) -lt " + std::to_string(kMaxSeconds) +
+      " ]; do " + WORKLOAD_BIN + " --threads 1 --scale-pct 1 >/dev/null & " + WORKLOAD_BIN +
+      " --threads 2 --scale-pct 1 >/dev/null & /bin/true; wait; n=$((n + 3)); done; echo $n";
+  Child churn({"/bin/sh", "-c", script});
+  auto churned = std::async(std::launch::async, [&] { return churn.wait(); });
+  uint64_t max_rss = 0;
+  while (churned.wait_for(std::chrono::seconds(1)) != std::future_status::ready)
+    max_rss = std::max(max_rss, rss_kib(rec.pid()));
+  ASSERT_EQ(churned.get(), 0);
+  max_rss = std::max(max_rss, rss_kib(rec.pid()));
+  int processes = std::atoi(churn.out().c_str());
+  rec.signal(SIGINT);
+  ASSERT_EQ(rec.wait(), 0) << rec.err();
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(out));
+  const auto& c = j["counters"];
+  uint64_t kernel = c["samples"], kept = j["totals"]["samples"];
+  uint64_t ringbuf = c["dropped_ringbuf"], table = c["dropped_stack_table_full"],
+           lost = c["dropped_stack_lost"];
+  std::printf(
+      "  %d processes run, %llu seen; max RSS %.1f MiB; samples %llu = %llu in stacks + %llu ringbuf + %llu "
+      "stack table full + %llu stack lost\n",
+      processes, (unsigned long long)c["processes"].get<uint64_t>(), max_rss / 1024.0,
+      (unsigned long long)kernel, (unsigned long long)kept, (unsigned long long)ringbuf,
+      (unsigned long long)table, (unsigned long long)lost);
+  EXPECT_GE(processes, 1000);
+  EXPECT_GE(c["processes"].get<uint64_t>(), uint64_t(processes) * 2 / 3);
+  if (!kSanitized) {
+    EXPECT_LT(max_rss, kRssBoundKib);
+  }
+  EXPECT_GT(table, 0u) << "the stack table cap was never reached";
+  EXPECT_EQ(kernel, kept + ringbuf + table + lost);
+  EXPECT_NE(rec.err().find("the stack table was full"), std::string::npos);
+  std::remove(out.c_str());
+}
+
+}  // namespace
+}  // namespace allocscope::test
+
+namespace allocscope::test {
+namespace {}  // namespace
+}  // namespace allocscope::test
