@@ -2,7 +2,7 @@
 # One entry point for newcomers and CI:
 #   sudo ./dev.sh demo   install dependencies, build, profile the bundled demo workload
 #   sudo ./dev.sh test   install dependencies, build, run every test (BPF tests need root),
-#                        build every build type with GCC and clang, build the .deb and
+#                        build with clang (Debug) and GCC (Release), build the .deb and
 #                        test it installed, test again under ASan and UBSan, then fuzz
 #   ./dev.sh build       build only
 #   sudo ./dev.sh matrix / package-test / sanitize / fuzz / kernels   one of test's later stages alone
@@ -77,7 +77,10 @@ run_tests() {
 PACED_TESTS='AllProcesses\.(ShortLivedProcesses|PrivateCopyOfTheCLibrary|UnitFilterFollows|ChurnSoak)|Children\.ProgramsAShellRuns'
 PACED_TESTS+='|Agent\.(GoPprofReads|PrometheusScrapes|BadRequestsAndFloods|ChurnSoak|SecondsGivesTheDelta|LeaksAreFound)|DeepStacks\.ExactModeCounts'
 PACED_TESTS+='|Allocators\.(PreloadedAllocatorsCount|CxxOperatorsOfTcmalloc|InProcessSamplingOnEvery)'
-PACED_TESTS+='|Filters\.ANameOnceJudged|Containers\.HundredShortProcesses|Exec\.(ACompilerDriver|ASlowTableBuild)|Launch\.ATreeIsSampled'
+PACED_TESTS+='|Filters\.ANameOnceJudged|Exec\.(ACompilerDriver|ASlowTableBuild)|Launch\.ATreeIsSampled'
+# Under ASan a C library's unwind table takes 2 s to build, not 0.1: the new
+# roots' holds pass their bound, and walks handed to userspace outrun the reader.
+PACED_TESTS+='|Containers\.(HundredShortProcesses|FirstProcessOfEach|APayloadOnATerminal|ProcessesOfANewRoot)'
 
 # allocscope and its unit and integration tests under ASan and UBSan. Any
 # report of theirs, from any process, fails the stage.
@@ -113,32 +116,27 @@ fuzz() {
   run_tests "$BUILD-fuzz" -L fuzz
 }
 
-# allocscope and its preload library in every CMake build type with both of
-# Debian's compilers (GCC 12 and clang-16: clang 14, bookworm's default,
-# lacks the C++23 std::expected needs), warnings as errors. The main stage
-# already builds and tests GCC's RelWithDebInfo.
-BUILD_TYPES=(Debug Release RelWithDebInfo MinSizeRel)
+# allocscope and its preload library built by Debian's other compiler
+# (clang-16: clang 14, bookworm's default, lacks the C++23 std::expected
+# needs) with assertions compiled in, and by GCC at -O3, where its flow
+# warnings differ; warnings as errors. The main stage builds GCC's -O2 (and
+# the package Debian's flags); more build types found nothing new, at four
+# minutes each.
+MATRIX=(clang/Debug gcc/Release)
 matrix() {
-  local compiler type dir
-  for compiler in gcc clang; do
-    for type in "${BUILD_TYPES[@]}"; do
-      [ "$compiler/$type" = gcc/RelWithDebInfo ] && continue
-      dir="$BUILD-matrix/$compiler-$type"
-      echo "dev.sh: building allocscope with $compiler, $type"
-      if [ "$compiler" = clang ]; then
-        CC=clang-16 CXX=clang++-16 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE="$type" -DALLOCSCOPE_WERROR=ON \
-          -DBUILD_TESTING=OFF >/dev/null || return
-      else
-        CC=gcc CXX=g++ cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE="$type" -DALLOCSCOPE_WERROR=ON \
-          -DBUILD_TESTING=OFF >/dev/null || return
-      fi
-      cmake --build "$dir" -j"$(nproc)" --target allocscope allocscope_preload >"$dir/build.log" 2>&1 || {
-        grep -E -m 40 'error|warning' "$dir/build.log" >&2 || tail -n 40 "$dir/build.log" >&2
-        echo "dev.sh: the $compiler $type build failed; its log: $dir/build.log" >&2
-        return 1
-      }
-      "$dir/allocscope" --version >/dev/null || return
-    done
+  local entry compiler type dir cc cxx
+  for entry in "${MATRIX[@]}"; do
+    compiler=${entry%/*} type=${entry#*/} dir="$BUILD-matrix/${entry/\//-}"
+    if [ "$compiler" = clang ]; then cc=clang-16 cxx=clang++-16; else cc=gcc cxx=g++; fi
+    echo "dev.sh: building allocscope with $compiler, $type"
+    CC=$cc CXX=$cxx cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE="$type" -DALLOCSCOPE_WERROR=ON \
+      -DBUILD_TESTING=OFF >/dev/null || return
+    cmake --build "$dir" -j"$(nproc)" --target allocscope allocscope_preload >"$dir/build.log" 2>&1 || {
+      grep -E -m 40 'error|warning' "$dir/build.log" >&2 || tail -n 40 "$dir/build.log" >&2
+      echo "dev.sh: the $compiler $type build failed; its log: $dir/build.log" >&2
+      return 1
+    }
+    "$dir/allocscope" --version >/dev/null || return
   done
 }
 
@@ -197,12 +195,13 @@ kernels() {
 all_tests() {
   local status=0 stage failed=()
   for stage in main kernels matrix package_test sanitized fuzz; do
-    local code=0
+    local code=0 start=$SECONDS
     if [ "$stage" = main ]; then
       { build && run_tests "$BUILD"; } || code=$?
     else
       "$stage" || code=$?
     fi
+    echo "dev.sh: stage $stage: $((SECONDS - start)) s"
     [ "$code" -eq 0 ] && continue
     failed+=("$stage (status $code)")
     [ "$status" -ne 0 ] || status=$code

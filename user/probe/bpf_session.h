@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "allocscope.h"
@@ -109,8 +110,10 @@ class BpfSession {
   // (AS_EV_MMAP with `held`): false when it was not held (any more).
   bool release_held(uint32_t tgid);
   // Continues those held since before `before_ns` (CLOCK_MONOTONIC): their
-  // event was lost or is late. How many.
-  size_t release_held_before(uint64_t before_ns);
+  // event was lost or is late; those in `waiting` (for tables being built)
+  // only when held since before `waiting_before_ns`. How many.
+  size_t release_held_before(uint64_t before_ns, const std::unordered_set<uint32_t>& waiting = {},
+                             uint64_t waiting_before_ns = 0);
   // Loads the unwind table of the file the kernel's mappings name `key`
   // (replacing one it had) and clears the kernel's request for it.
   Result<void> load_unwind_table(const as_file_key& key, std::span<const as_unwind_row> rows);

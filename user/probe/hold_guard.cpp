@@ -12,7 +12,8 @@
 
 namespace allocscope {
 
-size_t release_every_held(int held_map, uint64_t before_ns) {
+size_t release_every_held(int held_map, uint64_t before_ns, const std::unordered_set<uint32_t>* waiting,
+                          uint64_t waiting_before_ns) {
   size_t released = 0;
   uint32_t key = 0, next = 0;
   bool first = true;
@@ -21,7 +22,8 @@ size_t release_every_held(int held_map, uint64_t before_ns) {
     first = false;
     key = next;
     uint64_t since = 0;
-    if (bpf_map_lookup_elem(held_map, &key, &since) != 0 || since >= before_ns) continue;
+    if (bpf_map_lookup_elem(held_map, &key, &since) != 0) continue;
+    if (since >= (waiting && waiting->contains(key) ? waiting_before_ns : before_ns)) continue;
     // Whoever deletes the entry continues the process: exactly once, and
     // never a later process of the same id (its exit deleted the entry).
     if (bpf_map_delete_elem(held_map, &key) != 0) continue;
@@ -88,6 +90,9 @@ bool HoldGuard::release(uint32_t tgid) {
   return true;
 }
 
-size_t HoldGuard::release_older(uint64_t before_ns) { return release_every_held(map_, before_ns); }
+size_t HoldGuard::release_older(uint64_t before_ns, const std::unordered_set<uint32_t>& waiting,
+                                uint64_t waiting_before_ns) {
+  return release_every_held(map_, before_ns, &waiting, waiting_before_ns);
+}
 
 }  // namespace allocscope

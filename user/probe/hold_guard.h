@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <unordered_set>
 
 #include "base/result.h"
 #include "base/unique_fd.h"
@@ -27,8 +28,10 @@ class HoldGuard {
 
   // Continues `tgid` if the kernel holds it: true when it did.
   bool release(uint32_t tgid);
-  // Continues those held since before `before_ns` (CLOCK_MONOTONIC); how many.
-  size_t release_older(uint64_t before_ns);
+  // Continues those held since before `before_ns` (CLOCK_MONOTONIC), but
+  // those in `waiting` only when held since before `waiting_before_ns`; how many.
+  size_t release_older(uint64_t before_ns, const std::unordered_set<uint32_t>& waiting = {},
+                       uint64_t waiting_before_ns = 0);
 
  private:
   HoldGuard(int held_map, UniqueFd pipe, pid_t guard)
@@ -38,8 +41,12 @@ class HoldGuard {
   pid_t guard_;
 };
 
-// Continues every process in `held_map` (deleting each entry first, so that
-// no process is continued twice); async-signal-safe. How many.
-size_t release_every_held(int held_map, uint64_t before_ns = UINT64_MAX);
+// Continues every process in `held_map` held since before `before_ns`
+// (deleting each entry first, so that no process is continued twice); those
+// in `waiting`, when given, only if held since before `waiting_before_ns`.
+// Async-signal-safe without `waiting`. How many.
+size_t release_every_held(int held_map, uint64_t before_ns = UINT64_MAX,
+                          const std::unordered_set<uint32_t>* waiting = nullptr,
+                          uint64_t waiting_before_ns = 0);
 
 }  // namespace allocscope

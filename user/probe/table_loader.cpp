@@ -170,7 +170,7 @@ void TableLoader::load_process(pid_t pid, uint64_t max_bytes) { load_all(process
 
 void TableLoader::load_process_later(pid_t pid, uint64_t max_bytes, std::function<void()> then) {
   std::vector<BackgroundBuilds::File> todo;
-  Waiter w{{}, std::move(then)};
+  Waiter w{uint32_t(pid), {}, std::move(then)};
   for (auto& [key, path] : process_files(pid, max_bytes)) {
     if (known(key)) continue;
     if (!building(key)) {
@@ -210,6 +210,12 @@ void TableLoader::collect() {
     return done;
   });
   for (Waiter& w : ready) w.then();
+}
+
+std::unordered_set<uint32_t> TableLoader::waiting_processes() const {
+  std::unordered_set<uint32_t> pids;
+  for (const Waiter& w : waiters_) pids.insert(w.pid);
+  return pids;
 }
 
 void TableLoader::load_paths(const std::vector<std::string>& paths) {

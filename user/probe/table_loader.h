@@ -14,6 +14,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <unordered_set>
 #include <vector>
 
 #include "allocscope.h"
@@ -54,6 +55,8 @@ class TableLoader {
   // Loads the tables built since the last call and runs the continuations
   // they complete. On the thread that calls everything else.
   void collect();
+  // The processes whose continuation waits for a build.
+  std::unordered_set<uint32_t> waiting_processes() const;
   // Files by path (a command's program and libraries, before it runs).
   void load_paths(const std::vector<std::string>& paths);
   // The program a process just ran (exec, file `key`) is held open until its
@@ -70,6 +73,7 @@ class TableLoader {
  private:
   using Key = std::tuple<uint64_t, uint32_t>;  // ino, dev
   struct Waiter {
+    uint32_t pid;
     std::vector<Key> needs;
     std::function<void()> then;
   };

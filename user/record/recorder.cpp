@@ -92,6 +92,10 @@ struct SessionParts {
 // The longest a process that maps a new file is held (its event lost or
 // behind a backlog): then it runs on, and may be probed late.
 constexpr uint64_t kMaxHoldNs = 1'000'000'000;
+// The longest for one whose tables are being built: that wait makes progress
+// (a large program's table takes a second on a loaded machine, and a queue of
+// new C libraries adds up), and running on early would cut its stacks short.
+constexpr uint64_t kMaxBuildHoldNs = 10'000'000'000;
 
 struct LoopEnd {
   uint64_t start = 0, end = 0, interval_start = 0;
@@ -312,7 +316,9 @@ Result<LoopEnd> Recorder::loop(std::vector<Target>& targets) {
     watch_live(l.start);
     if (parts_->libraries.has_pending()) parts_->libraries.retry_pending(now_ms());
     // A held process whose event was lost, or waits behind a backlog, goes on.
-    held_too_long_ += parts_->session->release_held_before(monotonic_ns() - kMaxHoldNs);
+    uint64_t mono = monotonic_ns();
+    held_too_long_ += parts_->session->release_held_before(
+        mono - kMaxHoldNs, parts_->tables.waiting_processes(), mono - kMaxBuildHoldNs);
     sweep_exact_live(now_ms());
     if (config_.duty_period_ms) duty_step(now_ms() - l.start);
     if (observer_) observer_->on_tick(*this);
