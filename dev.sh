@@ -1,45 +1,103 @@
 #!/usr/bin/env bash
-# One entry point for newcomers and CI:
-#   sudo ./dev.sh demo   install dependencies, build, profile the bundled demo workload
-#   sudo ./dev.sh test   install dependencies, build, run every test (BPF tests need root),
-#                        build with clang (Debug) and GCC (Release), build the .deb and
-#                        test it installed, test again under ASan and UBSan, then fuzz
-#   ./dev.sh build       build only
-#   sudo ./dev.sh matrix / package-test / sanitize / fuzz / kernels   one of test's later stages alone
-#   sudo ./dev.sh package   the Debian package (dpkg-buildpackage, lintian) into dist/
+# One entry point for newcomers and CI (as root, or as a user with sudo):
+#   ./dev.sh demo    install what allocscope needs, build it, profile the bundled demo workload
+#   ./dev.sh check   the fast tier, after every change: build, unit tests, the core real-BPF
+#                    integration tests (about 10 minutes)
+#   ./dev.sh test    the full tier, what CI runs: every test, the kernel matrix, clang (Debug)
+#                    and GCC (Release) builds, the .deb built and tested installed, the tests
+#                    again under ASan and UBSan, then the fuzzers
+#   ./dev.sh build   build allocscope and its tests (installs what is missing when root)
+#   ./dev.sh check-tests   the fast tier's tests on the build as it is (bench/flakes.py runs it)
+#   ./dev.sh matrix / package-test / sanitize / fuzz / kernels   one of test's later stages alone
+#   ./dev.sh package   the Debian package (dpkg-buildpackage, lintian) into dist/
 set -euo pipefail
 cd "$(dirname "$0")"
 
-PACKAGES=(build-essential cmake pkg-config clang llvm libbpf-dev bpftool libelf-dev libdw-dev libjemalloc-dev
-          libcli11-dev clang-format libtcmalloc-minimal4 libmimalloc2.0 musl-tools systemtap-sdt-dev libgtest-dev libcapstone-dev nlohmann-json3-dev libcpp-httplib-dev clang-16 libclang-rt-16-dev prometheus systemd libseccomp-dev util-linux libprotobuf-dev protobuf-compiler zlib1g-dev golang-go chromium
-          debhelper lintian mmdebstrap man-db zsh qemu-system-x86 busybox-static cpio kmod xz-utils)
+# What building allocscope (and the demo workload) needs.
+BUILD_PACKAGES=(build-essential cmake pkg-config clang llvm libbpf-dev bpftool libelf-dev libdw-dev libjemalloc-dev
+                libcli11-dev libcapstone-dev nlohmann-json3-dev libcpp-httplib-dev libprotobuf-dev protobuf-compiler
+                zlib1g-dev)
+# What the tests need besides: other allocators and a static libc, GoogleTest,
+# the agent's consumers (Prometheus, Go's pprof), a browser, the other
+# compiler, packaging tools, and QEMU with what a guest is made of.
+TEST_PACKAGES=(libgtest-dev clang-format libtcmalloc-minimal4 libmimalloc2.0 musl-tools systemtap-sdt-dev clang-16
+               libclang-rt-16-dev prometheus systemd libseccomp-dev util-linux golang-go chromium debhelper lintian
+               mmdebstrap man-db zsh qemu-system-x86 busybox-static cpio kmod xz-utils)
 BUILD=${BUILD_DIR:-build}
 
-install_deps() {
-  local missing=()
-  for p in "${PACKAGES[@]}"; do
-    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+missing_packages() {
+  local p
+  for p in "$@"; do
+    dpkg -s "$p" >/dev/null 2>&1 || echo "$p"
   done
+}
+
+# Installs the packages named that are missing: as root, or through sudo.
+# With --lean first, without the packages they only recommend.
+install_packages() {
+  local missing lean=()
+  [ "${1:-}" != --lean ] || { lean=(--no-install-recommends); shift; }
+  mapfile -t missing < <(missing_packages "$@")
   [ ${#missing[@]} -eq 0 ] && return
-  echo "dev.sh: installing ${missing[*]}"
   local sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo=sudo
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || {
+      echo "dev.sh: missing packages; as root run: apt-get install ${missing[*]}" >&2
+      return 1
+    }
+    sudo=sudo
+  fi
+  echo "dev.sh: installing ${missing[*]}"
+  $sudo apt-get update -qq || return
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${lean[@]}" "${missing[@]}" >/dev/null
+}
+
+install_deps() { install_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"; }
+
+# The build's packages present, or one line that says how to get them (root
+# installs them).
+require_build_packages() {
+  local missing
+  mapfile -t missing < <(missing_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}")
+  [ ${#missing[@]} -eq 0 ] && return
+  if [ "$(id -u)" -eq 0 ]; then install_deps; return; fi
+  echo "dev.sh: missing packages ${missing[*]}; './dev.sh deps' (root or sudo) installs them" >&2
+  return 1
 }
 
 build() {
-  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DALLOCSCOPE_WERROR=ON >/dev/null || return
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DALLOCSCOPE_WERROR=ON -DBUILD_TESTING=ON \
+    -DALLOCSCOPE_BENCH=ON >/dev/null || return
   cmake --build "$BUILD" -j"$(nproc)"
+}
+
+# allocscope, its preload library and the demo workload only.
+build_demo() {
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF -DALLOCSCOPE_BENCH=OFF >/dev/null ||
+    return
+  cmake --build "$BUILD" -j"$(nproc)" --target allocscope allocscope_preload alloc_sites
+}
+
+# A command as root: directly when root, else through sudo.
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; return; fi
+  command -v sudo >/dev/null || {
+    echo "dev.sh: $1 needs root (BPF); run this as root" >&2
+    return 1
+  }
+  sudo "$@"
 }
 
 demo() {
   echo "dev.sh: recording the demo workload (build/tests/alloc_sites) into demo.pb.gz, demo.svg, demo.folded"
-  "$BUILD/allocscope" record -o demo.pb.gz -o demo.svg -o demo.folded -- "$BUILD/tests/alloc_sites" --scale-pct 20
+  as_root "$BUILD/allocscope" record -o demo.pb.gz -o demo.svg -o demo.folded -- "$BUILD/tests/alloc_sites" \
+    --scale-pct 20
+  [ "$(id -u)" -eq 0 ] || as_root chown "$(id -u):$(id -g)" demo.pb.gz demo.svg demo.folded
   echo
   "$BUILD/allocscope" report demo.pb.gz --top 10
   echo
   echo "dev.sh: open demo.svg in a browser for the flame graph; 'go tool pprof demo.pb.gz' also reads the profile"
+  echo "dev.sh: installed, built and recorded in $SECONDS s"
 }
 
 # ctest in build tree $1 (more ctest arguments after it). On CI, a BPF test
@@ -64,6 +122,37 @@ run_tests() {
     status=1
   fi
   rm -f "$log"
+  return "$status"
+}
+
+# The fast tier (dev.sh check): unit tests side by side (they touch no BPF
+# and measure no time), then the integration tests one at a time, but for
+# those that take minutes and test endurance or real programs at length
+# (the soaks, a compiler run in exact mode): the full tier has them. JUnit
+# files into $BUILD/check-*.xml (bench/flakes.py reads them).
+FULL_ONLY_TESTS='ChurnSoak|Exec\.ACompilerDriver'
+check_tests() {
+  local status=0
+  run_tests "$BUILD" -L 'unit|style' -j"$(nproc)" --output-junit check-unit.xml || status=$?
+  run_tests "$BUILD" -L integration -E "$FULL_ONLY_TESTS" --output-junit check-integration.xml || status=$?
+  return "$status"
+}
+
+# The full tier's first stage: everything the build makes, unit tests side
+# by side, the rest one at a time.
+main() {
+  local status=0
+  build || return
+  run_tests "$BUILD" -L 'unit|style' -j"$(nproc)" || status=$?
+  run_tests "$BUILD" -LE 'unit|style' || status=$?
+  return "$status"
+}
+
+check() {
+  local start=$SECONDS status=0
+  build || return
+  check_tests || status=$?
+  echo "dev.sh: fast tier in $((SECONDS - start)) s"
   return "$status"
 }
 
@@ -196,11 +285,7 @@ all_tests() {
   local status=0 stage failed=()
   for stage in main kernels matrix package_test sanitized fuzz; do
     local code=0 start=$SECONDS
-    if [ "$stage" = main ]; then
-      { build && run_tests "$BUILD"; } || code=$?
-    else
-      "$stage" || code=$?
-    fi
+    "$stage" || code=$?
     echo "dev.sh: stage $stage: $((SECONDS - start)) s"
     [ "$code" -eq 0 ] && continue
     failed+=("$stage (status $code)")
@@ -216,14 +301,17 @@ all_tests() {
 }
 
 case "${1:-}" in
-  demo) install_deps; build; demo ;;
+  demo) install_packages --lean "${BUILD_PACKAGES[@]}"; build_demo; demo ;;
+  check) install_deps; check ;;
+  check-tests) check_tests ;;
   test) install_deps; all_tests ;;
-  build) build ;;
+  deps) install_deps ;;
+  build) require_build_packages; build ;;
   sanitize) install_deps; sanitized ;;
   fuzz) install_deps; fuzz ;;
   matrix) install_deps; matrix ;;
   kernels) install_deps; kernels ;;
   package) install_deps; package ;;
   package-test) install_deps; package_test ;;
-  *) echo "usage: $0 demo|test|build|sanitize|fuzz|matrix|kernels|package|package-test" >&2; exit 2 ;;
+  *) echo "usage: $0 demo|check|check-tests|test|deps|build|sanitize|fuzz|matrix|kernels|package|package-test" >&2; exit 2 ;;
 esac

@@ -102,13 +102,14 @@ TEST(DeepStacks, FramePointerWalkStopsRatherThanInvents) {
 
 TEST(DeepStacks, ExactModeCountsEveryCallAtDepth) {
   REQUIRE_BPF();
-  // The workload's own pace, untraced: over a million allocator calls a
-  // second at the churn site.
+  // The workload's own pace, untraced (over a million allocator calls a
+  // second at the churn site on an idle machine): printed, not asserted, as
+  // it is the machine's.
   RunResult untraced = run({DEEP_CXX_BIN, "--churn", "1000000", "--kept", "10"});
+  ASSERT_EQ(untraced.status, 0) << untraced.err;
   double rate = 0;
   std::sscanf(untraced.out.c_str(), "churn_calls_per_second %lf", &rate);
   std::printf("untraced: %.0f calls/s\n", rate);
-  EXPECT_GT(rate, 1e6);
 
   const long churn = 300000, kept = 20000;
   Recording r = record_deep({"--rate", "1"}, churn, kept);

@@ -43,10 +43,14 @@ Recording record_once(const std::vector<std::string>& options, const std::vector
 }
 
 // 30 recordings at a coarse rate: how often does each site's 95 % interval
-// hold the truth? Expected 95 %; the pooled alloc_space share (independent
-// checks: sites sample disjoint allocations) must be within 5 standard
-// deviations of it and below 100 % (intervals that always cover are too
-// wide); no site may fall far below, for alloc_space or inuse_space.
+// hold the truth? Expected 95 %; the pooled alloc_space share (240
+// independent checks: sites sample disjoint allocations) must be within 6
+// standard deviations of it (2e-7 by chance at 95 %, 6e-12 at the 96.7 % measured); no site may fall far
+// below, for alloc_space or inuse_space: 18 of 30 or more (a site of 15
+// samples covers 93 % or more, the mid-p interval zig-zagging with the
+// count; 17 or fewer of 30 is then 4e-8, and there are 14 such checks).
+// Intervals too wide are the unit tests' to catch (Coverage.*, 3000 runs
+// each); here no bound from above is both sure and strict.
 TEST(Estimates, RepeatedRecordingsCoverTheTruth) {
   REQUIRE_BPF();
   const int runs = 30, scale = 2;
@@ -74,16 +78,15 @@ TEST(Estimates, RepeatedRecordingsCoverTheTruth) {
     std::printf("  %-20s alloc_space covered %2d/%d", s.function, covered_alloc[s.function], runs);
     if (site_truth(s, kThreads, scale).live_bytes > 0) {
       std::printf("   inuse_space covered %2d/%d", covered_live[s.function], runs);
-      EXPECT_GE(covered_live[s.function], 22) << s.function;
+      EXPECT_GE(covered_live[s.function], 18) << s.function;
     }
     std::printf("\n");
-    EXPECT_GE(covered_alloc[s.function], 22) << s.function;  // P(X <= 21 | 30, 0.95) ~ 1e-5
+    EXPECT_GE(covered_alloc[s.function], 18) << s.function;
   }
   double share = double(covered) / checks, sd = std::sqrt(0.95 * 0.05 / checks);
   std::printf("  pooled alloc_space: %d/%d = %.1f %% (expected 95 %% +- %.1f %%)\n", covered, checks,
               100 * share, 100 * sd);
-  EXPECT_LT(std::fabs(share - 0.95), 5 * sd);
-  EXPECT_LT(covered, checks);
+  EXPECT_LT(std::fabs(share - 0.95), 6 * sd);
 }
 
 // --rate 1: every estimate is the truth, with an interval of zero width.

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "host/proc_maps.h"
@@ -169,6 +170,16 @@ double ht_sigma(double count, double size, double rate, bool bytes) {
   double p = sample_probability(uint64_t(size), uint64_t(rate));
   double per = (bytes ? size * size : 1.0) * (1 - p) / p;
   return std::sqrt(count * per);
+}
+
+Losses reported_losses(const std::string& summary) {
+  Losses l;
+  std::smatch m;
+  std::regex drops(R"(drops: ringbuf (\d+), live-map-full (\d+), stack-lost (\d+), stack-table-full (\d+))");
+  if (std::regex_search(summary, m, drops))
+    for (int i = 1; i <= 4; ++i) l.samples += std::stoull(m[i]);
+  l.process_events = summary.find("process events were lost") != std::string::npos;
+  return l;
 }
 
 double sites_z(const std::map<std::string, double>& bytes, int threads, int scale_pct, double rate,

@@ -70,6 +70,25 @@ Truth site_truth(const site_spec& site, int threads, int scale_pct);
 // Standard deviation of a Horvitz-Thompson estimate of `count` allocations
 // of `size` bytes at rate R (bytes or objects).
 double ht_sigma(double count, double size, double rate, bool bytes);
+// How many of those standard deviations a sampled estimate may be off before
+// a test calls it wrong. The estimates checked rest on 15 to 200 samples,
+// where the tail is Poisson's, not the normal's: beyond 6 sigma has
+// probability below 1.8e-7 a check (at 5 sigma it was up to 7.3e-6), and a
+// CI run makes about 300 such checks, kernel matrix included: under 6e-5 a
+// run. A bias of a few percent still fails it at these sample counts.
+inline constexpr double kMaxZ = 6;
+// The confidence of report --leaks and --diff in tests: a verdict or an
+// interval wrong by chance with probability 1e-5 (the default 95 % erred
+// one run in twenty).
+inline constexpr const char* kVerdictConfidence = "0.99999";
+// Samples a recording says it lost (the sum of its summary's "drops:"
+// figures), and whether it says process events were lost.
+struct Losses {
+  uint64_t samples = 0;
+  bool process_events = false;
+  bool any() const { return samples > 0 || process_events; }
+};
+Losses reported_losses(const std::string& summary);
 // The estimate of alloc_space summed over every workload site (`bytes` of
 // each, by site function) against the truth of `threads` threads at
 // `scale_pct`: how many standard deviations it is off at `rate`.

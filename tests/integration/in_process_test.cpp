@@ -37,7 +37,7 @@ TEST(InProcess, TracedProgramBehavesAsUntraced) {
   }
 }
 
-// Each of otel_provider's sites within 5 sigma of its truth.
+// Each of otel_provider's sites within kMaxZ sigma of its truth.
 void expect_provider_sites(const std::string& out, const std::string& log) {
   Folded f = read_folded(out);
   for (int i = 0; i < 3; ++i) {
@@ -47,7 +47,7 @@ void expect_provider_sites(const std::string& out, const std::string& log) {
     double sigma = ht_sigma(OTEL_BLOCKS, double(otel_sizes[i]), OTEL_RATE, true);
     double z = (estimate - truth) / sigma;
     std::printf("  %s: estimate %.0f, truth %.0f, z %+.2f\n", site.c_str(), estimate, truth, z);
-    EXPECT_LT(std::fabs(z), 5.0) << site << "\n" << log;
+    EXPECT_LT(std::fabs(z), kMaxZ) << site << "\n" << log;
   }
   std::remove(out.c_str());
 }
@@ -55,7 +55,7 @@ void expect_provider_sites(const std::string& out, const std::string& log) {
 // otel_memory:alloc(ptr, size, weight) from a program of its own (no
 // preload library): attached by -p, recorded through the probes alone (not
 // also through the C library's uprobes, which would count it twice), each
-// site within 5 sigma of the truth.
+// site within kMaxZ sigma of the truth.
 // Records otel_provider started before allocscope (options name it by -p)
 // while it allocates; returns allocscope's stderr, the profile in `out`.
 std::string record_waiting_provider(std::vector<std::string> options, const std::string& out) {

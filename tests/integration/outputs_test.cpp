@@ -213,8 +213,8 @@ TEST_F(Outputs, DiffShowsTheSiteThatGrew) {
 // noise alone gets no verdict in (nearly) every pair, and a site that makes
 // twice its calls (+4.8 MB, about 290 samples more at 16 KiB) is called grown
 // every time: the conditional test's z is then about 9.8, and Holm's
-// threshold over some 20 rows about 3.1, so a miss is a 6.7-sigma event
-// (below 1e-10 a pair). At a quarter of the calls (z about 4.9) one pair in
+// threshold at 99.999 % over some 20 rows about 5.0, so a miss is a
+// 4.8-sigma event (8e-7 a pair, three pairs). At a quarter of the calls (z about 4.9) one pair in
 // 40 missed, enough to turn CI red by chance. The error rates themselves are measured by simulation
 // (DifferenceSimulation); here a handful of real pairs checks the whole path.
 TEST_F(Outputs, DiffCallsOnlyTheSiteThatGrew) {
@@ -228,7 +228,8 @@ TEST_F(Outputs, DiffCallsOnlyTheSiteThatGrew) {
     EXPECT_EQ(r.status, 0) << r.err;
   };
   auto verdicts = [&](const std::string& base, const std::string& now) {
-    RunResult r = run({ALLOCSCOPE_BIN, "report", "--diff", path(base), path(now), "--json"});
+    RunResult r = run({ALLOCSCOPE_BIN, "report", "--diff", path(base), path(now), "--json", "--confidence",
+                       kVerdictConfidence});
     EXPECT_EQ(r.status, 0) << r.err;
     std::map<std::string, std::string> called;  // function -> grew/shrank
     auto j = nlohmann::json::parse(r.out, nullptr, false);
@@ -260,28 +261,31 @@ TEST_F(Outputs, DiffCallsOnlyTheSiteThatGrew) {
   }
   std::printf("  %d of %d pairs called a change that was noise\n", pairs_with_false_calls,
               kNullPairs + kGrowthPairs);
-  // Holm keeps this at most 5 % a pair (simulation: 2 %); 3 or more of 11
-  // happens with probability 1.5 % at 5 %, 0.1 % at 2 %.
-  EXPECT_LE(pairs_with_false_calls, 2);
+  // At 99.999 % Holm keeps a false call below 1e-5 a pair, 1e-4 were the
+  // normal approximation's tails ten times heavier: two pairs or more of 11
+  // then have probability 5.5e-7.
+  EXPECT_LE(pairs_with_false_calls, 1);
 }
 
 // report --leaks over record --interval's profiles: the site that leaks at a
 // known rate is the only suspect, its rate inside the interval; the churn
 // (2 MB/s freed at once) and the cache (1 MB filled at the start) are not.
-// Without the leak, nothing is suspected.
+// Without the leak, nothing is suspected. At kVerdictConfidence each of the
+// three judgements errs with probability 1e-5 (at 95 %, one run in 20
+// failed); at 2 KiB the leak's p is below 1e-15 (at 16 KiB it came near the threshold).
 TEST_F(Outputs, LeaksFindsTheLeakNotTheChurnOrTheCache) {
   REQUIRE_BPF();
   for (long leak : {400000L, 0L}) {
     std::string dir = path("leak" + std::to_string(leak));
     std::filesystem::create_directories(dir);
     RunResult rec =
-        run({ALLOCSCOPE_BIN, "record", "-q", "--rate", "16KiB", "--interval", "1s", "-o", dir + "/heap.pb.gz",
+        run({ALLOCSCOPE_BIN, "record", "-q", "--rate", "2KiB", "--interval", "1s", "-o", dir + "/heap.pb.gz",
              "--", LEAKY_BIN, "--seconds", "6", "--leak", std::to_string(leak)});
     ASSERT_EQ(rec.status, 0) << rec.err;
     std::smatch m;
     ASSERT_TRUE(std::regex_search(rec.out, m, std::regex(R"(leaked (\d+) bytes in ([0-9.]+) s)"))) << rec.out;
     double truth = std::stod(m[1]) / std::stod(m[2]);
-    std::vector<std::string> argv = {ALLOCSCOPE_BIN, "report", "--leaks", "--json"};
+    std::vector<std::string> argv = {ALLOCSCOPE_BIN, "report", "--leaks", "--json", "--confidence", kVerdictConfidence};
     for (const auto& e : std::filesystem::directory_iterator(dir)) argv.push_back(e.path().string());
     ASSERT_GE(argv.size(), 4u + 5) << "interval profiles: " << argv.size() - 4;
     RunResult r = run(argv);

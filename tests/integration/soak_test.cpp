@@ -69,7 +69,3 @@ TEST(AllProcesses, ChurnSoakStaysBoundedAndCountsDrops) {
 
 }  // namespace
 }  // namespace allocscope::test
-
-namespace allocscope::test {
-namespace {}  // namespace
-}  // namespace allocscope::test

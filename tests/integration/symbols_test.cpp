@@ -93,7 +93,7 @@ TEST(Symbols, DeletedAndReplacedBinaryIsNamed) {
   }
   double z = (estimate - truth) / std::sqrt(variance);
   std::printf("  replaced binary: estimate %.0f, truth %.0f, z %.2f\n", estimate, truth, z);
-  EXPECT_LT(std::fabs(z), 5);
+  EXPECT_LT(std::fabs(z), kMaxZ);
   fs::remove(bin);
   std::remove(out.c_str());
 }

@@ -23,8 +23,6 @@
 namespace allocscope::test {
 namespace {
 
-constexpr double kZ = 5;  // standard deviations allowed: never flakes, still catches bias
-
 // "comm (pid)" -> pid; 0 for a root without one.
 uint32_t root_pid(const std::string& root) {
   size_t open = root.rfind(" (");
@@ -110,7 +108,13 @@ TEST(AllProcesses, ShortLivedProcessesAreSymbolizedCountedAndReleased) {
   }
   std::printf("  %zu short-lived processes sampled (%.1f ms each), %d unnamed frames\n", short_pids.size(),
               each_ms, unnamed);
-  EXPECT_EQ(short_pids.size(), size_t(kRuns));
+  // What holds at any load: every process is in the profile, or the
+  // recording says it lost samples (a reader starved on a loaded machine
+  // once missed 12 of 300); a loss never goes unsaid.
+  Losses lost = reported_losses(rec.err());
+  if (!lost.any()) {
+    EXPECT_EQ(short_pids.size(), size_t(kRuns)) << rec.err();
+  }
   EXPECT_EQ(unnamed, 0) << example;
 
   auto is_short = [&](uint32_t pid) { return short_pids.contains(pid); };
@@ -122,7 +126,7 @@ TEST(AllProcesses, ShortLivedProcessesAreSymbolizedCountedAndReleased) {
   }
   std::printf("  short-lived alloc_space: estimate %.0f, truth %.0f, z %.2f\n", total.value, total.truth,
               total.z());
-  EXPECT_LT(std::fabs(total.z()), kZ);
+  EXPECT_LT(lost.any() ? total.z() : std::fabs(total.z()), kMaxZ);  // what was lost can only lower it
 
   Folded inuse = report_folded(pprof, "inuse_space");
   double short_inuse = 0;
@@ -138,7 +142,7 @@ TEST(AllProcesses, ShortLivedProcessesAreSymbolizedCountedAndReleased) {
   std::printf("  inuse: short-lived %.0f B; long-lived estimate %.0f, truth %.0f, z %.2f\n", short_inuse,
               long_inuse.value, long_inuse.truth, long_inuse.z());
   EXPECT_EQ(short_inuse, 0);
-  EXPECT_LT(std::fabs(long_inuse.z()), kZ);
+  EXPECT_LT(std::fabs(long_inuse.z()), kMaxZ);
   std::remove(pprof.c_str());
 }
 
@@ -190,7 +194,7 @@ TEST(AllProcesses, PrivateCopyOfTheCLibraryIsSampled) {
   }
   std::printf("  copy of libc: estimate %.0f, truth %.0f, z %.2f\n", total.value, total.truth, total.z());
   EXPECT_GT(total.value, 0);
-  EXPECT_LT(std::fabs(total.z()), kZ);
+  EXPECT_LT(std::fabs(total.z()), kMaxZ);
   std::filesystem::remove_all(dir);
   std::remove(folded_path.c_str());
 }

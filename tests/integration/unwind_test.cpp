@@ -52,7 +52,7 @@ std::string with_args(const char* f) {
 }
 
 // -O2 -fomit-frame-pointer C++: in DWARF mode every site's chain up to main
-// is there and its estimate is within 5 sigma; the frame-pointer walk from
+// is there and its estimate within kMaxZ sigma; the frame-pointer walk from
 // inside operator new loses the callers (printed, for the record).
 TEST(Unwind, DwarfFindsFullChainsWithoutFramePointers) {
   REQUIRE_BPF();
@@ -78,7 +78,7 @@ TEST(Unwind, DwarfFindsFullChainsWithoutFramePointers) {
     std::printf("  %-22s dwarf: chain %s, estimate %.0f of %.0f (z %+.2f); fp: %.0f bytes with the chain\n",
                 site.function, chain_found ? "complete" : "MISSING", estimate, truth, z, fp_found);
     EXPECT_TRUE(chain_found) << site.function;
-    EXPECT_LT(std::fabs(z), 5.0) << site.function;
+    EXPECT_LT(std::fabs(z), kMaxZ) << site.function;
   }
 }
 

@@ -60,8 +60,8 @@ tests=(
   # /0: alloc_space, /2: inuse_space (the object counts come from the same recordings)
   'Metrics/ExactMode.*/0'
   'Metrics/ExactMode.*/2'
-  'Metrics/DefaultRate.EverySiteWithinFiveSigma/*'
-  'Metrics/DefaultRate.EverySiteWithinFiveSigmaInProcess/0'
+  'Metrics/DefaultRate.EverySiteIsUnbiased/*'
+  'Metrics/DefaultRate.EverySiteIsUnbiasedInProcess/0'
   Record.SeveralProcessesInOneRecording
   Record.StacksStartAtTheDirectCaller
   Record.AttachToRunningProcessLeavesNoProbeBehind

@@ -42,15 +42,15 @@ boot() {  # TREE SHARE: the kernel in TREE runs SHARE/run.sh; its status
   cat "$share/status" 2>/dev/null || echo "timeout"
 }
 
-rm -f "$build/kernel-matrix.txt"
-results=() failed=0
-for entry in "${KERNELS[@]}"; do
+# One kernel: fetched, booted, judged. Its lines for the table into $2, its
+# failure's evidence to stderr (a failure's line starts with FAIL).
+run_kernel() {
+  local entry=$1 out=$2 name suite package expect missing tree share start status seconds release slowest
   IFS='|' read -r name suite package expect missing <<<"$entry"
-  if [ $# -gt 0 ] && [[ " $* " != *" $name "* ]]; then continue; fi
-  if ! tree=$("$here/fetch.sh" "$suite" "$package" "$cache"); then
-    failed=1
-    results+=("FAIL  $name: $package of $suite could not be fetched")
-    continue
+  # Fetched one at a time beforehand (suites share apt's lists, and their lock).
+  if ! tree=$(cat "$out.tree"); then
+    echo "FAIL  $name: $package of $suite could not be fetched" >"$out"
+    return 0
   fi
   share=$(mktemp -d)
   printf '%s\n' "$build" "$source" >"$share/keep"
@@ -60,21 +60,52 @@ for entry in "${KERNELS[@]}"; do
   seconds=$((SECONDS - start))
   release=$(cat "$tree/release")
   if [ "$status" = 0 ]; then
-    results+=("ok    $name ($release, $(basename "$tree")): ${expect} as it must, ${seconds} s")
+    echo "ok    $name ($release, $(basename "$tree")): ${expect} as it must, ${seconds} s" >"$out"
     # A kernel that must refuse runs no scenarios: no log, and no failure.
     slowest=$( (grep -hoE '^\[ +OK +\] [^ ]+ \([0-9]+ ms\)' "$share/integration.log" 2>/dev/null || true) |
       sed -E 's/^\[ +OK +\] ([^ ]+) \(([0-9]+) ms\)/\2 \1/' | sort -rn | awk 'NR <= 4 { printf "%s%s %.0f s", sep, $2, $1 / 1000; sep = ", " }')
-    [ -z "$slowest" ] || results+=("        slowest: $slowest")
+    [ -z "$slowest" ] || echo "        slowest: $slowest" >>"$out"
   else
-    failed=1
-    results+=("FAIL  $name ($release): status $status after ${seconds} s")
-    echo "matrix: $name failed; the guest's log, then the console's end (all kept in $share):" >&2
-    cat "$share/guest.log" >&2 2>/dev/null
-    tail -n 30 "$share/console.log" >&2
+    echo "FAIL  $name ($release): status $status after ${seconds} s" >"$out"
+    {
+      echo "matrix: $name failed; the guest's log, then the console's end (all kept in $share):"
+      cat "$share/guest.log" 2>/dev/null
+      tail -n 30 "$share/console.log"
+    } >&2
   fi
-  [ "$seconds" -le "$budget" ] || results+=("        over the ${budget} s budget: ${seconds} s")
-  [ "$status" != 0 ] || rm -rf "$share"
+  [ "$seconds" -le "$budget" ] || echo "        over the ${budget} s budget: ${seconds} s" >>"$out"
+  [ "$status" = 0 ] && rm -rf "$share"
+  return 0
+}
+
+# Guests boot side by side, as many as there are cores (each QEMU runs on one
+# host thread): the matrix takes about the time of its slowest kernels, not
+# of all of them. ALLOCSCOPE_KERNEL_JOBS=1 boots one at a time.
+jobs=${ALLOCSCOPE_KERNEL_JOBS:-$(nproc)}
+rm -f "$build/kernel-matrix.txt"
+lines=$(mktemp -d)
+failed=0 n=0 selected=()
+for entry in "${KERNELS[@]}"; do
+  name=${entry%%|*}
+  if [ $# -gt 0 ] && [[ " $* " != *" $name "* ]]; then continue; fi
+  IFS='|' read -r _ suite package _ <<<"$entry"
+  "$here/fetch.sh" "$suite" "$package" "$cache" >"$lines/$n.tree" || rm -f "$lines/$n.tree"
+  selected+=("$entry")
+  n=$((n + 1))
 done
+for ((i = 0; i < n; i++)); do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  run_kernel "${selected[$i]}" "$lines/$i" &
+done
+wait
+# A kernel failed when its line says so, or it wrote none (its job died).
+results=()
+for ((i = 0; i < n; i++)); do
+  if [ ! -s "$lines/$i" ] || grep -q '^FAIL' "$lines/$i"; then failed=1; fi
+  [ -s "$lines/$i" ] || echo "FAIL  kernel $((i + 1)) of the matrix: no result" >"$lines/$i"
+  mapfile -t -O "${#results[@]}" results <"$lines/$i"
+done
+rm -rf "$lines"
 {
   echo "kernel matrix:"
   printf '  %s\n' "${results[@]}"
