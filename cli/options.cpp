@@ -22,7 +22,9 @@ const CLI::Validator kFormat = parsed_by(parse_format, "format (folded, svg, ppr
 
 // Options both subcommands share: how estimates and intervals are shown.
 void add_estimate_options(CLI::App* app, RenderOptions& o) {
-  app->add_option("--confidence", o.confidence, "Confidence level of the intervals shown, and of --diff's and --leaks' verdicts (0.5 to 0.99999)")
+  app->add_option(
+         "--confidence", o.confidence,
+         "Confidence level of the intervals shown, and of --diff's and --leaks' verdicts (0.5 to 0.99999)")
       ->type_name("LEVEL")
       ->capture_default_str()
       ->check(CLI::Validator(

@@ -46,9 +46,11 @@ int free_port() {
 struct Agent {
   explicit Agent(std::vector<std::string> extra = {})
       : port(free_port()), child([&] {
-          std::vector<std::string> argv{ALLOCSCOPE_BIN, "agent", "--listen", "127.0.0.1:" + std::to_string(port)};
+          std::vector<std::string> argv{ALLOCSCOPE_BIN, "agent", "--listen",
+                                        "127.0.0.1:" + std::to_string(port)};
           if (extra.empty()) extra = {"--comm", "^alloc_sites$"};
-          if (std::find(extra.begin(), extra.end(), "--rate") == extra.end()) argv.insert(argv.end(), {"--rate", "64KiB"});
+          if (std::find(extra.begin(), extra.end(), "--rate") == extra.end())
+            argv.insert(argv.end(), {"--rate", "64KiB"});
           argv.insert(argv.end(), extra.begin(), extra.end());
           return argv;
         }()) {}
@@ -215,7 +217,8 @@ TEST(Agent, LeaksAreFoundInHeapProfilesFetchedOverTime) {
   std::string dir = temp_path("agent-leaks");
   std::filesystem::create_directories(dir);
   httplib::Client client("127.0.0.1", agent.port);
-  std::vector<std::string> argv = {ALLOCSCOPE_BIN, "report", "--leaks", "--json", "--confidence", kVerdictConfidence};
+  std::vector<std::string> argv = {ALLOCSCOPE_BIN, "report",       "--leaks",
+                                   "--json",       "--confidence", kVerdictConfidence};
   for (int i = 1; i <= 6; ++i) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
     auto res = client.Get("/comm/leaky/debug/pprof/heap");

@@ -121,8 +121,7 @@ TEST(Allocators, PreloadedAllocatorsCountEachAllocationOnceInEveryMode) {
     expect_exact(record_attached({"--rate", "1"}, lib, scale), scale, std::string(p.name) + " -p");
     expect_exact(record_attached({"--rate", "1", "--all"}, lib, scale), scale,
                  std::string(p.name) + " --all -p");
-    expect_unbiased(record_launched({}, lib, WORKLOAD_BIN, 40), 40,
-                          std::string(p.name) + " -- CMD, 512 KiB");
+    expect_unbiased(record_launched({}, lib, WORKLOAD_BIN, 40), 40, std::string(p.name) + " -- CMD, 512 KiB");
   }
 }
 
@@ -210,7 +209,7 @@ TEST(Allocators, InProcessSamplingOnEveryAllocator) {
     expect_exact(record_launched({"--rate", "1", "--preload"}, lib, WORKLOAD_BIN, 5), 5,
                  std::string(p.name) + " --preload");
     expect_unbiased(record_launched({"--preload"}, lib, WORKLOAD_BIN, 40), 40,
-                          std::string(p.name) + " --preload, 512 KiB");
+                    std::string(p.name) + " --preload, 512 KiB");
   }
 }
 

@@ -285,7 +285,8 @@ TEST_F(Outputs, LeaksFindsTheLeakNotTheChurnOrTheCache) {
     std::smatch m;
     ASSERT_TRUE(std::regex_search(rec.out, m, std::regex(R"(leaked (\d+) bytes in ([0-9.]+) s)"))) << rec.out;
     double truth = std::stod(m[1]) / std::stod(m[2]);
-    std::vector<std::string> argv = {ALLOCSCOPE_BIN, "report", "--leaks", "--json", "--confidence", kVerdictConfidence};
+    std::vector<std::string> argv = {ALLOCSCOPE_BIN, "report",       "--leaks",
+                                     "--json",       "--confidence", kVerdictConfidence};
     for (const auto& e : std::filesystem::directory_iterator(dir)) argv.push_back(e.path().string());
     ASSERT_GE(argv.size(), 4u + 5) << "interval profiles: " << argv.size() - 4;
     RunResult r = run(argv);

@@ -96,7 +96,7 @@ void expect_unbiased(const std::string& metric, std::vector<std::string> options
     std::printf("  %-20s %-14s truth %14.0f estimate %14.0f z %+.2f\n", s.function, metric.c_str(), truth,
                 estimate, z);
     EXPECT_LT(std::fabs(z), kMaxZ) << s.function << " " << metric << " truth " << truth << " estimate "
-                                 << estimate;
+                                   << estimate;
   }
   EXPECT_GT(samples_expected, 200) << "the workload is too small for a statistical check";
 }

@@ -1,6 +1,8 @@
 // The orchestrator of `allocscope record`: opens the session, attaches to or
 // launches the targets, runs the loop (recorder_loop.cpp) until the end, then
 // writes the outputs and the summary.
+#include "record/recorder.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,7 +30,6 @@
 #include "record/process_filter.h"
 #include "record/progress.h"
 #include "record/record.h"
-#include "record/recorder.h"
 #include "record/scope.h"
 #include "record/session_hooks.h"
 #include "record/stop_signals.h"
