@@ -42,7 +42,7 @@ boot() {  # TREE SHARE: the kernel in TREE runs SHARE/run.sh; its status
   cat "$share/status" 2>/dev/null || echo "timeout"
 }
 
-# One kernel: fetched, booted, judged. Its lines for the table into $2, its
+# One kernel (fetched beforehand: $2.tree): booted, judged. Its lines for the table into $2, its
 # failure's evidence to stderr (a failure's line starts with FAIL).
 run_kernel() {
   local entry=$1 out=$2 name suite package expect missing tree share start status seconds release slowest
