@@ -8,7 +8,7 @@
 #                    again under ASan and UBSan, then the fuzzers
 #   ./dev.sh build   build allocscope and its tests (installs what is missing when root)
 #   ./dev.sh check-tests   the fast tier's tests on the build as it is (bench/flakes.py runs it)
-#   ./dev.sh matrix / package-test / sanitize / fuzz / kernels   one of test's later stages alone
+#   ./dev.sh main / matrix / package-test / sanitize / fuzz / kernels   one of test's later stages alone
 #   ./dev.sh package   the Debian package (dpkg-buildpackage, lintian) into dist/
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -121,8 +121,22 @@ run_tests() {
     echo "dev.sh: tests were skipped on CI; they must run here" >&2
     status=1
   fi
+  [ "$status" -eq 0 ] || note_failures "$dir" "$log"
   rm -f "$log"
   return "$status"
+}
+
+# Keeps, for the summary at the end of a run, which tests of build $1 failed
+# and their assertions' first lines (from ctest's log $2): a CI log's tail is
+# often all one gets to see.
+FAILURES=$(mktemp)
+trap 'rm -f "$FAILURES"' EXIT
+note_failures() {
+  {
+    echo "in $1:"
+    sed -n '/The following tests FAILED/,$p' "$2" | grep -E '^[[:space:]]+[0-9]+ - ' | head -20
+    grep -E -A4 'Failure$|^[^ ]*: error: |Sanitizer|Expected|Which is|FAILED  \]' "$2" | head -60
+  } >>"$FAILURES"
 }
 
 # The fast tier (dev.sh check): unit tests side by side (they touch no BPF
@@ -298,6 +312,7 @@ all_tests() {
     echo "dev.sh: every stage passed"
   else
     echo "dev.sh: failed stages: ${failed[*]}"
+    [ ! -s "$FAILURES" ] || { echo "dev.sh: what failed:"; cat "$FAILURES"; }
   fi
   [ ! -f "$BUILD/kernel-matrix.txt" ] || cat "$BUILD/kernel-matrix.txt"
   return "$status"
@@ -307,6 +322,7 @@ case "${1:-}" in
   demo) install_packages --lean "${BUILD_PACKAGES[@]}"; build_demo; demo ;;
   check) install_deps; check ;;
   check-tests) check_tests ;;
+  main) install_deps; main ;;
   test) install_deps; all_tests ;;
   deps) install_deps ;;
   build) require_build_packages; build ;;
