@@ -1,8 +1,8 @@
 // The options record and agent share: what is sampled, how, and the
 // capacities of the kernel's and allocscope's tables.
-#include <regex>
 #include <string>
 
+#include "base/pattern.h"
 #include "base/units.h"
 #include "countdown.h"
 #include "options.h"
@@ -65,12 +65,8 @@ void add_sampling_options(CLI::App* app, RecordConfig& c, OptionText& t) {
                   "expression (extended syntax)")
       ->type_name("REGEX")
       ->check([](const std::string& re) -> std::string {
-        try {
-          std::regex(re, std::regex::extended);
-          return "";
-        } catch (const std::regex_error& e) {
-          return std::string("invalid regular expression: ") + e.what();
-        }
+        auto p = Pattern::compile(re);
+        return p ? "" : p.error().message;
       });
   app->add_option("--cgroup", c.cgroup,
                   "With --all or --children: only processes in this cgroup v2 or below it "

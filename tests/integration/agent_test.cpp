@@ -185,13 +185,23 @@ TEST(Agent, SecondsGivesTheDeltaOfTheWindow) {
   ASSERT_TRUE(inside->wait_for_line("ready", 10000));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
 
+  // The request is sent from here, not by go tool pprof, whose start under
+  // load can take longer than the wait below: the window must open before
+  // the second process allocates. pprof then reads the profile from a file.
   auto delta = std::async(std::launch::async, [&] {
-    return go_pprof("-raw", agent.url("/comm/alloc_sites/debug/pprof/heap?seconds=8"));
+    httplib::Client client("127.0.0.1", agent.port);
+    client.set_read_timeout(60);
+    return client.Get("/comm/alloc_sites/debug/pprof/heap?seconds=8");
   });
   std::this_thread::sleep_for(std::chrono::seconds(2));
   inside->signal(SIGUSR1);
   ASSERT_TRUE(inside->wait_for_line("done", 5000));
-  RunResult raw = delta.get();
+  auto res = delta.get();
+  ASSERT_TRUE(res && res->status == 200) << (res ? res->body : httplib::to_string(res.error()));
+  std::string file = temp_path("delta.pb.gz");
+  std::ofstream(file, std::ios::binary) << res->body;
+  RunResult raw = go_pprof("-raw", file);
+  std::filesystem::remove(file);
   ASSERT_EQ(raw.status, 0) << raw.err;
   expect_sites_match(parse_raw(raw.out), kScale, "delta");
   for (auto* c : {before.get(), inside.get()}) {

@@ -26,6 +26,14 @@ TEST(Difference, BinomialTwoSided) {
   EXPECT_NEAR(binomial_two_sided(3, 0, 0.2), 2 * 0.008, 1e-12);
 }
 
+// Tails far below 1e-16 are computed as themselves, not as 1 minus the
+// rest (which rounds to 0): 60 of 60 samples on one side at even odds is
+// 2 x 2^-60.
+TEST(Difference, TinyPValuesAreNotRoundedToZero) {
+  EXPECT_NEAR(binomial_two_sided(60, 0, 0.5), 2 * std::ldexp(1.0, -60), 1e-12 * std::ldexp(1.0, -60));
+  EXPECT_NEAR(binomial_two_sided(0, 60, 0.5), 2 * std::ldexp(1.0, -60), 1e-12 * std::ldexp(1.0, -60));
+}
+
 TEST(Difference, HolmStepsDown) {
   std::vector<double> adjusted = holm_adjusted({0.01, 0.04, 0.03, 0.005});
   // Sorted: 0.005*4 = 0.02, 0.01*3 = 0.03, 0.03*2 = 0.06, 0.04*1 = 0.04 -> 0.06 (monotone).

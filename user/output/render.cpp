@@ -129,9 +129,9 @@ std::string json(const Recording& r, const RenderOptions& o) {
   return doc.dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
-bool any_frame_matches(const Recording& r, const RecSample& s, const std::regex& re) {
+bool any_frame_matches(const Recording& r, const RecSample& s, const Pattern& re) {
   for (const std::string& n : frame_names(r, s))
-    if (std::regex_search(n, re)) return true;
+    if (re.found_in(n)) return true;
   return false;
 }
 
@@ -205,7 +205,7 @@ Recording filter_samples(const Recording& r, const SampleFilter& f) {
   out.samples.clear();
   for (const RecSample& s : r.samples) {
     if (f.pid && s.pid != *f.pid) continue;
-    if (f.comm && !std::regex_search(s.comm, *f.comm)) continue;
+    if (f.comm && !f.comm->found_in(s.comm)) continue;
     if (f.focus && !any_frame_matches(r, s, *f.focus)) continue;
     if (f.ignore && any_frame_matches(r, s, *f.ignore)) continue;
     out.samples.push_back(s);

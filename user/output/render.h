@@ -3,11 +3,11 @@
 
 #include <cstdint>
 #include <optional>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/pattern.h"
 #include "base/result.h"
 #include "model/recording.h"
 
@@ -43,7 +43,7 @@ Result<std::string> render(const Recording& r, Format f, const RenderOptions& o)
 // Which samples to keep (report's --pid, --comm, --focus, --ignore).
 struct SampleFilter {
   std::optional<uint32_t> pid;
-  std::optional<std::regex> comm, focus, ignore;
+  std::optional<Pattern> comm, focus, ignore;
 };
 Recording filter_samples(const Recording& r, const SampleFilter& f);
 

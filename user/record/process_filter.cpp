@@ -12,7 +12,9 @@ ProcessFilter::ProcessFilter(const RecordConfig& config, BpfSession& session)
       system_wide_(system_wide(config)),
       members_only_(members_only(config)),
       judge_names_(system_wide_ && !members_only_ && (!config.comm.empty() || !config.unit.empty())) {
-  if (!config.comm.empty()) comm_filter_.emplace(config.comm, std::regex::extended | std::regex::nosubs);
+  // The front end has checked the expression; one that fails here filters nothing out.
+  if (!config.comm.empty())
+    if (auto p = Pattern::compile(config.comm)) comm_filter_.emplace(std::move(*p));
   unit_ = config.unit;
 }
 
@@ -29,8 +31,7 @@ Result<void> ProcessFilter::add_root(uint32_t tgid) {
 Result<void> ProcessFilter::follow(uint32_t tgid) { return session_.set_verdict(tgid, AS_PROC_MEMBER); }
 
 bool ProcessFilter::accept(uint32_t tgid, const std::string& comm, uint64_t cgroup) {
-  bool yes =
-      (!comm_filter_ || std::regex_search(comm, *comm_filter_)) && (unit_.empty() || in_unit(tgid, cgroup));
+  bool yes = (!comm_filter_ || comm_filter_->found_in(comm)) && (unit_.empty() || in_unit(tgid, cgroup));
   // Every later process of the name (and cgroup) is judged in the kernel,
   // before it sends anything. A cgroup unknown here is not judged so.
   if (judge_names_ && (unit_.empty() || cgroup))
@@ -82,7 +83,7 @@ void ProcessFilter::judge_name(const std::string& comm) {
   if (judge_names_ && unit_.empty() && !judged_names_.contains(comm)) {
     if (judged_names_.size() >= kMaxRemembered) judged_names_.clear();
     judged_names_.insert(comm);
-    bool yes = std::regex_search(comm, *comm_filter_);
+    bool yes = comm_filter_->found_in(comm);
     session_.set_name_verdict(comm, 0, yes ? AS_PROC_MEMBER : AS_PROC_IGNORED);
   }
 }

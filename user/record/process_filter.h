@@ -4,11 +4,11 @@
 
 #include <cstdint>
 #include <optional>
-#include <regex>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "base/pattern.h"
 #include "base/result.h"
 #include "probe/bpf_session.h"
 #include "record/record.h"
@@ -56,7 +56,7 @@ class ProcessFilter : public ProcessVerdicts {
   BpfSession& session_;
   bool system_wide_, members_only_;
   bool judge_names_;  // judgements are also the kernel's, by name (SessionConfig::judge_names)
-  std::optional<std::regex> comm_filter_;
+  std::optional<Pattern> comm_filter_;
   std::string unit_;
   std::unordered_map<uint64_t, bool> in_unit_;  // by cgroup id (bounded: cleared when full)
   std::unordered_set<uint32_t> roots_;

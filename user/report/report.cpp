@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "base/pattern.h"
 #include "base/units.h"
 #include "host/files.h"
 #include "output/diff.h"
@@ -27,12 +28,11 @@ Result<Recording> load(const std::string& path) {
 Result<SampleFilter> make_filter(const ReportConfig& c) {
   SampleFilter f;
   f.pid = c.pid;
-  try {
-    if (!c.comm.empty()) f.comm.emplace(c.comm, std::regex::extended);
-    if (!c.focus.empty()) f.focus.emplace(c.focus, std::regex::extended);
-    if (!c.ignore.empty()) f.ignore.emplace(c.ignore, std::regex::extended);
-  } catch (const std::regex_error& e) {
-    return fail(std::string("invalid regular expression: ") + e.what());
+  for (auto [text, pattern] : {std::pair{&c.comm, &f.comm}, {&c.focus, &f.focus}, {&c.ignore, &f.ignore}}) {
+    if (text->empty()) continue;
+    auto compiled = Pattern::compile(*text);
+    if (!compiled) return fail(compiled.error());
+    pattern->emplace(std::move(*compiled));
   }
   return f;
 }

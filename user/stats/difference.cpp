@@ -39,14 +39,14 @@ double binomial_cdf(uint64_t k, uint64_t n, double q) {
 // The sampled count against a Poisson mean (doubled smaller tail).
 double poisson_two_sided(uint64_t samples, double mean) {
   if (mean <= 0) return samples == 0 ? 1 : 0;
-  double below = 1 - regularized_gamma_p(double(samples) + 1, mean);             // P(X <= k)
+  double below = regularized_gamma_q(double(samples) + 1, mean);                 // P(X <= k)
   double above = samples == 0 ? 1 : regularized_gamma_p(double(samples), mean);  // P(X >= k)
   return std::min(1.0, 2 * std::min(below, above));
 }
 
 double normal_two_sided(double change, double variance) {
   if (variance <= 0) return change == 0 ? 1 : 0;
-  return std::min(1.0, 2 * (1 - normal_cdf(std::fabs(change) / std::sqrt(variance))));
+  return std::min(1.0, 2 * normal_cdf(-std::fabs(change) / std::sqrt(variance)));
 }
 
 // Both sides at the same rate: the same allocations are sampled with the
@@ -104,7 +104,10 @@ double binomial_two_sided(uint64_t now_samples, uint64_t base_samples, double no
   uint64_t n = now_samples + base_samples;
   if (n == 0) return 1;
   double below = binomial_cdf(now_samples, n, now_share);
-  double above = now_samples == 0 ? 1 : 1 - binomial_cdf(now_samples - 1, n, now_share);
+  // P(X >= k) = I_q(k, n - k + 1): the tail itself, not 1 minus the rest,
+  // so that p-values far below 1e-16 are not rounded to 0.
+  double above =
+      now_samples == 0 ? 1 : regularized_beta(now_share, double(now_samples), double(base_samples) + 1);
   return std::min(1.0, 2 * std::min(below, above));
 }
 

@@ -30,7 +30,7 @@ Change change_between(const std::vector<LivePoint>& p, size_t i, size_t j, uint6
 // P(a change this large or larger without growth), normal.
 double growth_p(const Change& c) {
   if (c.variance <= 0) return c.bytes > 0 ? 0 : 1;  // exact mode: no noise
-  return 1 - normal_cdf(c.bytes / std::sqrt(c.variance));
+  return normal_cdf(-c.bytes / std::sqrt(c.variance));
 }
 
 }  // namespace

@@ -1,22 +1,22 @@
-// The distributions the intervals are built from: incomplete beta and gamma
-// functions, the normal, the negative binomial and gamma mixtures, with
-// their quantiles. Pure math.
+// The distributions the intervals are built from: the negative binomial
+// and gamma mixtures of the intervals, with their quantiles, on Boost.Math's
+// incomplete beta and gamma functions, their inverses and its root finders.
+// Pure math.
 #pragma once
 
 #include <cstdint>
 
 namespace allocscope {
 
-// ---- special functions ---------------------------------------------------
+// ---- special functions (Boost.Math's, errors returned as values) ----------
 
-// Regularized incomplete beta I_x(a, b), a, b > 0, 0 <= x <= 1. Continued
-// fraction (modified Lentz) with the x^a (1-x)^b / B(a,b) factor computed
-// from Stirling-corrected log-gammas. Absolute error ~1e-14 for moderate
-// parameters, below 1e-11 up to a, b ~ 1e9 (the unit tests measure it).
+// Regularized incomplete beta I_x(a, b), a, b > 0, 0 <= x <= 1.
 double regularized_beta(double x, double a, double b);
 
-// Regularized incomplete gamma P(a, x) = gamma(a, x) / Gamma(a), a > 0.
+// Regularized incomplete gamma P(a, x) = gamma(a, x) / Gamma(a), a > 0, and
+// its complement Q(a, x) = 1 - P(a, x), computed as itself (exact in the tail).
 double regularized_gamma_p(double a, double x);
+double regularized_gamma_q(double a, double x);
 
 // Standard normal CDF and its inverse.
 double normal_cdf(double z);
@@ -35,8 +35,8 @@ double negbin_cdf(double k, double r, double p);
 double negbin_cdf_camp_paulson(double k, double r, double p);
 
 enum class NegBinCdf { IncompleteBeta, CampPaulson };
-// Smallest integer k >= 0 with P(failures <= k) >= prob: regula falsi on
-// the CDF (smooth between the integers) from a gamma guess, then the integer.
+// Smallest integer k >= 0 with P(failures <= k) >= prob: TOMS 748 on the
+// CDF (smooth between the integers) from a gamma guess, then the integer.
 uint64_t negbin_quantile(double r, double p, double prob, NegBinCdf cdf = NegBinCdf::IncompleteBeta);
 
 // ---- mixtures --------------------------------------------------------------
@@ -44,8 +44,8 @@ uint64_t negbin_quantile(double r, double p, double prob, NegBinCdf cdf = NegBin
 double negbin_mixture_cdf(double k, double r, double p, double w);
 // Smallest integer k with that CDF >= prob.
 uint64_t negbin_mixture_quantile(double r, double p, double w, double prob);
-// P(X <= x) for X ~ Gamma(shape a, scale t), and its density (NaN where only
-// an approximation is used); a = 0 is the point mass at 0.
+// P(X <= x) for X ~ Gamma(shape a, scale t), and its density; a = 0 is the
+// point mass at 0.
 double gamma_cdf(double a, double t, double x);
 double gamma_pdf(double a, double t, double x);
 // Quantile of w Gamma(a0, t0) + (1 - w) Gamma(a1, t1), a1 > 0.
