@@ -83,7 +83,8 @@ int64_t marker_line(const std::string& marker) {
 
 // The `inlined` workload, stopped in the helper, and the return address it printed.
 struct InlinedSite {
-  Child child{{INLINED_BIN, "--print-addr"}};
+  explicit InlinedSite(const char* binary = INLINED_BIN) : child({binary, "--print-addr"}) {}
+  Child child;
   uint64_t ip = std::strtoull(child.first_line().c_str(), nullptr, 16);
 };
 
@@ -122,8 +123,14 @@ std::string frames_text(const FrameInfo& f) {
   return s;
 }
 
-TEST(Symbolizer, InlinedHelperAtItsLineThenItsCallerAtTheCallLine) {
-  InlinedSite site;
+// Built by GCC, and by clang (no .debug_aranges: the units are found by
+// their own ranges).
+class InlinedBy : public ::testing::TestWithParam<const char*> {};
+INSTANTIATE_TEST_SUITE_P(Symbolizer, InlinedBy, ::testing::Values(INLINED_BIN, INLINED_CLANG_BIN),
+                         [](const auto& info) { return std::string(info.index == 0 ? "gcc" : "clang"); });
+
+TEST_P(InlinedBy, HelperAtItsLineThenItsCallerAtTheCallLine) {
+  InlinedSite site(GetParam());
   ASSERT_GT(site.ip, 0u) << "the workload printed no address";
   Symbolizer sym;
   FrameInfo f = describe(sym, site.child.pid(), site.ip);

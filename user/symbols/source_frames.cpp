@@ -4,7 +4,9 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <memory>
 #include <utility>
 
@@ -61,6 +63,39 @@ Location line_at(Dwfl_Module* mod, Dwarf_Addr addr) {
   return {file ? file : "", file ? line : 0};
 }
 
+// The same from the unit's own line table (DWARF address `pc`).
+Location line_in_unit(Dwarf_Die* cu, Dwarf_Addr pc) {
+  int line = 0;
+  Dwarf_Line* row = dwarf_getsrc_die(cu, pc);
+  const char* file = row ? dwarf_linesrc(row, nullptr, nullptr) : nullptr;
+  if (file && dwarf_lineno(row, &line) != 0) line = 0;
+  return {file ? file : "", file ? line : 0};
+}
+
+void build_unit_index(Dwarf* dw, UnitIndex& index) {
+  index.built = true;
+  Dwarf_CU* cu = nullptr;
+  Dwarf_Die cudie;
+  uint8_t unit_type = 0;
+  while (dwarf_get_units(dw, cu, &cu, nullptr, &unit_type, &cudie, nullptr) == 0) {
+    if (unit_type != DW_UT_compile && unit_type != DW_UT_partial) continue;
+    Dwarf_Addr base, start, end;
+    for (ptrdiff_t off = 0; (off = dwarf_ranges(&cudie, off, &base, &start, &end)) > 0;)
+      if (start < end) index.ranges.push_back({start, end, dwarf_dieoffset(&cudie)});
+  }
+  std::sort(index.ranges.begin(), index.ranges.end(),
+            [](const UnitIndex::Range& a, const UnitIndex::Range& b) { return a.low < b.low; });
+}
+
+// The unit holding DWARF address `pc`, through the index (built on first use).
+bool unit_at(Dwarf* dw, Dwarf_Addr pc, UnitIndex& index, Dwarf_Die* out) {
+  if (!index.built) build_unit_index(dw, index);
+  auto it = std::upper_bound(index.ranges.begin(), index.ranges.end(), pc,
+                             [](uint64_t v, const UnitIndex::Range& r) { return v < r.low; });
+  if (it == index.ranges.begin() || pc >= std::prev(it)->high) return false;
+  return dwarf_offdie(dw, std::prev(it)->unit, out) != nullptr;
+}
+
 struct FreeScopes {
   void operator()(Dwarf_Die* p) const { std::free(p); }
 };
@@ -84,12 +119,21 @@ int concrete_scopes(Dwarf_Die* cu, Dwarf_Addr pc, Scopes* out) {
 
 }  // namespace
 
-std::vector<SourceFrame> source_frames(Dwfl_Module* mod, uint64_t addr) {
+std::vector<SourceFrame> source_frames(Dwfl_Module* mod, uint64_t addr, UnitIndex& units) {
   std::vector<SourceFrame> frames;
   Dwarf_Addr bias = 0;
   Dwarf_Die* cu = mod ? dwfl_module_addrdie(mod, addr, &bias) : nullptr;
-  if (!cu) return frames;
-  Location at = line_at(mod, addr);
+  Dwarf_Die indexed;
+  Location at;
+  if (cu) {
+    at = line_at(mod, addr);
+  } else if (Dwarf* dw = mod ? dwfl_module_getdwarf(mod, &bias) : nullptr;
+             dw && unit_at(dw, addr - bias, units, &indexed)) {
+    cu = &indexed;
+    at = line_in_unit(cu, addr - bias);
+  } else {
+    return frames;
+  }
   Scopes scopes;
   int n = concrete_scopes(cu, addr - bias, &scopes);
   Dwarf_Files* files = nullptr;

@@ -19,9 +19,21 @@ struct SourceFrame {
   int64_t line = 0;         // 0 when unknown
 };
 
+// A module's compilation units by address, for DWARF without .debug_aranges
+// (clang's and rustc's default): libdw before 0.191 (bookworm has 0.188)
+// finds the unit of an address only there, so such a program had names but
+// no file or line. Filled on first need; one per module.
+struct UnitIndex {
+  struct Range {
+    uint64_t low, high, unit;  // [low, high) in DWARF addresses; the unit DIE's offset
+  };
+  bool built = false;
+  std::vector<Range> ranges;  // sorted by low
+};
+
 // Frames at module address `addr` (as dwfl sees it), innermost first; the
 // last is the concrete function, "" named when DWARF has a line table but no
 // function entry there. Empty without DWARF for the address.
-std::vector<SourceFrame> source_frames(Dwfl_Module* mod, uint64_t addr);
+std::vector<SourceFrame> source_frames(Dwfl_Module* mod, uint64_t addr, UnitIndex& units);
 
 }  // namespace allocscope

@@ -33,6 +33,7 @@ struct Symbolizer::Module {
   // Per ELF address: a recording asks for the same return addresses in many
   // stacks, and a DWARF scope walk is far dearer than a map lookup.
   std::unordered_map<uint64_t, std::vector<SourceFrame>> frames;
+  UnitIndex units;  // for DWARF without .debug_aranges
 
   // Takes `fd`, opened on the binary (open_path names it in messages).
   Module(UniqueFd fd, const std::string& open_path, const std::string& shown_path) {
@@ -123,7 +124,7 @@ struct Symbolizer::Module {
     auto [it, added] = frames.try_emplace(vaddr);
     std::vector<SourceFrame>& f = it->second;
     if (!added) return f;
-    f = source_frames(mod, vaddr + bias);
+    f = source_frames(mod, vaddr + bias, units);
     if (f.empty()) f.emplace_back();
     auto [name, system] = names_at(vaddr);
     if (!name.empty()) {
