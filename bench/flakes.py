@@ -7,12 +7,14 @@ that a red run means a defect, not chance or load.
   sudo bench/flakes.py --rounds 5 --loaded 5 --hogs 2   # every round loaded
 
 The build must exist (./dev.sh build). Per round it reads the JUnit files
-check_tests writes (build/check-unit.xml, build/check-integration.xml).
+check_tests writes (build/check-unit.xml, build/check-integration.xml); a
+round with failures keeps them as build/flakes-round-N-*.xml.
 """
 
 import argparse
 import collections
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -62,6 +64,14 @@ def run_round(build, hogs):
     return results(os.path.join(ROOT, build)), time.monotonic() - start
 
 
+def keep_failures(build, round_number):
+    """Keeps a failed round's JUnit files (their failure messages) beside the build."""
+    for name in JUNIT:
+        path = os.path.join(ROOT, build, name)
+        if os.path.exists(path):
+            shutil.copy(path, os.path.join(ROOT, build, f"flakes-round-{round_number}-{name}"))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=50, help="rounds in all")
@@ -79,6 +89,8 @@ def main():
         if not res:
             sys.exit(f"round {i + 1}: no test results (is {a.build} built?)")
         bad = [n for n, ok in res if not ok]
+        if bad:
+            keep_failures(a.build, i + 1)
         for n, ok in res:
             runs[n] += 1
             if not ok:
