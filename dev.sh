@@ -190,8 +190,7 @@ PACED_TESTS+='|Containers\.(HundredShortProcesses|FirstProcessOfEach|APayloadOnA
 # Line tables only (-g1, what the reports' stacks need) and the tests' own
 # code at -O1 (tests/CMakeLists.txt): GCC's -O2 -g took 17 minutes on two
 # cores. GCC, as the main build: clang removes the C++ workloads' unused
-# new/delete pairs, and elfutils 0.188 reads no lines from clang 16's DWARF
-# without the symbolizer's own unit index.
+# new/delete pairs, so their sites vanish.
 sanitized() {
   # No -Werror: GCC 12 warns falsely (-Wrestrict) in code the sanitizers instrument.
   cmake -S . -B "$BUILD-sanitize" -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -152,11 +152,6 @@ double gamma_cdf(double a, double t, double x) {
   return regularized_gamma_p(a, x / t);
 }
 
-double gamma_pdf(double a, double t, double x) {
-  if (a <= 0 || !(x > 0)) return 0;
-  return bm::gamma_p_derivative(a, x / t, DoublePolicy()) / t;
-}
-
 // Quantile of w Gamma(a0, t0) + (1 - w) Gamma(a1, t1), a1 > 0.
 double gamma_pair_quantile(double a0, double t0, double a1, double t1, double w, double prob) {
   if (a0 <= 0 && w >= 1) return 0;

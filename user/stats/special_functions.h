@@ -44,10 +44,8 @@ uint64_t negbin_quantile(double r, double p, double prob, NegBinCdf cdf = NegBin
 double negbin_mixture_cdf(double k, double r, double p, double w);
 // Smallest integer k with that CDF >= prob.
 uint64_t negbin_mixture_quantile(double r, double p, double w, double prob);
-// P(X <= x) for X ~ Gamma(shape a, scale t), and its density; a = 0 is the
-// point mass at 0.
+// P(X <= x) for X ~ Gamma(shape a, scale t); a = 0 is the point mass at 0.
 double gamma_cdf(double a, double t, double x);
-double gamma_pdf(double a, double t, double x);
 // Quantile of w Gamma(a0, t0) + (1 - w) Gamma(a1, t1), a1 > 0.
 double gamma_pair_quantile(double a0, double t0, double a1, double t1, double w, double prob);
 // Camp-Paulson approximation of P(NegBin(r, p) <= k), for real k.
