@@ -1,11 +1,13 @@
 // Stacks through code without frame pointers: DWARF unwinding of sampled
 // stack snapshots against the kernel's frame-pointer walk.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <random>
+#include <regex>
 
 #include "cxx_sites_spec.h"
 #include "harness.h"
@@ -141,6 +143,53 @@ TEST(Unwind, InlinedHelperIsItsOwnFrameWithFileAndLine) {
       blocks += value;
   }
   EXPECT_EQ(blocks, 100.0 * 4096) << "no ...;" << caller << ";" << helper << ";malloc stack";
+}
+
+// zlib, loaded by a process recorded with -p (not held: its tables are
+// asked for by the kernel), has an unwind table that takes three seconds to
+// build (made slow on purpose) while another process sends some 20,000
+// samples a second. The walks through zlib wait for the table off the
+// reading thread: nothing is lost, and they are whole once it is in. Built
+// on the reading thread, the 1 MiB ring buffer (a quarter of it is enough
+// when nothing stalls the reader) overflowed by thousands of samples.
+TEST(Unwind, AWalkWaitsForASlowTableWhileTheRingBufferDrains) {
+  REQUIRE_BPF();
+  Child late({LATE_CODE_BIN});
+  Child busy({WORKLOAD_BIN, "--threads", "2", "--scale-pct", "100", "--wait"});
+  ASSERT_TRUE(late.wait_for_line("ready", 10000));
+  ASSERT_TRUE(busy.wait_for_line("ready", 10000));
+  std::string out = temp_path("slow-walk.folded");
+  setenv("ALLOCSCOPE_TEST_SLOW_TABLE", "libz:3000", 1);
+  Child rec({ALLOCSCOPE_BIN, "record", "-v", "-p",
+             std::to_string(late.pid()) + "," + std::to_string(busy.pid()), "--rate", "1KiB",
+             "--ringbuf-size", "1MiB", "-o", out});
+  unsetenv("ALLOCSCOPE_TEST_SLOW_TABLE");
+  ASSERT_TRUE(rec.wait_for_line("recording process", 60000, true)) << rec.err();
+  busy.signal(SIGUSR1);
+  late.signal(SIGUSR1);
+  ASSERT_TRUE(late.wait_for_line("done", 10000));
+  EXPECT_EQ(busy.wait(), 0);
+  rec.signal(SIGINT);
+  ASSERT_EQ(rec.wait(), 0) << rec.err();
+  late.signal(SIGUSR1);
+  EXPECT_EQ(late.wait(), 0);
+  EXPECT_NE(rec.err().find("drops: ringbuf 0,"), std::string::npos) << rec.err();
+  // The premise: a table took three seconds (files are named by their mapping).
+  std::string err = rec.err();
+  std::regex built(R"(unwind table of \S+: \d+ rows from \S+ \(\d+ unsupported\), (\d+)\.\d ms)");
+  double slowest = 0;
+  for (auto it = std::sregex_iterator(err.begin(), err.end(), built); it != std::sregex_iterator(); ++it)
+    slowest = std::max(slowest, std::stod((*it)[1].str()));
+  EXPECT_GE(slowest, 3000) << err;
+  int through_zlib = 0;
+  for (const auto& [frames, value] : read_folded(out)) {
+    if (std::find(frames.begin(), frames.end(), "deflateInit2_") == frames.end()) continue;
+    ++through_zlib;
+    EXPECT_TRUE(has_in_order(frames, {"main", "start_deflate", "deflateInit2_"}))
+        << "a walk through zlib cut short: " << ::testing::PrintToString(frames);
+  }
+  EXPECT_GT(through_zlib, 0);
+  std::remove(out.c_str());
 }
 
 }  // namespace

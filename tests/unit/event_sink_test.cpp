@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "record/clocks.h"
 #include "record/process_filter.h"
 
 namespace allocscope {
@@ -32,6 +33,25 @@ as_stack_event stack_event(uint64_t id, uint32_t tgid, std::vector<uint64_t> fra
   e.id = id;
   std::strcpy(e.comm, "worker");
   std::copy(frames.begin(), frames.end(), e.frames);
+  return e;
+}
+
+// A stack the kernel stopped for want of a table, with its walk to finish.
+std::vector<uint8_t> waiting_stack_event(uint64_t id, uint32_t tgid) {
+  as_stack_event e = stack_event(id, tgid, {0x1000}, AS_STOP_NO_TABLE);
+  as_deferred_walk w{};
+  w.len = 64;
+  std::vector<uint8_t> out(sizeof e + sizeof w + w.len);
+  std::memcpy(out.data(), &e, sizeof e);
+  std::memcpy(out.data() + sizeof e, &w, sizeof w);
+  return out;
+}
+
+as_event free_event(uint32_t tgid, uint64_t addr) {
+  as_event e{};
+  e.kind = AS_EV_FREE;
+  e.tgid = tgid;
+  e.addr = addr;
   return e;
 }
 
@@ -95,8 +115,20 @@ struct FakeUnwind : UnwindTables {
   std::vector<uint32_t> prepared;
   std::vector<std::function<void()>> continuations;  // tables "built": run by the test
   std::vector<std::tuple<uint32_t, uint32_t, uint64_t>> execs;
-  int finish_walk(uint32_t, const as_deferred_walk&, std::span<const uint8_t>,
-                  std::vector<uint64_t>&) override {
+  // Every walk completes (two frames more), unless `building`: then it
+  // waits if it may, and is cut where the table is missing if not.
+  bool building = false;
+  int walks = 0;
+  std::vector<uint32_t> waited_at_exec;
+  bool tables_built() const override { return false; }
+  void collect_tables() override {}
+  void wait_for_walks(uint32_t tgid, uint64_t) override { waited_at_exec.push_back(tgid); }
+  int finish_walk(uint32_t, const as_deferred_walk&, std::span<const uint8_t>, std::vector<uint64_t>& ips,
+                  bool may_wait) override {
+    ++walks;
+    if (building) return may_wait ? kWalkWaits : AS_STOP_NO_TABLE;
+    ips.push_back(0x7000);
+    ips.push_back(0x8000);
     return AS_STOP_COMPLETE;
   }
 };
@@ -215,6 +247,77 @@ TEST(EventSink, ExactTotalsAreFoldedInAsWhatChanged) {
   EXPECT_EQ(s.live_objects, 11);
   EXPECT_EQ(s.live_bytes, 1100);
   EXPECT_EQ(s.lifetimes.count(), 4u);
+}
+
+const StackRecord* stack_with(const Profile& p, uint64_t first_ip, size_t frames) {
+  for (const StackRecord& s : p.stacks())
+    if (!s.ips.empty() && s.ips[0] == first_ip && s.ips.size() == frames) return &s;
+  return nullptr;
+}
+
+TEST(EventSink, AWalkThatWaitsForItsTableHoldsItsSamplesInOrderUntilItIsIn) {
+  Fixture f;
+  f.unwind.building = true;
+  f.sink(waiting_stack_event(7, f.tgid));
+  f.sink(bytes(stack_event(8, f.tgid, {0x2000}, AS_STOP_COMPLETE)));
+  f.sink(bytes(alloc_event(7, f.tgid, 0x10, 100)));  // waits with its stack
+  f.sink(bytes(alloc_event(8, f.tgid, 0x20, 100)));  // goes on
+  f.sink(bytes(free_event(f.tgid, 0x10)));           // waits: its block does
+  f.sink(bytes(alloc_event(8, f.tgid, 0x10, 100)));  // the address again: after that free
+  ASSERT_EQ(f.profile.stacks().size(), 1u);
+  EXPECT_EQ(f.profile.stacks()[0].totals.samples, 1u);
+  EXPECT_TRUE(f.sink.has_waiting());
+  f.sink.retry_waiting(monotonic_ns(), false);  // no table came in: still waits
+  EXPECT_EQ(f.profile.stacks().size(), 1u);
+
+  f.unwind.building = false;
+  f.sink.retry_waiting(monotonic_ns(), true);
+  EXPECT_FALSE(f.sink.has_waiting());
+  const StackRecord* whole = stack_with(f.profile, 0x1000, 3);
+  const StackRecord* other = stack_with(f.profile, 0x2000, 1);
+  ASSERT_TRUE(whole && other);
+  EXPECT_EQ(whole->ips, (std::vector<uint64_t>{0x1000, 0x7000, 0x8000}));
+  EXPECT_EQ(whole->totals.samples, 1u);
+  EXPECT_EQ(whole->totals.live_samples, 0u);  // freed, in order
+  EXPECT_EQ(other->totals.samples, 2u);
+  EXPECT_EQ(other->totals.live_samples, 2u);  // 0x20 and 0x10, allocated after the free
+  EXPECT_EQ(f.sink.walks_waited(), 1u);
+  EXPECT_EQ(f.sink.walks_cut_waiting(), 0u);
+  EXPECT_EQ(f.sink.stacks_seen(), 2u);
+  EXPECT_EQ(f.sink.stacks_truncated(), 0u);
+}
+
+TEST(EventSink, AnExitWaitsBehindItsProcessWalks) {
+  Fixture f;
+  f.unwind.building = true;
+  f.sink(waiting_stack_event(7, f.tgid));
+  f.sink(bytes(alloc_event(7, f.tgid, 0x10, 100)));
+  f.sink(bytes(process_event(AS_EV_EXIT, f.tgid)));
+  EXPECT_TRUE(f.kernel.forgotten_live.empty());  // not ended yet
+  f.unwind.building = false;
+  f.sink.retry_waiting(monotonic_ns(), true);
+  ASSERT_NE(stack_with(f.profile, 0x1000, 3), nullptr);
+  EXPECT_EQ(f.kernel.forgotten_live, (std::vector<uint64_t>{0x10}));  // ended after its sample
+}
+
+TEST(EventSink, WalksThatWaitAreCutShortAtExecAfterTooLongAndAtTheEnd) {
+  auto cut_by = [](const std::function<void(Fixture&)>& event) {
+    Fixture f;
+    f.unwind.building = true;
+    f.sink(waiting_stack_event(7, f.tgid));
+    f.sink(bytes(alloc_event(7, f.tgid, 0x10, 100)));
+    event(f);
+    EXPECT_FALSE(f.sink.has_waiting());
+    EXPECT_EQ(f.sink.walks_cut_waiting(), 1u);
+    EXPECT_EQ(f.sink.stacks_truncated(), 1u);
+    const StackRecord* cut = stack_with(f.profile, 0x1000, 2);
+    ASSERT_NE(cut, nullptr);
+    EXPECT_EQ(cut->ips.back(), kTruncatedFrame);
+    EXPECT_EQ(cut->totals.samples, 1u);
+  };
+  cut_by([](Fixture& f) { f.sink(bytes(process_event(AS_EV_EXEC, f.tgid))); });
+  cut_by([](Fixture& f) { f.sink.retry_waiting(monotonic_ns() + 11'000'000'000ull, false); });
+  cut_by([](Fixture& f) { f.sink.release_all_waiting(); });
 }
 
 TEST(EventSink, ReturnsToItsLoopAtTheDeadline) {

@@ -1,5 +1,6 @@
 #include "probe/background_builds.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -39,37 +40,39 @@ BackgroundBuilds::~BackgroundBuilds() {
     stopping_ = true;
   }
   wake_.notify_all();
-  if (worker_.joinable()) worker_.join();
+  for (std::thread& t : workers_) t.join();
 }
 
 void BackgroundBuilds::submit(std::vector<File> files) {
   {
     std::lock_guard lock(mutex_);
-    jobs_.push_back(std::move(files));
-    if (!worker_.joinable()) worker_ = std::thread([this] { work(); });
+    for (File& f : files) files_.push_back(std::move(f));
+    // Two at least: one long build leaves a worker for the kernel's requests.
+    unsigned n = std::clamp(std::thread::hardware_concurrency(), 2u, 4u);
+    while (workers_.size() < n) workers_.emplace_back([this] { work(); });
   }
-  wake_.notify_one();
+  wake_.notify_all();
 }
 
 std::vector<FinishedBuild> BackgroundBuilds::take() {
   std::lock_guard lock(mutex_);
+  finished_count_ = 0;
   return std::exchange(done_, {});
 }
 
 void BackgroundBuilds::work() {
   std::unique_lock lock(mutex_);
   while (true) {
-    wake_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+    wake_.wait(lock, [this] { return stopping_ || !files_.empty(); });
     if (stopping_) return;
-    std::vector<File> job = std::move(jobs_.front());
-    jobs_.pop_front();
+    File f = std::move(files_.front());
+    files_.pop_front();
     lock.unlock();
-    std::vector<FinishedBuild> built;
-    for (File& f : job)
-      built.push_back({f.key, f.path, timed_build("/proc/self/fd/" + std::to_string(f.file.get()))});
-    job.clear();  // closes the files
+    FinishedBuild built{f.key, f.path, timed_build("/proc/self/fd/" + std::to_string(f.file.get()))};
+    f.file.reset();
     lock.lock();
-    for (FinishedBuild& b : built) done_.push_back(std::move(b));
+    done_.push_back(std::move(built));
+    finished_count_ = done_.size();
     lock.unlock();
     finished_();
     lock.lock();

@@ -1,10 +1,13 @@
 // Unwind tables built off the thread that reads the ring buffer: reading a
 // large program's unwind information takes hundreds of milliseconds (35 MB
 // of cc1plus: about 400), during which events must go on being drained.
-// One worker builds the files of each job in turn; the reader takes what is
-// finished and loads it into the kernel itself.
+// A few workers build the files in the order given, each file on its own:
+// a small file the kernel asks for is not queued behind a large program's
+// whole set. The reader takes what is finished and loads it into the kernel
+// itself.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -44,7 +47,7 @@ class BackgroundBuilds {
     std::string path;
     UniqueFd file;
   };
-  // `finished` is called (on the worker) after each job, to wake the reader.
+  // `finished` is called (on a worker) after each file, to wake the reader.
   explicit BackgroundBuilds(std::function<void()> finished) : finished_(std::move(finished)) {}
   ~BackgroundBuilds();
   BackgroundBuilds(const BackgroundBuilds&) = delete;
@@ -53,6 +56,8 @@ class BackgroundBuilds {
   void submit(std::vector<File> files);
   // The builds finished since the last call.
   std::vector<FinishedBuild> take();
+  // Whether take() has something (a cheap check, from any thread).
+  bool finished() const { return finished_count_.load(std::memory_order_relaxed) != 0; }
 
  private:
   void work();
@@ -60,10 +65,11 @@ class BackgroundBuilds {
   std::function<void()> finished_;
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::deque<std::vector<File>> jobs_;
+  std::deque<File> files_;
   std::vector<FinishedBuild> done_;
+  std::atomic<size_t> finished_count_ = 0;  // done_.size()
   bool stopping_ = false;
-  std::thread worker_;  // started by the first job
+  std::vector<std::thread> workers_;  // started by the first file
 };
 
 }  // namespace allocscope

@@ -34,12 +34,25 @@ bool TableLoader::known(const as_file_key& key) const {
   return tables_.contains(k) || failed_.contains(k);
 }
 
-bool TableLoader::load(const as_file_key& key, const std::string& path) {
-  if (known(key) || install(key, path, timed_build(path))) return true;
-  auto pinned = pinned_.find({key.ino, key.dev});
-  if (pinned == pinned_.end()) return false;
-  std::string held = "/proc/self/fd/" + std::to_string(pinned->second.get());
-  return install(key, held, timed_build(held));
+// Opens the file behind mapping `m` of `pid` (or the program held since its
+// exec, when the process is gone) and builds its table off this thread;
+// false when neither can be opened.
+bool TableLoader::build_later(const as_file_key& key, pid_t pid, const Mapping& m) {
+  std::string path = mapped_file_path(pid, m);
+  UniqueFd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (auto pinned = pinned_.find({key.ino, key.dev}); !file && pinned != pinned_.end())
+    file = UniqueFd(::fcntl(pinned->second.get(), F_DUPFD_CLOEXEC, 0));
+  if (!file) return false;
+  std::vector<BackgroundBuilds::File> todo;
+  todo.push_back({key, std::move(path), std::move(file)});
+  submit(std::move(todo));
+  return true;
+}
+
+void TableLoader::submit(std::vector<BackgroundBuilds::File> files) {
+  for (const auto& f : files) building_.insert({f.key.ino, f.key.dev});
+  if (!background_) background_ = std::make_unique<BackgroundBuilds>([this] { session_.wake(); });
+  background_->submit(std::move(files));
 }
 
 void TableLoader::pin_executable(pid_t pid, const as_file_key& key) {
@@ -115,10 +128,9 @@ bool TableLoader::install(const as_file_key& key, const std::string& path, Built
 const std::vector<as_unwind_row>* TableLoader::rows(pid_t pid, const Mapping& m) {
   as_file_key key = file_key_of(m);
   Key k{key.ino, key.dev};
-  if (building(key)) return nullptr;  // not read twice: the walk stops there
-  if (!tables_.contains(k) && !failed_.contains(k) && !load(key, mapped_file_path(pid, m))) failed_.insert(k);
-  auto it = tables_.find(k);
-  return it == tables_.end() ? nullptr : &it->second;
+  if (auto it = tables_.find(k); it != tables_.end()) return &it->second;
+  if (!failed_.contains(k) && !building(key) && !build_later(key, pid, m)) failed_.insert(k);
+  return nullptr;
 }
 
 std::optional<as_unwind_row> ProcessRows::row(uint64_t pc) {
@@ -127,7 +139,11 @@ std::optional<as_unwind_row> ProcessRows::row(uint64_t pc) {
   as_unwind_row none{0, 0, AS_ROW_NONE, 0};
   if (!m->is_file()) return as_frame_pointer_row();  // JIT code, as the kernel treats it
   const std::vector<as_unwind_row>* rows = tables_.rows(pid_, *m);
-  const as_unwind_row* r = rows ? find_row(*rows, m->file_offset(pc)) : nullptr;
+  if (!rows) {
+    if (tables_.building(file_key_of(*m))) waits_for_ = file_key_of(*m);
+    return none;
+  }
+  const as_unwind_row* r = find_row(*rows, m->file_offset(pc));
   return r ? *r : none;
 }
 
@@ -143,8 +159,8 @@ void TableLoader::on_request(pid_t pid, const as_vma& vma) {
   // The mapping itself, through /proc/PID/map_files: the very file the
   // kernel's vma names, whatever mount namespace or overlay it is in.
   m.path = "/";
-  if (building(key)) return;  // on its way (and its load clears the request)
-  if (load(key, mapped_file_path(pid, m))) return;
+  // On its way (and its load clears the request), or in already.
+  if (known(key) || building(key) || build_later(key, pid, m)) return;
   ++stats_.failed;
   // The process is gone: another one mapping the file will ask again.
   session_.forget_table_request(key);
@@ -176,7 +192,6 @@ void TableLoader::load_process_later(pid_t pid, uint64_t max_bytes, std::functio
     if (!building(key)) {
       UniqueFd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
       if (!file) continue;  // the process is gone: another one will ask
-      building_.insert({key.ino, key.dev});
       todo.push_back({key, std::move(path), std::move(file)});
     }
     w.needs.emplace_back(key.ino, key.dev);
@@ -185,16 +200,14 @@ void TableLoader::load_process_later(pid_t pid, uint64_t max_bytes, std::functio
     w.then();
     return;
   }
-  if (!todo.empty()) {
-    if (!background_) background_ = std::make_unique<BackgroundBuilds>([this] { session_.wake(); });
-    background_->submit(std::move(todo));
-  }
+  if (!todo.empty()) submit(std::move(todo));
   waiters_.push_back(std::move(w));
 }
 
-void TableLoader::collect() {
-  if (!background_) return;
-  for (FinishedBuild& f : background_->take()) {
+size_t TableLoader::collect() {
+  if (!background_) return 0;
+  std::vector<FinishedBuild> finished = background_->take();
+  for (FinishedBuild& f : finished) {
     building_.erase({f.key.ino, f.key.dev});
     if (!known(f.key) && !install(f.key, f.path, std::move(f.built))) {
       ++stats_.failed;
@@ -210,6 +223,23 @@ void TableLoader::collect() {
     return done;
   });
   for (Waiter& w : ready) w.then();
+  return finished.size();
+}
+
+void TableLoader::wait_for(const as_file_key& key, uint64_t max_ms) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(max_ms);
+  while (building(key) && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    collect();
+  }
+}
+
+void TableLoader::wait_for_builds(uint64_t max_ms) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(max_ms);
+  while (!building_.empty() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    collect();
+  }
 }
 
 std::unordered_set<uint32_t> TableLoader::waiting_processes() const {

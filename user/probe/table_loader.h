@@ -53,8 +53,19 @@ class TableLoader {
   // file of the process has its table in (or could not have one).
   void load_process_later(pid_t pid, uint64_t max_bytes, std::function<void()> then);
   // Loads the tables built since the last call and runs the continuations
-  // they complete. On the thread that calls everything else.
-  void collect();
+  // they complete; returns how many builds finished. On the thread that
+  // calls everything else.
+  size_t collect();
+  // Collects until no build is left or `max_ms` have passed (the end of a
+  // recording: walks that wait for tables are finished after it).
+  void wait_for_builds(uint64_t max_ms);
+  // Whether the table of file `key` is being built.
+  bool building(const as_file_key& key) const { return building_.contains({key.ino, key.dev}); }
+  // Whether a build finished since the last collect() (any thread may ask).
+  bool builds_finished() const { return background_ && background_->finished(); }
+  // Collects until file `key`'s table is in (or could not be) or `max_ms`
+  // have passed.
+  void wait_for(const as_file_key& key, uint64_t max_ms);
   // The processes whose continuation waits for a build.
   std::unordered_set<uint32_t> waiting_processes() const;
   // Files by path (a command's program and libraries, before it runs).
@@ -64,8 +75,9 @@ class TableLoader {
   // request for its table, or its unfinished walks, are read.
   void pin_executable(pid_t pid, const as_file_key& key);
 
-  // The rows of the file behind mapping `m` of live process `pid`, built
-  // (and loaded) when new; nullptr when the file cannot be read.
+  // The rows of the file behind mapping `m` of process `pid`; nullptr when
+  // not in: its build is then started off this thread (unless on its way,
+  // or the file could not be read), and building() tells which.
   const std::vector<as_unwind_row>* rows(pid_t pid, const Mapping& m);
 
   const TableStats& stats() const { return stats_; }
@@ -78,11 +90,9 @@ class TableLoader {
     std::function<void()> then;
   };
   bool known(const as_file_key& key) const;
-  bool building(const as_file_key& key) const { return building_.contains({key.ino, key.dev}); }
   std::vector<std::pair<as_file_key, std::string>> process_files(pid_t pid, uint64_t max_bytes) const;
-  // Builds and loads the table of the file at `path` under `key`; false when
-  // the file could not be read (the caller may try another path).
-  bool load(const as_file_key& key, const std::string& path);
+  bool build_later(const as_file_key& key, pid_t pid, const Mapping& m);
+  void submit(std::vector<BackgroundBuilds::File> files);
   void load_all(const std::vector<std::pair<as_file_key, std::string>>& files);
   bool install(const as_file_key& key, const std::string& path, BuiltTable&& built);
 
@@ -99,18 +109,23 @@ class TableLoader {
   std::vector<Waiter> waiters_;
 };
 
-// The rows of a live process's code, for continue_walk: its mappings as
-// given, tables built on demand (frame pointers for anonymous code).
+// The rows of a process's code, for continue_walk: its mappings as given,
+// tables as loaded (frame pointers for anonymous code). A file without one
+// has no row, and its table is built meanwhile.
 class ProcessRows : public RowLookup {
  public:
   ProcessRows(TableLoader& tables, pid_t pid, const std::vector<Mapping>& maps)
       : tables_(tables), pid_(pid), maps_(maps) {}
   std::optional<as_unwind_row> row(uint64_t pc) override;
+  // The file whose table, being built, a row was missing for: the walk can
+  // be done again once it is in.
+  std::optional<as_file_key> waits_for() const { return waits_for_; }
 
  private:
   TableLoader& tables_;
   pid_t pid_;
   const std::vector<Mapping>& maps_;
+  std::optional<as_file_key> waits_for_;
 };
 
 // The shared libraries the dynamic loader would map for `program` (asked of

@@ -46,16 +46,31 @@ EventSink::EventSink(Profile& profile, Symbolizer& symbolizer, SinkHooks hooks, 
       per_process_(per_process) {}
 
 bool EventSink::operator()(std::span<const uint8_t> data) {
+  if (hooks_.unwind.tables_built()) {  // in at once: the kernel's walks stop waiting for them too
+    hooks_.unwind.collect_tables();
+    retry_waiting(monotonic_ns(), true);
+  }
+  if (dispatch(data) == AS_EV_ALLOC && profile_.live_bytes() >= yield_above_bytes_) return false;
+  // The clock is read now and then: a reader that lags returns to its loop
+  // (outputs, progress) at the deadline all the same.
+  if (++events_since_clock_ < 256) return true;
+  events_since_clock_ = 0;
+  return now_ms() < yield_at_ms_;
+}
+
+uint32_t EventSink::dispatch(std::span<const uint8_t> data) {
   uint32_t kind;
-  if (data.size() < sizeof kind) return true;
+  if (data.size() < sizeof kind) return 0;
   std::memcpy(&kind, data.data(), sizeof kind);
   if (kind == AS_EV_ALLOC) {
     on_alloc(data);
-    if (profile_.live_bytes() >= yield_above_bytes_) return false;
   } else if (kind == AS_EV_FREE && data.size() >= sizeof(as_event)) {
     as_event e;
     std::memcpy(&e, data.data(), sizeof e);
-    if (auto id = processes_.find(e.tgid)) profile_.on_free(*id, e.addr, e.ts_ns);
+    if (waiting_.must_wait(e.tgid, 0, e.addr))
+      hold(e.tgid, data, 0, e.addr);
+    else if (auto id = processes_.find(e.tgid))
+      profile_.on_free(*id, e.addr, e.ts_ns);
   } else if (kind == AS_EV_STACK) {
     on_stack(data);
   } else if (kind == AS_EV_NEED_TABLE && data.size() >= sizeof(as_table_event)) {
@@ -65,17 +80,57 @@ bool EventSink::operator()(std::span<const uint8_t> data) {
   } else if (kind >= AS_EV_FORK && kind <= AS_EV_MMAP && data.size() >= sizeof(as_proc_event)) {
     as_proc_event e;
     std::memcpy(&e, data.data(), sizeof e);
+    if (e.kind == AS_EV_EXIT && waiting_.holds(e.tgid)) {
+      hold(e.tgid, data, 0, 0);  // its stacks are still walked whole
+      return kind;
+    }
+    // The old program's mappings go now: what waits is walked as far as it
+    // can be, after a short wait for its tables (a small file's take
+    // milliseconds; a shell's job may exec as soon as it starts).
+    if (e.kind == AS_EV_EXEC && waiting_.holds(e.tgid)) {
+      constexpr uint64_t kMaxExecWaitMs = 500;
+      hooks_.unwind.wait_for_walks(e.tgid, kMaxExecWaitMs);
+      release_waiting(e.tgid, true);
+    }
     on_process(e);
   }
-  // The clock is read now and then: a reader that lags returns to its loop
-  // (outputs, progress) at the deadline all the same.
-  if (++events_since_clock_ < 256) return true;
-  events_since_clock_ = 0;
-  return now_ms() < yield_at_ms_;
+  return kind;
+}
+
+void EventSink::hold(uint32_t tgid, std::span<const uint8_t> event, uint64_t stack, uint64_t addr) {
+  waiting_.hold(tgid, event, stack, addr, replaying_ ? replay_since_ns_ : monotonic_ns());
+  if (replaying_) return;
+  while (waiting_.full()) release_waiting(waiting_.processes().front(), true);
+}
+
+void EventSink::release_waiting(uint32_t tgid, bool cut) {
+  uint64_t since = waiting_.since_ns(tgid);
+  std::deque<std::vector<uint8_t>> events = waiting_.take(tgid);
+  bool was_replaying = replaying_, was_cutting = cutting_;
+  uint64_t was_since = replay_since_ns_;
+  replaying_ = true;
+  cutting_ = cut;
+  replay_since_ns_ = since;
+  for (const std::vector<uint8_t>& e : events) dispatch(e);
+  replaying_ = was_replaying;
+  cutting_ = was_cutting;
+  replay_since_ns_ = was_since;
+}
+
+void EventSink::retry_waiting(uint64_t now_ns, bool tables_in) {
+  for (uint32_t tgid : waiting_.processes()) {
+    bool late = now_ns - waiting_.since_ns(tgid) > kMaxWaitNs;
+    if (tables_in || late) release_waiting(tgid, late);
+  }
+}
+
+void EventSink::release_all_waiting() {
+  for (uint32_t tgid : waiting_.processes()) release_waiting(tgid, true);
 }
 
 // The instance a sample of `tgid` belongs to; nullopt when filtered out.
-std::optional<uint32_t> EventSink::instance_for(uint32_t tgid, const std::string& comm, uint64_t cgroup) {
+std::optional<uint32_t> EventSink::instance_for(uint32_t tgid, const std::string& comm, uint64_t cgroup,
+                                                std::span<const Mapping> seen) {
   bool made;
   uint32_t id = processes_.current(tgid, comm, &made);
   if (made) {  // first sample: judge it, and read its mappings while it lives
@@ -83,7 +138,7 @@ std::optional<uint32_t> EventSink::instance_for(uint32_t tgid, const std::string
       processes_.reject(id);
       hooks_.verdicts.reject(tgid);
     } else {
-      symbolizer_.refresh(pid_t(tgid));
+      symbolizer_.refresh(pid_t(tgid), seen);
     }
   }
   if (processes_.instance(id).rejected) return std::nullopt;
@@ -95,19 +150,19 @@ void EventSink::on_stack(std::span<const uint8_t> data) {
   const auto* raw = reinterpret_cast<const as_stack_event*>(data.data());
   as_stack_event head;
   std::memcpy(&head, raw, offsetof(as_stack_event, vmas));
-  ++stacks_seen_;
+  if (!replaying_) ++stacks_seen_;
   std::string comm = comm_of(head.comm);
-  auto instance = instance_for(head.tgid, comm, head.cgroup);
-  if (!instance) return;
-  if (stacks_.size() >= max_stacks_) {  // its samples count as dropped for a full table
-    if (refused_.size() < kMaxRefused) refused_.insert(head.id);
-    return;
-  }
   kernel_maps_.clear();
   for (uint32_t i = 0; i < std::min<uint32_t>(head.nvmas, AS_MAX_VMAS); ++i) {
     as_vma v;
     std::memcpy(&v, &raw->vmas[i], sizeof v);
     kernel_maps_.push_back(kernel_mapping(v));
+  }
+  auto instance = instance_for(head.tgid, comm, head.cgroup, kernel_maps_);
+  if (!instance) return;
+  if (stacks_.size() >= max_stacks_) {  // its samples count as dropped for a full table
+    if (refused_.size() < kMaxRefused) refused_.insert(head.id);
+    return;
   }
   symbolizer_.add_mappings(pid_t(head.tgid), kernel_maps_);
   KnownStack s{*instance, head.fn, {}, {}};
@@ -120,8 +175,17 @@ void EventSink::on_stack(std::span<const uint8_t> data) {
     as_deferred_walk walk;
     std::memcpy(&walk, data.data() + sizeof(as_stack_event), sizeof walk);
     auto stack = data.subspan(sizeof(as_stack_event) + sizeof walk);
-    head.stop = uint16_t(hooks_.unwind.finish_walk(
-        head.tgid, walk, stack.first(std::min<size_t>(walk.len, stack.size())), s.ips));
+    // Rare (a table was missing): the newest mappings, unless of another program.
+    if (!replaying_) symbolizer_.refresh(pid_t(head.tgid), kernel_maps_);
+    int stop = hooks_.unwind.finish_walk(
+        head.tgid, walk, stack.first(std::min<size_t>(walk.len, stack.size())), s.ips, !cutting_);
+    if (stop == UnwindTables::kWalkWaits) {
+      if (!replaying_) ++walks_waited_;
+      hold(head.tgid, data, head.id, 0);
+      return;
+    }
+    head.stop = uint16_t(stop);
+    walks_cut_waiting_ += stop == AS_STOP_NO_TABLE;
     ++walks_finished_;
   }
   if (head.stop != AS_STOP_COMPLETE) {
@@ -191,6 +255,10 @@ void EventSink::on_alloc(std::span<const uint8_t> data) {
   as_alloc_event a;
   std::memcpy(&a, data.data(), sizeof a);
   const as_event& e = a.hdr;
+  if (waiting_.must_wait(e.tgid, e.stack, e.addr)) {
+    hold(e.tgid, data, 0, e.addr);
+    return;
+  }
   std::string comm = comm_of(a.comm);
   auto it = stacks_.find(e.stack);
   if (it == stacks_.end()) {

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <span>
@@ -22,6 +23,7 @@
 #include "model/process_table.h"
 #include "model/profile.h"
 #include "record/sink_hooks.h"
+#include "record/waiting_events.h"
 #include "symbols/symbolizer.h"
 
 namespace allocscope {
@@ -66,6 +68,19 @@ class EventSink {
   uint64_t stacks_truncated() const { return stacks_truncated_; }
   // Walks the kernel stopped for want of a table, finished here.
   uint64_t walks_finished() const { return walks_finished_; }
+  // Of those, the ones that waited for their table to be built, and the
+  // ones cut short where it was not in yet (their process ran another
+  // program, they waited too long, or the held events outgrew their room).
+  uint64_t walks_waited() const { return walks_waited_; }
+  uint64_t walks_cut_waiting() const { return walks_cut_waiting_; }
+
+  // Walks that wait for tables are done again when `tables_in` (some table
+  // came in since the last call), and cut short once they waited too long.
+  void retry_waiting(uint64_t now_ns, bool tables_in);
+  // The end of a recording: every held event goes in, walks as far as the
+  // tables allow.
+  void release_all_waiting();
+  bool has_waiting() const { return !waiting_.empty(); }
   // Samples that named a stack the sink never received (or had to drop).
   uint64_t stack_lost() const { return stack_lost_; }
   uint64_t stack_lost_bytes() const { return stack_lost_bytes_; }
@@ -87,13 +102,18 @@ class EventSink {
     StackOrigin origin;         // resolved on arrival, while the process lives
   };
 
+  uint32_t dispatch(std::span<const uint8_t> data);
+  void hold(uint32_t tgid, std::span<const uint8_t> event, uint64_t stack, uint64_t addr);
+  // Feeds the held events of `tgid` again; `cut`: walks end where a table is missing.
+  void release_waiting(uint32_t tgid, bool cut);
   void on_stack(std::span<const uint8_t> data);
   void on_alloc(std::span<const uint8_t> data);
   void on_process(const as_proc_event& e);
   void end_instance(uint32_t tgid, bool exited, bool in_process);
   void finish_exact(uint32_t instance, bool keep_live);
   void forget_untracked(uint32_t tgid, uint64_t addr, uint16_t flags);
-  std::optional<uint32_t> instance_for(uint32_t tgid, const std::string& comm, uint64_t cgroup);
+  std::optional<uint32_t> instance_for(uint32_t tgid, const std::string& comm, uint64_t cgroup,
+                                       std::span<const Mapping> seen);
   void count_drops(uint32_t tgid, const std::string& comm, bool live_full, bool stack_lost, bool table_full);
   StackOrigin origin(uint32_t tgid, const std::string& comm, uint16_t fn, std::span<const uint64_t> ips);
   std::optional<uint32_t> profile_stack(const KnownStack& s);
@@ -117,6 +137,13 @@ class EventSink {
   std::map<uint32_t, ProcessDrops> drops_;
   std::unordered_map<uint32_t, std::string> last_names_;  // bounded: see on_process
   std::vector<Mapping> kernel_maps_;
+  // Long enough for a large program's table on a loaded machine.
+  static constexpr uint64_t kMaxWaitNs = 10'000'000'000;
+  static constexpr size_t kMaxWaitingBytes = 64 << 20;
+  WaitingEvents waiting_{kMaxWaitingBytes};
+  bool replaying_ = false, cutting_ = false;  // feeding held events again
+  uint64_t replay_since_ns_ = 0;
+  uint64_t walks_waited_ = 0, walks_cut_waiting_ = 0;
   uint64_t stacks_seen_ = 0, stacks_truncated_ = 0, walks_finished_ = 0;
   uint64_t stack_lost_ = 0, stack_lost_bytes_ = 0, table_full_ = 0, table_full_bytes_ = 0;
   uint64_t other_rate_ = 0;

@@ -205,6 +205,11 @@ int Recorder::finish(std::vector<Target>& targets, const LoopEnd& l) {
   parts_->session->detach();
   while (parts_->session->poll(0).value_or(0) > 0) {
   }
+  if (parts_->sink.has_waiting()) {  // walks that wait for tables being built
+    constexpr uint64_t kMaxBuildWaitMs = 10'000;
+    parts_->tables.wait_for_builds(kMaxBuildWaitMs);
+    parts_->sink.release_all_waiting();
+  }
   // The observer is shown the final state, probes gone, before it stops.
   if (observer_) {
     observer_->on_tick(*this);

@@ -50,7 +50,10 @@ Result<LoopEnd> Recorder::loop(std::vector<Target>& targets) {
     uint64_t next_stop = config_.duration_ms ? l.start + config_.duration_ms : UINT64_MAX;
     parts_->sink.yield_at(std::min({next_interval, next_stop, now + 1000}));
     if (auto n = parts_->session->poll(100); !n) return fail(n.error());
-    parts_->tables.collect();  // tables built meanwhile: in, and their held processes continued
+    // Tables built meanwhile: in, their held processes continued, and the
+    // walks that waited for them finished.
+    bool tables_in = parts_->tables.collect() > 0;
+    parts_->sink.retry_waiting(monotonic_ns(), tables_in);
     watch_live(l.start);
     if (parts_->libraries.has_pending()) parts_->libraries.retry_pending(now_ms());
     // A held process whose event was lost, or waits behind a backlog, goes on.

@@ -1,5 +1,7 @@
 #include "record/session_hooks.h"
 
+#include <chrono>
+
 #include "symbols/stack_walk.h"
 
 namespace allocscope {
@@ -7,11 +9,32 @@ namespace allocscope {
 void SessionUnwind::need_table(uint32_t tgid, const as_vma& vma) { tables_.on_request(pid_t(tgid), vma); }
 
 int SessionUnwind::finish_walk(uint32_t tgid, const as_deferred_walk& w, std::span<const uint8_t> stack,
-                               std::vector<uint64_t>& ips) {
-  symbolizer_.refresh(pid_t(tgid));  // rare (a table was missing): the newest mappings
+                               std::vector<uint64_t>& ips, bool may_wait) {
   ProcessRows rows(tables_, pid_t(tgid), symbolizer_.maps(pid_t(tgid)));
   StackCopy mem(w.sp, stack);
-  return continue_walk({w.ip, w.sp, w.bp, w.bp_lost, 0}, w.stack_end, rows, mem, ips);
+  size_t known = ips.size();
+  int stop = continue_walk({w.ip, w.sp, w.bp, w.bp_lost, 0}, w.stack_end, rows, mem, ips);
+  std::optional<as_file_key> file = rows.waits_for();
+  if (!file) return stop;
+  if (!may_wait) return AS_STOP_NO_TABLE;  // cut where the table was not in yet
+  ips.resize(known);                       // done again from the start once the table is in
+  constexpr size_t kMaxProcesses = 4096;   // beyond: forgotten (an exec then cuts its walks at once)
+  if (waits_.size() >= kMaxProcesses && !waits_.contains(tgid)) waits_.clear();
+  std::vector<as_file_key>& files = waits_[tgid];
+  if (files.size() < 16) files.push_back(*file);
+  return kWalkWaits;
+}
+
+void SessionUnwind::wait_for_walks(uint32_t tgid, uint64_t max_ms) {
+  auto it = waits_.find(tgid);
+  if (it == waits_.end()) return;
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(max_ms);
+  for (const as_file_key& file : it->second) {
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    if (left.count() > 0) tables_.wait_for(file, uint64_t(left.count()));
+  }
+  waits_.erase(it);
 }
 
 }  // namespace allocscope

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "probe/bpf_session.h"
@@ -52,12 +53,16 @@ class SessionUnwind : public UnwindTables {
       then();
   }
   int finish_walk(uint32_t tgid, const as_deferred_walk& walk, std::span<const uint8_t> stack,
-                  std::vector<uint64_t>& ips) override;
+                  std::vector<uint64_t>& ips, bool may_wait) override;
+  bool tables_built() const override { return tables_.builds_finished(); }
+  void collect_tables() override { tables_.collect(); }
+  void wait_for_walks(uint32_t tgid, uint64_t max_ms) override;
 
  private:
   TableLoader& tables_;
   Symbolizer& symbolizer_;
   bool with_tables_;
+  std::unordered_map<uint32_t, std::vector<as_file_key>> waits_;  // per process: files its walks wait for
 };
 
 }  // namespace allocscope

@@ -77,10 +77,21 @@ class UnwindTables {
   // events go on being read.
   virtual void prepare_process(uint32_t tgid, std::function<void()> then) = 0;
   // Finishes a walk the kernel stopped there (frames so far in `ips`, the
-  // stopped frame's registers and the stack above in `stack`); returns why
-  // it ended (enum as_stop).
+  // stopped frame's registers and the stack above in `stack`) with the
+  // process's mappings as the symbolizer knows them; returns why it ended
+  // (enum as_stop), or kWalkWaits when `may_wait` and a table it needs is
+  // being built (started now if need be): then it is asked again later.
+  static constexpr int kWalkWaits = -1;
+  // Whether tables were built since the last collect_tables(): asked at
+  // every event, so cheap.
+  virtual bool tables_built() const = 0;
+  // Loads them (and continues the processes held for them).
+  virtual void collect_tables() = 0;
+  // A process whose walks wait runs another program: the tables they wait
+  // for are waited for here, at most `max_ms` (the reader stops meanwhile).
+  virtual void wait_for_walks(uint32_t tgid, uint64_t max_ms) = 0;
   virtual int finish_walk(uint32_t tgid, const as_deferred_walk& walk, std::span<const uint8_t> stack,
-                          std::vector<uint64_t>& ips) = 0;
+                          std::vector<uint64_t>& ips, bool may_wait) = 0;
 };
 
 // The sink's collaborators; they outlive it.

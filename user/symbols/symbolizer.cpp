@@ -210,12 +210,16 @@ const Mapping* Symbolizer::mapping_for(pid_t pid, uint64_t ip, bool refresh) {
   return m;
 }
 
-void Symbolizer::refresh(pid_t pid) {
-  track(pid);
-  if (auto maps = read_maps(pid); maps && !maps->empty()) {
-    learn_paths(*maps);
-    processes_[pid].maps = std::move(*maps);
-  }
+void Symbolizer::refresh(pid_t pid, std::span<const Mapping> seen) {
+  Process& p = processes_[pid];
+  auto maps = read_maps(pid);
+  if (!maps || maps->empty()) return;
+  learn_paths(*maps);
+  bool current = std::all_of(seen.begin(), seen.end(), [&](const Mapping& k) {
+    const Mapping* m = find_mapping(*maps, k.start);
+    return m && m->start == k.start && m->inode == k.inode;
+  });
+  if (current) p.maps = std::move(*maps);
 }
 
 void Symbolizer::add_mappings(pid_t pid, std::span<const Mapping> kernel_maps) {
@@ -233,7 +237,7 @@ void Symbolizer::add_mappings(pid_t pid, std::span<const Mapping> kernel_maps) {
   if (!changed)  // the common case: one lookup per mapping
     return;
   if (new_file)  // a file not seen before: /proc tells its path while the process lives
-    refresh(pid);
+    refresh(pid, kernel_maps);
   bool added = false;
   for (const Mapping& k : kernel_maps) {
     if (in_snapshot(k)) continue;

@@ -53,8 +53,10 @@ class Symbolizer {
   // Snapshot the process's mappings (once).
   void track(pid_t pid);
   // Re-read the process's mappings now (if it still lives): a snapshot taken
-  // right after exec lacks what the dynamic loader maps afterwards.
-  void refresh(pid_t pid);
+  // right after exec lacks what the dynamic loader maps afterwards. `seen`:
+  // mappings the kernel read at sample time; /proc's are taken only if they
+  // still hold them (the process may run another program by now).
+  void refresh(pid_t pid, std::span<const Mapping> seen = {});
   // Mappings the kernel read at sample time (see struct as_vma), for those
   // the snapshot lacks: the process may be gone before /proc is read.
   void add_mappings(pid_t pid, std::span<const Mapping> kernel_maps);
