@@ -43,10 +43,10 @@ BackgroundBuilds::~BackgroundBuilds() {
   for (std::thread& t : workers_) t.join();
 }
 
-void BackgroundBuilds::submit(std::vector<File> files) {
+void BackgroundBuilds::submit(std::vector<File> files, bool first) {
   {
     std::lock_guard lock(mutex_);
-    for (File& f : files) files_.push_back(std::move(f));
+    for (File& f : files) first ? files_.push_front(std::move(f)) : files_.push_back(std::move(f));
     // Two at least: one long build leaves a worker for the kernel's requests.
     unsigned n = std::clamp(std::thread::hardware_concurrency(), 2u, 4u);
     while (workers_.size() < n) workers_.emplace_back([this] { work(); });

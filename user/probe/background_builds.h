@@ -53,7 +53,9 @@ class BackgroundBuilds {
   BackgroundBuilds(const BackgroundBuilds&) = delete;
   BackgroundBuilds& operator=(const BackgroundBuilds&) = delete;
 
-  void submit(std::vector<File> files);
+  // `first`: ahead of those waiting (a file a walk or the kernel asks for:
+  // small as a rule, and everything of its process's behind it waits).
+  void submit(std::vector<File> files, bool first = false);
   // The builds finished since the last call.
   std::vector<FinishedBuild> take();
   // Whether take() has something (a cheap check, from any thread).

@@ -45,14 +45,14 @@ bool TableLoader::build_later(const as_file_key& key, pid_t pid, const Mapping& 
   if (!file) return false;
   std::vector<BackgroundBuilds::File> todo;
   todo.push_back({key, std::move(path), std::move(file)});
-  submit(std::move(todo));
+  submit(std::move(todo), true);
   return true;
 }
 
-void TableLoader::submit(std::vector<BackgroundBuilds::File> files) {
+void TableLoader::submit(std::vector<BackgroundBuilds::File> files, bool first) {
   for (const auto& f : files) building_.insert({f.key.ino, f.key.dev});
   if (!background_) background_ = std::make_unique<BackgroundBuilds>([this] { session_.wake(); });
-  background_->submit(std::move(files));
+  background_->submit(std::move(files), first);
 }
 
 void TableLoader::pin_executable(pid_t pid, const as_file_key& key) {
@@ -200,7 +200,7 @@ void TableLoader::load_process_later(pid_t pid, uint64_t max_bytes, std::functio
     w.then();
     return;
   }
-  if (!todo.empty()) submit(std::move(todo));
+  if (!todo.empty()) submit(std::move(todo), false);
   waiters_.push_back(std::move(w));
 }
 
