@@ -56,7 +56,7 @@ void BackgroundBuilds::submit(std::vector<File> files, bool first) {
 
 std::vector<FinishedBuild> BackgroundBuilds::take() {
   std::lock_guard lock(mutex_);
-  finished_count_ = 0;
+  has_done_ = false;
   return std::exchange(done_, {});
 }
 
@@ -72,7 +72,7 @@ void BackgroundBuilds::work() {
     f.file.reset();
     lock.lock();
     done_.push_back(std::move(built));
-    finished_count_ = done_.size();
+    has_done_ = true;
     lock.unlock();
     finished_();
     lock.lock();

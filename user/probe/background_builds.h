@@ -59,7 +59,7 @@ class BackgroundBuilds {
   // The builds finished since the last call.
   std::vector<FinishedBuild> take();
   // Whether take() has something (a cheap check, from any thread).
-  bool finished() const { return finished_count_.load(std::memory_order_relaxed) != 0; }
+  bool finished() const { return has_done_.load(std::memory_order_relaxed); }
 
  private:
   void work();
@@ -69,7 +69,7 @@ class BackgroundBuilds {
   std::condition_variable wake_;
   std::deque<File> files_;
   std::vector<FinishedBuild> done_;
-  std::atomic<size_t> finished_count_ = 0;  // done_.size()
+  std::atomic<bool> has_done_ = false;  // !done_.empty(), read without the lock
   bool stopping_ = false;
   std::vector<std::thread> workers_;  // started by the first file
 };

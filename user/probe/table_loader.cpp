@@ -227,17 +227,17 @@ size_t TableLoader::collect() {
 }
 
 void TableLoader::wait_for(const as_file_key& key, uint64_t max_ms) {
-  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(max_ms);
-  while (building(key) && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    collect();
-  }
+  collect_while([&] { return building(key); }, max_ms);
 }
 
 void TableLoader::wait_for_builds(uint64_t max_ms) {
+  collect_while([&] { return !building_.empty(); }, max_ms);
+}
+
+void TableLoader::collect_while(const std::function<bool()>& pending, uint64_t max_ms) {
   auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(max_ms);
-  while (!building_.empty() && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  while (pending() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
     collect();
   }
 }

@@ -93,6 +93,7 @@ class TableLoader {
   std::vector<std::pair<as_file_key, std::string>> process_files(pid_t pid, uint64_t max_bytes) const;
   bool build_later(const as_file_key& key, pid_t pid, const Mapping& m);
   void submit(std::vector<BackgroundBuilds::File> files, bool first);
+  void collect_while(const std::function<bool()>& pending, uint64_t max_ms);
   void load_all(const std::vector<std::pair<as_file_key, std::string>>& files);
   bool install(const as_file_key& key, const std::string& path, BuiltTable&& built);
 
