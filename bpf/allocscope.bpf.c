@@ -54,6 +54,7 @@ char LICENSE[] SEC("license") = "GPL";
 // clang-format off
 #include "state.bpf.h"
 #include "walk.bpf.h"
+#include "python.bpf.h"
 #include "lifecycle.bpf.h"
 // clang-format on
 
@@ -262,6 +263,7 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, __u32 fn, __u64 size
    * program's (the leaf is named by fn). A uprobe's sample is taken at the
    * return, where the first pc is already the caller's. */
   struct walk_scratch *w = walk_stack(ctx, fn, own_frames);
+  if (w) walk_python(w);
   struct as_stack_event *stack = w ? &w->ev : 0;
   if (!w || !(stack->stop == AS_STOP_NO_TABLE ? send_deferred(w) : send_stack(stack))) {
     count_dropped(tgid, size);

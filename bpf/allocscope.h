@@ -9,6 +9,7 @@ typedef __u16 as_u16;
 typedef __u32 as_u32;
 typedef __u64 as_u64;
 typedef __s64 as_s64;
+typedef __s32 as_s32;
 typedef __s16 as_s16;
 typedef __s8 as_s8;
 #else
@@ -18,6 +19,7 @@ typedef uint16_t as_u16;
 typedef uint32_t as_u32;
 typedef uint64_t as_u64;
 typedef int64_t as_s64;
+typedef int32_t as_s32;
 typedef int16_t as_s16;
 typedef int8_t as_s8;
 #endif
@@ -168,7 +170,11 @@ enum as_counter {
   AS_CNT_HOLD_REFUSED = 34, /* ... not stopped: the table of held processes was full, or the signal failed */
   AS_CNT_UNJUDGED_DROPS = 35,       /* of AS_CNT_RINGBUF_DROPS, those of processes no filter had judged yet */
   AS_CNT_UNJUDGED_DROPS_BYTES = 36, /* ... and their bytes */
-  AS_CNT_COUNT = 37,
+  AS_CNT_PY_STACKS = 37,            /* sampled stacks of Python processes with Python frames */
+  AS_CNT_PY_NO_THREAD = 38, /* ... without: the thread has no Python thread state (or it was not found) */
+  AS_CNT_PY_FRAMES = 39,    /* Python frames the kernel's walks found */
+  AS_CNT_PY_DEPTH = 40,     /* Python stacks cut at AS_MAX_PY_FRAMES */
+  AS_CNT_COUNT = 41,
 };
 
 /* The live filter: counters of live samples per hash slot, which lets a
@@ -259,6 +265,49 @@ enum as_stop {
 /* Distinct mappings a stack's frames may lie in. */
 #define AS_MAX_VMAS 16
 
+/* ---- Python ---------------------------------------------------------------
+ * CPython (3.11 and later) keeps its interpreter's frames in memory of its
+ * own: the thread's state points at the innermost, each at its caller. A
+ * sampled stack of a Python program carries them (code object and
+ * instruction), which userspace reads and puts in place of the native
+ * frames of the evaluation loop that ran them. Where the structures lie is
+ * per program file (`python_files`, written by userspace from the file's
+ * symbols and, from 3.13, the interpreter's own table of offsets). */
+#define AS_MAX_PY_FRAMES 64
+#define AS_PY_ABSENT 0xffff   /* an offset the version does not have */
+#define AS_PY_FRAME_BYTES 128 /* frame fields lie in its first bytes */
+#define AS_PY_MAX_THREADS 256 /* thread states searched for the sampled thread */
+#define AS_PY_INSTR_UNKNOWN 0xffffffffu
+
+struct as_py_layout {
+  as_u64 runtime;       /* _PyRuntime's virtual address in the file */
+  as_u64 exec_vaddr;    /* the first executable segment's: the kernel's start_code less it is the load bias */
+  as_u32 holder;        /* _PyRuntime: the GIL holder's thread state (AS_PY_ABSENT: none kept) */
+  as_u32 interp_head;   /* _PyRuntime: the first interpreter */
+  as_u16 threads_head;  /* PyInterpreterState: the newest thread state */
+  as_u16 tstate_next;   /* PyThreadState: the next older one */
+  as_u16 tstate_thread; /* ... its thread's pthread_t (the thread pointer, fsbase on x86-64) */
+  as_u16 tstate_frame;  /* ... the innermost frame, or the CFrame holding it */
+  as_u16 cframe_frame;  /* CFrame: the innermost frame (AS_PY_ABSENT: tstate_frame is the frame) */
+  as_u16 frame_code;    /* _PyInterpreterFrame: its code object */
+  as_u16 frame_previous;  /* ... its caller */
+  as_u16 frame_instr;     /* ... the instruction it runs */
+  as_u16 frame_owner;     /* ... who owns it (a byte) */
+  as_u16 frame_entry;     /* ... (a byte) the first frame its evaluation loop call ran (AS_PY_ABSENT: none) */
+  as_u16 code_first_line; /* PyCodeObject: co_firstlineno */
+  as_u16 code_units;      /* ... co_code_adaptive, the instructions */
+  as_u8 owner_cstack;     /* owner of the evaluation loop's entry frames (0xff: none) */
+  as_u8 frame_bytes;      /* bytes of a frame its fields lie in (at most AS_PY_FRAME_BYTES) */
+  as_u8 pad[6];
+};
+
+/* One Python frame of a sampled stack. */
+struct as_py_frame {
+  as_u64 code;       /* the code object's address */
+  as_u32 instr;      /* index of the code unit it runs (AS_PY_INSTR_UNKNOWN) */
+  as_s32 first_line; /* the code object's co_firstlineno, read with it: a freed object's reuse shows */
+};
+
 /* A mapping holding some of a stack's frames, read by the kernel at sample
  * time: frames of processes that are gone by the time userspace looks can
  * still be tied to their file. */
@@ -308,6 +357,12 @@ struct as_stack_event {
   char comm[AS_COMM_LEN];
   struct as_vma vmas[AS_MAX_VMAS];
   as_u64 frames[AS_MAX_FRAMES]; /* user instruction pointers */
+  /* Python frames (0 for other programs), innermost first; a stack sent
+   * alone ends with the last valid one. */
+  as_u32 npy;
+  as_u32 py_cut;  /* 1: more Python frames than AS_MAX_PY_FRAMES */
+  as_u64 py_ends; /* bit i: py[i] is the first frame one call of the evaluation loop ran */
+  struct as_py_frame py[AS_MAX_PY_FRAMES];
 };
 
 /* A walk the kernel could not finish (AS_STOP_NO_TABLE: a file's table was
@@ -396,8 +451,11 @@ AS_STATIC_ASSERT(sizeof(struct as_file_key) == 16, "as_file_key layout");
 AS_STATIC_ASSERT(sizeof(struct as_event) == 56, "as_event layout");
 AS_STATIC_ASSERT(sizeof(struct as_alloc_event) == 72, "as_alloc_event layout");
 AS_STATIC_ASSERT(sizeof(struct as_vma) == 40, "as_vma layout");
-AS_STATIC_ASSERT(sizeof(struct as_stack_event) == 56 + 40 * AS_MAX_VMAS + 8 * AS_MAX_FRAMES,
+AS_STATIC_ASSERT(sizeof(struct as_stack_event) ==
+                     56 + 40 * AS_MAX_VMAS + 8 * AS_MAX_FRAMES + 16 + 16 * AS_MAX_PY_FRAMES,
                  "as_stack_event layout");
+AS_STATIC_ASSERT(sizeof(struct as_py_layout) == 56, "as_py_layout layout");
+AS_STATIC_ASSERT(sizeof(struct as_py_frame) == 16, "as_py_frame layout");
 AS_STATIC_ASSERT(sizeof(struct as_table_event) == 8 + 40, "as_table_event layout");
 AS_STATIC_ASSERT(sizeof(struct as_deferred_walk) == 40, "as_deferred_walk layout");
 AS_STATIC_ASSERT(sizeof(struct as_proc_event) == 96, "as_proc_event layout");

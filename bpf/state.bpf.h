@@ -234,6 +234,15 @@ struct walk_scratch {
   __u32 steps;                /* frames unwound so far */
   __u32 pad;
   __u64 stack_limit; /* this walk's bound on the stack: stack_end, or a guess */
+  /* The Python walk (bpf/python.bpf.h): its program's layout, the thread
+   * state searched for, the frame being read and a copy of its fields. */
+  struct as_py_layout py;
+  __u64 py_thread; /* the sampled thread's pthread_t */
+  __u64 py_tstate; /* thread state being looked at; 0: none left */
+  __u64 py_frame;  /* frame being read; 0: none left */
+  __u32 py_found;  /* py_tstate is the sampled thread's */
+  __u32 py_pad;
+  __u8 py_buf[AS_PY_FRAME_BYTES + 8];
 };
 
 struct {
@@ -308,6 +317,16 @@ struct {
   __type(key, __u64);
   __type(value, __u8);
 } sent_stacks SEC(".maps");
+
+/* CPython programs (a file as the kernel's vma names it) and where their
+ * interpreter's structures lie: written by userspace when it first sees the
+ * file run. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 256);
+  __type(key, struct as_file_key);
+  __type(value, struct as_py_layout);
+} python_files SEC(".maps");
 
 /* Exact mode: totals per stack id; capacity set by userspace (--max-stacks). */
 struct {

@@ -400,7 +400,11 @@ static __always_inline bool send_deferred(struct walk_scratch *w) {
 static __always_inline bool send_stack(struct as_stack_event *ev) {
   __u64 id = ev->id;
   if (bpf_map_lookup_elem(&sent_stacks, &id)) return true;
-  if (bpf_ringbuf_output(&events, ev, sizeof(*ev), BPF_RB_FORCE_WAKEUP) != 0) {
+  /* Only the Python frames it has: most stacks have none. */
+  __u64 npy = ev->npy & 127; /* bounds the verifier keeps */
+  if (npy > AS_MAX_PY_FRAMES) npy = AS_MAX_PY_FRAMES;
+  __u64 size = __builtin_offsetof(struct as_stack_event, py) + npy * sizeof(struct as_py_frame);
+  if (bpf_ringbuf_output(&events, ev, size, BPF_RB_FORCE_WAKEUP) != 0) {
     count(AS_CNT_STACK_DROPS);
     return false;
   }

@@ -3,6 +3,7 @@
 // JSON) get it repaired.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -11,5 +12,9 @@ namespace allocscope {
 // `s` with every byte that does not begin a well-formed UTF-8 sequence
 // (RFC 3629) replaced by U+FFFD.
 std::string valid_utf8(std::string_view s);
+
+// Appends code point `c` in UTF-8; U+FFFD for a surrogate or a value above
+// U+10FFFF.
+void append_utf8(std::string& out, uint32_t c);
 
 }  // namespace allocscope

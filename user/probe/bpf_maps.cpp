@@ -59,6 +59,13 @@ Result<void> BpfSession::add_in_process_file(uint32_t kernel_dev, uint64_t ino) 
   return {};
 }
 
+Result<void> BpfSession::add_python_file(uint32_t kernel_dev, uint64_t ino, const as_py_layout& layout) {
+  as_file_key key{.ino = ino, .dev = kernel_dev, .pad = 0};
+  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.python_files), &key, &layout, BPF_ANY) != 0)
+    return fail_errno("remember a Python program", errno);
+  return {};
+}
+
 Result<void> BpfSession::mark_in_process(uint32_t tgid) {
   int fd = bpf_map__fd(skel_->maps.processes);
   uint8_t verdict = 0;

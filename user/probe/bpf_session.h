@@ -84,6 +84,8 @@ class BpfSession {
   // encoding) sample in process, and allocator probes leave them alone;
   // mark_in_process says so of one that already does.
   Result<void> add_in_process_file(uint32_t kernel_dev, uint64_t ino);
+  // A CPython program: the kernel walks its processes' Python frames.
+  Result<void> add_python_file(uint32_t kernel_dev, uint64_t ino, const as_py_layout& layout);
   Result<void> mark_in_process(uint32_t tgid);
   // A verdict only where there is none; one removed only if it is `verdict`.
   void set_verdict_if_none(uint32_t tgid, uint8_t verdict);

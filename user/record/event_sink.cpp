@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "record/clocks.h"
+#include "record/python_stacks.h"
 #include "stats/sampling.h"
 
 namespace allocscope {
@@ -145,8 +146,24 @@ std::optional<uint32_t> EventSink::instance_for(uint32_t tgid, const std::string
   return id;
 }
 
+namespace {
+
+// The Python frames a stack event carries (none when it has none).
+std::vector<as_py_frame> python_frames_of(std::span<const uint8_t> data, uint64_t* ends) {
+  uint32_t n = 0;
+  std::memcpy(&n, data.data() + offsetof(as_stack_event, npy), sizeof n);
+  std::memcpy(ends, data.data() + offsetof(as_stack_event, py_ends), sizeof *ends);
+  n = std::min<uint32_t>(n, AS_MAX_PY_FRAMES);
+  if (data.size() < offsetof(as_stack_event, py) + n * sizeof(as_py_frame)) return {};
+  std::vector<as_py_frame> frames(n);
+  if (n) std::memcpy(frames.data(), data.data() + offsetof(as_stack_event, py), n * sizeof(as_py_frame));
+  return frames;
+}
+
+}  // namespace
+
 void EventSink::on_stack(std::span<const uint8_t> data) {
-  if (data.size() < sizeof(as_stack_event)) return;
+  if (data.size() < offsetof(as_stack_event, py)) return;  // sent without its unused Python frames
   const auto* raw = reinterpret_cast<const as_stack_event*>(data.data());
   as_stack_event head;
   std::memcpy(&head, raw, offsetof(as_stack_event, vmas));
@@ -165,6 +182,9 @@ void EventSink::on_stack(std::span<const uint8_t> data) {
     return;
   }
   symbolizer_.add_mappings(pid_t(head.tgid), kernel_maps_);
+  uint64_t py_ends = 0;
+  std::vector<as_py_frame> py = python_ ? python_frames_of(data, &py_ends) : std::vector<as_py_frame>{};
+  if (!py.empty()) python_->read_codes(pid_t(head.tgid), kernel_maps_, py);  // while the process lives
   KnownStack s{*instance, head.fn, {}, {}};
   s.ips.resize(std::min<size_t>(head.nframes, AS_MAX_FRAMES));
   if (!s.ips.empty())  // a walk that found no frame: no copy (memcpy from or to null is undefined)
@@ -192,6 +212,7 @@ void EventSink::on_stack(std::span<const uint8_t> data) {
     s.ips.push_back(kTruncatedFrame);
     ++stacks_truncated_;
   }
+  if (!py.empty()) python_->place(pid_t(head.tgid), kernel_maps_, py, py_ends, s.ips);
   s.origin = origin(head.tgid, processes_.instance(*instance).comm, head.fn, s.ips);
   instance_stacks_[*instance].push_back(head.id);
   stacks_.insert_or_assign(head.id, std::move(s));
@@ -432,11 +453,16 @@ void EventSink::on_process(const as_proc_event& e) {
       hooks_.verdicts.judge_name(comm_of(e.comm));  // the kernel then decides its samples itself
       hooks_.libraries.on_exec(e.tgid);
       hooks_.unwind.on_exec(e.tgid, e.dev, e.ino);
+      if (python_) {
+        python_->forget(pid_t(e.tgid));
+        python_->on_program(pid_t(e.tgid), e.dev, e.ino);  // before it goes on, when held
+      }
       if (e.held)  // a program not seen before, stopped by the kernel until read
         hooks_.unwind.prepare_process(e.tgid, [this, tgid = e.tgid] { hooks_.kernel.release_held(tgid); });
       break;
     case AS_EV_EXIT:
       end_instance(e.tgid, true, e.ended & AS_ENDED_IN_PROCESS);
+      if (python_) python_->forget(pid_t(e.tgid));
       break;
     case AS_EV_MMAP:
       hooks_.libraries.new_library(e);

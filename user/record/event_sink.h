@@ -28,6 +28,8 @@
 
 namespace allocscope {
 
+class PythonStacks;
+
 // Samples a process lost, by cause.
 struct ProcessDrops {
   std::string comm;
@@ -39,6 +41,9 @@ class EventSink {
   // per_process false: stacks of one name merge across processes.
   EventSink(Profile& profile, Symbolizer& symbolizer, SinkHooks hooks, size_t max_stacks,
             bool per_process = true);
+
+  // Stacks of CPython programs get their Python frames (the recorder's).
+  void use_python(PythonStacks* python) { python_ = python; }
 
   // Takes one record; false when the reader should return to its loop
   // (the deadline set by yield_at has passed).
@@ -123,6 +128,7 @@ class EventSink {
 
   Profile& profile_;
   Symbolizer& symbolizer_;
+  PythonStacks* python_ = nullptr;
   SinkHooks hooks_;
   size_t max_stacks_;
   bool per_process_;

@@ -39,6 +39,15 @@
 namespace allocscope {
 namespace {
 
+// The targets' processes and, when they are followed, their descendants.
+std::vector<pid_t> target_processes(const std::vector<Target>& targets, bool children) {
+  std::vector<pid_t> pids;
+  for (const Target& t : targets) pids.push_back(t.pid());
+  if (children)
+    for (pid_t child : descendants_of(pids)) pids.push_back(child);
+  return pids;
+}
+
 // --all records processes nobody named: none of them may take more than a
 // quarter of the live table from the others. Named processes (-p, -- CMD)
 // are what the user asked for and share it freely.
@@ -142,6 +151,10 @@ Result<void> Recorder::prepare(std::vector<Target>& targets) {
   targets = std::move(*made);
   if (config_.all)
     if (auto ok = parts_->libraries.attach_every_process(); !ok) return ok;
+  // Python programs already running: their frames are walked from now on
+  // (a new one is read at its exec).
+  for (pid_t pid : config_.all ? list_processes() : target_processes(targets, follows_children(config_)))
+    parts_->python.on_process(pid);
   // The launched command's files (found by running the loader): probed
   // before it runs.
   for (Target& t : targets) {

@@ -20,6 +20,7 @@
 #include "record/library_discovery.h"
 #include "record/live_view.h"
 #include "record/process_filter.h"
+#include "record/python_stacks.h"
 #include "record/record.h"
 #include "record/recording_builder.h"
 #include "record/session_hooks.h"
@@ -39,7 +40,13 @@ struct SessionParts {
         kernel(*session),
         unwind(tables, symbolizer, c.unwind == UnwindMode::Dwarf),
         libraries(c, use, *session, symbolizer),
-        sink(profile, symbolizer, {verdicts, kernel, libraries, unwind}, c.max_stacks, c.per_process) {}
+        python(symbolizer,
+               [session = session.get()](uint32_t dev, uint64_t ino, const as_py_layout& layout) {
+                 return session->add_python_file(dev, ino, layout).has_value();
+               }),
+        sink(profile, symbolizer, {verdicts, kernel, libraries, unwind}, c.max_stacks, c.per_process) {
+    sink.use_python(&python);
+  }
 
   std::unique_ptr<BpfSession> session;
   TableLoader tables;
@@ -47,6 +54,7 @@ struct SessionParts {
   SessionState kernel;
   SessionUnwind unwind;
   LibraryDiscovery libraries;
+  PythonStacks python;
   EventSink sink;
 };
 

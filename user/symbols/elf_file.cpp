@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,8 +44,10 @@ std::string ElfFile::interpreter() const {
 
 namespace {
 
-// Symbols of one table; versym (may be null) marks non-default versions.
-void collect(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr, Elf_Data* versym, std::vector<ElfSymbol>& out) {
+// Functions (or data objects) of one table; versym (may be null) marks
+// non-default versions.
+void collect(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr, Elf_Data* versym, bool objects,
+             std::vector<ElfSymbol>& out) {
   Elf_Data* data = elf_getdata(scn, nullptr);
   if (!data || shdr.sh_entsize == 0) return;
   size_t n = shdr.sh_size / shdr.sh_entsize;
@@ -51,7 +55,7 @@ void collect(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr, Elf_Data* versym, st
     GElf_Sym sym;
     if (!gelf_getsym(data, int(i), &sym) || sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
     int type = GELF_ST_TYPE(sym.st_info);
-    if (type != STT_FUNC && type != STT_GNU_IFUNC) continue;
+    if (objects ? type != STT_OBJECT : type != STT_FUNC && type != STT_GNU_IFUNC) continue;
     GElf_Versym ver;
     if (versym && gelf_getversym(versym, int(i), &ver) && (ver & 0x8000))
       continue;  // hidden: an old compatibility version, not what programs bind to
@@ -62,7 +66,11 @@ void collect(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr, Elf_Data* versym, st
 
 }  // namespace
 
-std::vector<ElfSymbol> ElfFile::functions() const {
+std::vector<ElfSymbol> ElfFile::functions() const { return symbols(false); }
+
+std::vector<ElfSymbol> ElfFile::objects() const { return symbols(true); }
+
+std::vector<ElfSymbol> ElfFile::symbols(bool objects) const {
   std::vector<ElfSymbol> out;
   Elf_Data* versym = nullptr;
   for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf_.get(), scn));) {
@@ -73,9 +81,9 @@ std::vector<ElfSymbol> ElfFile::functions() const {
     GElf_Shdr shdr;
     if (!gelf_getshdr(scn, &shdr)) continue;
     if (shdr.sh_type == SHT_DYNSYM)
-      collect(elf_.get(), scn, shdr, versym, out);
+      collect(elf_.get(), scn, shdr, versym, objects, out);
     else if (shdr.sh_type == SHT_SYMTAB)
-      collect(elf_.get(), scn, shdr, nullptr, out);
+      collect(elf_.get(), scn, shdr, nullptr, objects, out);
   }
   return out;
 }
@@ -90,6 +98,49 @@ Result<uint64_t> ElfFile::vaddr_to_offset(uint64_t vaddr) const {
       return vaddr - ph.p_vaddr + ph.p_offset;
   }
   return fail("read " + path_ + ": address outside loadable segments");
+}
+
+Result<uint64_t> ElfFile::offset_to_vaddr(uint64_t offset) const {
+  size_t n = 0;
+  if (elf_getphdrnum(elf_.get(), &n) != 0) return fail("read " + path_ + ": no program headers");
+  for (size_t i = 0; i < n; ++i) {
+    GElf_Phdr ph;
+    if (gelf_getphdr(elf_.get(), int(i), &ph) && ph.p_type == PT_LOAD && offset >= ph.p_offset &&
+        offset < ph.p_offset + ph.p_filesz)
+      return offset - ph.p_offset + ph.p_vaddr;
+  }
+  return fail("read " + path_ + ": offset outside loadable segments");
+}
+
+Result<FileIdentity> ElfFile::identity() const {
+  struct stat st;
+  if (fstat(fd_.get(), &st) != 0) return fail_errno("stat " + path_, errno);
+  return FileIdentity{major(st.st_dev), minor(st.st_dev), st.st_ino};
+}
+
+std::vector<ElfFile::Segment> ElfFile::segments() const {
+  std::vector<Segment> out;
+  size_t n = 0;
+  if (elf_getphdrnum(elf_.get(), &n) != 0) return out;
+  for (size_t i = 0; i < n; ++i) {
+    GElf_Phdr ph;
+    if (gelf_getphdr(elf_.get(), int(i), &ph) && ph.p_type == PT_LOAD)
+      out.push_back({ph.p_offset, ph.p_vaddr, ph.p_filesz});
+  }
+  return out;
+}
+
+Result<uint64_t> ElfFile::exec_vaddr() const {
+  size_t n = 0;
+  if (elf_getphdrnum(elf_.get(), &n) != 0) return fail("read " + path_ + ": no program headers");
+  uint64_t lowest = UINT64_MAX;
+  for (size_t i = 0; i < n; ++i) {
+    GElf_Phdr ph;
+    if (gelf_getphdr(elf_.get(), int(i), &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
+      lowest = std::min<uint64_t>(lowest, ph.p_vaddr);
+  }
+  if (lowest == UINT64_MAX) return fail("read " + path_ + ": no executable segment");
+  return lowest;
 }
 
 }  // namespace allocscope

@@ -9,6 +9,7 @@
 
 #include "base/result.h"
 #include "base/unique_fd.h"
+#include "host/files.h"
 
 typedef struct Elf Elf;
 
@@ -26,13 +27,26 @@ class ElfFile {
 
   // Defined functions from .symtab and .dynsym, default versions only.
   std::vector<ElfSymbol> functions() const;
+  // Defined data objects (variables), likewise.
+  std::vector<ElfSymbol> objects() const;
+  // The lowest virtual address of an executable PT_LOAD segment (what the
+  // kernel takes, plus the load bias, as a process's start_code).
+  Result<uint64_t> exec_vaddr() const;
   // The program's interpreter (PT_INTERP): "" for a static program or a
   // library.
   std::string interpreter() const;
-  // File offset of a virtual address inside a PT_LOAD segment.
+  // File offset of a virtual address inside a PT_LOAD segment, and back.
   Result<uint64_t> vaddr_to_offset(uint64_t vaddr) const;
+  Result<uint64_t> offset_to_vaddr(uint64_t offset) const;
   // Up to n bytes of the file at offset.
   Result<std::vector<uint8_t>> read(uint64_t offset, size_t n) const;
+  // The opened file's device and inode (what it is, whatever the path).
+  Result<FileIdentity> identity() const;
+  // PT_LOAD segments: file offset, virtual address, bytes in the file.
+  struct Segment {
+    uint64_t offset = 0, vaddr = 0, size = 0;
+  };
+  std::vector<Segment> segments() const;
   Elf* elf() const { return elf_.get(); }
   const std::string& path() const { return path_; }
 
@@ -41,6 +55,7 @@ class ElfFile {
     void operator()(Elf* e) const;
   };
   ElfFile(UniqueFd fd, Elf* elf, std::string path);
+  std::vector<ElfSymbol> symbols(bool objects) const;
   UniqueFd fd_;  // declared first: elf_ is ended before its file is closed
   std::unique_ptr<Elf, Closer> elf_;
   std::string path_;

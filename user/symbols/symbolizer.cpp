@@ -358,12 +358,37 @@ uint32_t Symbolizer::resolve_address(pid_t pid, uint64_t addr) {
 std::vector<uint32_t> Symbolizer::resolve(pid_t pid, std::span<const uint64_t> ips) {
   std::vector<uint32_t> ids;
   ids.reserve(ips.size());
-  for (uint64_t ip : ips) ids.push_back(resolve_address(pid, ip - 1));  // a return address: look up the call
+  for (uint64_t ip : ips)  // a return address: look up the call
+    ids.push_back(is_python_frame(ip) ? kNoMapping : resolve_address(pid, ip - 1));
   return ids;
+}
+
+uint64_t Symbolizer::python_frame(const std::string& function, const std::string& file, int64_t line) {
+  constexpr uint64_t kTag = uint64_t{1} << 63;
+  auto key = std::tuple{function, file, line};
+  if (auto it = python_ids_.find(key); it != python_ids_.end()) return it->second;
+  if (python_.size() >= kMaxPythonFrames) {  // one more: the frame that says so
+    ++python_frames_full_;
+    key = {"[python frames beyond the table]", "", 0};
+    if (auto it = python_ids_.find(key); it != python_ids_.end()) return it->second;
+  }
+  uint64_t ip = kTag | python_.size();
+  python_.push_back({std::get<0>(key), std::get<0>(key), std::get<1>(key), std::get<2>(key)});
+  python_ids_.emplace(std::move(key), ip);
+  return ip;
 }
 
 FrameInfo Symbolizer::describe(uint32_t id, uint64_t ip) {
   FrameInfo info;
+  if (is_python_frame(ip)) {
+    size_t at = ip & ~(uint64_t{1} << 63);
+    if (at < python_.size()) {
+      info.frames.push_back(python_[at]);
+      info.function = info.system_name = python_[at].function;
+      return info;
+    }
+    return named(std::move(info), "[unknown]");
+  }
   uint64_t addr = ip - 1;  // every frame is a return address: look up the call
   info.mapping = mapping(id);
   if (!info.mapping) return named(std::move(info), "[unknown]");

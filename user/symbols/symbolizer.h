@@ -79,8 +79,17 @@ class Symbolizer {
   // (kNoMapping: dropped); ids held elsewhere must be rewritten with it.
   std::vector<uint32_t> compact(const std::vector<bool>& used);
 
-  // The function holding return address `ip` of resolved mapping `id`.
+  // The function holding return address `ip` of resolved mapping `id`, or
+  // the Python frame `ip` stands for.
   FrameInfo describe(uint32_t mapping, uint64_t ip);
+
+  // A Python frame as a value among a stack's return addresses (no mapping
+  // resolves it; describe() names it). At most kMaxPythonFrames distinct
+  // ones; beyond, one that says the table is full (counted).
+  uint64_t python_frame(const std::string& function, const std::string& file, int64_t line);
+  static bool is_python_frame(uint64_t ip) { return ip >> 63; }
+  static constexpr size_t kMaxPythonFrames = size_t{1} << 20;
+  uint64_t python_frames_full() const { return python_frames_full_; }
   const Mapping* mapping(uint32_t id) const { return id < mappings_.size() ? &mappings_[id] : nullptr; }
   // Processes with mappings held, binaries open, mappings resolved.
   size_t processes() const { return processes_.size(); }
@@ -116,6 +125,9 @@ class Symbolizer {
   };
   std::unordered_map<pid_t, std::shared_ptr<PerfMap>> perf_maps_;
   std::unordered_map<uint32_t, std::shared_ptr<PerfMap>> jit_;
+  std::vector<SourceFrame> python_;  // by python_frame()'s value, less the tag
+  std::map<std::tuple<std::string, std::string, int64_t>, uint64_t> python_ids_;
+  uint64_t python_frames_full_ = 0;
 };
 
 // Where a profile stack came from, known when it was first sampled.

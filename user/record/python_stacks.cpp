@@ -1,0 +1,137 @@
+#include "record/python_stacks.h"
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <cerrno>
+
+#include "host/process_memory.h"
+#include "symbols/python_stack.h"
+
+namespace allocscope {
+namespace {
+
+constexpr size_t kMaxRefusals = 16;
+constexpr size_t kMaxOtherPrograms = 4096;  // files known not to be walkable, remembered
+
+uint32_t kernel_dev_of(const Mapping& m) { return m.dev_major << 20 | m.dev_minor; }
+
+}  // namespace
+
+PythonStacks::PythonStacks(Symbolizer& symbolizer, Publish publish)
+    : symbolizer_(symbolizer), publish_(std::move(publish)) {}
+
+void PythonStacks::on_program(pid_t pid, uint32_t kernel_dev, uint64_t ino) {
+  FileKey key{kernel_dev, ino};
+  if (programs_.contains(key)) return;
+  learn(key, "/proc/" + std::to_string(pid) + "/exe", pid);
+}
+
+void PythonStacks::on_process(pid_t pid) {
+  struct stat st;
+  std::string exe = "/proc/" + std::to_string(pid) + "/exe";
+  if (stat(exe.c_str(), &st) != 0) return;
+  on_program(pid, uint32_t(major(st.st_dev) << 20 | minor(st.st_dev)), st.st_ino);
+}
+
+// Reads the file (through the process, which may have run another program
+// since: then it is left for that program's event) and tells the kernel.
+void PythonStacks::learn(const FileKey& key, const std::string& path, pid_t pid) {
+  auto elf = ElfFile::open(path);
+  if (!elf) return;
+  auto id = elf->identity();
+  if (!id || id->inode != key.second || (id->dev_major << 20 | id->dev_minor) != key.first) return;
+  size_t others = 0;
+  for (const auto& [k, p] : programs_) others += !p;
+  if (others >= kMaxOtherPrograms) std::erase_if(programs_, [](const auto& e) { return !e.second; });
+  auto program = read_python_program(*elf);
+  if (!program) {
+    programs_[key] = nullptr;
+    if (program.error().code == ENOENT) return;
+    ++counters_.unsupported;
+    if (refusals_.size() < kMaxRefusals) refusals_.push_back(program.error().message);
+    return;
+  }
+  if (programs_.size() - others >= kMaxPrograms || !publish_(key.first, key.second, program->kernel)) {
+    programs_[key] = nullptr;
+    ++counters_.unsupported;
+    if (refusals_.size() < kMaxRefusals)
+      refusals_.push_back("process " + std::to_string(pid) + ": no room left for another Python program");
+    return;
+  }
+  programs_[key] = std::make_unique<Program>(Program{std::move(*program), elf->segments()});
+  ++counters_.programs;
+}
+
+// The process's CPython program and its load bias, from a mapping of it.
+PythonStacks::Found PythonStacks::find_program(pid_t pid, std::span<const Mapping> kernel_maps) const {
+  auto from = [this](std::span<const Mapping> maps) -> Found {
+    for (const Mapping& m : maps) {
+      auto it = programs_.find({kernel_dev_of(m), m.inode});
+      if (it == programs_.end() || !it->second) continue;
+      for (const ElfFile::Segment& s : it->second->segments)
+        if (m.offset >= s.offset && m.offset < s.offset + s.size)
+          return {it->second.get(), m.start - (m.offset - s.offset + s.vaddr)};
+    }
+    return {};
+  };
+  Found found = from(kernel_maps);
+  return found.program ? found : from(symbolizer_.maps(pid));
+}
+
+const PythonStacks::Code& PythonStacks::code(pid_t pid, const Found& found, const as_py_frame& frame) {
+  auto& codes = codes_[pid];
+  auto key = std::pair{frame.code, frame.first_line};
+  if (auto it = codes.find(key); it != codes.end()) return it->second;
+  if (cached_ >= kMaxCodes) {  // bounded: start afresh (costs reads, never a wrong name)
+    for (auto& [p, c] : codes_) c.clear();
+    cached_ = 0;
+    ++counters_.cache_cleared;
+  }
+  const PythonProgram& p = found.program->layout;
+  Code read = read_python_code(
+      p.objects, p.code_type + found.bias, frame.code, frame.first_line,
+      [pid](uint64_t addr, std::span<uint8_t> out) { return read_process_memory(pid, addr, out); });
+  ++(read ? counters_.codes_read : counters_.codes_unreadable);
+  ++cached_;
+  return codes.emplace(key, std::move(read)).first->second;
+}
+
+void PythonStacks::read_codes(pid_t pid, std::span<const Mapping> kernel_maps,
+                              std::span<const as_py_frame> frames) {
+  Found found = find_program(pid, kernel_maps);
+  if (!found.program) return;
+  for (const as_py_frame& f : frames) code(pid, found, f);
+}
+
+void PythonStacks::place(pid_t pid, std::span<const Mapping> kernel_maps, std::span<const as_py_frame> frames,
+                         uint64_t ends, std::vector<uint64_t>& ips) {
+  Found found = find_program(pid, kernel_maps);
+  if (!found.program || frames.empty()) return;
+  const PythonProgram& p = found.program->layout;
+  std::vector<bool> is_loop;
+  for (uint64_t ip : ips)  // a return address: the call is before it
+    is_loop.push_back(ip > found.bias + p.eval_start && ip <= found.bias + p.eval_end);
+  std::vector<PlacedPythonFrame> placed;
+  for (size_t i = 0; i < frames.size(); ++i) {
+    PlacedPythonFrame f{0, i < 64 && ((ends >> i) & 1)};
+    const Code& c = code(pid, found, frames[i]);
+    if (!c)
+      f.ip = symbolizer_.python_frame("[python code unreadable]", "", 0);
+    else if (frames[i].instr == AS_PY_INSTR_UNKNOWN || int64_t(frames[i].instr) >= c->first_traceable)
+      f.ip = symbolizer_.python_frame(c->qualname, c->filename, python_line(*c, frames[i].instr));
+    placed.push_back(f);  // before first_traceable: a call still setting its frame up, not shown
+  }
+  PythonPlacement result = place_python_frames(ips, is_loop, placed);
+  counters_.unplaced += result.unplaced;
+  ips = std::move(result.ips);
+}
+
+void PythonStacks::forget(pid_t pid) {
+  auto it = codes_.find(pid);
+  if (it == codes_.end()) return;
+  cached_ -= std::min(cached_, it->second.size());
+  codes_.erase(it);
+}
+
+}  // namespace allocscope

@@ -1,0 +1,90 @@
+// Python frames in the stacks of CPython programs: the programs the kernel
+// is told to walk (their layout, from the file), the code objects their
+// stacks name (read from the process, cached per process, checked against
+// reuse), and the frames put in place of the evaluation loop's.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "allocscope.h"
+#include "host/proc_maps.h"
+#include "symbols/elf_file.h"
+#include "symbols/python_code.h"
+#include "symbols/python_program.h"
+#include "symbols/symbolizer.h"
+
+namespace allocscope {
+
+struct PythonCounters {
+  uint64_t programs = 0;          // CPython program files the kernel walks
+  uint64_t unsupported = 0;       // CPython program files it cannot (version, build)
+  uint64_t codes_read = 0;        // code objects read
+  uint64_t codes_unreadable = 0;  // ... not readable (process gone, object freed)
+  uint64_t unplaced = 0;          // frames put at a stack's outer end (no loop frame left for them)
+  uint64_t cache_cleared = 0;     // times the code cache reached its bound and started afresh
+};
+
+class PythonStacks {
+ public:
+  // `publish`: tells the kernel a program file's layout (kernel device, inode).
+  using Publish = std::function<bool(uint32_t kernel_dev, uint64_t ino, const as_py_layout&)>;
+  PythonStacks(Symbolizer& symbolizer, Publish publish);
+
+  // Process `pid` runs the program file (kernel device, inode): if CPython,
+  // the kernel walks its Python frames from now on. Read once per file.
+  void on_program(pid_t pid, uint32_t kernel_dev, uint64_t ino);
+  // The same, for a process found running (its /proc/PID/exe).
+  void on_process(pid_t pid);
+  // Reads the code objects a stack names while its process lives (its
+  // walk may be finished later, when the process is gone).
+  void read_codes(pid_t pid, std::span<const Mapping> kernel_maps, std::span<const as_py_frame> frames);
+  // `ips` (native, innermost first) with the Python frames in place.
+  void place(pid_t pid, std::span<const Mapping> kernel_maps, std::span<const as_py_frame> frames,
+             uint64_t ends, std::vector<uint64_t>& ips);
+  // The process ended or runs another program: its code objects go.
+  void forget(pid_t pid);
+
+  const PythonCounters& counters() const { return counters_; }
+  // Why CPython programs could not be walked, one line each (bounded).
+  const std::vector<std::string>& refusals() const { return refusals_; }
+
+ private:
+  struct Program {
+    PythonProgram layout;
+    std::vector<ElfFile::Segment> segments;
+  };
+  using FileKey = std::pair<uint32_t, uint64_t>;  // kernel device, inode
+  struct Found {
+    const Program* program = nullptr;
+    uint64_t bias = 0;  // runtime address less virtual address
+  };
+  // A code object's name, file and lines; nullopt: unreadable.
+  using Code = std::optional<PythonCode>;
+
+  void learn(const FileKey& key, const std::string& path, pid_t pid);
+  Found find_program(pid_t pid, std::span<const Mapping> kernel_maps) const;
+  const Code& code(pid_t pid, const Found& found, const as_py_frame& frame);
+
+  Symbolizer& symbolizer_;
+  Publish publish_;
+  std::map<FileKey, std::unique_ptr<Program>> programs_;  // nullptr: not CPython, or not walkable
+  static constexpr size_t kMaxPrograms = 256;             // the kernel's python_files
+  static constexpr size_t kMaxCodes = size_t{1} << 18;    // code objects cached, all processes
+  std::unordered_map<pid_t, std::map<std::pair<uint64_t, int32_t>, Code>> codes_;
+  size_t cached_ = 0;
+  PythonCounters counters_;
+  std::vector<std::string> refusals_;
+};
+
+}  // namespace allocscope
