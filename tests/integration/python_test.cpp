@@ -1,0 +1,162 @@
+// Python frames in the stacks of CPython programs (Debian 12's 3.11 here,
+// Debian 13's 3.13 in a trixie root), against the workload's own count of
+// what each Python function allocated. Real BPF.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "harness.h"
+
+namespace allocscope::test {
+namespace {
+
+struct SiteTruth {
+  double objects = 0, size = 0;
+  bool kept = false;
+};
+using Truths = std::map<std::string, SiteTruth>;
+
+// The workload's last line: per site, objects, bytes each, kept.
+Truths parse_truth(const std::string& out) {
+  Truths t;
+  size_t end = out.find_last_not_of('\n');
+  size_t start = out.rfind('\n', end);
+  auto json = nlohmann::json::parse(out.substr(start == std::string::npos ? 0 : start + 1), nullptr, false);
+  if (!json.is_object()) return t;
+  for (const auto& [name, v] : json.items())
+    t[name] = {v["objects"].get<double>(), v["size"].get<double>(), v["kept"]};
+  return t;
+}
+
+struct SiteTotals {
+  double alloc_objects = 0, alloc_bytes = 0, inuse_objects = 0, inuse_bytes = 0;
+  size_t stacks = 0;
+};
+
+bool has_run(const std::vector<std::string>& frames, const std::vector<std::string>& run) {
+  return std::search(frames.begin(), frames.end(), run.begin(), run.end()) != frames.end();
+}
+
+// Per site, the stacks (root first) that end in calloc with the site's
+// Python calls in them: <site>;build;allocate.
+struct Recorded {
+  std::map<std::string, SiteTotals> sites;
+  size_t loop_frames_left = 0;  // stacks with Python frames that still show the evaluation loop
+  size_t under_main = 0, python_stacks = 0;
+};
+
+Recorded read_recording(const std::string& path, const Truths& truths) {
+  Recorded r;
+  std::ifstream in(path);
+  auto json = nlohmann::json::parse(in, nullptr, false);
+  if (!json.is_object()) return r;
+  for (const auto& s : json["stacks"]) {
+    std::vector<std::string> frames = s["frames"];
+    if (!has_run(frames, {"build", "allocate"})) continue;
+    ++r.python_stacks;
+    r.under_main += has_run(frames, {"<module>", "main"});
+    for (const std::string& f : frames) r.loop_frames_left += f.rfind("_PyEval_EvalFrameDefault", 0) == 0;
+    if (frames.back() != "calloc") continue;
+    for (const auto& [name, truth] : truths) {
+      if (!has_run(frames, {name, "build", "allocate"})) continue;
+      SiteTotals& t = r.sites[name];
+      t.alloc_objects += s["alloc_objects"]["estimate"].get<double>();
+      t.alloc_bytes += s["alloc_space"]["estimate"].get<double>();
+      t.inuse_objects += s["inuse_objects"]["estimate"].get<double>();
+      t.inuse_bytes += s["inuse_space"]["estimate"].get<double>();
+      ++t.stacks;
+    }
+  }
+  return r;
+}
+
+// Exact mode: every large object counted under its Python callers, to the
+// byte; the small ones (CPython's own allocator) are not the C library's.
+void expect_exact(const Recorded& r, const Truths& truths) {
+  EXPECT_EQ(r.loop_frames_left, 0u) << "every evaluation-loop frame gives way to its Python frames";
+  EXPECT_EQ(r.under_main, r.python_stacks) << "every site under <module>;main";
+  for (const auto& [name, t] : truths) {
+    if (t.size <= 512) continue;
+    SCOPED_TRACE(name);
+    auto it = r.sites.find(name);
+    ASSERT_NE(it, r.sites.end());
+    EXPECT_EQ(it->second.alloc_objects, t.objects);
+    EXPECT_EQ(it->second.alloc_bytes, t.objects * t.size);
+    EXPECT_EQ(it->second.inuse_objects, t.kept ? t.objects : 0);
+    EXPECT_EQ(it->second.inuse_bytes, t.kept ? t.objects * t.size : 0);
+  }
+}
+
+TEST(Python, ExactSitesStandUnderTheirPythonCallers) {
+  REQUIRE_BPF();
+  std::string out = temp_path("python311.json");
+  RunResult r = run({ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", out, "--", "/usr/bin/python3.11",
+                     PYTHON_SITES_PY, "--scale-pct", "20"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  Truths truths = parse_truth(r.out);
+  ASSERT_EQ(truths.size(), 4u) << r.out;
+  expect_exact(read_recording(out, truths), truths);
+  std::remove(out.c_str());
+}
+
+// Attached to a running interpreter, sampled: each large site within the
+// suite's bound (harness.h, kMaxZ) of its truth.
+TEST(Python, SampledSitesOfAnAttachedInterpreter) {
+  REQUIRE_BPF();
+  Child w({"/usr/bin/python3.11", PYTHON_SITES_PY, "--wait", "--hold"});
+  ASSERT_TRUE(w.wait_for_line("ready", 20000));
+  std::string out = temp_path("python-attached.json");
+  constexpr double kRate = 64 * 1024;
+  Child rec({ALLOCSCOPE_BIN, "record", "-p", std::to_string(w.pid()), "--rate", "64KiB", "-o", out});
+  ASSERT_TRUE(rec.wait_for_line("recording process", 60000, true)) << rec.err();
+  w.signal(SIGUSR1);
+  ASSERT_TRUE(w.wait_for_line("}", 60000));
+  rec.signal(SIGINT);
+  ASSERT_EQ(rec.wait(), 0) << rec.err();
+  w.signal(SIGUSR1);
+  EXPECT_EQ(w.wait(), 0);
+  Truths truths = parse_truth(w.out());
+  ASSERT_EQ(truths.size(), 4u) << w.out();
+  Recorded r = read_recording(out, truths);
+  EXPECT_EQ(r.loop_frames_left, 0u);
+  for (const auto& [name, t] : truths) {
+    if (t.size <= 512) continue;
+    SCOPED_TRACE(name);
+    const SiteTotals& s = r.sites[name];
+    double sd = ht_sigma(t.objects, t.size, kRate, true);
+    EXPECT_LT(std::fabs(s.alloc_bytes - t.objects * t.size) / sd, kMaxZ) << s.alloc_bytes;
+    double live = t.kept ? t.objects * t.size : 0;
+    EXPECT_LT(std::fabs(s.inuse_bytes - live) / sd, kMaxZ) << s.inuse_bytes;
+  }
+  std::remove(out.c_str());
+}
+
+// Debian 13's python3.13, whose layout comes from its own table of offsets,
+// run in a trixie root.
+TEST(Python, ExactSitesOfDebian13sInterpreter) {
+  REQUIRE_BPF();
+  const char* home = getenv("HOME");
+  std::string cache = std::string(home ? home : "/root") + "/.cache/allocscope";
+  RunResult made = run({PYTHON_ROOT_SH, cache});
+  ASSERT_EQ(made.status, 0) << made.err;
+  std::string root = made.out.substr(0, made.out.find('\n'));
+  std::string script = "/tmp/allocscope-python-sites-" + std::to_string(getpid()) + ".py";
+  std::filesystem::copy_file(PYTHON_SITES_PY, root + script,
+                             std::filesystem::copy_options::overwrite_existing);
+  std::string out = temp_path("python313.json");
+  RunResult r = run({ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", out, "--", "chroot", root,
+                     "/usr/bin/python3.13", script, "--scale-pct", "20"});
+  std::filesystem::remove(root + script);
+  ASSERT_EQ(r.status, 0) << r.err;
+  Truths truths = parse_truth(r.out);
+  ASSERT_EQ(truths.size(), 4u) << r.out;
+  expect_exact(read_recording(out, truths), truths);
+  std::remove(out.c_str());
+}
+
+}  // namespace
+}  // namespace allocscope::test

@@ -1,0 +1,70 @@
+"""Allocation sites of known sizes in Python functions, for allocscope's tests.
+
+Each site calls build() -> allocate(), which makes `count` bytes objects of
+one length: objects of up to 512 bytes come from CPython's own allocator,
+larger ones from the C library's calloc. Two sites keep their objects, two
+drop them. At the end the workload prints its truth as one JSON line (per
+site: objects, bytes each as the allocator is asked, kept or not) and leaves
+with os._exit, so the kept objects are still allocated when it ends.
+
+  python3 python_sites.py [--scale-pct N] [--wait] [--hold]
+  --wait: print "ready", run the sites at SIGUSR1; --hold: after the truth,
+  wait for another SIGUSR1 before leaving.
+"""
+import json
+import os
+import signal
+import sys
+
+kept = []
+
+
+def allocate(size, count):
+    out = []
+    for _ in range(count):
+        out.append(bytes(size))  # the allocating statement
+    return out
+
+
+def build(size, count):
+    return allocate(size, count)
+
+
+def small_kept(count):
+    kept.append(build(73, count))
+
+
+def small_freed(count):
+    build(233, count)
+
+
+def large_kept(count):
+    kept.append(build(3033, count))
+
+
+def large_freed(count):
+    build(1533, count)
+
+
+SITES = [(small_kept, 73, 100000, True), (small_freed, 233, 100000, False),
+         (large_kept, 3033, 25000, True), (large_freed, 1533, 25000, False)]
+
+
+def main(argv):
+    scale = int(argv[argv.index("--scale-pct") + 1]) if "--scale-pct" in argv else 100
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})  # a signal before sigwait waits
+    if "--wait" in argv:
+        print("ready", flush=True)
+        signal.sigwait({signal.SIGUSR1})
+    truth = {}
+    for site, length, count, keep in SITES:
+        n = count * scale // 100
+        site(n)
+        truth[site.__name__] = {"objects": n, "size": sys.getsizeof(bytes(length)), "kept": keep}
+    print(json.dumps(truth), flush=True)
+    if "--hold" in argv:
+        signal.sigwait({signal.SIGUSR1})
+    os._exit(0)
+
+
+main(sys.argv)
