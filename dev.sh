@@ -20,7 +20,7 @@ BUILD_PACKAGES=(build-essential cmake pkg-config clang llvm libbpf-dev bpftool l
 # What the tests need besides: other allocators and a static libc, GoogleTest,
 # the agent's consumers (Prometheus, Go's pprof), a browser, the other
 # compiler, packaging tools, and QEMU with what a guest is made of.
-TEST_PACKAGES=(libgtest-dev clang-format libtcmalloc-minimal4 libmimalloc2.0 musl-tools clang-16
+TEST_PACKAGES=(libgtest-dev clang-format python3.11 libpython3.11-dev libtcmalloc-minimal4 libmimalloc2.0 musl-tools clang-16
                libclang-rt-16-dev prometheus systemd libseccomp-dev util-linux golang-go chromium debhelper lintian
                mmdebstrap man-db zsh qemu-system-x86 busybox-static cpio kmod xz-utils)
 BUILD=${BUILD_DIR:-build}

@@ -1,0 +1,213 @@
+// CPython 3.11's layout against Debian's headers, the location table
+// against CPython's own reading of it, a code object read from a live
+// interpreter, and the placement of Python frames in a native stack.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <sstream>
+
+#include "host/process_memory.h"
+#include "python311_offsets.h"
+#include "symbols/python_code.h"
+#include "symbols/python_program.h"
+#include "symbols/python_stack.h"
+
+namespace allocscope {
+namespace {
+
+constexpr const char* kPython311 = "/usr/bin/python3.11";
+
+TEST(PythonLayout, The311TableIsDebiansBuild) {
+  struct python311_offsets h = python311_offsets();
+  PythonProgram p = python_311_layout();
+  const as_py_layout& k = p.kernel;
+  EXPECT_EQ(k.holder, h.holder);
+  EXPECT_EQ(k.interp_head, h.interp_head);
+  EXPECT_EQ(k.threads_head, h.threads_head);
+  EXPECT_EQ(k.tstate_next, h.tstate_next);
+  EXPECT_EQ(k.tstate_thread, h.tstate_thread);
+  EXPECT_EQ(k.tstate_frame, h.tstate_frame);
+  EXPECT_EQ(k.cframe_frame, h.cframe_frame);
+  EXPECT_EQ(k.frame_code, h.frame_code);
+  EXPECT_EQ(k.frame_previous, h.frame_previous);
+  EXPECT_EQ(k.frame_instr, h.frame_instr);
+  EXPECT_EQ(k.frame_owner, h.frame_owner);
+  EXPECT_EQ(k.frame_entry, h.frame_entry);
+  EXPECT_EQ(k.code_first_line, h.code_first_line);
+  EXPECT_EQ(k.code_units, h.code_units);
+  const PythonObjectLayout& o = p.objects;
+  EXPECT_EQ(o.code_filename, h.code_filename);
+  EXPECT_EQ(o.code_qualname, h.code_qualname);
+  EXPECT_EQ(o.code_linetable, h.code_linetable);
+  EXPECT_EQ(o.code_first_line, h.code_first_line);
+  EXPECT_EQ(o.code_first_traceable, h.code_first_traceable);
+  EXPECT_EQ(o.code_units, h.code_units);
+  EXPECT_EQ(o.ob_type, h.ob_type);
+  EXPECT_EQ(o.unicode_length, h.unicode_length);
+  EXPECT_EQ(o.unicode_state, h.unicode_state);
+  EXPECT_EQ(o.ascii_size, h.ascii_size);
+  EXPECT_EQ(o.compact_size, h.compact_size);
+  EXPECT_EQ(o.bytes_size, h.bytes_size);
+  EXPECT_EQ(o.bytes_data, h.bytes_data);
+}
+
+TEST(PythonProgram, ReadsDebiansInterpreter) {
+  auto elf = ElfFile::open(kPython311);
+  ASSERT_TRUE(elf) << elf.error().message;
+  auto p = read_python_program(*elf);
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_EQ(p->version(), "3.11");
+  EXPECT_NE(p->kernel.runtime, 0u);
+  EXPECT_LT(p->eval_start, p->eval_end);
+  EXPECT_NE(p->code_type, 0u);
+  EXPECT_EQ(p->kernel.frame_bytes, 70);  // owner, at 69, is the last field read
+}
+
+TEST(PythonProgram, SaysAProgramIsNotCPython) {
+  auto elf = ElfFile::open("/bin/true");
+  ASSERT_TRUE(elf);
+  auto p = read_python_program(*elf);
+  ASSERT_FALSE(p);
+  EXPECT_EQ(p.error().code, ENOENT);
+}
+
+// Output of a command, all of it.
+std::string output_of(const std::string& command) {
+  std::string out;
+  FILE* f = popen(command.c_str(), "r");
+  if (!f) return out;
+  char buf[65536];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+  pclose(f);
+  return out;
+}
+
+// Every code object of a few large modules of the standard library: its
+// first line, its table, and CPython's own lines for it (co_lines: start
+// and end in bytes, the line or None).
+constexpr const char* kDumpLines = R"(
+import argparse, asyncio.base_events, collections, email.message, json.decoder, typing, difflib
+def walk(code):
+    yield code
+    for c in code.co_consts:
+        if hasattr(c, "co_lines"):
+            yield from walk(c)
+for module in (argparse, asyncio.base_events, collections, email.message, json.decoder, typing, difflib):
+    source = open(module.__file__).read()
+    for code in walk(compile(source, module.__file__, "exec")):
+        ranges = " ".join(f"{s}:{e}:{l or 0}" for s, e, l in code.co_lines())
+        print(code.co_firstlineno, code.co_linetable.hex(), ranges)
+)";
+
+std::vector<uint8_t> unhex(const std::string& hex) {
+  std::vector<uint8_t> out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2)
+    out.push_back(uint8_t(std::stoul(hex.substr(i, 2), nullptr, 16)));
+  return out;
+}
+
+TEST(PythonLineTable, ReadsEveryInstructionAsCPythonDoes) {
+  std::string dump = output_of(std::string(kPython311) + " -c '" + kDumpLines + "'");
+  std::istringstream lines(dump);
+  size_t codes = 0, units = 0, wrong = 0;
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream in(line);
+    PythonCode code;
+    std::string hex, range;
+    in >> code.first_line >> hex;
+    code.linetable = unhex(hex);
+    ++codes;
+    while (in >> range) {
+      uint32_t start = 0, end = 0;
+      int32_t want = 0;
+      ASSERT_EQ(std::sscanf(range.c_str(), "%u:%u:%d", &start, &end, &want), 3) << range;
+      for (uint32_t unit = start / 2; unit < end / 2; ++unit, ++units)
+        if (python_line(code, unit) != want && ++wrong <= 5)
+          ADD_FAILURE() << "unit " << unit << ": line " << python_line(code, unit) << ", CPython says "
+                        << want;
+    }
+  }
+  EXPECT_GT(codes, 500u);
+  EXPECT_GT(units, 50000u);
+  EXPECT_EQ(wrong, 0u);
+}
+
+// A function's code object, read from a running interpreter as the
+// recorder reads it: named, placed, and refused once its first line (what
+// the kernel read with it) differs.
+TEST(PythonCode, ReadsACodeObjectOfALiveInterpreter) {
+  FILE* f = popen((std::string("exec ") + kPython311 +
+                   " -c 'import os, sys, time\n"
+                   "def outer():\n"
+                   "    def naïve_inner():\n"
+                   "        pass\n"
+                   "    return naïve_inner\n"
+                   "c = outer().__code__\n"
+                   "print(os.getpid(), id(c), flush=True)\n"
+                   "time.sleep(60)'")
+                      .c_str(),
+                  "r");
+  ASSERT_TRUE(f);
+  long pid = 0;
+  unsigned long long addr = 0;
+  ASSERT_EQ(std::fscanf(f, "%ld %llu", &pid, &addr), 2);
+  auto elf = ElfFile::open(kPython311);
+  ASSERT_TRUE(elf);
+  auto p = read_python_program(*elf);
+  ASSERT_TRUE(p);
+  ReadMemory read = [pid](uint64_t at, std::span<uint8_t> out) {
+    return read_process_memory(pid_t(pid), at, out);
+  };
+  // Debian's python3.11 is not position-independent: its addresses are its file's.
+  auto code = read_python_code(p->objects, p->code_type, addr, 3, read);
+  auto stale = read_python_code(p->objects, p->code_type, addr, 4, read);
+  auto not_code = read_python_code(p->objects, p->code_type, addr + 16, 3, read);
+  kill(pid_t(pid), SIGKILL);
+  pclose(f);
+  ASSERT_TRUE(code);
+  EXPECT_EQ(code->qualname, "outer.<locals>.naïve_inner");
+  EXPECT_EQ(code->filename, "<string>");
+  EXPECT_EQ(python_line(*code, 0), 3);
+  EXPECT_FALSE(stale);
+  EXPECT_FALSE(not_code);
+}
+
+std::vector<uint64_t> placed(std::vector<uint64_t> native, std::vector<bool> loop,
+                             std::vector<PlacedPythonFrame> py, size_t* unplaced = nullptr) {
+  PythonPlacement p = place_python_frames(native, loop, py);
+  if (unplaced) *unplaced = p.unplaced;
+  return p.ips;
+}
+
+TEST(PythonPlacement, EachLoopFrameGivesWayToTheFramesItsCallRan) {
+  // calloc's caller 1, loop, C function 3, loop, main 5; Python f, g (first
+  // of its call), h, i (first of its call).
+  std::vector<PlacedPythonFrame> py = {{101, false}, {102, true}, {103, false}, {104, true}};
+  size_t unplaced = 9;
+  EXPECT_EQ(placed({1, 2, 3, 4, 5}, {false, true, false, true, false}, py, &unplaced),
+            (std::vector<uint64_t>{1, 101, 102, 3, 103, 104, 5}));
+  EXPECT_EQ(unplaced, 0u);
+}
+
+TEST(PythonPlacement, AFrameNotShownStillEndsItsCall) {
+  std::vector<PlacedPythonFrame> py = {{0, true}, {102, true}};
+  EXPECT_EQ(placed({1, 2, 3, 4}, {false, true, true, false}, py), (std::vector<uint64_t>{1, 102, 4}));
+}
+
+TEST(PythonPlacement, CallsWithoutALoopFrameGoOutermostBeforeTheTruncationMark) {
+  std::vector<PlacedPythonFrame> py = {{101, true}, {102, false}, {103, true}};
+  size_t unplaced = 0;
+  EXPECT_EQ(placed({1, 2, 0}, {false, true, false}, py, &unplaced),
+            (std::vector<uint64_t>{1, 101, 102, 103, 0}));
+  EXPECT_EQ(unplaced, 2u);
+}
+
+TEST(PythonPlacement, LoopFramesBeyondThePythonFramesStayNative) {
+  std::vector<PlacedPythonFrame> py = {{101, true}};
+  EXPECT_EQ(placed({1, 2, 3, 4}, {false, true, true, false}, py), (std::vector<uint64_t>{1, 101, 3, 4}));
+}
+
+}  // namespace
+}  // namespace allocscope
