@@ -41,15 +41,16 @@ bool has_run(const std::vector<std::string>& frames, const std::vector<std::stri
   return std::search(frames.begin(), frames.end(), run.begin(), run.end()) != frames.end();
 }
 
-// Per site, the stacks (root first) that end in calloc with the site's
+// Per site, the stacks (root first) that end in `leaf` with the site's
 // Python calls in them: <site>;build;allocate.
 struct Recorded {
   std::map<std::string, SiteTotals> sites;
-  size_t loop_frames_left = 0;  // stacks with Python frames that still show the evaluation loop
+  size_t c_library_callocs = 0;  // site stacks that end in the C library's calloc
+  size_t loop_frames_left = 0;   // stacks with Python frames that still show the evaluation loop
   size_t under_main = 0, python_stacks = 0;
 };
 
-Recorded read_recording(const std::string& path, const Truths& truths) {
+Recorded read_recording(const std::string& path, const Truths& truths, const std::string& leaf = "calloc") {
   Recorded r;
   std::ifstream in(path);
   auto json = nlohmann::json::parse(in, nullptr, false);
@@ -60,7 +61,8 @@ Recorded read_recording(const std::string& path, const Truths& truths) {
     ++r.python_stacks;
     r.under_main += has_run(frames, {"<module>", "main"});
     for (const std::string& f : frames) r.loop_frames_left += f.rfind("_PyEval_EvalFrameDefault", 0) == 0;
-    if (frames.back() != "calloc") continue;
+    r.c_library_callocs += frames.back() == "calloc";
+    if (frames.back() != leaf) continue;
     for (const auto& [name, truth] : truths) {
       if (!has_run(frames, {name, "build", "allocate"})) continue;
       SiteTotals& t = r.sites[name];
@@ -74,13 +76,14 @@ Recorded read_recording(const std::string& path, const Truths& truths) {
   return r;
 }
 
-// Exact mode: every large object counted under its Python callers, to the
-// byte; the small ones (CPython's own allocator) are not the C library's.
-void expect_exact(const Recorded& r, const Truths& truths) {
+// Exact mode: every object counted under its Python callers, to the byte.
+// Through the C library's allocator only the large ones: the small ones
+// come from CPython's own (`all_sizes`: the preload library counts it).
+void expect_exact(const Recorded& r, const Truths& truths, bool all_sizes = false) {
   EXPECT_EQ(r.loop_frames_left, 0u) << "every evaluation-loop frame gives way to its Python frames";
   EXPECT_EQ(r.under_main, r.python_stacks) << "every site under <module>;main";
   for (const auto& [name, t] : truths) {
-    if (t.size <= 512) continue;
+    if (t.size <= 512 && !all_sizes) continue;
     SCOPED_TRACE(name);
     auto it = r.sites.find(name);
     ASSERT_NE(it, r.sites.end());
@@ -127,6 +130,46 @@ TEST(Python, SampledSitesOfAnAttachedInterpreter) {
     if (t.size <= 512) continue;
     SCOPED_TRACE(name);
     const SiteTotals& s = r.sites[name];
+    double sd = ht_sigma(t.objects, t.size, kRate, true);
+    EXPECT_LT(std::fabs(s.alloc_bytes - t.objects * t.size) / sd, kMaxZ) << s.alloc_bytes;
+    double live = t.kept ? t.objects * t.size : 0;
+    EXPECT_LT(std::fabs(s.inuse_bytes - live) / sd, kMaxZ) << s.inuse_bytes;
+  }
+  std::remove(out.c_str());
+}
+
+// In process (--preload): CPython's own allocator counted too, every
+// object under its Python callers once (its domain's calls into the C
+// library are not counted again).
+TEST(Python, PreloadCountsCPythonsOwnAllocatorExactly) {
+  REQUIRE_BPF();
+  std::string out = temp_path("python-preload.json");
+  RunResult r = run({ALLOCSCOPE_BIN, "record", "--preload", "--rate", "1", "-o", out, "--",
+                     "/usr/bin/python3.11", PYTHON_SITES_PY, "--scale-pct", "20"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  Truths truths = parse_truth(r.out);
+  ASSERT_EQ(truths.size(), 4u) << r.out;
+  Recorded rec = read_recording(out, truths, "PyObject_Calloc");
+  expect_exact(rec, truths, true);
+  EXPECT_EQ(rec.c_library_callocs, 0u);
+  std::remove(out.c_str());
+}
+
+// ... and sampled: each site within the suite's bound of its truth.
+TEST(Python, PreloadSamplesEverySizeUnbiased) {
+  REQUIRE_BPF();
+  std::string out = temp_path("python-preload-sampled.json");
+  constexpr double kRate = 16 * 1024;
+  RunResult r = run({ALLOCSCOPE_BIN, "record", "--preload", "--rate", "16KiB", "-o", out, "--",
+                     "/usr/bin/python3.11", PYTHON_SITES_PY});
+  ASSERT_EQ(r.status, 0) << r.err;
+  Truths truths = parse_truth(r.out);
+  ASSERT_EQ(truths.size(), 4u) << r.out;
+  Recorded rec = read_recording(out, truths, "PyObject_Calloc");
+  EXPECT_EQ(rec.c_library_callocs, 0u);
+  for (const auto& [name, t] : truths) {
+    SCOPED_TRACE(name);
+    const SiteTotals& s = rec.sites[name];
     double sd = ht_sigma(t.objects, t.size, kRate, true);
     EXPECT_LT(std::fabs(s.alloc_bytes - t.objects * t.size) / sd, kMaxZ) << s.alloc_bytes;
     double live = t.kept ? t.objects * t.size : 0;

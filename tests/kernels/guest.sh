@@ -55,7 +55,8 @@ fi
 # and in process (--preload), -p and -- CMD, several processes, --all and
 # its filters, children, DWARF and frame-pointer walks, classic probes (and
 # session mode refused where the kernel has no sessions), the agent read by
-# go tool pprof, a killed recorder leaving no probe, a seccomp-confined target.
+# go tool pprof, a killed recorder leaving no probe, a seccomp-confined target,
+# Python frames of Debian's python3.11.
 tests=(
   # /0: alloc_space, /2: inuse_space (the object counts come from the same recordings)
   'Metrics/ExactMode.*/0'
@@ -81,6 +82,8 @@ tests=(
   Agent.GoPprofReadsEachTargetAndItMatchesTruth
   Signals.KilledRecorderLeavesNoProbe
   'Modes/Confined.*'
+  Python.ExactSitesStandUnderTheirPythonCallers
+  Python.SampledSitesOfAnAttachedInterpreter
 )
 filter=$(IFS=:; echo "${tests[*]}")
 cd /tmp || exit 1

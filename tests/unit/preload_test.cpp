@@ -84,6 +84,12 @@ TEST(PreloadEntryCodes, AreTheAllocatorTablesCodes) {
       {"_ZnamSt11align_val_t", AS_CODE_NEW_ARRAY_ALIGNED},
       {"_ZnwmSt11align_val_tRKSt9nothrow_t", AS_CODE_NEW_ALIGNED_NOTHROW},
       {"_ZnamSt11align_val_tRKSt9nothrow_t", AS_CODE_NEW_ARRAY_ALIGNED_NOTHROW},
+      {"PyMem_Malloc", AS_CODE_PYMEM_MALLOC},
+      {"PyMem_Calloc", AS_CODE_PYMEM_CALLOC},
+      {"PyMem_Realloc", AS_CODE_PYMEM_REALLOC},
+      {"PyObject_Malloc", AS_CODE_PYOBJ_MALLOC},
+      {"PyObject_Calloc", AS_CODE_PYOBJ_CALLOC},
+      {"PyObject_Realloc", AS_CODE_PYOBJ_REALLOC},
   };
   for (const auto& c : codes) {
     const AllocatorEntry* e = allocator_entry(c.symbol);
@@ -91,6 +97,8 @@ TEST(PreloadEntryCodes, AreTheAllocatorTablesCodes) {
     EXPECT_EQ(entry_code(*e), c.code) << c.symbol;
   }
   EXPECT_EQ(entry_name(AS_CODE_NEW), "operator new(unsigned long)");
+  EXPECT_EQ(entry_name(AS_CODE_PYOBJ_CALLOC), "PyObject_Calloc");
+  EXPECT_FALSE(allocator_entry("PyObject_Malloc")->probed) << "named for in-process samples, never probed";
 }
 
 TEST(PreloadEnvironment, PutsTheLibraryFirstAndSetsTheRate) {

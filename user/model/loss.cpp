@@ -87,6 +87,7 @@ std::string describe_loss(const Recording& r, Metric m) {
     s += std::string(s.empty() ? "" : ": ") + metric_name(m) + " low by up to " + amount(l.low(m));
   if (l.high(m) > 0)
     s += std::string(s.empty() ? "" : "; ") + metric_name(m) + " high by up to " + amount(l.high(m));
+  if (s.empty()) return s;  // losses of the other metrics only
   if (r.rate <= 1) s += " (not exact)";
   return s;
 }

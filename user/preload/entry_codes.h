@@ -19,4 +19,12 @@
 #define AS_CODE_NEW_ARRAY_ALIGNED_NOTHROW \
   AS_ENTRY_CODE(21, AS_FN_MALLOC) /* _ZnamSt11align_val_tRKSt9nothrow_t */
 
+/* CPython's allocator domains (user/preload/python_domains.h). */
+#define AS_CODE_PYMEM_MALLOC AS_ENTRY_CODE(100, AS_FN_MALLOC)   /* PyMem_Malloc */
+#define AS_CODE_PYMEM_CALLOC AS_ENTRY_CODE(101, AS_FN_CALLOC)   /* PyMem_Calloc */
+#define AS_CODE_PYMEM_REALLOC AS_ENTRY_CODE(102, AS_FN_REALLOC) /* PyMem_Realloc */
+#define AS_CODE_PYOBJ_MALLOC AS_ENTRY_CODE(103, AS_FN_MALLOC)   /* PyObject_Malloc */
+#define AS_CODE_PYOBJ_CALLOC AS_ENTRY_CODE(104, AS_FN_CALLOC)   /* PyObject_Calloc */
+#define AS_CODE_PYOBJ_REALLOC AS_ENTRY_CODE(105, AS_FN_REALLOC) /* PyObject_Realloc */
+
 #endif

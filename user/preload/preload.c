@@ -433,6 +433,8 @@ DELETE_OPERATOR(_ZdlPvSt11align_val_tRKSt9nothrow_t, delete_aligned_nothrow_fn,
 DELETE_OPERATOR(_ZdaPvSt11align_val_tRKSt9nothrow_t, delete_aligned_nothrow_fn,
                 (void *p, size_t a, const void *tag), (p, a, tag))
 
+#include "preload/python_domains.h"
+
 /* ---- Process lifecycle ----------------------------------------------------- */
 
 /* A forked child is a new process to the tracer: its own random stream, and
@@ -457,5 +459,6 @@ __attribute__((constructor(101))) static void start(void) {
   for (int i = 0; i < AS_LOG2_TABLE_SIZE; i++)
     log2_table[i] = (uint64_t)llround(log2(1.0 + (double)i / (1 << AS_LOG2_TABLE_BITS)) * 4294967296.0);
   pthread_atfork(NULL, NULL, after_fork_in_child);
+  wrap_python_domains();
   __atomic_store_n(&sampler_ready, 1, __ATOMIC_RELEASE);
 }

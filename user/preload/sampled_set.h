@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define AS_SET_BUCKET_BITS 15
+#define AS_SET_BUCKET_BITS 17 /* 1M blocks: exact mode keeps every live block of a Python program here */
 #define AS_SET_BUCKETS (1u << AS_SET_BUCKET_BITS)
 #define AS_SET_WAYS 8
 

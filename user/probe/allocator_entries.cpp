@@ -117,6 +117,15 @@ constexpr AllocatorEntry kEntries[] = {
     {"mi_free_size", AS_FN_FREE},
     {"mi_free_aligned", AS_FN_FREE},
     {"mi_free_size_aligned", AS_FN_FREE},
+    // CPython's allocator domains as the preload library wraps them: named,
+    // never probed (in LTO builds their bodies are inlined into callers, and
+    // the exported functions see a fraction of the calls).
+    {"PyMem_Malloc", AS_FN_MALLOC, false},
+    {"PyMem_Calloc", AS_FN_CALLOC, false},
+    {"PyMem_Realloc", AS_FN_REALLOC, false},
+    {"PyObject_Malloc", AS_FN_MALLOC, false},
+    {"PyObject_Calloc", AS_FN_CALLOC, false},
+    {"PyObject_Realloc", AS_FN_REALLOC, false},
 };
 constexpr size_t kCount = sizeof kEntries / sizeof kEntries[0];
 static_assert(kCount < (1u << (16 - AS_FN_ENTRY_SHIFT)), "entry codes are 16 bits");

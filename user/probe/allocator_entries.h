@@ -16,6 +16,7 @@ namespace allocscope {
 struct AllocatorEntry {
   const char* symbol;  // as the ELF symbol tables spell it (C++ operators mangled)
   as_fn kind;
+  bool probed = true;  // false: a name for in-process samples only
 };
 
 // Every known entry point; index i has entry code (i + 1) << AS_FN_ENTRY_SHIFT

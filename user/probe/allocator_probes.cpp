@@ -29,7 +29,8 @@ std::vector<ProbeTarget> c_library_symbols(const std::vector<ElfSymbol>& symbols
 std::vector<ProbeTarget> named_symbols(const std::vector<ElfSymbol>& symbols) {
   std::vector<std::pair<uint16_t, uint64_t>> found;  // code, address
   for (const ElfSymbol& s : symbols)
-    if (const AllocatorEntry* e = allocator_entry(s.name)) found.emplace_back(entry_code(*e), s.vaddr);
+    if (const AllocatorEntry* e = allocator_entry(s.name); e && e->probed)
+      found.emplace_back(entry_code(*e), s.vaddr);
   std::sort(found.begin(), found.end());
   std::vector<ProbeTarget> targets;
   std::set<uint64_t> taken;
