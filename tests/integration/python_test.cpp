@@ -179,26 +179,42 @@ TEST(Python, PreloadSamplesEverySizeUnbiased) {
 }
 
 // Debian 13's python3.13, whose layout comes from its own table of offsets,
-// run in a trixie root.
+// run in a trixie root: through the C library's allocator, and in process
+// (the preload library put in the root at the path it has here).
 TEST(Python, ExactSitesOfDebian13sInterpreter) {
   REQUIRE_BPF();
+  namespace fs = std::filesystem;
   const char* home = getenv("HOME");
   std::string cache = std::string(home ? home : "/root") + "/.cache/allocscope";
   RunResult made = run({PYTHON_ROOT_SH, cache});
   ASSERT_EQ(made.status, 0) << made.err;
   std::string root = made.out.substr(0, made.out.find('\n'));
   std::string script = "/tmp/allocscope-python-sites-" + std::to_string(getpid()) + ".py";
-  std::filesystem::copy_file(PYTHON_SITES_PY, root + script,
-                             std::filesystem::copy_options::overwrite_existing);
-  std::string out = temp_path("python313.json");
-  RunResult r = run({ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", out, "--", "chroot", root,
-                     "/usr/bin/python3.13", script, "--scale-pct", "20"});
-  std::filesystem::remove(root + script);
-  ASSERT_EQ(r.status, 0) << r.err;
-  Truths truths = parse_truth(r.out);
-  ASSERT_EQ(truths.size(), 4u) << r.out;
-  expect_exact(read_recording(out, truths), truths);
-  std::remove(out.c_str());
+  fs::copy_file(PYTHON_SITES_PY, root + script, fs::copy_options::overwrite_existing);
+  fs::path lib = root + PRELOAD_LIB;
+  fs::create_directories(lib.parent_path());
+  fs::copy_file(PRELOAD_LIB, lib, fs::copy_options::overwrite_existing);
+  for (bool preload : {false, true}) {
+    SCOPED_TRACE(preload ? "in process" : "through the C library");
+    std::string out = temp_path("python313.json");
+    std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", out};
+    if (preload) argv.push_back("--preload");
+    for (std::string a :
+         {"--", "chroot", root.c_str(), "/usr/bin/python3.13", script.c_str(), "--scale-pct", "20"})
+      argv.push_back(a);
+    RunResult r = run(argv);
+    ASSERT_EQ(r.status, 0) << r.err;
+    Truths truths = parse_truth(r.out);
+    ASSERT_EQ(truths.size(), 4u) << r.out;
+    Recorded rec = read_recording(out, truths, preload ? "PyObject_Calloc" : "calloc");
+    expect_exact(rec, truths, preload);
+    if (preload) {
+      EXPECT_EQ(rec.c_library_callocs, 0u);
+    }
+    std::remove(out.c_str());
+  }
+  fs::remove(root + script);
+  fs::remove(lib);
 }
 
 }  // namespace
