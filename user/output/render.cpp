@@ -177,6 +177,8 @@ std::string describe(const Recording& r, Metric m) {
   std::string s = buf;
   while (!s.empty() && s.back() == ' ') s.pop_back();
   if (std::string lost = describe_loss(r, m); !lost.empty()) s += "; " + lost;
+  for (const auto& [name, value] : r.paths)
+    if (name == "python_small_objects") s += "; Python's small objects " + value.substr(0, value.find(" ("));
   return s;
 }
 

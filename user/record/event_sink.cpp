@@ -212,7 +212,7 @@ void EventSink::on_stack(std::span<const uint8_t> data) {
     s.ips.push_back(kTruncatedFrame);
     ++stacks_truncated_;
   }
-  if (!py.empty()) python_->place(pid_t(head.tgid), kernel_maps_, py, py_ends, s.ips);
+  if (!py.empty()) python_->place(pid_t(head.tgid), kernel_maps_, py, py_ends, head.fn, s.ips);
   s.origin = origin(head.tgid, processes_.instance(*instance).comm, head.fn, s.ips);
   instance_stacks_[*instance].push_back(head.id);
   stacks_.insert_or_assign(head.id, std::move(s));

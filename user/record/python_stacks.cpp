@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include "host/process_memory.h"
+#include "probe/allocator_entries.h"
 #include "symbols/python_stack.h"
 
 namespace allocscope {
@@ -105,10 +106,14 @@ void PythonStacks::read_codes(pid_t pid, std::span<const Mapping> kernel_maps,
 }
 
 void PythonStacks::place(pid_t pid, std::span<const Mapping> kernel_maps, std::span<const as_py_frame> frames,
-                         uint64_t ends, std::vector<uint64_t>& ips) {
+                         uint64_t ends, uint16_t fn, std::vector<uint64_t>& ips) {
   Found found = find_program(pid, kernel_maps);
   if (!found.program || frames.empty()) return;
   const PythonProgram& p = found.program->layout;
+  versions_.insert(p.version());
+  if (in_domain_.size() < kMaxProcesses || in_domain_.contains(pid))
+    in_domain_[pid] |=
+        entry_name(fn).starts_with("Py");  // PyObject_Malloc and the like: the preload library's
   std::vector<bool> is_loop;
   for (uint64_t ip : ips)  // a return address: the call is before it
     is_loop.push_back(ip > found.bias + p.eval_start && ip <= found.bias + p.eval_end);
@@ -125,6 +130,22 @@ void PythonStacks::place(pid_t pid, std::span<const Mapping> kernel_maps, std::s
   PythonPlacement result = place_python_frames(ips, is_loop, placed);
   counters_.unplaced += result.unplaced;
   ips = std::move(result.ips);
+}
+
+std::vector<std::pair<std::string, std::string>> PythonStacks::paths() const {
+  if (versions_.empty()) return {};
+  std::string versions;
+  for (const std::string& v : versions_) versions += (versions.empty() ? "" : ", ") + v;
+  std::vector<std::pair<std::string, std::string>> out = {{"python", "frames of CPython " + versions}};
+  size_t uncounted = 0;
+  for (const auto& [pid, counted] : in_domain_) uncounted += !counted;
+  if (uncounted)
+    out.emplace_back("python_small_objects",
+                     "not counted in " + std::to_string(uncounted) +
+                         (uncounted == 1 ? " process" : " processes") +
+                         " (objects of up to 512 bytes come from CPython's own allocator; record -- CMD with "
+                         "--preload counts them)");
+  return out;
 }
 
 void PythonStacks::forget(pid_t pid) {

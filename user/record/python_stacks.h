@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -50,12 +51,17 @@ class PythonStacks {
   // walk may be finished later, when the process is gone).
   void read_codes(pid_t pid, std::span<const Mapping> kernel_maps, std::span<const as_py_frame> frames);
   // `ips` (native, innermost first) with the Python frames in place.
+  // `fn`: the sample's entry code (CPython's own allocator's, in process).
   void place(pid_t pid, std::span<const Mapping> kernel_maps, std::span<const as_py_frame> frames,
-             uint64_t ends, std::vector<uint64_t>& ips);
+             uint64_t ends, uint16_t fn, std::vector<uint64_t>& ips);
   // The process ended or runs another program: its code objects go.
   void forget(pid_t pid);
 
   const PythonCounters& counters() const { return counters_; }
+  // What the recording says of its Python frames (as RecordingMeta paths):
+  // the versions walked, and the processes whose small objects are not in
+  // the figures (sampled through the C library only). Empty without any.
+  std::vector<std::pair<std::string, std::string>> paths() const;
   // Why CPython programs could not be walked, one line each (bounded).
   const std::vector<std::string>& refusals() const { return refusals_; }
 
@@ -83,6 +89,9 @@ class PythonStacks {
   static constexpr size_t kMaxCodes = size_t{1} << 18;    // code objects cached, all processes
   std::unordered_map<pid_t, std::map<std::pair<uint64_t, int32_t>, Code>> codes_;
   size_t cached_ = 0;
+  std::set<std::string> versions_;               // of the programs whose frames were placed
+  std::unordered_map<pid_t, bool> in_domain_;    // processes with Python frames: CPython's allocator counted
+  static constexpr size_t kMaxProcesses = 4096;  // in_domain_'s bound (beyond: not told apart)
   PythonCounters counters_;
   std::vector<std::string> refusals_;
 };

@@ -116,7 +116,8 @@ RecordingState Recorder::state() const {
           parts_->libraries.missed_names(),
           held_too_long_,
           parts_->verdicts.rejected_loss(),
-          sampling()};
+          sampling(),
+          &parts_->python};
 }
 
 // Exact mode: the kernel's totals, as of now, and (for outputs) the ages
@@ -184,6 +185,7 @@ NamedCounters Recorder::counters() {
 RecordingMeta Recorder::meta(uint64_t duration_ms) {
   auto paths = parts_->session->paths();
   if (std::string how = sampling(); !how.empty()) paths.emplace_back("sampling", how);
+  for (auto& p : parts_->python.paths()) paths.push_back(std::move(p));
   return {config_.rate,   start_wall_ns_,  int64_t(duration_ms) * 1000000, config_.metric, counters(),
           monotonic_ns(), std::move(paths)};
 }

@@ -8,6 +8,7 @@
 #include "host/process.h"
 #include "model/loss.h"
 #include "record/messages.h"
+#include "record/python_stacks.h"
 #include "record/scope.h"
 
 namespace allocscope {
@@ -96,7 +97,17 @@ void print_process_drops(const RecordingState& s) {
   }
 }
 
+// CPython programs whose frames could not be walked, and why.
+static void print_python_refusals(const RecordingState& s) {
+  if (!s.python || s.python->refusals().empty()) return;
+  std::string why;
+  for (const std::string& r : s.python->refusals()) why += (why.empty() ? "" : "; ") + r;
+  print_error("warning: Python frames not shown for " + std::to_string(s.python->counters().unsupported) +
+              " program(s): " + why);
+}
+
 void print_warnings(const RecordingState& s, const RecordConfig& config) {
+  print_python_refusals(s);
   Counters k = s.session.counters();
   const ProfileCounters& p = s.profile.counters();
   Recording lost;
@@ -201,7 +212,17 @@ NamedCounters recording_counters(const RecordingState& s) {
           {"truncated_too_many_mappings", stop(AS_STOP_VMAS)},
           {"unwind_tables", t.files},
           {"unwind_table_rows", t.rows},
-          {"unwind_tables_failed", t.failed + t.full}};
+          {"unwind_tables_failed", t.failed + t.full},
+          {"python_stacks", k[AS_CNT_PY_STACKS]},
+          {"python_without_thread_state", k[AS_CNT_PY_NO_THREAD]},
+          {"python_frames", k[AS_CNT_PY_FRAMES]},
+          {"python_stacks_cut", k[AS_CNT_PY_DEPTH]},
+          {"python_programs", s.python ? s.python->counters().programs : 0},
+          {"python_programs_refused", s.python ? s.python->counters().unsupported : 0},
+          {"python_codes_read", s.python ? s.python->counters().codes_read : 0},
+          {"python_codes_unreadable", s.python ? s.python->counters().codes_unreadable : 0},
+          {"python_frames_unplaced", s.python ? s.python->counters().unplaced : 0},
+          {"python_code_cache_cleared", s.python ? s.python->counters().cache_cleared : 0}};
 }
 
 ProgressFigures progress_figures(const RecordingState& s, double elapsed_s) {
@@ -255,6 +276,10 @@ static void print_paths(const RecordingState& s) {
     line += (line.empty() ? "" : ", ") + name + (name == "kernel" ? " " : ": ") + value;
   if (!s.sampling.empty()) line += ", sampling: " + s.sampling;
   std::fprintf(stderr, "allocscope: %s\n", line.c_str());
+  if (s.python)
+    for (const auto& [name, value] : s.python->paths())
+      std::fprintf(stderr, "allocscope: %s: %s\n", name == "python" ? "python" : "python's small objects",
+                   value.c_str());
 }
 
 void print_summary(const RecordingState& s, const RecordConfig& config, uint64_t elapsed_ms) {

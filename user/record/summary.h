@@ -17,6 +17,8 @@
 
 namespace allocscope {
 
+class PythonStacks;
+
 using NamedCounters = std::vector<std::pair<std::string, uint64_t>>;
 
 // Where the figures come from.
@@ -33,6 +35,7 @@ struct RecordingState {
   uint64_t held_too_long = 0;             // held processes continued by the bound on the wait
   RejectedLoss rejected_loss;             // ring buffer losses of processes the filter then rejected
   std::string sampling;                   // a launched command: how its processes were sampled
+  const PythonStacks* python = nullptr;   // Python frames: what was walked, read, refused
 };
 
 // Every counter, by the name it has in the saved profile.
