@@ -1,8 +1,13 @@
 // Python frames in the stacks of CPython programs (Debian 12's 3.11 here,
 // Debian 13's 3.13 in a trixie root), against the workload's own count of
 // what each Python function allocated. Real BPF.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -50,13 +55,15 @@ struct Recorded {
   size_t under_main = 0, python_stacks = 0;
 };
 
-Recorded read_recording(const std::string& path, const Truths& truths, const std::string& leaf = "calloc") {
+Recorded read_recording(const std::string& path, const Truths& truths, const std::string& leaf = "calloc",
+                        uint32_t pid = 0) {
   Recorded r;
   std::ifstream in(path);
   auto json = nlohmann::json::parse(in, nullptr, false);
   if (!json.is_object()) return r;
   for (const auto& s : json["stacks"]) {
     std::vector<std::string> frames = s["frames"];
+    if (pid && s["pid"].get<uint32_t>() != pid) continue;
     if (!has_run(frames, {"build", "allocate"})) continue;
     ++r.python_stacks;
     r.under_main += has_run(frames, {"<module>", "main"});
@@ -106,6 +113,21 @@ TEST(Python, ExactSitesStandUnderTheirPythonCallers) {
   std::remove(out.c_str());
 }
 
+// The large sites of one process within the suite's bound (harness.h,
+// kMaxZ) of their truth, sampled at `rate`.
+void expect_sampled_large_sites(const Recorded& r, const Truths& truths, double rate) {
+  for (const auto& [name, t] : truths) {
+    if (t.size <= 512) continue;
+    SCOPED_TRACE(name);
+    auto it = r.sites.find(name);
+    ASSERT_NE(it, r.sites.end());
+    double sd = ht_sigma(t.objects, t.size, rate, true);
+    EXPECT_LT(std::fabs(it->second.alloc_bytes - t.objects * t.size) / sd, kMaxZ) << it->second.alloc_bytes;
+    double live = t.kept ? t.objects * t.size : 0;
+    EXPECT_LT(std::fabs(it->second.inuse_bytes - live) / sd, kMaxZ) << it->second.inuse_bytes;
+  }
+}
+
 // Attached to a running interpreter, sampled: each large site within the
 // suite's bound (harness.h, kMaxZ) of its truth.
 TEST(Python, SampledSitesOfAnAttachedInterpreter) {
@@ -126,15 +148,86 @@ TEST(Python, SampledSitesOfAnAttachedInterpreter) {
   ASSERT_EQ(truths.size(), 4u) << w.out();
   Recorded r = read_recording(out, truths);
   EXPECT_EQ(r.loop_frames_left, 0u);
-  for (const auto& [name, t] : truths) {
-    if (t.size <= 512) continue;
-    SCOPED_TRACE(name);
-    const SiteTotals& s = r.sites[name];
-    double sd = ht_sigma(t.objects, t.size, kRate, true);
-    EXPECT_LT(std::fabs(s.alloc_bytes - t.objects * t.size) / sd, kMaxZ) << s.alloc_bytes;
-    double live = t.kept ? t.objects * t.size : 0;
-    EXPECT_LT(std::fabs(s.inuse_bytes - live) / sd, kMaxZ) << s.inuse_bytes;
+  expect_sampled_large_sites(r, truths, kRate);
+  std::remove(out.c_str());
+}
+
+// The whole machine (--all): an interpreter running before the recording
+// began and one started during it each have their own Python frames, beside
+// a native program.
+TEST(Python, EveryInterpreterOfTheMachineHasItsFrames) {
+  REQUIRE_BPF();
+  Child before({"/usr/bin/python3.11", PYTHON_SITES_PY, "--wait", "--hold"});
+  ASSERT_TRUE(before.wait_for_line("ready", 20000));
+  std::string out = temp_path("python-all.json");
+  constexpr double kRate = 64 * 1024;
+  Child rec({ALLOCSCOPE_BIN, "record", "--all", "--rate", "64KiB", "-o", out});
+  ASSERT_TRUE(rec.wait_for_line("recording every process", 60000, true)) << rec.err();
+  Child after({"/usr/bin/python3.11", PYTHON_SITES_PY, "--wait", "--hold", "--scale-pct", "50"});
+  Child native({WORKLOAD_BIN, "--threads", "1", "--scale-pct", "20"});
+  ASSERT_TRUE(after.wait_for_line("ready", 20000));
+  before.signal(SIGUSR1);
+  after.signal(SIGUSR1);
+  ASSERT_TRUE(before.wait_for_line("}", 60000));
+  ASSERT_TRUE(after.wait_for_line("}", 60000));
+  EXPECT_EQ(native.wait(), 0);
+  rec.signal(SIGINT);
+  ASSERT_EQ(rec.wait(), 0) << rec.err();
+  for (Child* c : {&before, &after}) c->signal(SIGUSR1);
+  for (Child* c : {&before, &after}) {
+    EXPECT_EQ(c->wait(), 0);
+    SCOPED_TRACE(c == &before ? "running before" : "started during");
+    Truths truths = parse_truth(c->out());
+    ASSERT_EQ(truths.size(), 4u) << c->out();
+    Recorded r = read_recording(out, truths, "calloc", uint32_t(c->pid()));
+    EXPECT_EQ(r.loop_frames_left, 0u);
+    expect_sampled_large_sites(r, truths, kRate);
   }
+  std::remove(out.c_str());
+}
+
+// Through the agent: a Python process's profile fetched as a scraper does,
+// each large site under its Python callers within the suite's bound.
+TEST(Python, TheAgentServesPythonFrames) {
+  REQUIRE_BPF();
+  int port = 0;
+  {  // a port nobody listens on now (the kernel's choice)
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    close(fd);
+    port = ntohs(a.sin_port);
+  }
+  constexpr double kRate = 64 * 1024;
+  Child agent({ALLOCSCOPE_BIN, "agent", "--listen", "127.0.0.1:" + std::to_string(port), "--rate", "64KiB",
+               "--comm", "^python3"});
+  ASSERT_TRUE(agent.wait_for_line("recording: probes attached", 60000, true)) << agent.err();
+  Child w({"/usr/bin/python3.11", PYTHON_SITES_PY, "--wait", "--hold"});
+  ASSERT_TRUE(w.wait_for_line("ready", 20000));
+  w.signal(SIGUSR1);
+  ASSERT_TRUE(w.wait_for_line("}", 60000));
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(60);
+  auto res = client.Get("/debug/pprof/allocs");
+  ASSERT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");
+  std::string pprof = temp_path("python-agent.pb.gz"), out = temp_path("python-agent.json");
+  std::ofstream(pprof, std::ios::binary) << res->body;
+  RunResult report = run({ALLOCSCOPE_BIN, "report", pprof, "-o", out});
+  ASSERT_EQ(report.status, 0) << report.err;
+  w.signal(SIGUSR1);
+  EXPECT_EQ(w.wait(), 0);
+  agent.signal(SIGINT);
+  EXPECT_EQ(agent.wait(), 0) << agent.err();
+  Truths truths = parse_truth(w.out());
+  ASSERT_EQ(truths.size(), 4u) << w.out();
+  Recorded r = read_recording(out, truths, "calloc", uint32_t(w.pid()));
+  EXPECT_EQ(r.loop_frames_left, 0u);
+  expect_sampled_large_sites(r, truths, kRate);
+  std::remove(pprof.c_str());
   std::remove(out.c_str());
 }
 
