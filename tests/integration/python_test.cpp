@@ -13,8 +13,11 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "harness.h"
+#include "host/process.h"
+#include "output/pprof.h"
 
 namespace allocscope::test {
 namespace {
@@ -26,15 +29,55 @@ struct SiteTruth {
 using Truths = std::map<std::string, SiteTruth>;
 
 // The workload's last line: per site, objects, bytes each, kept.
-Truths parse_truth(const std::string& out) {
-  Truths t;
+nlohmann::json last_line(const std::string& out) {
   size_t end = out.find_last_not_of('\n');
   size_t start = out.rfind('\n', end);
-  auto json = nlohmann::json::parse(out.substr(start == std::string::npos ? 0 : start + 1), nullptr, false);
+  return nlohmann::json::parse(out.substr(start == std::string::npos ? 0 : start + 1), nullptr, false);
+}
+
+Truths parse_truth(const std::string& out) {
+  Truths t;
+  auto json = last_line(out);
   if (!json.is_object()) return t;
   for (const auto& [name, v] : json.items())
-    t[name] = {v["objects"].get<double>(), v["size"].get<double>(), v["kept"]};
+    if (name != "lines") t[name] = {v["objects"].get<double>(), v["size"].get<double>(), v["kept"]};
   return t;
+}
+
+// The workload's last line: the line each of its functions allocates from.
+std::map<std::string, int64_t> parse_lines(const std::string& out) {
+  std::map<std::string, int64_t> lines;
+  auto json = last_line(out);
+  if (json.is_object() && json.contains("lines"))
+    for (const auto& [name, line] : json["lines"].items()) lines[name] = line.get<int64_t>();
+  return lines;
+}
+
+// In the samples of the bytes objects (leaf `leaf`), every Python frame of
+// the workload's functions names the workload's file and the line that
+// function allocates them from.
+// Through the C library only the large sites are seen (all_sizes false).
+void expect_lines(const std::string& pprof, const std::map<std::string, int64_t>& lines,
+                  const std::string& file, const std::string& leaf, bool all_sizes) {
+  auto rec = decode_pprof(read_text_file(pprof).value_or(""));
+  ASSERT_TRUE(rec) << rec.error().message;
+  auto name = [&](const RecLine& l) { return rec->functions[l.function].name; };
+  std::set<std::string> seen;
+  size_t wrong = 0;
+  for (const RecSample& s : rec->samples) {
+    if (s.locations.empty() || name(rec->locations[s.locations[0]].lines.at(0)) != leaf) continue;
+    for (uint32_t at : s.locations)
+      for (const RecLine& l : rec->locations[at].lines) {
+        auto it = lines.find(name(l));
+        if (it == lines.end()) continue;
+        seen.insert(it->first);
+        const std::string& in = rec->functions[l.function].filename;
+        if ((l.line != it->second || in != file) && ++wrong <= 5)
+          ADD_FAILURE() << it->first << " at " << in << ":" << l.line << ", not line " << it->second;
+      }
+  }
+  EXPECT_EQ(seen.size(), all_sizes ? lines.size() : lines.size() - 2) << "every marked function seen";
+  EXPECT_EQ(wrong, 0u);
 }
 
 struct SiteTotals {
@@ -103,14 +146,16 @@ void expect_exact(const Recorded& r, const Truths& truths, bool all_sizes = fals
 
 TEST(Python, ExactSitesStandUnderTheirPythonCallers) {
   REQUIRE_BPF();
-  std::string out = temp_path("python311.json");
-  RunResult r = run({ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", out, "--", "/usr/bin/python3.11",
-                     PYTHON_SITES_PY, "--scale-pct", "20"});
+  std::string out = temp_path("python311.json"), pprof = temp_path("python311.pb.gz");
+  RunResult r = run({ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", out, "-o", pprof, "--",
+                     "/usr/bin/python3.11", PYTHON_SITES_PY, "--scale-pct", "20"});
   ASSERT_EQ(r.status, 0) << r.err;
   Truths truths = parse_truth(r.out);
   ASSERT_EQ(truths.size(), 4u) << r.out;
   expect_exact(read_recording(out, truths), truths);
+  expect_lines(pprof, parse_lines(r.out), PYTHON_SITES_PY, "calloc", false);
   std::remove(out.c_str());
+  std::remove(pprof.c_str());
 }
 
 // The large sites of one process within the suite's bound (harness.h,
@@ -289,8 +334,8 @@ TEST(Python, ExactSitesOfDebian13sInterpreter) {
   fs::copy_file(PRELOAD_LIB, lib, fs::copy_options::overwrite_existing);
   for (bool preload : {false, true}) {
     SCOPED_TRACE(preload ? "in process" : "through the C library");
-    std::string out = temp_path("python313.json");
-    std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", out};
+    std::string out = temp_path("python313.json"), pprof = temp_path("python313.pb.gz");
+    std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", out, "-o", pprof};
     if (preload) argv.push_back("--preload");
     for (std::string a :
          {"--", "chroot", root.c_str(), "/usr/bin/python3.13", script.c_str(), "--scale-pct", "20"})
@@ -304,7 +349,9 @@ TEST(Python, ExactSitesOfDebian13sInterpreter) {
     if (preload) {
       EXPECT_EQ(rec.c_library_callocs, 0u);
     }
+    expect_lines(pprof, parse_lines(r.out), script, preload ? "PyObject_Calloc" : "calloc", preload);
     std::remove(out.c_str());
+    std::remove(pprof.c_str());
   }
   fs::remove(root + script);
   fs::remove(lib);

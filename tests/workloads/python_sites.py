@@ -4,7 +4,8 @@ Each site calls build() -> allocate(), which makes `count` bytes objects of
 one length: objects of up to 512 bytes come from CPython's own allocator,
 larger ones from the C library's calloc. Two sites keep their objects, two
 drop them. At the end the workload prints its truth as one JSON line (per
-site: objects, bytes each as the allocator is asked, kept or not) and leaves
+site: objects, bytes each as the allocator is asked, kept or not; and the
+line each function's frame is at when it allocates) and leaves
 with os._exit, so the kept objects are still allocated when it ends.
 
   python3 python_sites.py [--scale-pct N] [--wait] [--hold]
@@ -22,28 +23,28 @@ kept = []
 def allocate(size, count):
     out = []
     for _ in range(count):
-        out.append(bytes(size))  # the allocating statement
+        out.append(bytes(size))  # line:allocate (the allocating statement)
     return out
 
 
 def build(size, count):
-    return allocate(size, count)
+    return allocate(size, count)  # line:build
 
 
 def small_kept(count):
-    kept.append(build(73, count))
+    kept.append(build(73, count))  # line:small_kept
 
 
 def small_freed(count):
-    build(233, count)
+    build(233, count)  # line:small_freed
 
 
 def large_kept(count):
-    kept.append(build(3033, count))
+    kept.append(build(3033, count))  # line:large_kept
 
 
 def large_freed(count):
-    build(1533, count)
+    build(1533, count)  # line:large_freed
 
 
 SITES = [(small_kept, 73, 100000, True), (small_freed, 233, 100000, False),
@@ -61,6 +62,12 @@ def main(argv):
         n = count * scale // 100
         site(n)
         truth[site.__name__] = {"objects": n, "size": sys.getsizeof(bytes(length)), "kept": keep}
+    # Where each function's frame stands when it allocates: its marked line.
+    lines, marker = {}, "# " + "line:"  # not a marker itself
+    for number, text in enumerate(open(__file__), 1):
+        if marker in text:
+            lines[text.split(marker)[1].split()[0]] = number
+    truth["lines"] = lines
     print(json.dumps(truth), flush=True)
     if "--hold" in argv:
         signal.sigwait({signal.SIGUSR1})
