@@ -332,13 +332,25 @@ TEST(Python, ExactSitesOfDebian13sInterpreter) {
   fs::path lib = root + PRELOAD_LIB;
   fs::create_directories(lib.parent_path());
   fs::copy_file(PRELOAD_LIB, lib, fs::copy_options::overwrite_existing);
-  for (bool preload : {false, true}) {
-    SCOPED_TRACE(preload ? "in process" : "through the C library");
+  // A container's root is often an overlay: its executable (the overlay's
+  // file) and its mappings (the file below) then differ in device.
+  std::string overlay = temp_path("python-overlay");
+  for (const char* d : {"/upper", "/work", "/merged"}) fs::create_directories(overlay + d);
+  RunResult mounted =
+      run({"mount", "-t", "overlay", "overlay", "-o",
+           "lowerdir=" + root + ",upperdir=" + overlay + "/upper,workdir=" + overlay + "/work",
+           overlay + "/merged"});
+  ASSERT_EQ(mounted.status, 0) << mounted.err;
+  enum Route { kProbes, kInProcess, kOverlay };
+  for (Route route : {kProbes, kInProcess, kOverlay}) {
+    bool preload = route == kInProcess;
+    SCOPED_TRACE(route == kProbes ? "through the C library" : preload ? "in process" : "in an overlay root");
     std::string out = temp_path("python313.json"), pprof = temp_path("python313.pb.gz");
     std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", out, "-o", pprof};
     if (preload) argv.push_back("--preload");
+    std::string in = route == kOverlay ? overlay + "/merged" : root;
     for (std::string a :
-         {"--", "chroot", root.c_str(), "/usr/bin/python3.13", script.c_str(), "--scale-pct", "20"})
+         {"--", "chroot", in.c_str(), "/usr/bin/python3.13", script.c_str(), "--scale-pct", "20"})
       argv.push_back(a);
     RunResult r = run(argv);
     ASSERT_EQ(r.status, 0) << r.err;
@@ -353,6 +365,8 @@ TEST(Python, ExactSitesOfDebian13sInterpreter) {
     std::remove(out.c_str());
     std::remove(pprof.c_str());
   }
+  EXPECT_EQ(run({"umount", overlay + "/merged"}).status, 0);
+  fs::remove_all(overlay);
   fs::remove(root + script);
   fs::remove(lib);
 }

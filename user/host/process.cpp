@@ -103,18 +103,34 @@ pid_t parent_from_stat(std::string_view stat) {
   return pid_t(std::strtol(std::string(rest.substr(0, rest.find(' '))).c_str(), nullptr, 10));
 }
 
+// Field `n` (1-based, as proc(5) numbers them; n >= 3) of a /proc/PID/stat line.
+static std::string stat_field(std::string_view stat, int n) {
+  size_t close = stat.rfind(')');  // the name may hold spaces and parentheses
+  if (close == std::string_view::npos || close + 2 > stat.size()) return "";
+  std::istringstream fields{std::string(stat.substr(close + 2))};  // field 3 (state) onwards
+  std::string f;
+  for (int i = 3; i <= n; ++i)
+    if (!(fields >> f)) return "";
+  return f;
+}
+
+uint64_t start_code_from_stat(std::string_view stat) {
+  return std::strtoull(stat_field(stat, 26).c_str(), nullptr, 10);
+}
+
+uint64_t process_start_code(pid_t pid) {
+  auto stat = read_text_file("/proc/" + std::to_string(pid) + "/stat");
+  return stat ? start_code_from_stat(*stat) : 0;
+}
+
 double process_start_time(pid_t pid) {
   auto stat = read_text_file("/proc/" + std::to_string(pid) + "/stat");
   auto machine = read_text_file("/proc/stat");
   if (!stat || !machine) return 0;
-  size_t close = stat->rfind(')');
   size_t btime = machine->find("\nbtime ");
-  if (close == std::string::npos || btime == std::string::npos) return 0;
-  std::istringstream fields(stat->substr(close + 2));  // field 3 (state) onwards
-  std::string f;
-  for (int i = 3; i <= 22 && fields >> f; ++i) {
-  }
-  double ticks = std::strtod(f.c_str(), nullptr);  // field 22: start, clock ticks after boot
+  std::string start = stat_field(*stat, 22);  // clock ticks after boot
+  if (btime == std::string::npos || start.empty()) return 0;
+  double ticks = std::strtod(start.c_str(), nullptr);
   return std::strtod(machine->c_str() + btime + 7, nullptr) + ticks / double(sysconf(_SC_CLK_TCK));
 }
 

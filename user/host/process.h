@@ -35,6 +35,11 @@ std::vector<pid_t> descendants_of(const std::vector<pid_t>& roots);
 // The parent process id field of a /proc/PID/stat line; 0 if malformed.
 pid_t parent_from_stat(std::string_view stat);
 
+// Where the kernel put the start of the program's code (the startcode
+// field: its first executable segment plus the load bias); 0 when unknown.
+uint64_t start_code_from_stat(std::string_view stat);
+uint64_t process_start_code(pid_t pid);
+
 // When the process started, seconds since the epoch; 0 when unknown.
 double process_start_time(pid_t pid);
 

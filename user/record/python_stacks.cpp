@@ -5,6 +5,7 @@
 
 #include <cerrno>
 
+#include "host/process.h"
 #include "host/process_memory.h"
 #include "probe/allocator_entries.h"
 #include "symbols/python_stack.h"
@@ -24,48 +25,61 @@ PythonStacks::PythonStacks(Symbolizer& symbolizer, Publish publish)
 
 void PythonStacks::on_program(pid_t pid, uint32_t kernel_dev, uint64_t ino) {
   FileKey key{kernel_dev, ino};
-  if (programs_.contains(key)) return;
-  learn(key, "/proc/" + std::to_string(pid) + "/exe", pid);
+  auto it = programs_.find(key);
+  const Program* program =
+      it != programs_.end() ? it->second.get() : learn(key, "/proc/" + std::to_string(pid) + "/exe", pid);
+  if (!program) return;
+  uint64_t start = process_start_code(pid);
+  if (start && processes_.size() < kMaxProcesses)
+    processes_[pid] = {program, start - program->layout.kernel.exec_vaddr};
 }
 
-void PythonStacks::on_process(pid_t pid) {
+void PythonStacks::on_process(pid_t pid) { from_process(pid); }
+
+// The process's program through its executable (while it lives).
+PythonStacks::Found PythonStacks::from_process(pid_t pid) {
   struct stat st;
   std::string exe = "/proc/" + std::to_string(pid) + "/exe";
-  if (stat(exe.c_str(), &st) != 0) return;
+  if (stat(exe.c_str(), &st) != 0) return {};
   on_program(pid, uint32_t(major(st.st_dev) << 20 | minor(st.st_dev)), st.st_ino);
+  auto it = processes_.find(pid);
+  return it == processes_.end() ? Found{} : it->second;
 }
 
 // Reads the file (through the process, which may have run another program
 // since: then it is left for that program's event) and tells the kernel.
-void PythonStacks::learn(const FileKey& key, const std::string& path, pid_t pid) {
+const PythonStacks::Program* PythonStacks::learn(const FileKey& key, const std::string& path, pid_t pid) {
   auto elf = ElfFile::open(path);
-  if (!elf) return;
+  if (!elf) return nullptr;
   auto id = elf->identity();
-  if (!id || id->inode != key.second || (id->dev_major << 20 | id->dev_minor) != key.first) return;
+  if (!id || id->inode != key.second || (id->dev_major << 20 | id->dev_minor) != key.first) return nullptr;
   size_t others = 0;
   for (const auto& [k, p] : programs_) others += !p;
   if (others >= kMaxOtherPrograms) std::erase_if(programs_, [](const auto& e) { return !e.second; });
   auto program = read_python_program(*elf);
   if (!program) {
     programs_[key] = nullptr;
-    if (program.error().code == ENOENT) return;
+    if (program.error().code == ENOENT) return nullptr;
     ++counters_.unsupported;
     if (refusals_.size() < kMaxRefusals) refusals_.push_back(program.error().message);
-    return;
+    return nullptr;
   }
   if (programs_.size() - others >= kMaxPrograms || !publish_(key.first, key.second, program->kernel)) {
     programs_[key] = nullptr;
     ++counters_.unsupported;
     if (refusals_.size() < kMaxRefusals)
       refusals_.push_back("process " + std::to_string(pid) + ": no room left for another Python program");
-    return;
+    return nullptr;
   }
-  programs_[key] = std::make_unique<Program>(Program{std::move(*program), elf->segments()});
+  auto& made = programs_[key] = std::make_unique<Program>(Program{std::move(*program), elf->segments()});
   ++counters_.programs;
+  return made.get();
 }
 
-// The process's CPython program and its load bias, from a mapping of it.
-PythonStacks::Found PythonStacks::find_program(pid_t pid, std::span<const Mapping> kernel_maps) const {
+// The process's CPython program and its load bias: as found before, or from
+// a mapping of it, or from the process.
+PythonStacks::Found PythonStacks::find_program(pid_t pid, std::span<const Mapping> kernel_maps) {
+  if (auto it = processes_.find(pid); it != processes_.end()) return it->second;
   auto from = [this](std::span<const Mapping> maps) -> Found {
     for (const Mapping& m : maps) {
       auto it = programs_.find({kernel_dev_of(m), m.inode});
@@ -77,7 +91,10 @@ PythonStacks::Found PythonStacks::find_program(pid_t pid, std::span<const Mappin
     return {};
   };
   Found found = from(kernel_maps);
-  return found.program ? found : from(symbolizer_.maps(pid));
+  if (!found.program) found = from(symbolizer_.maps(pid));
+  if (!found.program) return from_process(pid);
+  if (processes_.size() < kMaxProcesses) processes_[pid] = found;
+  return found;
 }
 
 const PythonStacks::Code& PythonStacks::code(pid_t pid, const Found& found, const as_py_frame& frame) {
@@ -149,6 +166,7 @@ std::vector<std::pair<std::string, std::string>> PythonStacks::paths() const {
 }
 
 void PythonStacks::forget(pid_t pid) {
+  processes_.erase(pid);
   auto it = codes_.find(pid);
   if (it == codes_.end()) return;
   cached_ -= std::min(cached_, it->second.size());

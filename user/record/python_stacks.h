@@ -78,8 +78,9 @@ class PythonStacks {
   // A code object's name, file and lines; nullopt: unreadable.
   using Code = std::optional<PythonCode>;
 
-  void learn(const FileKey& key, const std::string& path, pid_t pid);
-  Found find_program(pid_t pid, std::span<const Mapping> kernel_maps) const;
+  const Program* learn(const FileKey& key, const std::string& path, pid_t pid);
+  Found find_program(pid_t pid, std::span<const Mapping> kernel_maps);
+  Found from_process(pid_t pid);
   const Code& code(pid_t pid, const Found& found, const as_py_frame& frame);
 
   Symbolizer& symbolizer_;
@@ -88,6 +89,10 @@ class PythonStacks {
   static constexpr size_t kMaxPrograms = 256;             // the kernel's python_files
   static constexpr size_t kMaxCodes = size_t{1} << 18;    // code objects cached, all processes
   std::unordered_map<pid_t, std::map<std::pair<uint64_t, int32_t>, Code>> codes_;
+  // Each process's CPython program, as found: its executable's mappings may
+  // name another file (overlayfs maps the file below), so it is found by the
+  // executable and the kernel's start of code rather than by its mappings.
+  std::unordered_map<pid_t, Found> processes_;
   size_t cached_ = 0;
   std::set<std::string> versions_;               // of the programs whose frames were placed
   std::unordered_map<pid_t, bool> in_domain_;    // processes with Python frames: CPython's allocator counted
