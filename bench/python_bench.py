@@ -8,7 +8,7 @@ turn and its ratio to untraced (--probes: one run), then what allocscope
 itself takes to start and stop (record -- /bin/true), which every
 allocscope column includes.
 
-  sudo bench/python_bench.py [--build DIR] [--rounds N] [--programs a,b]
+  sudo bench/python_bench.py [--build DIR] [--rounds N] [--programs a,b] [--configs a,b]
 
 Needs python3-pygments, python3-sphinx and libpython3.11-testsuite.
 """
@@ -101,8 +101,12 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--programs", default=",".join(PROGRAMS))
+    ap.add_argument("--configs", help="comma-separated columns (untraced always)")
     args = ap.parse_args()
     cfgs = configs(args.build)
+    if args.configs:
+        keep = set(args.configs.split(",")) | {"untraced", "allocscope"}
+        cfgs = {c: v for c, v in cfgs.items() if c in keep}
     print("| program | " + " | ".join(cfgs) + " |")
     print("|---" * (len(cfgs) + 1) + "|")
     with tempfile.TemporaryDirectory() as work:
