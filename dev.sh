@@ -184,6 +184,8 @@ PACED_TESTS+='|Filters\.ANameOnceJudged|Exec\.(ACompilerDriver|ASlowTableBuild)|
 # Under ASan a C library's unwind table takes 2 s to build, not 0.1: the new
 # roots' holds pass their bound, and walks handed to userspace outrun the reader.
 PACED_TESTS+='|Containers\.(HundredShortProcesses|FirstProcessOfEach|APayloadOnATerminal|ProcessesOfANewRoot)'
+# Exact mode in process sends every Python allocation through the ring buffer.
+PACED_TESTS+='|Python\.(PreloadCountsCPythons|ExactSitesOfDebian13|EveryInterpreterOfTheMachine|TheAgentServes)'
 
 # allocscope and its unit and integration tests under ASan and UBSan. Any
 # report of theirs, from any process, fails the stage.
