@@ -55,7 +55,10 @@ const PythonStacks::Program* PythonStacks::learn(const FileKey& key, const std::
   if (!id || id->inode != key.second || (id->dev_major << 20 | id->dev_minor) != key.first) return nullptr;
   size_t others = 0;
   for (const auto& [k, p] : programs_) others += !p;
-  if (others >= kMaxOtherPrograms) std::erase_if(programs_, [](const auto& e) { return !e.second; });
+  if (others >= kMaxOtherPrograms) {  // bounded: forget them (read again if run again)
+    std::erase_if(programs_, [](const auto& e) { return !e.second; });
+    others = 0;
+  }
   auto program = read_python_program(*elf);
   if (!program) {
     programs_[key] = nullptr;
