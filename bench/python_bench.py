@@ -13,7 +13,6 @@ allocscope column includes.
 Needs python3-pygments, python3-sphinx and libpython3.11-testsuite.
 """
 import argparse
-import glob
 import os
 import statistics
 import subprocess
@@ -21,22 +20,16 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import launched_vs_heaptrack as launched  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = "/usr/bin/python3.11"
 
 
 def pygments_workload(work):
-    source = os.path.join(work, "source.py")
-    with open(source, "w") as out:
-        for path in sorted(glob.glob("/usr/lib/python3.11/*.py")):
-            if out.tell() > 1 << 20:
-                break
-            out.write(open(path).read())
-    code = ("import sys, pygments, pygments.lexers, pygments.formatters;"
-            "src = open(sys.argv[1]).read();"
-            "out = pygments.highlight(src, pygments.lexers.PythonLexer(), pygments.formatters.HtmlFormatter());"
-            "print(len(out))")
-    return [PYTHON, "-c", code, source]
+    argv = launched.python_workload(work)  # 1 MiB of the standard library highlighted to HTML
+    return [PYTHON, *argv[1:]]
 
 
 def sphinx_workload(work):

@@ -29,19 +29,6 @@ namespace {
 
 constexpr double kRate = 64 * 1024;
 
-// A port nobody listens on now (the kernel's choice).
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 // The agent on a port of its own, recording the workload's processes.
 struct Agent {
   explicit Agent(std::vector<std::string> extra = {})

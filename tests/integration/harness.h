@@ -96,6 +96,8 @@ double sites_z(const std::map<std::string, double>& bytes, int threads, int scal
                const std::string& what);
 
 std::string temp_path(const std::string& name);
+// A loopback port nobody listens on now (the kernel's choice).
+int free_port();
 
 // The process's resident memory (VmRSS), KiB; 0 when gone.
 uint64_t rss_kib(pid_t pid);

@@ -89,26 +89,14 @@ std::vector<ElfSymbol> ElfFile::symbols(bool objects) const {
 }
 
 Result<uint64_t> ElfFile::vaddr_to_offset(uint64_t vaddr) const {
-  size_t n = 0;
-  if (elf_getphdrnum(elf_.get(), &n) != 0) return fail("read " + path_ + ": no program headers");
-  for (size_t i = 0; i < n; ++i) {
-    GElf_Phdr ph;
-    if (gelf_getphdr(elf_.get(), int(i), &ph) && ph.p_type == PT_LOAD && vaddr >= ph.p_vaddr &&
-        vaddr < ph.p_vaddr + ph.p_filesz)
-      return vaddr - ph.p_vaddr + ph.p_offset;
-  }
+  for (const Segment& seg : segments())
+    if (vaddr >= seg.vaddr && vaddr < seg.vaddr + seg.size) return vaddr - seg.vaddr + seg.offset;
   return fail("read " + path_ + ": address outside loadable segments");
 }
 
 Result<uint64_t> ElfFile::offset_to_vaddr(uint64_t offset) const {
-  size_t n = 0;
-  if (elf_getphdrnum(elf_.get(), &n) != 0) return fail("read " + path_ + ": no program headers");
-  for (size_t i = 0; i < n; ++i) {
-    GElf_Phdr ph;
-    if (gelf_getphdr(elf_.get(), int(i), &ph) && ph.p_type == PT_LOAD && offset >= ph.p_offset &&
-        offset < ph.p_offset + ph.p_filesz)
-      return offset - ph.p_offset + ph.p_vaddr;
-  }
+  for (const Segment& seg : segments())
+    if (offset >= seg.offset && offset < seg.offset + seg.size) return offset - seg.offset + seg.vaddr;
   return fail("read " + path_ + ": offset outside loadable segments");
 }
 
