@@ -67,7 +67,7 @@ LoadTrial try_load(const TrialConfig& t, bool verbose) {
 
 int check(const CheckConfig& config) {
   CheckReport r;
-  r.kernel = kernel_features();
+  r.kernel = fresh_kernel_features();  // the truth now, not what an earlier run kept
   r.privileges = current_privileges();
   r.lockdown = current_lockdown();
   r.memlock = memlock_limit();

@@ -22,6 +22,7 @@
 #include "probe/allocator_entries.h"
 #include "probe/kernel_features.h"
 #include "probe/libbpf_log.h"
+#include "probe/parallel_release.h"
 #include "probe/probe_choice.h"
 #include "probe/skeleton_variant.h"
 #include "probe/uprobe_links.h"
@@ -270,9 +271,8 @@ Result<void> BpfSession::remember(pid_t pid, const std::string& path, std::vecto
 
 void BpfSession::pause_probes() {
   if (paused_) return;
-  raw_links_.clear();  // entry probes first, as in detach()
-  entry_links_.clear();
-  return_links_.clear();
+  release_in_parallel(raw_links_, entry_links_);  // entry probes first, as in detach()
+  release_in_parallel(return_links_);
   paused_ = true;
 }
 
@@ -398,10 +398,10 @@ Result<void> BpfSession::attach_in_process_now(pid_t pid, const std::string& pat
 }
 
 void BpfSession::detach() {
-  raw_links_.clear();
-  entry_links_.clear();
-  return_links_.clear();
-  lifecycle_links_.clear();
+  // Entry probes before return probes: an entry seen without its return
+  // would leave a thread's nesting depth raised.
+  release_in_parallel(raw_links_, entry_links_);
+  release_in_parallel(return_links_, lifecycle_links_);
   hold_guard_.reset();  // no process is held from here on: those still held go on
 }
 

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "base/result.h"
@@ -26,6 +27,7 @@
 #include "features_ctx.skel.h"
 #include "host/privileges.h"
 #include "host/proc_maps.h"
+#include "probe/feature_cache.h"
 #include "probe/kernel_features.h"
 #include "probe/libbpf_log.h"
 #include "probe/skeleton_variant.h"
@@ -273,17 +275,41 @@ KernelFeatures probe_kernel_features() {
   return k;
 }
 
+namespace {
+
+void apply_forced_fallbacks(KernelFeatures& k) {
+  if (const char* forced = std::getenv("ALLOCSCOPE_FORCE_FALLBACK"))
+    for (const std::string& name : force_fallbacks(k, forced))
+      std::fprintf(stderr,
+                   "allocscope: warning: ALLOCSCOPE_FORCE_FALLBACK names '%s', not an optional feature\n",
+                   name.c_str());
+}
+
+// Probed afresh, and kept for this boot where that can be done safely.
+KernelFeatures probe_and_keep() {
+  KernelFeatures k = probe_kernel_features();
+  if (auto key = feature_cache_key()) [[maybe_unused]]
+    auto kept = store_cached_features(kFeatureCacheDir, *key, k);  // else probed next time
+  return k;
+}
+
+}  // namespace
+
 const KernelFeatures& kernel_features() {
   static const KernelFeatures features = [] {
-    KernelFeatures k = probe_kernel_features();
-    if (const char* forced = std::getenv("ALLOCSCOPE_FORCE_FALLBACK"))
-      for (const std::string& name : force_fallbacks(k, forced))
-        std::fprintf(stderr,
-                     "allocscope: warning: ALLOCSCOPE_FORCE_FALLBACK names '%s', not an optional feature\n",
-                     name.c_str());
+    std::optional<KernelFeatures> kept;
+    if (auto key = feature_cache_key()) kept = load_cached_features(kFeatureCacheDir, *key);
+    KernelFeatures k = kept ? std::move(*kept) : probe_and_keep();
+    apply_forced_fallbacks(k);
     return k;
   }();
   return features;
+}
+
+KernelFeatures fresh_kernel_features() {
+  KernelFeatures k = probe_and_keep();
+  apply_forced_fallbacks(k);
+  return k;
 }
 
 }  // namespace allocscope

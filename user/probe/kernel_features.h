@@ -81,9 +81,13 @@ std::string missing_features_message(const KernelFeatures& k);
 // What the kernel's uprobes run without single-stepping, for placement.
 Emulation emulation_of(const KernelFeatures& k);
 
-// Probes the running kernel once per process (later calls return the same
-// answer), ALLOCSCOPE_FORCE_FALLBACK applied.
+// The running kernel's features, ALLOCSCOPE_FORCE_FALLBACK applied: probed
+// once per boot (feature_cache.h), read once per process (later calls return
+// the same answer).
 const KernelFeatures& kernel_features();
+// Probes afresh (and keeps the answer for this boot), forcing applied: what
+// `allocscope check` shows.
+KernelFeatures fresh_kernel_features();
 // Probes afresh, without the environment's forcing.
 KernelFeatures probe_kernel_features();
 
