@@ -194,11 +194,44 @@ TEST(Python, SampledSitesOfAnAttachedInterpreter) {
   std::remove(out.c_str());
 }
 
+// Debian 13's python3.13 in a trixie root (made once, then cached), with
+// the workload copied into the root; removed again at the end.
+class TrixiePython {
+ public:
+  TrixiePython() {
+    const char* home = getenv("HOME");
+    RunResult made = run({PYTHON_ROOT_SH, std::string(home ? home : "/root") + "/.cache/allocscope"});
+    error_ = made.status == 0 ? "" : made.err;
+    root_ = made.out.substr(0, made.out.find('\n'));
+    if (!error_.empty()) return;
+    script_ = "/tmp/allocscope-python-sites-" + std::to_string(getpid()) + ".py";
+    std::filesystem::copy_file(PYTHON_SITES_PY, root_ + script_,
+                               std::filesystem::copy_options::overwrite_existing);
+  }
+  ~TrixiePython() {
+    if (!script_.empty()) std::filesystem::remove(root_ + script_);
+  }
+  const std::string& error() const { return error_; }
+  const std::string& root() const { return root_; }
+  const std::string& script() const { return script_; }
+  // The workload run in root `in` (this root by default) with `args`.
+  std::vector<std::string> command(std::vector<std::string> args, const std::string& in = "") const {
+    std::vector<std::string> argv = {"chroot", in.empty() ? root_ : in, "/usr/bin/python3.13", script_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
+
+ private:
+  std::string error_, root_, script_;
+};
+
 // The whole machine (--all): an interpreter running before the recording
 // began and one started during it each have their own Python frames, beside
-// a native program.
+// a native program; Debian 13's 3.13 too, in its root.
 TEST(Python, EveryInterpreterOfTheMachineHasItsFrames) {
   REQUIRE_BPF();
+  TrixiePython trixie;
+  ASSERT_EQ(trixie.error(), "");
   Child before({"/usr/bin/python3.11", PYTHON_SITES_PY, "--wait", "--hold"});
   ASSERT_TRUE(before.wait_for_line("ready", 20000));
   std::string out = temp_path("python-all.json");
@@ -206,19 +239,20 @@ TEST(Python, EveryInterpreterOfTheMachineHasItsFrames) {
   Child rec({ALLOCSCOPE_BIN, "record", "--all", "--rate", "64KiB", "-o", out});
   ASSERT_TRUE(rec.wait_for_line("recording every process", 60000, true)) << rec.err();
   Child after({"/usr/bin/python3.11", PYTHON_SITES_PY, "--wait", "--hold", "--scale-pct", "50"});
+  Child debian13(trixie.command({"--wait", "--hold", "--scale-pct", "50"}));
   Child native({WORKLOAD_BIN, "--threads", "1", "--scale-pct", "20"});
   ASSERT_TRUE(after.wait_for_line("ready", 20000));
-  before.signal(SIGUSR1);
-  after.signal(SIGUSR1);
-  ASSERT_TRUE(before.wait_for_line("}", 60000));
-  ASSERT_TRUE(after.wait_for_line("}", 60000));
+  ASSERT_TRUE(debian13.wait_for_line("ready", 20000));
+  std::vector<Child*> interpreters = {&before, &after, &debian13};
+  for (Child* c : interpreters) c->signal(SIGUSR1);
+  for (Child* c : interpreters) ASSERT_TRUE(c->wait_for_line("}", 60000));
   EXPECT_EQ(native.wait(), 0);
   rec.signal(SIGINT);
   ASSERT_EQ(rec.wait(), 0) << rec.err();
-  for (Child* c : {&before, &after}) c->signal(SIGUSR1);
-  for (Child* c : {&before, &after}) {
+  for (Child* c : interpreters) c->signal(SIGUSR1);
+  for (Child* c : interpreters) {
     EXPECT_EQ(c->wait(), 0);
-    SCOPED_TRACE(c == &before ? "running before" : "started during");
+    SCOPED_TRACE(c == &before ? "running before" : c == &after ? "started during" : "3.13, started during");
     Truths truths = parse_truth(c->out());
     ASSERT_EQ(truths.size(), 4u) << c->out();
     Recorded r = read_recording(out, truths, "calloc", uint32_t(c->pid()));
@@ -228,19 +262,24 @@ TEST(Python, EveryInterpreterOfTheMachineHasItsFrames) {
   std::remove(out.c_str());
 }
 
-// Through the agent: a Python process's profile fetched as a scraper does,
-// each large site under its Python callers within the suite's bound.
+// Through the agent: Python processes' profiles (3.11, and 3.13 in its
+// root) fetched as a scraper does, each large site under its Python callers
+// within the suite's bound.
 TEST(Python, TheAgentServesPythonFrames) {
   REQUIRE_BPF();
+  TrixiePython trixie;
+  ASSERT_EQ(trixie.error(), "");
   int port = free_port();
   constexpr double kRate = 64 * 1024;
   Child agent({ALLOCSCOPE_BIN, "agent", "--listen", "127.0.0.1:" + std::to_string(port), "--rate", "64KiB",
                "--comm", "^python3"});
   ASSERT_TRUE(agent.wait_for_line("recording: probes attached", 60000, true)) << agent.err();
-  Child w({"/usr/bin/python3.11", PYTHON_SITES_PY, "--wait", "--hold"});
-  ASSERT_TRUE(w.wait_for_line("ready", 20000));
-  w.signal(SIGUSR1);
-  ASSERT_TRUE(w.wait_for_line("}", 60000));
+  Child debian12({"/usr/bin/python3.11", PYTHON_SITES_PY, "--wait", "--hold"});
+  Child debian13(trixie.command({"--wait", "--hold"}));
+  std::vector<Child*> interpreters = {&debian12, &debian13};
+  for (Child* c : interpreters) ASSERT_TRUE(c->wait_for_line("ready", 20000));
+  for (Child* c : interpreters) c->signal(SIGUSR1);
+  for (Child* c : interpreters) ASSERT_TRUE(c->wait_for_line("}", 60000));
   httplib::Client client("127.0.0.1", port);
   client.set_read_timeout(60);
   auto res = client.Get("/debug/pprof/allocs");
@@ -249,15 +288,18 @@ TEST(Python, TheAgentServesPythonFrames) {
   std::ofstream(pprof, std::ios::binary) << res->body;
   RunResult report = run({ALLOCSCOPE_BIN, "report", pprof, "-o", out});
   ASSERT_EQ(report.status, 0) << report.err;
-  w.signal(SIGUSR1);
-  EXPECT_EQ(w.wait(), 0);
+  for (Child* c : interpreters) c->signal(SIGUSR1);
+  for (Child* c : interpreters) EXPECT_EQ(c->wait(), 0);
   agent.signal(SIGINT);
   EXPECT_EQ(agent.wait(), 0) << agent.err();
-  Truths truths = parse_truth(w.out());
-  ASSERT_EQ(truths.size(), 4u) << w.out();
-  Recorded r = read_recording(out, truths, "calloc", uint32_t(w.pid()));
-  EXPECT_EQ(r.loop_frames_left, 0u);
-  expect_sampled_large_sites(r, truths, kRate);
+  for (Child* c : interpreters) {
+    SCOPED_TRACE(c == &debian12 ? "3.11" : "3.13");
+    Truths truths = parse_truth(c->out());
+    ASSERT_EQ(truths.size(), 4u) << c->out();
+    Recorded r = read_recording(out, truths, "calloc", uint32_t(c->pid()));
+    EXPECT_EQ(r.loop_frames_left, 0u);
+    expect_sampled_large_sites(r, truths, kRate);
+  }
   std::remove(pprof.c_str());
   std::remove(out.c_str());
 }
@@ -301,13 +343,10 @@ TEST(Python, PreloadSamplesEverySizeUnbiased) {
 TEST(Python, ExactSitesOfDebian13sInterpreter) {
   REQUIRE_BPF();
   namespace fs = std::filesystem;
-  const char* home = getenv("HOME");
-  std::string cache = std::string(home ? home : "/root") + "/.cache/allocscope";
-  RunResult made = run({PYTHON_ROOT_SH, cache});
-  ASSERT_EQ(made.status, 0) << made.err;
-  std::string root = made.out.substr(0, made.out.find('\n'));
-  std::string script = "/tmp/allocscope-python-sites-" + std::to_string(getpid()) + ".py";
-  fs::copy_file(PYTHON_SITES_PY, root + script, fs::copy_options::overwrite_existing);
+  TrixiePython trixie;
+  ASSERT_EQ(trixie.error(), "");
+  const std::string& root = trixie.root();
+  const std::string& script = trixie.script();
   fs::path lib = root + PRELOAD_LIB;
   fs::create_directories(lib.parent_path());
   fs::copy_file(PRELOAD_LIB, lib, fs::copy_options::overwrite_existing);
@@ -327,9 +366,8 @@ TEST(Python, ExactSitesOfDebian13sInterpreter) {
     std::string out = temp_path("python313.json"), pprof = temp_path("python313.pb.gz");
     std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", out, "-o", pprof};
     if (preload) argv.push_back("--preload");
-    std::string in = route == kOverlay ? overlay + "/merged" : root;
-    for (std::string a :
-         {"--", "chroot", in.c_str(), "/usr/bin/python3.13", script.c_str(), "--scale-pct", "20"})
+    argv.push_back("--");
+    for (std::string a : trixie.command({"--scale-pct", "20"}, route == kOverlay ? overlay + "/merged" : ""))
       argv.push_back(a);
     RunResult r = run(argv);
     ASSERT_EQ(r.status, 0) << r.err;
@@ -346,7 +384,6 @@ TEST(Python, ExactSitesOfDebian13sInterpreter) {
   }
   EXPECT_EQ(run({"umount", overlay + "/merged"}).status, 0);
   fs::remove_all(overlay);
-  fs::remove(root + script);
   fs::remove(lib);
 }
 
