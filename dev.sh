@@ -177,7 +177,7 @@ check() {
 # a preloaded tcmalloc or jemalloc then fights, and the child it forks before
 # exec allocates through probed code). Under the sanitizers they still run,
 # for the sanitizers' reports; their assertions are the main build's.
-PACED_TESTS='AllProcesses\.(ShortLivedProcesses|PrivateCopyOfTheCLibrary|UnitFilterFollows|ChurnSoak)|Children\.ProgramsAShellRuns'
+PACED_TESTS='AllProcesses\.(ShortLivedProcesses|ThreadsRacing|PrivateCopyOfTheCLibrary|UnitFilterFollows|ChurnSoak)|Children\.ProgramsAShellRuns'
 PACED_TESTS+='|Agent\.(GoPprofReads|PrometheusScrapes|BadRequestsAndFloods|ChurnSoak|SecondsGivesTheDelta|LeaksAreFound)|DeepStacks\.ExactModeCounts'
 PACED_TESTS+='|Allocators\.(PreloadedAllocatorsCount|CxxOperatorsOfTcmalloc|InProcessSamplingOnEvery)'
 PACED_TESTS+='|Filters\.ANameOnceJudged|Exec\.(ACompilerDriver|ASlowTableBuild)|Launch\.ATreeIsSampled'

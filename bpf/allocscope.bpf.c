@@ -73,12 +73,12 @@ static __always_inline bool take_live_share(__u32 tgid) {
       return true;
     }
   }
-  /* Checked, then added (the add returns nothing before BPF v3): threads of
-   * one process racing for its last entry may each pass the check, so a
-   * share can be exceeded by one entry per CPU at most. */
-  if (*held >= live_share) return false;
-  __sync_fetch_and_add(held, 1);
-  return true;
+  /* Added, then checked against what was there: of threads racing for the
+   * last entry one gets it, the others give theirs back. The share is never
+   * exceeded (the count may pass it for the moment of the give-back). */
+  if (__sync_fetch_and_add(held, 1) < live_share) return true;
+  __sync_fetch_and_add(held, -1);
+  return false;
 }
 
 /* A live entry of the process is gone (freed, or its insert failed). Never
@@ -87,7 +87,7 @@ static __always_inline bool take_live_share(__u32 tgid) {
 static __always_inline void release_live_share(__u32 tgid) {
   if (!live_share) return;
   __u32 *held = bpf_map_lookup_elem(&process_live, &tgid);
-  if (held && *held) __sync_fetch_and_add(held, -1); /* 32-bit atomics: add only */
+  if (held && __sync_fetch_and_add(held, -1) == 0) __sync_fetch_and_add(held, 1); /* it was at zero */
 }
 
 /* Exact mode: the freed block's allocation leaves its stack's live total. */
