@@ -23,6 +23,7 @@
 
 #include "harness.h"
 #include "host/process.h"
+#include "output/pprof.h"
 
 namespace allocscope::test {
 namespace {
@@ -355,8 +356,7 @@ TEST(Agent, BadRequestsAndFloodsGetCleanErrors) {
 
   // 68 connections that send nothing: past 64 the agent stops accepting,
   // counts it, and serves again once they are gone. The last ones wait in
-  // the kernel's listen backlog (cpp-httplib asks for 5; more would have
-  // their SYNs retried until a worker's read timeout frees a slot).
+  // the kernel's listen backlog (SOMAXCONN).
   std::vector<int> idle;
   for (int i = 0; i < 68; ++i) {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -380,6 +380,103 @@ TEST(Agent, BadRequestsAndFloodsGetCleanErrors) {
   ASSERT_NE(at, std::string::npos);
   EXPECT_GE(std::stod(after->body.substr(at + full.size())), 1)
       << "the accepting thread waits for the 65th connection, and each one after while none is free";
+  agent.child.signal(SIGTERM);
+  EXPECT_EQ(agent.child.wait(), 0) << agent.child.err();
+}
+
+// A loopback connection to the agent, or -1.
+int connect_to(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(uint16_t(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return fd;
+  if (fd >= 0) close(fd);
+  return -1;
+}
+
+// A client that sends its request a byte a second: seconds until the agent
+// closed the connection (-1: it could not connect; 60: never closed).
+double slow_client_lifetime(int port) {
+  auto start = std::chrono::steady_clock::now();
+  int fd = connect_to(port);
+  if (fd < 0) return -1;
+  const std::string request = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: slow\r\n\r\n";
+  double lived = 60;
+  for (size_t i = 0; i < 60; ++i) {
+    char c;
+    ssize_t got = recv(fd, &c, 1, MSG_DONTWAIT);
+    bool closed = got == 0 || (got < 0 && errno != EAGAIN) ||
+                  send(fd, &request[i % request.size()], 1, MSG_NOSIGNAL) < 0;
+    if (closed) {
+      lived = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  close(fd);
+  return lived;
+}
+
+// Many scrapers at once, and slow clients among them: every connection is
+// served, every answer complete (a profile that decodes, metrics to their
+// last line), and a client that sends a byte a second is cut off after the
+// request deadline (5 s) instead of holding a worker.
+TEST(Agent, SixtyFourScrapersAndEightSlowClientsAreAllServed) {
+  REQUIRE_BPF();
+  Agent agent;
+  ASSERT_TRUE(agent.ready()) << agent.child.err();
+  Child w({WORKLOAD_BIN, "--threads", "1", "--scale-pct", "10"});
+  EXPECT_EQ(w.wait(), 0);
+  std::vector<std::future<double>> slow;
+  for (int i = 0; i < 8; ++i)
+    slow.push_back(std::async(std::launch::async, [&] { return slow_client_lifetime(agent.port); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the slow ones take the workers first
+  struct Answer {
+    std::string error;
+    double seconds = 0;
+  };
+  std::vector<std::future<Answer>> answers;
+  for (int i = 0; i < 64; ++i)
+    answers.push_back(std::async(std::launch::async, [&, i] {
+      std::string path = i % 2 ? "/metrics" : "/debug/pprof/allocs";
+      httplib::Client c("127.0.0.1", agent.port);
+      c.set_connection_timeout(60, 0);
+      c.set_read_timeout(60, 0);
+      auto start = std::chrono::steady_clock::now();
+      auto r = c.Get(path);
+      Answer a{"", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+      if (!r)
+        a.error = path + ": " + httplib::to_string(r.error());
+      else if (r->status != 200)
+        a.error = path + ": HTTP " + std::to_string(r->status) + " " + r->body;
+      else if (i % 2 && r->body.find("\nallocscope_agent_request_timeouts_total ") == std::string::npos)
+        a.error = "/metrics: cut short";
+      else if (i % 2 == 0 && !decode_pprof(r->body))
+        a.error = "/debug/pprof/allocs: not a whole profile (" + std::to_string(r->body.size()) + " bytes)";
+      return a;
+    }));
+  std::vector<double> latencies;
+  for (auto& f : answers) {
+    Answer a = f.get();
+    EXPECT_EQ(a.error, "");
+    latencies.push_back(a.seconds);
+  }
+  std::sort(latencies.begin(), latencies.end());
+  std::printf("  64 scrapers beside 8 slow clients: latency p50 %.3f s, p99 %.3f s, max %.3f s\n",
+              latencies[latencies.size() / 2], latencies[latencies.size() * 99 / 100], latencies.back());
+  for (auto& f : slow) {
+    double lived = f.get();
+    EXPECT_GE(lived, 4.0) << "cut before its request deadline";
+    EXPECT_LT(lived, 20.0) << "a slow client held its connection";
+  }
+  auto after = httplib::Client("127.0.0.1", agent.port).Get("/metrics");
+  ASSERT_TRUE(after);
+  const std::string timeouts = "\nallocscope_agent_request_timeouts_total ";
+  size_t at = after->body.find(timeouts);
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_GE(std::stod(after->body.substr(at + timeouts.size())), 8);
   agent.child.signal(SIGTERM);
   EXPECT_EQ(agent.child.wait(), 0) << agent.child.err();
 }

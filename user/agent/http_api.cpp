@@ -9,6 +9,7 @@
 #include <chrono>
 #include <unordered_map>
 
+#include "agent/agent_server.h"
 #include "agent/connection_queue.h"
 #include "agent/metrics.h"
 #include "agent/pages.h"
@@ -82,12 +83,12 @@ HttpApi::HttpApi(const AgentConfig& config, Bridge& bridge, LabelCache& labels, 
       retired_(retired),
       token_(std::move(token)),
       host_name_(local_host_name()),
-      server_(std::make_unique<httplib::Server>()) {}
+      server_(std::make_unique<AgentServer>()) {}
 
 HttpApi::~HttpApi() { stop(); }
 
 Result<void> HttpApi::start(const std::string& host, int port) {
-  httplib::Server& s = *server_;
+  AgentServer& s = *server_;
   s.new_task_queue = [this] { return new ConnectionQueue(kWorkers, kMaxConnections, queue_full_); };
   // SO_REUSEADDR only: the library's default, SO_REUSEPORT, would let a
   // second agent share the port and answer half of the scrapes.
@@ -96,9 +97,7 @@ Result<void> HttpApi::start(const std::string& host, int port) {
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
   s.set_payload_max_length(64 << 10);  // every endpoint is a GET
-  s.set_read_timeout(10, 0);
-  s.set_write_timeout(60, 0);
-  s.set_keep_alive_max_count(100);
+  s.set_keep_alive_max_count(100);     // reads and writes: AgentServer's deadlines
   s.Get(".*", [this](const httplib::Request& req, httplib::Response& res) { handle(req, res); });
   s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (res.body.empty())
@@ -107,6 +106,7 @@ Result<void> HttpApi::start(const std::string& host, int port) {
   if (!s.bind_to_port(host, port))
     return fail("listen on " + host + ":" + std::to_string(port) + ": address in use or not available",
                 EADDRNOTAVAIL);
+  if (!s.raise_backlog()) return fail_errno("listen on " + host + ":" + std::to_string(port), errno);
   thread_ = std::thread([this] { server_->listen_after_bind(); });
   // stop() before the loop runs would be lost, and join() would wait forever.
   for (int i = 0; i < 5000 && !server_->is_running(); ++i)
@@ -273,6 +273,7 @@ void HttpApi::metrics(const Addressed& a, httplib::Response& res) {
   in.self.requests = requests_;
   in.self.request_errors = errors_;
   in.self.connection_queue_full = queue_full_;
+  in.self.request_timeouts = server_->timed_out();
   in.max_series = config_.max_series;
   res.set_content(render_metrics(in), "text/plain; version=0.0.4; charset=utf-8");
 }

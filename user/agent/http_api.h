@@ -16,12 +16,13 @@
 #include "base/result.h"
 
 namespace httplib {
-class Server;
 struct Request;
 struct Response;
 }  // namespace httplib
 
 namespace allocscope {
+
+class AgentServer;
 
 class HttpApi {
  public:
@@ -55,7 +56,7 @@ class HttpApi {
   RetiredTotals& retired_;
   std::string token_;
   std::string host_name_;
-  std::unique_ptr<httplib::Server> server_;
+  std::unique_ptr<AgentServer> server_;
   std::thread thread_;
   std::atomic<uint64_t> requests_{0}, errors_{0}, queue_full_{0};
   std::atomic<unsigned> deltas_{0};

@@ -155,6 +155,9 @@ std::string render_metrics(const MetricsInput& in) {
   scalar(out, "allocscope_agent_connection_queue_full_total", "counter",
          "Times the HTTP server stopped accepting because 64 connections were open or waiting",
          double(in.self.connection_queue_full));
+  scalar(out, "allocscope_agent_request_timeouts_total", "counter",
+         "HTTP requests not read within 5 s, or answers not written within 20 s (the connection is closed)",
+         double(in.self.request_timeouts));
   scalar(out, "allocscope_agent_labels_dropped_total", "counter",
          "Processes left unlabelled because the label table was full", double(in.self.labels_dropped));
   return out;
