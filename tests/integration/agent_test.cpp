@@ -471,12 +471,18 @@ TEST(Agent, SixtyFourScrapersAndEightSlowClientsAreAllServed) {
     EXPECT_GE(lived, 4.0) << "cut before its request deadline";
     EXPECT_LT(lived, 20.0) << "a slow client held its connection";
   }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // past the window of shared answers
   auto after = httplib::Client("127.0.0.1", agent.port).Get("/metrics");
   ASSERT_TRUE(after);
   const std::string timeouts = "\nallocscope_agent_request_timeouts_total ";
   size_t at = after->body.find(timeouts);
   ASSERT_NE(at, std::string::npos);
   EXPECT_GE(std::stod(after->body.substr(at + timeouts.size())), 8);
+  const std::string shared = "\nallocscope_agent_responses_shared_total ";
+  at = after->body.find(shared);
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_GT(std::stod(after->body.substr(at + shared.size())), 0)
+      << "32 clients asked for each answer at once";
   agent.child.signal(SIGTERM);
   EXPECT_EQ(agent.child.wait(), 0) << agent.child.err();
 }

@@ -14,6 +14,7 @@
 #include "agent/metrics.h"
 #include "agent/pages.h"
 #include "agent/self_usage.h"
+#include "agent/shared_responses.h"
 #include "agent/targets.h"
 #include "output/pprof.h"
 #include "output/render.h"
@@ -24,6 +25,9 @@ namespace {
 const std::string kTool = std::string("allocscope ") + ALLOCSCOPE_VERSION_STRING;
 constexpr size_t kWorkers = 8;
 constexpr size_t kMaxConnections = 64;  // accepted and unfinished; more wait in the listen backlog
+// Scrapers asking for the same thing within a second share one answer.
+constexpr std::chrono::milliseconds kShareWindow{1000};
+constexpr size_t kMaxSharedAnswers = 256;
 
 // The selector of a target's instances; `found` tells whether any matched.
 InstanceSelector selector(const Target& t, const LabelCache& labels, bool& found) {
@@ -83,7 +87,8 @@ HttpApi::HttpApi(const AgentConfig& config, Bridge& bridge, LabelCache& labels, 
       retired_(retired),
       token_(std::move(token)),
       host_name_(local_host_name()),
-      server_(std::make_unique<AgentServer>()) {}
+      server_(std::make_unique<AgentServer>()),
+      shared_(std::make_unique<SharedResponses>(kShareWindow, kMaxSharedAnswers)) {}
 
 HttpApi::~HttpApi() { stop(); }
 
@@ -158,6 +163,21 @@ void HttpApi::handle(const httplib::Request& req, httplib::Response& res) {
     res.set_header("WWW-Authenticate", "Bearer");
     return error(res, 401, "a bearer token is required (Authorization: Bearer ...)");
   }
+  if (req.has_param("seconds")) return route(req, res);  // a window of the client's own
+  std::string key = req.path;
+  for (const auto& [name, value] : req.params) key += "\n" + name + "=" + value;
+  auto answer = shared_->get(key, SharedResponses::Clock::now(), [&] {
+    httplib::Response built;
+    route(req, built);
+    int status = built.status == -1 ? 200 : built.status;  // -1: not set, which the server sends as 200
+    return SharedAnswer{status, {built.headers.begin(), built.headers.end()}, std::move(built.body)};
+  });
+  res.status = answer->status;
+  for (const auto& [name, value] : answer->headers) res.set_header(name, value);
+  res.body = answer->body;
+}
+
+void HttpApi::route(const httplib::Request& req, httplib::Response& res) {
   if (req.path == "/") return index(res);
   if (req.path == "/targets") return targets(req, res);
   auto a = address(req.path, req.params);
@@ -274,6 +294,7 @@ void HttpApi::metrics(const Addressed& a, httplib::Response& res) {
   in.self.request_errors = errors_;
   in.self.connection_queue_full = queue_full_;
   in.self.request_timeouts = server_->timed_out();
+  in.self.responses_shared = shared_->shared();
   in.max_series = config_.max_series;
   res.set_content(render_metrics(in), "text/plain; version=0.0.4; charset=utf-8");
 }

@@ -23,6 +23,7 @@ struct Response;
 namespace allocscope {
 
 class AgentServer;
+class SharedResponses;
 
 class HttpApi {
  public:
@@ -41,6 +42,7 @@ class HttpApi {
 
  private:
   void handle(const httplib::Request& req, httplib::Response& res);
+  void route(const httplib::Request& req, httplib::Response& res);
   void profile(const struct Addressed& a, bool heap, const httplib::Request& req, httplib::Response& res);
   void flamegraph(const struct Addressed& a, const httplib::Request& req, httplib::Response& res);
   void metrics(const struct Addressed& a, httplib::Response& res);
@@ -57,6 +59,7 @@ class HttpApi {
   std::string token_;
   std::string host_name_;
   std::unique_ptr<AgentServer> server_;
+  std::unique_ptr<SharedResponses> shared_;
   std::thread thread_;
   std::atomic<uint64_t> requests_{0}, errors_{0}, queue_full_{0};
   std::atomic<unsigned> deltas_{0};

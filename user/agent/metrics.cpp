@@ -158,6 +158,9 @@ std::string render_metrics(const MetricsInput& in) {
   scalar(out, "allocscope_agent_request_timeouts_total", "counter",
          "HTTP requests not read within 5 s, or answers not written within 20 s (the connection is closed)",
          double(in.self.request_timeouts));
+  scalar(out, "allocscope_agent_responses_shared_total", "counter",
+         "HTTP answers given from another request's build of the same thing within a second",
+         double(in.self.responses_shared));
   scalar(out, "allocscope_agent_labels_dropped_total", "counter",
          "Processes left unlabelled because the label table was full", double(in.self.labels_dropped));
   return out;

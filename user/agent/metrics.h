@@ -24,6 +24,7 @@ struct AgentSelf {
   uint64_t requests = 0, request_errors = 0, labels_dropped = 0;
   uint64_t connection_queue_full = 0;  // times accepting waited for a free slot
   uint64_t request_timeouts = 0;       // requests or answers cut short by their deadline
+  uint64_t responses_shared = 0;       // answers given from another request's build
   uint64_t stacks = 0;                 // in the recording's stack table
 };
 
