@@ -144,7 +144,7 @@ note_failures() {
 # those that take minutes and test endurance or real programs at length
 # (the soaks, a compiler run in exact mode): the full tier has them. JUnit
 # files into $BUILD/check-*.xml (bench/flakes.py reads them).
-FULL_ONLY_TESTS='ChurnSoak|Exec\.ACompilerDriver'
+FULL_ONLY_TESTS='ChurnSoak|Exec\.ACompilerDriver|TransientCgroups\.'
 check_tests() {
   local status=0
   run_tests "$BUILD" -L 'unit|style' -j"$(nproc)" --output-junit check-unit.xml || status=$?
@@ -184,6 +184,8 @@ PACED_TESTS+='|Filters\.ANameOnceJudged|Exec\.(ACompilerDriver|ASlowTableBuild)|
 # Under ASan a C library's unwind table takes 2 s to build, not 0.1: the new
 # roots' holds pass their bound, and walks handed to userspace outrun the reader.
 PACED_TESTS+='|Containers\.(HundredShortProcesses|FirstProcessOfEach|APayloadOnATerminal|ProcessesOfANewRoot)'
+# 500 cgroups of 30-ms jobs, each to be seen; two minutes, in the full tier only.
+PACED_TESTS+='|TransientCgroups\.'
 # Exact mode in process sends every Python allocation through the ring buffer.
 PACED_TESTS+='|Python\.(PreloadCountsCPythons|ExactSitesOfDebian13|EveryInterpreterOfTheMachine|TheAgentServes)'
 

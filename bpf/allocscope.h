@@ -99,6 +99,7 @@ enum as_event_kind {
   AS_EV_MMAP = 6,       /* a traced process mapped a C library not seen before: struct as_proc_event */
   AS_EV_STACK = 7,      /* a stack not sent before: struct as_stack_event */
   AS_EV_NEED_TABLE = 8, /* an unwind met a file without an unwind table: struct as_table_event */
+  AS_EV_CGROUP = 9,     /* a cgroup v2 directory was made: struct as_cgroup_event */
 };
 
 /* Verdicts in the `processes` map (system-wide probes consult it). */
@@ -174,7 +175,8 @@ enum as_counter {
   AS_CNT_PY_NO_THREAD = 38, /* ... without: the thread has no Python thread state (or it was not found) */
   AS_CNT_PY_FRAMES = 39,    /* Python frames the kernel's walks found */
   AS_CNT_PY_DEPTH = 40,     /* Python stacks cut at AS_MAX_PY_FRAMES */
-  AS_CNT_COUNT = 41,
+  AS_CNT_CGROUP_DROPS = 41, /* cgroups made whose path the full ring buffer did not take */
+  AS_CNT_COUNT = 42,
 };
 
 /* The live filter: counters of live samples per hash slot, which lets a
@@ -337,6 +339,18 @@ struct as_event {
 struct as_alloc_event {
   struct as_event hdr;
   char comm[AS_COMM_LEN];
+};
+
+/* A cgroup v2 directory made (cgroup_mkdir): its id, as samples carry it,
+ * and its path below the hierarchy's root, so that a sample taken in a
+ * cgroup that is gone by the time userspace looks is still named. Sent
+ * with the path's bytes only. */
+#define AS_CGROUP_PATH_LEN 256
+struct as_cgroup_event {
+  as_u32 kind; /* AS_EV_CGROUP */
+  as_u32 len;  /* bytes of path, without its NUL */
+  as_u64 id;
+  char path[AS_CGROUP_PATH_LEN];
 };
 
 /* A stack, sent once: the id later events name it by, the mappings of its

@@ -160,6 +160,25 @@ int BPF_PROG(on_exit, struct task_struct *p) {
   return 0;
 }
 
+/* A cgroup made in the unified hierarchy (cgroup v2: hierarchy 0; the v1
+ * hierarchies number their directories apart): its id and path, sent
+ * before any process can run in it. */
+SEC("tp_btf/cgroup_mkdir")
+int BPF_PROG(on_cgroup_mkdir, struct cgroup *cgrp, const char *path) {
+  if (BPF_CORE_READ(cgrp, root, hierarchy_id) != 0) return 0;
+  struct as_cgroup_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+  if (!e) {
+    count(AS_CNT_CGROUP_DROPS);
+    return 0;
+  }
+  e->kind = AS_EV_CGROUP;
+  e->id = BPF_CORE_READ(cgrp, kn, id);
+  long n = bpf_probe_read_kernel_str(e->path, sizeof(e->path), path);
+  e->len = n > 0 ? (__u32)(n - 1) : 0;
+  bpf_ringbuf_submit(e, 0);
+  return 0;
+}
+
 /* Whether userspace must examine a file just mapped: one not seen before,
  * or an allocator left unprobed while every process that mapped it sampled
  * in process, now mapped by one that does not. */

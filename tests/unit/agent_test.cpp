@@ -768,9 +768,11 @@ class FakeView : public LiveView {
   std::pair<size_t, size_t> stack_table() const override { return {0, 1}; }
   std::vector<ProcessTotals> forget_ended() override { return {}; }
   std::vector<std::pair<std::string, uint64_t>> table_sizes() const override { return {}; }
+  const std::string& cgroup_path(uint64_t) override { return none_; }
 
  private:
   ProcessTable table_;
+  std::string none_;
 };
 
 constexpr auto kPatience = 10s;

@@ -128,7 +128,8 @@ int agent(const AgentConfig& config) {
       started = true;
       log(6, "recording: probes attached");
     }
-    labels.refresh(view.process_table());
+    labels.refresh(view.process_table(),
+                   [&view](uint64_t id) -> const std::string& { return view.cgroup_path(id); });
     forget_ended(view, labels, retired, last_forget_ms);
     if (g_hangup) {
       g_hangup = 0;

@@ -4,17 +4,22 @@
 
 namespace allocscope {
 
-void LabelCache::refresh(const ProcessTable& table) {
+void LabelCache::refresh(const ProcessTable& table,
+                         const std::function<const std::string&(uint64_t)>& cgroup_path) {
   if (table.made() == seen_) return;
   std::erase_if(labels_, [&](const auto& e) { return table.instance(e.first).serial != e.second.serial; });
   for (uint32_t id = 0; id < table.slots(); ++id) {
     const ProcessInstance& p = table.instance(id);
-    if (p.serial <= seen_ || p.rejected || p.ended) continue;
+    // An ended instance (one that lived milliseconds) is labelled by the
+    // cgroup its sample named; /proc would describe whoever has its pid now.
+    if (p.serial <= seen_ || p.rejected || (p.ended && !p.cgroup)) continue;
     if (labels_.size() >= capacity_) {
       ++dropped_;
       continue;
     }
-    labels_[id] = {p.serial, labels_from_cgroup(read_cgroup_path(pid_t(p.tgid)))};
+    std::string path = cgroup_path(p.cgroup);
+    if (path.empty() && !p.ended) path = read_cgroup_path(pid_t(p.tgid));
+    labels_[id] = {p.serial, labels_from_cgroup(path)};
   }
   seen_ = table.made();
 }

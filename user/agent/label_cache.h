@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <unordered_map>
 
 #include "agent/targets.h"
@@ -19,7 +21,9 @@ class LabelCache {
   // When full, new ones go unlabelled and are counted: an ended instance
   // keeps its labels while its stacks are held (its program, unit or
   // cgroup profiles still show it).
-  void refresh(const ProcessTable& table);
+  // Labels come from the cgroup of each instance's first sample (its path
+  // from `cgroup_path`), else from /proc while the process lives.
+  void refresh(const ProcessTable& table, const std::function<const std::string&(uint64_t)>& cgroup_path);
   // The instance's stacks are forgotten: its labels go too.
   void forget(uint32_t instance) { labels_.erase(instance); }
   const TargetLabels& of(uint32_t instance) const;

@@ -26,6 +26,7 @@ SessionConfig base_config() {
   c.ringbuf_bytes = 16 << 20;
   c.filter_processes = true;
   c.follow_children = true;
+  c.cgroup_names = true;
   return c;
 }
 

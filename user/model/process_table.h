@@ -19,6 +19,7 @@ struct ProcessInstance {
   bool ended = false;     // exited or exec'ed
   bool rejected = false;  // filtered out: its samples are not recorded
   uint64_t serial = 0;    // order of making, from 1; 0: a released slot
+  uint64_t cgroup = 0;    // the cgroup v2 id of its first sample (0: unknown)
 };
 
 class ProcessTable {
@@ -34,6 +35,7 @@ class ProcessTable {
   // `in_process`: it was sampled by its own sampler, not by allocator probes.
   std::optional<uint32_t> end(uint32_t tgid, bool in_process = false);
   void reject(uint32_t id);
+  void set_cgroup(uint32_t id, uint64_t cgroup) { instances_[id].cgroup = cgroup; }
   // Ended instances that nothing refers to any more (`held` is false for
   // them: their stacks were forgotten) give their ids back for new
   // instances: a recording that runs for weeks holds the processes it still

@@ -54,6 +54,8 @@ struct SessionConfig {
   // Filters by name (--comm) or unit (--unit): their judgements apply in the
   // kernel to every later process of the name (set_name_verdict).
   bool judge_names = false, judge_cgroups = false;
+  // cgroup_mkdir events (AS_EV_CGROUP): cgroups named after they are gone.
+  bool cgroup_names = false;
   bool verifier_stats = false;  // keep each program's verifier statistics (verifier_stats())
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "host/cgroup_names.h"
 #include "record/clocks.h"
 #include "record/python_stacks.h"
 #include "stats/sampling.h"
@@ -74,6 +75,11 @@ uint32_t EventSink::dispatch(std::span<const uint8_t> data) {
       profile_.on_free(*id, e.addr, e.ts_ns);
   } else if (kind == AS_EV_STACK) {
     on_stack(data);
+  } else if (kind == AS_EV_CGROUP && data.size() >= sizeof(as_cgroup_event)) {
+    as_cgroup_event e;
+    std::memcpy(&e, data.data(), sizeof e);
+    if (cgroup_names_)
+      cgroup_names_->learn(e.id, std::string(e.path, std::min<size_t>(e.len, sizeof e.path)));
   } else if (kind == AS_EV_NEED_TABLE && data.size() >= sizeof(as_table_event)) {
     as_table_event e;
     std::memcpy(&e, data.data(), sizeof e);
@@ -135,6 +141,7 @@ std::optional<uint32_t> EventSink::instance_for(uint32_t tgid, const std::string
   bool made;
   uint32_t id = processes_.current(tgid, comm, &made);
   if (made) {  // first sample: judge it, and read its mappings while it lives
+    processes_.set_cgroup(id, cgroup);
     if (!hooks_.verdicts.accept(tgid, comm, cgroup)) {
       processes_.reject(id);
       hooks_.verdicts.reject(tgid);

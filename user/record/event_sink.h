@@ -28,6 +28,7 @@
 
 namespace allocscope {
 
+class CgroupNames;
 class PythonStacks;
 
 // Samples a process lost, by cause.
@@ -44,6 +45,8 @@ class EventSink {
 
   // Stacks of CPython programs get their Python frames (the recorder's).
   void use_python(PythonStacks* python) { python_ = python; }
+  // Where the kernel's cgroup_mkdir events go (system-wide recordings).
+  void use_cgroup_names(CgroupNames* names) { cgroup_names_ = names; }
 
   // Takes one record; false when the reader should return to its loop
   // (the deadline set by yield_at has passed).
@@ -129,6 +132,7 @@ class EventSink {
   Profile& profile_;
   Symbolizer& symbolizer_;
   PythonStacks* python_ = nullptr;
+  CgroupNames* cgroup_names_ = nullptr;
   SinkHooks hooks_;
   size_t max_stacks_;
   bool per_process_;

@@ -36,6 +36,9 @@ class LiveView {
   virtual std::vector<ProcessTotals> processes() = 0;
   // Every instance seen; new ones are appended.
   virtual const ProcessTable& process_table() const = 0;
+  // The path of the cgroup v2 with this id (as samples carry it), "" when
+  // unknown: learnt as cgroups were made, so also of those gone since.
+  virtual const std::string& cgroup_path(uint64_t id) = 0;
   virtual Baseline baseline(const InstanceSelector& keep) = 0;
   // The symbolized profile of the chosen instances: allocations since the
   // recording began and what is live now; given `since`, what was allocated

@@ -7,8 +7,9 @@
 
 namespace allocscope {
 
-ProcessFilter::ProcessFilter(const RecordConfig& config, BpfSession& session)
+ProcessFilter::ProcessFilter(const RecordConfig& config, BpfSession& session, CgroupNames& cgroup_names)
     : session_(session),
+      cgroup_names_(cgroup_names),
       system_wide_(system_wide(config)),
       members_only_(members_only(config)),
       judge_names_(system_wide_ && !members_only_ && (!config.comm.empty() || !config.unit.empty())) {
@@ -53,7 +54,7 @@ bool ProcessFilter::accept(uint32_t tgid, const std::string& comm, uint64_t cgro
 // a cgroup gone too leaves the process's own record.
 bool ProcessFilter::in_unit(uint32_t tgid, uint64_t cgroup) {
   if (auto it = in_unit_.find(cgroup); cgroup && it != in_unit_.end()) return it->second;
-  std::string path = cgroup_path_of_id(cgroup);
+  std::string path = cgroup_names_.path_of(cgroup);
   if (path.empty()) return cgroup_in_unit(read_cgroup_path(pid_t(tgid)), unit_);
   if (in_unit_.size() >= 4096) in_unit_.clear();
   return in_unit_[cgroup] = cgroup_in_unit(path, unit_);

@@ -10,6 +10,7 @@
 
 #include "base/pattern.h"
 #include "base/result.h"
+#include "host/cgroup_names.h"
 #include "probe/bpf_session.h"
 #include "record/record.h"
 #include "record/sink_hooks.h"
@@ -28,7 +29,7 @@ struct RejectedLoss {
 
 class ProcessFilter : public ProcessVerdicts {
  public:
-  ProcessFilter(const RecordConfig& config, BpfSession& session);
+  ProcessFilter(const RecordConfig& config, BpfSession& session, CgroupNames& cgroup_names);
 
   // A process recorded until it exits, whatever its name: a member of the
   // kernel's table that keeps its live samples at exit.
@@ -54,6 +55,7 @@ class ProcessFilter : public ProcessVerdicts {
   bool in_unit(uint32_t tgid, uint64_t cgroup);
 
   BpfSession& session_;
+  CgroupNames& cgroup_names_;
   bool system_wide_, members_only_;
   bool judge_names_;  // judgements are also the kernel's, by name (SessionConfig::judge_names)
   std::optional<Pattern> comm_filter_;

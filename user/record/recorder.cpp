@@ -74,7 +74,8 @@ SessionConfig session_config(const RecordConfig& c) {
           .pausable = c.duty_period_ms > 0,
           .hold_new_files = c.hold_new_files && system_wide(c),
           .judge_names = system_wide(c) && !members_only(c) && (!c.comm.empty() || !c.unit.empty()),
-          .judge_cgroups = !c.unit.empty()};
+          .judge_cgroups = !c.unit.empty(),
+          .cgroup_names = system_wide(c)};
 }
 
 }  // namespace
@@ -90,8 +91,8 @@ Result<void> Recorder::open_session() {
   // Events arrive only from poll(), once the parts below are made.
   auto session = BpfSession::open(sc, [this](std::span<const uint8_t> data) { return parts_->sink(data); });
   if (!session) return fail(session.error());
-  parts_ =
-      std::make_unique<SessionParts>(config_, in_process_use(), std::move(*session), profile_, symbolizer_);
+  parts_ = std::make_unique<SessionParts>(config_, in_process_use(), std::move(*session), profile_,
+                                          symbolizer_, cgroup_names_);
   // allocscope's own allocations are never sampled (system-wide probes see them).
   return parts_->session->set_verdict(uint32_t(getpid()), AS_PROC_IGNORED);
 }

@@ -33,10 +33,10 @@ namespace allocscope {
 // unmade in reverse): each part holds references to those above it.
 struct SessionParts {
   SessionParts(const RecordConfig& c, InProcessUse use, std::unique_ptr<BpfSession> s, Profile& profile,
-               Symbolizer& symbolizer)
+               Symbolizer& symbolizer, CgroupNames& cgroup_names)
       : session(std::move(s)),
         tables(*session, c.max_unwind_rows, c.verbose),
-        verdicts(c, *session),
+        verdicts(c, *session, cgroup_names),
         kernel(*session),
         unwind(tables, symbolizer, c.unwind == UnwindMode::Dwarf),
         libraries(c, use, *session, symbolizer),
@@ -46,6 +46,7 @@ struct SessionParts {
                }),
         sink(profile, symbolizer, {verdicts, kernel, libraries, unwind}, c.max_stacks, c.per_process) {
     sink.use_python(&python);
+    sink.use_cgroup_names(&cgroup_names);
   }
 
   std::unique_ptr<BpfSession> session;
@@ -81,6 +82,7 @@ class Recorder final : public LiveView {
   // LiveView, for the observer.
   std::vector<ProcessTotals> processes() override;
   const ProcessTable& process_table() const override { return parts_->sink.processes(); }
+  const std::string& cgroup_path(uint64_t id) override { return cgroup_names_.path_of(id); }
   Baseline baseline(const InstanceSelector& keep) override;
   Recording snapshot(const InstanceSelector& keep, const Baseline* since) override;
   NamedCounters counters() override;
@@ -115,6 +117,7 @@ class Recorder final : public LiveView {
   RecordObserver* observer_;
   Profile profile_;
   Symbolizer symbolizer_;
+  CgroupNames cgroup_names_;
   std::unique_ptr<SessionParts> parts_;
   uint64_t last_sweep_ms_ = 0;
   uint64_t held_too_long_ = 0;  // held processes continued by the bound, not by their file's settling

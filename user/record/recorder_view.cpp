@@ -30,7 +30,8 @@ NamedCounters Recorder::table_sizes() const {
           {"process_ids", table.slots()},
           {"running_processes", table.running()},
           {"resolved_mappings", symbolizer_.resolved_mappings()},
-          {"open_binaries", symbolizer_.modules()}};
+          {"open_binaries", symbolizer_.modules()},
+          {"cgroup_names", cgroup_names_.size()}};
 }
 
 std::vector<ProcessTotals> Recorder::forget_ended() {

@@ -217,6 +217,7 @@ NamedCounters recording_counters(const RecordingState& s) {
           {"python_without_thread_state", k[AS_CNT_PY_NO_THREAD]},
           {"python_frames", k[AS_CNT_PY_FRAMES]},
           {"python_stacks_cut", k[AS_CNT_PY_DEPTH]},
+          {"cgroups_unnamed", k[AS_CNT_CGROUP_DROPS]},
           {"python_programs", s.python ? s.python->counters().programs : 0},
           {"python_programs_refused", s.python ? s.python->counters().unsupported : 0},
           {"python_codes_read", s.python ? s.python->counters().codes_read : 0},

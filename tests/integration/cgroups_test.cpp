@@ -1,0 +1,193 @@
+// Units and containers that live for milliseconds: 500 cgroups, each made,
+// run by one process that allocates for about 30 ms, and removed at once by
+// the test, while allocscope records the whole machine. Each sample is
+// named by the cgroup it was taken in (the kernel's id, its path learnt when
+// the cgroup was made), so every one of them is there, with its own bytes,
+// under record --all --unit and the agent's ?cgroup= and ?unit=. Real BPF.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "harness.h"
+#include "host/process.h"
+#include "output/pprof.h"
+
+namespace allocscope::test {
+namespace {
+
+constexpr int kJobs = 500;
+constexpr double kRate = 16 * 1024;
+
+// What one run of the workload allocates at its sites (threads 1, scale 1 %).
+double site_bytes_of_one_run() {
+  double bytes = 0;
+  for (const site_spec& s : kSites) bytes += site_truth(s, 1, 1).bytes;
+  return bytes;
+}
+
+// The sampling standard deviation of one run's site bytes at kRate.
+double site_sigma_of_one_run() {
+  double var = 0;
+  for (const site_spec& s : kSites) {
+    Truth t = site_truth(s, 1, 1);
+    double sd = ht_sigma(t.objects, double(s.size), kRate, true);
+    var += sd * sd;
+  }
+  return std::sqrt(var);
+}
+
+struct Job {
+  std::string path;  // below the hierarchy's root: /allocscope-transient-PID.slice/job-N.service
+  pid_t pid = 0;
+};
+
+// Runs the workload once in a cgroup of its own, made for it and removed as
+// soon as it has exited.
+Job run_in_new_cgroup(const std::string& root, const std::string& slice, int n) {
+  Job job{slice + "/job-" + std::to_string(n) + ".service", 0};
+  std::string dir = root + job.path;
+  if (!std::filesystem::create_directory(dir)) return job;
+  pid_t pid = fork();
+  if (pid == 0) {
+    std::ofstream(dir + "/cgroup.procs") << getpid() << "\n";
+    execl(WORKLOAD_BIN, WORKLOAD_BIN, "--threads", "1", "--scale-pct", "1", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    job.pid = pid;
+  std::filesystem::remove(dir);
+  return job;
+}
+
+// The workload's site bytes in each process of a JSON recording.
+std::map<uint32_t, double> site_bytes_by_pid(const std::string& path) {
+  std::map<uint32_t, double> out;
+  std::ifstream in(path);
+  auto json = nlohmann::json::parse(in, nullptr, false);
+  if (!json.is_object()) return out;
+  for (const auto& s : json["stacks"]) {
+    std::vector<std::string> frames = s["frames"];
+    if (std::any_of(frames.begin(), frames.end(),
+                    [](const std::string& f) { return f.starts_with("site_"); }))
+      out[s["pid"].get<uint32_t>()] += s["alloc_space"]["estimate"].get<double>();
+  }
+  return out;
+}
+
+// The workload's site bytes in a pprof profile.
+double site_bytes(const Recording& r) {
+  double bytes = 0;
+  for (const RecSample& s : r.samples)
+    for (uint32_t loc : s.locations) {
+      const RecLocation& l = r.locations[loc];
+      if (!l.lines.empty() && r.functions[l.lines.back().function].name.starts_with("site_")) {
+        bytes += s.totals.alloc_bytes;
+        break;
+      }
+    }
+  return bytes;
+}
+
+class TransientCgroups : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto mountinfo = read_text_file("/proc/self/mountinfo");
+    root_ = mountinfo ? cgroup2_mount(*mountinfo) : "";
+    ASSERT_FALSE(root_.empty()) << "no cgroup v2 hierarchy";
+    slice_ = "/allocscope-transient-" + std::to_string(getpid()) + ".slice";
+    ASSERT_TRUE(std::filesystem::create_directory(root_ + slice_));
+  }
+  void TearDown() override {
+    if (!root_.empty()) std::filesystem::remove(root_ + slice_);
+  }
+  std::vector<Job> run_jobs() {
+    std::vector<Job> jobs;
+    for (int n = 0; n < kJobs; ++n) jobs.push_back(run_in_new_cgroup(root_, slice_, n));
+    return jobs;
+  }
+  std::string root_, slice_;
+};
+
+// record --all --unit: the slice's jobs are judged by the cgroup their first
+// sample was taken in, though it is gone by the time allocscope reads it.
+TEST_F(TransientCgroups, EveryShortJobOfAUnitIsRecordedWithItsBytes) {
+  REQUIRE_BPF();
+  std::string out = temp_path("transient.json");
+  std::string unit = slice_.substr(1);
+  Child rec({ALLOCSCOPE_BIN, "record", "--all", "--unit", unit, "--rate", "16KiB", "-o", out});
+  ASSERT_TRUE(rec.wait_for_line("recording every process", 60000, true)) << rec.err();
+  std::vector<Job> jobs = run_jobs();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  rec.signal(SIGINT);
+  ASSERT_EQ(rec.wait(), 0) << rec.err();
+  std::map<uint32_t, double> bytes = site_bytes_by_pid(out);
+  double truth = site_bytes_of_one_run(), sd = site_sigma_of_one_run();
+  int missing = 0, off = 0;
+  for (const Job& j : jobs) {
+    ASSERT_NE(j.pid, 0) << j.path << ": the job did not run";
+    auto it = bytes.find(uint32_t(j.pid));
+    if (it == bytes.end()) {
+      ++missing;
+      continue;
+    }
+    off += std::fabs(it->second - truth) / sd >= kMaxZ;
+  }
+  std::printf("  %zu jobs recorded of %d, %d off by kMaxZ or more\n", bytes.size(), kJobs, off);
+  EXPECT_EQ(missing, 0);
+  EXPECT_EQ(off, 0);
+  EXPECT_EQ(bytes.size(), jobs.size()) << "no process outside the unit";
+  std::remove(out.c_str());
+}
+
+// The agent: each job's cgroup (?cgroup=) and unit (?unit=) profiles hold
+// that job alone, with its bytes.
+TEST_F(TransientCgroups, TheAgentNamesEveryShortJobsCgroupAndUnit) {
+  REQUIRE_BPF();
+  int port = free_port();
+  Child agent({ALLOCSCOPE_BIN, "agent", "--listen", "127.0.0.1:" + std::to_string(port), "--rate", "16KiB",
+               "--comm", "^alloc_sites$"});
+  ASSERT_TRUE(agent.wait_for_line("recording: probes attached", 60000, true)) << agent.err();
+  std::vector<Job> jobs = run_jobs();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(60, 0);
+  double truth = site_bytes_of_one_run(), sd = site_sigma_of_one_run();
+  int missing = 0, off = 0, unit_off = 0;
+  for (const Job& j : jobs) {
+    ASSERT_NE(j.pid, 0) << j.path << ": the job did not run";
+    auto res = client.Get("/debug/pprof/allocs?cgroup=" + j.path);
+    ASSERT_TRUE(res) << j.path;
+    if (res->status == 404) {
+      ++missing;
+      continue;
+    }
+    ASSERT_EQ(res->status, 200) << j.path << ": " << res->body;
+    auto r = decode_pprof(res->body);
+    ASSERT_TRUE(r) << r.error();
+    off += std::fabs(site_bytes(*r) - truth) / sd >= kMaxZ;
+    std::string unit = j.path.substr(j.path.rfind('/') + 1);
+    auto by_unit = client.Get("/debug/pprof/allocs?unit=" + unit);
+    ASSERT_TRUE(by_unit && by_unit->status == 200) << unit;
+    auto u = decode_pprof(by_unit->body);
+    ASSERT_TRUE(u) << u.error();
+    unit_off += site_bytes(*u) != site_bytes(*r);
+  }
+  std::printf("  %d of %d jobs' cgroups missing, %d off by kMaxZ or more\n", missing, kJobs, off);
+  EXPECT_EQ(missing, 0);
+  EXPECT_EQ(off, 0);
+  EXPECT_EQ(unit_off, 0) << "a job's unit holds what its cgroup holds";
+  agent.signal(SIGINT);
+  EXPECT_EQ(agent.wait(), 0) << agent.err();
+}
+
+}  // namespace
+}  // namespace allocscope::test
