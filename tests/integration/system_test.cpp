@@ -382,6 +382,13 @@ TEST(AllProcesses, UnitFilterFollowsTheUnitAcrossRestarts) {
   std::remove(out.c_str());
 }
 
+// record --all of the workload's processes at `rate` with a live table of
+// `max_live` entries (each process's default share: a quarter), writing `out`.
+Child record_workloads_with_live_table(const std::string& rate, uint64_t max_live, const std::string& out) {
+  return Child({ALLOCSCOPE_BIN, "record", "--all", "--comm", "^alloc_sites$", "--rate", rate, "--max-live",
+                std::to_string(max_live), "-o", out});
+}
+
 // --all: no process may hold more than a quarter of the live table (the
 // default share of --max-live-per-process). A process that keeps thousands
 // of sampled blocks is cut at its share, and the cut is counted; a small
@@ -390,8 +397,7 @@ TEST(AllProcesses, OneProcessCannotFillTheLiveTable) {
   REQUIRE_BPF();
   constexpr uint64_t kMaxLive = 2000, kShare = kMaxLive / 4;
   std::string out = temp_path("share.pb.gz");
-  Child rec({ALLOCSCOPE_BIN, "record", "--all", "--comm", "^alloc_sites$", "--rate", "16KiB", "--max-live",
-             std::to_string(kMaxLive), "-o", out});
+  Child rec = record_workloads_with_live_table("16KiB", kMaxLive, out);
   ASSERT_TRUE(rec.wait_for_line("recording every process", 60000, true)) << rec.err();
   Child big({WORKLOAD_BIN, "--threads", "1", "--wait", "--hold"});
   Child small({WORKLOAD_BIN, "--threads", "1", "--scale-pct", "2", "--wait", "--hold"});
@@ -432,8 +438,7 @@ TEST(AllProcesses, ThreadsRacingForTheLastEntriesNeverPassTheShare) {
   REQUIRE_BPF();
   constexpr uint64_t kMaxLive = 4000, kShare = kMaxLive / 4;
   std::string out = temp_path("share-race.pb.gz");
-  Child rec({ALLOCSCOPE_BIN, "record", "--all", "--comm", "^alloc_sites$", "--rate", "256", "--max-live",
-             std::to_string(kMaxLive), "-o", out});
+  Child rec = record_workloads_with_live_table("256", kMaxLive, out);
   ASSERT_TRUE(rec.wait_for_line("recording every process", 60000, true)) << rec.err();
   Child racing({WORKLOAD_BIN, "--threads", "8", "--scale-pct", "5", "--wait", "--hold"});
   ASSERT_TRUE(racing.wait_for_line("ready", 10000));
