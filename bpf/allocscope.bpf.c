@@ -73,9 +73,11 @@ static __always_inline bool take_live_share(__u32 tgid) {
       return true;
     }
   }
-  /* Added, then checked against what was there: of threads racing for the
-   * last entry one gets it, the others give theirs back. The share is never
-   * exceeded (the count may pass it for the moment of the give-back). */
+  /* A full share is refused on a plain read (the common case once full).
+   * Otherwise added, then checked against what was there: of threads racing
+   * for the last entry one gets it, the others give theirs back. The share
+   * is never exceeded (the count may pass it for the moment of the give-back). */
+  if (*held >= live_share) return false;
   if (__sync_fetch_and_add(held, 1) < live_share) return true;
   __sync_fetch_and_add(held, -1);
   return false;

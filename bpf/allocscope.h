@@ -343,8 +343,7 @@ struct as_alloc_event {
 
 /* A cgroup v2 directory made (cgroup_mkdir): its id, as samples carry it,
  * and its path below the hierarchy's root, so that a sample taken in a
- * cgroup that is gone by the time userspace looks is still named. Sent
- * with the path's bytes only. */
+ * cgroup that is gone by the time userspace looks is still named. */
 #define AS_CGROUP_PATH_LEN 256
 struct as_cgroup_event {
   as_u32 kind; /* AS_EV_CGROUP */
