@@ -379,6 +379,9 @@ static __always_inline bool enter(struct pt_regs *ctx, __u64 code) {
     case AS_FN_ALIGNED_ALLOC:
     case AS_FN_MEMALIGN:
       return alloc_enter(fn, b, 0);
+    case AS_FN_EXIT:
+      exit_called();
+      return false;
     case AS_FN_COUNT:
       return false;
     case AS_FN_FREE:
@@ -443,6 +446,7 @@ CLASSIC_ENTRY(memalign_enter, AS_FN_MEMALIGN)
 CLASSIC_ENTRY(valloc_enter, AS_FN_VALLOC)
 CLASSIC_ENTRY(pvalloc_enter, AS_FN_PVALLOC)
 CLASSIC_ENTRY(free_enter, AS_FN_FREE)
+CLASSIC_ENTRY(exit_enter, AS_FN_EXIT)
 
 SEC("uretprobe")
 int alloc_return(struct pt_regs *ctx) {

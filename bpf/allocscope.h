@@ -69,7 +69,10 @@ enum as_fn {
   AS_FN_VALLOC = 7,
   AS_FN_PVALLOC = 8,
   AS_FN_FREE = 9,
-  AS_FN_COUNT = 10,
+  /* Not an allocator: the C library's _exit, where a process whose Python
+   * frames are walked is held until its code objects are read. */
+  AS_FN_EXIT = 10,
+  AS_FN_COUNT = 11,
 };
 
 /* Entry codes (the attach cookie, and `fn` in events): the kind in the low
@@ -83,8 +86,8 @@ enum as_fn {
 /* The C name of an enum as_fn entry point; "?" for a value out of range. */
 static inline const char *as_fn_name(int fn) {
   static const char *const names[AS_FN_COUNT] = {
-      "malloc",        "calloc",   "realloc", "reallocarray", "posix_memalign",
-      "aligned_alloc", "memalign", "valloc",  "pvalloc",      "free",
+      "malloc",   "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc",
+      "memalign", "valloc", "pvalloc", "free",         "_exit",
   };
   return fn >= 0 && fn < AS_FN_COUNT ? names[fn] : "?";
 }
@@ -100,6 +103,7 @@ enum as_event_kind {
   AS_EV_STACK = 7,      /* a stack not sent before: struct as_stack_event */
   AS_EV_NEED_TABLE = 8, /* an unwind met a file without an unwind table: struct as_table_event */
   AS_EV_CGROUP = 9,     /* a cgroup v2 directory was made: struct as_cgroup_event */
+  AS_EV_EXITING = 10,   /* a CPython process called _exit: struct as_proc_event */
 };
 
 /* Verdicts in the `processes` map (system-wide probes consult it). */
@@ -419,7 +423,7 @@ struct as_proc_event {
   as_u32 tgid;
   union {
     as_u32 parent; /* fork: the parent's tgid */
-    as_u32 held;   /* exec, mmap: 1 when the process is stopped (SIGSTOP) until userspace continues it */
+    as_u32 held;   /* exec, mmap, exiting: 1 when stopped (SIGSTOP) until userspace continues it */
   };
   as_u32 dev; /* exec, mmap: the file's device, kernel encoding */
   as_u64 ts_ns;

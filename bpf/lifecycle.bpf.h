@@ -42,11 +42,12 @@ static __always_inline bool may_be_a_shells_job(struct task_struct *t) {
  * just mapped (it runs nothing of it before: the stop is taken on the way
  * back to user mode). Never a traced process (its debugger would see the
  * stop) nor a shell's job (the shell would report it stopped); those are
- * probed late instead. */
-static __always_inline bool hold_current(struct task_struct *t, __u32 tgid) {
+ * probed late instead. `grace_ns` dates the hold later: userspace continues
+ * a process held past a bound (its event lost, or far behind a backlog). */
+static __always_inline bool hold_current(struct task_struct *t, __u32 tgid, __u64 grace_ns) {
   if (!hold_new_files || BPF_CORE_READ(t, ptrace) || may_be_a_shells_job(t)) return false;
-  __u64 now = bpf_ktime_get_ns();
-  if (bpf_map_update_elem(&held, &tgid, &now, BPF_NOEXIST) != 0) {
+  __u64 since = bpf_ktime_get_ns() + grace_ns;
+  if (bpf_map_update_elem(&held, &tgid, &since, BPF_NOEXIST) != 0) {
     /* Already held (another thread mapped a file too): it waits anyway. */
     if (bpf_map_lookup_elem(&held, &tgid)) return true;
     count(AS_CNT_HOLD_REFUSED);
@@ -66,12 +67,14 @@ static __always_inline __u32 ended_as(__u8 *verdict) {
   return verdict && (*verdict & AS_PROC_IN_PROCESS) ? AS_ENDED_IN_PROCESS : 0;
 }
 
-static __always_inline void emit_proc(__u32 kind, __u32 tgid, __u32 parent, const char *comm,
-                                      const struct file_id *file, __u64 addr, __u32 ended) {
+/* A process event, reserved and filled: 0 when the ring buffer is full. */
+static __always_inline struct as_proc_event *proc_event(__u32 kind, __u32 tgid, __u32 parent,
+                                                        const char *comm, const struct file_id *file,
+                                                        __u64 addr, __u32 ended) {
   struct as_proc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
   if (!e) {
     count(AS_CNT_PROC_DROPS);
-    return;
+    return 0;
   }
   __builtin_memset(e, 0, sizeof(*e));
   e->kind = kind;
@@ -86,7 +89,35 @@ static __always_inline void emit_proc(__u32 kind, __u32 tgid, __u32 parent, cons
     e->dev = file->dev;
     __builtin_memcpy(e->name, file->name, sizeof(e->name));
   }
+  return e;
+}
+
+static __always_inline void emit_proc(__u32 kind, __u32 tgid, __u32 parent, const char *comm,
+                                      const struct file_id *file, __u64 addr, __u32 ended) {
+  struct as_proc_event *e = proc_event(kind, tgid, parent, comm, file, addr, ended);
   /* Userspace must read the process while it lives: wake it now. */
+  if (e) bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+}
+
+/* The C library's _exit in a CPython process: the code objects its stacks
+ * name go with its memory, and userspace reads them only as it reaches
+ * those stacks in the ring buffer, which may be after a short process has
+ * ended (a slow or busy reader). Held here, before the exit (the stop is
+ * taken on the way back from the probe), until userspace reaches this
+ * event. Other programs go on untouched. */
+#define AS_EXIT_HOLD_GRACE_NS 9000000000ULL
+static __always_inline void exit_called(void) {
+  __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+  if (!hold_new_files || !wanted(bpf_map_lookup_elem(&processes, &tgid))) return;
+  struct task_struct *t = bpf_get_current_task_btf();
+  struct mm_struct *mm = t->mm;
+  if (!mm || !python_layout(mm)) return;
+  /* Held only with its event on the way (else none would continue it
+   * early). Behind a backlog it may wait longer than a new file's hold
+   * (userspace's bound plus the grace): it costs only its exit's delay. */
+  struct as_proc_event *e = proc_event(AS_EV_EXITING, tgid, 0, t->comm, 0, 0, 0);
+  if (!e) return;
+  e->held = hold_current(t, tgid, AS_EXIT_HOLD_GRACE_NS);
   bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
@@ -136,7 +167,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
    * musl's C library, mapped here too without an mmap): held until read. */
   __u8 known = AS_FILE_KNOWN;
   bool fresh = bpf_map_update_elem(&known_files, &key, &known, BPF_NOEXIST) == 0;
-  emit_proc(AS_EV_EXEC, tgid, fresh && hold_current(p, tgid), p->comm, &id, 0, ended);
+  emit_proc(AS_EV_EXEC, tgid, fresh && hold_current(p, tgid, 0), p->comm, &id, 0, ended);
   return 0;
 }
 
@@ -219,7 +250,7 @@ int BPF_PROG(on_syscall_exit, struct pt_regs *regs, long ret) {
   struct as_file_key key = {.ino = id.ino, .dev = id.dev};
   mark_in_process(tgid, &key);
   if (!to_examine(tgid, &key)) return 0;
-  emit_proc(AS_EV_MMAP, tgid, hold_current(t, tgid), t->comm, &id, ret, 0);
+  emit_proc(AS_EV_MMAP, tgid, hold_current(t, tgid, 0), t->comm, &id, ret, 0);
   return 0;
 }
 

@@ -84,6 +84,15 @@ static __always_inline __u64 py_thread_state(struct walk_scratch *w, __u64 runti
   return w->py_found ? w->py_tstate : 0;
 }
 
+/* The layout of the CPython program `mm` runs; 0 for other programs. */
+static __always_inline struct as_py_layout *python_layout(struct mm_struct *mm) {
+  struct as_file_key key = {
+      .ino = BPF_CORE_READ(mm, exe_file, f_inode, i_ino),
+      .dev = BPF_CORE_READ(mm, exe_file, f_inode, i_sb, s_dev),
+  };
+  return bpf_map_lookup_elem(&python_files, &key);
+}
+
 /* Adds the Python frames of a CPython program's sampled thread to its
  * stack event (and its id). Nothing for other programs. */
 static __always_inline void walk_python(struct walk_scratch *w) {
@@ -94,11 +103,7 @@ static __always_inline void walk_python(struct walk_scratch *w) {
   struct task_struct *task = bpf_get_current_task_btf();
   struct mm_struct *mm = task->mm;
   if (!mm) return;
-  struct as_file_key key = {
-      .ino = BPF_CORE_READ(mm, exe_file, f_inode, i_ino),
-      .dev = BPF_CORE_READ(mm, exe_file, f_inode, i_sb, s_dev),
-  };
-  struct as_py_layout *l = bpf_map_lookup_elem(&python_files, &key);
+  struct as_py_layout *l = python_layout(mm);
   if (!l) return;
   w->py = *l;
   w->py_thread = BPF_CORE_READ(task, thread.fsbase);

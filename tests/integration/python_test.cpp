@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -152,6 +153,41 @@ TEST(Python, ExactSitesStandUnderTheirPythonCallers) {
   expect_lines(pprof, parse_lines(r.out), PYTHON_SITES_PY, "calloc", false);
   std::remove(out.c_str());
   std::remove(pprof.c_str());
+}
+
+// A process's state letter (/proc/PID/stat): 'T' stopped, 'Z' ended; 0 gone.
+char process_state(pid_t pid) {
+  std::string stat = read_text_file("/proc/" + std::to_string(pid) + "/stat").value_or("");
+  size_t at = stat.rfind(')');
+  return at == std::string::npos || at + 2 >= stat.size() ? 0 : stat[at + 2];
+}
+
+// A short Python process ends while allocscope reads nothing (stopped, as a
+// reader far behind would be): the kernel holds it at _exit until the
+// reader reaches that point, so the code objects its stacks name are read
+// from its memory before it goes, and every site keeps its Python frames.
+TEST(Python, AProcessEndingBeforeItsStacksAreReadKeepsItsFrames) {
+  REQUIRE_BPF();
+  std::string out = temp_path("python-exit.json");
+  Child rec({ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", out, "--", "/usr/bin/python3.11", PYTHON_SITES_PY,
+             "--scale-pct", "20", "--wait"});
+  ASSERT_TRUE(rec.wait_for_line("recording process", 60000, true)) << rec.err();
+  pid_t python = pid_t(std::stol(rec.err().substr(rec.err().find("recording process") + 18)));
+  ASSERT_TRUE(rec.wait_for_line("ready", 60000));
+  rec.signal(SIGSTOP);
+  kill(python, SIGUSR1);
+  char state = 0;  // runs its sites, then stops at _exit (held) or ends
+  for (int i = 0; i < 600 && state != 'T' && state != 'Z' && state != 'X'; ++i) {
+    usleep(50000);
+    state = process_state(python);
+  }
+  rec.signal(SIGCONT);
+  EXPECT_EQ(state, 'T') << "held at _exit while the reader was stopped";
+  ASSERT_EQ(rec.wait(), 0) << rec.err();
+  Truths truths = parse_truth(rec.out());
+  ASSERT_EQ(truths.size(), 4u) << rec.out();
+  expect_exact(read_recording(out, truths), truths);
+  std::remove(out.c_str());
 }
 
 // The large sites of one process (every site: `all_sizes`) within the

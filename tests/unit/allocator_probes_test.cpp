@@ -39,6 +39,7 @@ TEST(FnName, EveryEntryPoint) {
   EXPECT_STREQ(as_fn_name(AS_FN_VALLOC), "valloc");
   EXPECT_STREQ(as_fn_name(AS_FN_PVALLOC), "pvalloc");
   EXPECT_STREQ(as_fn_name(AS_FN_FREE), "free");
+  EXPECT_STREQ(as_fn_name(AS_FN_EXIT), "_exit");  // the C library's only: CPython processes held there
   EXPECT_STREQ(as_fn_name(-1), "?");
   EXPECT_STREQ(as_fn_name(AS_FN_COUNT), "?");
 }
@@ -96,7 +97,8 @@ TEST(SelectAllocatorSymbols, OtherAllocatorsNameEachEntryPoint) {
                                     {"tc_free", 0x3000, 32},   {"_ZdlPv", 0x3000, 32},
                                     {"free", 0x3000, 32},      {"_ZdlPvm", 0x3100, 32},
                                     {"mallocx", 0x4000, 32},   {"xallocx", 0x5000, 32},  // not an allocation
-                                    {"mi_calloc", 0x6000, 32}, {"malloc_usable_size", 0x7000, 32}};
+                                    {"mi_calloc", 0x6000, 32}, {"malloc_usable_size", 0x7000, 32},
+                                    {"_exit", 0x8000, 32}};  // the C library's alone
   std::vector<ProbeTarget> targets = select_allocator_symbols(symbols, false);
   std::map<uint64_t, std::pair<std::string, as_fn>> by_address;
   for (const ProbeTarget& t : targets) by_address[t.vaddr] = {entry_name(t.fn), as_fn_kind(t.fn)};

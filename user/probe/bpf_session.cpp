@@ -88,6 +88,8 @@ bpf_program* entry_program(allocscope_bpf* s, as_fn fn) {
       return s->progs.pvalloc_enter;
     case AS_FN_FREE:
       return s->progs.free_enter;
+    case AS_FN_EXIT:
+      return s->progs.exit_enter;
     case AS_FN_COUNT:
       break;
   }
@@ -132,7 +134,8 @@ void BpfSession::configure_programs() {
     enable(p.null_classic, 0);
   } else {
     for (int fn = 0; fn < AS_FN_COUNT; ++fn)
-      if (fn != AS_FN_FREE || !config_.no_free) enable(entry_program(skel_.get(), static_cast<as_fn>(fn)), 0);
+      if ((fn != AS_FN_FREE || !config_.no_free) && (fn != AS_FN_EXIT || config_.hold_new_files))
+        enable(entry_program(skel_.get(), static_cast<as_fn>(fn)), 0);
     enable(p.alloc_return, 0);
   }
   if (!config_.null_probes) {  // the floor measures the allocator probes alone
@@ -242,8 +245,12 @@ BpfSession::~BpfSession() { detach(); }
 Result<void> BpfSession::attach(pid_t pid, const std::string& library_path,
                                 const std::vector<ProbeTarget>& targets) {
   std::vector<ProbeTarget> wanted;
-  for (const ProbeTarget& t : targets)
-    if (as_fn_kind(t.fn) != AS_FN_FREE || !config_.no_free) wanted.push_back(t);
+  for (const ProbeTarget& t : targets) {
+    as_fn kind = as_fn_kind(t.fn);
+    // _exit holds processes: only where holding is on, never for the floor.
+    bool exits = kind == AS_FN_EXIT && config_.hold_new_files && !config_.null_probes;
+    if (kind == AS_FN_EXIT ? exits : kind != AS_FN_FREE || !config_.no_free) wanted.push_back(t);
+  }
   if (auto ok = remember(pid, library_path, wanted, false); !ok) return ok;
   if (!paused_)
     if (auto ok = attach_now(pid, library_path, wanted); !ok) {
@@ -354,7 +361,7 @@ Result<void> BpfSession::attach_classic(pid_t pid, const std::string& path,
   for (bool retprobe : {true, false}) {
     if (retprobe && config_.null_probes) continue;
     for (const ProbeTarget& t : targets) {
-      if (retprobe && as_fn_kind(t.fn) == AS_FN_FREE) continue;
+      if (retprobe && (as_fn_kind(t.fn) == AS_FN_FREE || as_fn_kind(t.fn) == AS_FN_EXIT)) continue;
       bpf_program* prog = config_.null_probes ? skel_->progs.null_classic
                           : retprobe          ? skel_->progs.alloc_return
                                               : entry_program(skel_.get(), as_fn_kind(t.fn));

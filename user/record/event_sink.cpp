@@ -80,6 +80,12 @@ uint32_t EventSink::dispatch(std::span<const uint8_t> data) {
     std::memcpy(&e, data.data(), sizeof e);
     if (cgroup_names_)
       cgroup_names_->learn(e.id, std::string(e.path, std::min<size_t>(e.len, sizeof e.path)));
+  } else if (kind == AS_EV_EXITING && data.size() >= sizeof(as_proc_event)) {
+    // A CPython process at _exit: the code objects of its stacks before
+    // this event are read (on_stack reads them first), so it may end now.
+    as_proc_event e;
+    std::memcpy(&e, data.data(), sizeof e);
+    if (e.held) hooks_.kernel.release_held(e.tgid);
   } else if (kind == AS_EV_NEED_TABLE && data.size() >= sizeof(as_table_event)) {
     as_table_event e;
     std::memcpy(&e, data.data(), sizeof e);
