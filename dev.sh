@@ -183,7 +183,7 @@ PACED_TESTS+='|Allocators\.(PreloadedAllocatorsCount|CxxOperatorsOfTcmalloc|InPr
 PACED_TESTS+='|Filters\.ANameOnceJudged|Exec\.(ACompilerDriver|ASlowTableBuild)|Launch\.ATreeIsSampled'
 # Under ASan a C library's unwind table takes 2 s to build, not 0.1: the new
 # roots' holds pass their bound, and walks handed to userspace outrun the reader.
-PACED_TESTS+='|Containers\.(HundredShortProcesses|FirstProcessOfEach|APayloadOnATerminal|ProcessesOfANewRoot)'
+PACED_TESTS+='|Containers\.(HundredShortProcesses|FirstProcessOfEach|APayloadOnATerminal|ProcessesOfANewRoot|ProcessesOfAnOverlay)'
 # 500 cgroups of 30-ms jobs, each to be seen; two minutes, in the full tier only.
 PACED_TESTS+='|TransientCgroups\.'
 # Exact mode in process sends every Python allocation through the ring buffer.

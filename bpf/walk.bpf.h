@@ -28,6 +28,20 @@ static long remember_vma(struct task_struct *task, struct vm_area_struct *vma, v
   return 0;
 }
 
+/* Every executable file mapping of one process, named as the walks name
+ * their files: userspace reads them before it builds a process's tables
+ * (its /proc/PID/maps may name an overlay's file where the mapping holds
+ * the file below: kernels from 6.6 on show the one and map the other). */
+SEC("iter/task_vma")
+int list_code_vmas(struct bpf_iter__task_vma *ctx) {
+  struct vm_area_struct *vma = ctx->vma;
+  if (!vma || !(vma->vm_flags & AS_VM_EXEC) || !vma->vm_file) return 0;
+  struct vma_found f = {};
+  remember_vma(ctx->task, vma, &f);
+  bpf_seq_write(ctx->meta->seq, &f.v, sizeof(f.v));
+  return 0;
+}
+
 /* The scans below are global functions: verified once on their own, where
  * inlined each loop would be verified again on every path into it. */
 

@@ -10,8 +10,10 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -150,6 +152,46 @@ TEST(Containers, FirstProcessOfEachNewCLibraryIsExact) {
   expect_each_exact(pprof, kRoots);
   for (const fs::path& root : roots) fs::remove_all(root);
   std::remove(pprof.c_str());
+}
+
+// A container image is mostly an overlay: the processes' maps then name
+// the overlay's files while their mappings hold the files below (kernels
+// from 6.6 on). Each process is held until its files' unwind tables are in
+// under the names its walks use: none of its stacks is cut short for want of
+// a table (before, each was, and its 32-KiB copy overflowed the ring buffer),
+// and every one is exact.
+TEST(Containers, ProcessesOfAnOverlayRootAreWalkedWhole) {
+  REQUIRE_BPF();
+  fs::path lower = container_root("overlay-lower"), layers = temp_path("overlay-layers");
+  for (const char* d : {"upper", "work", "merged"}) fs::create_directories(layers / d);
+  fs::path merged = layers / "merged";
+  ASSERT_EQ(run({"mount", "-t", "overlay", "overlay", "-o",
+                 "lowerdir=" + lower.string() + ",upperdir=" + (layers / "upper").string() +
+                     ",workdir=" + (layers / "work").string(),
+                 merged.string()})
+                .status,
+            0);
+  constexpr int kRuns = 3;
+  Cgroup cg;
+  std::string pprof = temp_path("overlay.pb.gz"), json = temp_path("overlay.json");
+  Child rec(
+      {ALLOCSCOPE_BIN, "record", "--all", "--cgroup", cg.name(), "--rate", "1", "-o", pprof, "-o", json});
+  ASSERT_TRUE(rec.wait_for_line("recording every process", 60000, true)) << rec.err();
+  RunResult r = cg.run_inside("for i in $(seq " + std::to_string(kRuns) + "); do chroot " + merged.string() +
+                              " /alloc_sites --threads 1 --scale-pct " + std::to_string(kScale) +
+                              " >/dev/null || exit 1; done");
+  EXPECT_EQ(r.status, 0) << r.err;
+  stop(rec);
+  EXPECT_EQ(run({"umount", merged.string()}).status, 0);
+  expect_each_exact(pprof, kRuns);
+  std::ifstream in(json);
+  auto counters = nlohmann::json::parse(in, nullptr, false)["counters"];
+  EXPECT_EQ(counters["truncated_table_not_loaded"], 0) << counters;
+  EXPECT_EQ(counters["walks_finished_in_userspace"], 0) << counters;
+  fs::remove_all(layers);
+  fs::remove_all(lower);
+  std::remove(pprof.c_str());
+  std::remove(json.c_str());
 }
 
 // A container runtime's payload on a terminal of its own, as

@@ -3,7 +3,9 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include "allocscope.h"  // before the skeleton, which names its types
@@ -118,6 +120,24 @@ Result<void> BpfSession::load_unwind_table(const as_file_key& key, std::span<con
 bool BpfSession::has_unwind_table(const as_file_key& key) const {
   uint32_t id = 0;
   return bpf_map_lookup_elem(bpf_map__fd(skel_->maps.unwind_tables), &key, &id) == 0;
+}
+
+std::optional<std::vector<as_vma>> BpfSession::code_mappings(pid_t pid) const {
+  union bpf_iter_link_info info = {};
+  info.task.pid = uint32_t(pid);
+  LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &info, .link_info_len = sizeof info);
+  Link link(bpf_program__attach_iter(skel_->progs.list_code_vmas, &opts));
+  if (!link) return std::nullopt;
+  UniqueFd iter(bpf_iter_create(bpf_link__fd(link.get())));
+  if (!iter) return std::nullopt;
+  std::vector<as_vma> vmas;
+  as_vma v;
+  for (ssize_t got; (got = read(iter.get(), &v, sizeof v)) != 0;) {
+    if (got < 0 && errno == EINTR) continue;
+    if (got != ssize_t(sizeof v)) return std::nullopt;  // the process went away meanwhile, or a short record
+    vmas.push_back(v);
+  }
+  return vmas;
 }
 
 void BpfSession::forget_table_request(const as_file_key& key) {

@@ -138,6 +138,7 @@ void BpfSession::configure_programs() {
         enable(entry_program(skel_.get(), static_cast<as_fn>(fn)), 0);
     enable(p.alloc_return, 0);
   }
+  enable(p.list_code_vmas, 0);
   if (!config_.null_probes) {  // the floor measures the allocator probes alone
     enable(p.usdt_alloc, 0);
     if (!config_.no_free) enable(p.usdt_free, 0);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_set>
@@ -122,6 +123,10 @@ class BpfSession {
   // (replacing one it had) and clears the kernel's request for it.
   Result<void> load_unwind_table(const as_file_key& key, std::span<const as_unwind_row> rows);
   bool has_unwind_table(const as_file_key& key) const;
+  // Process `pid`'s executable file mappings as the kernel's walks name
+  // their files (/proc/PID/maps may name an overlay's file instead of the
+  // one mapped below it); nullopt when the kernel could not list them.
+  std::optional<std::vector<as_vma>> code_mappings(pid_t pid) const;
   // Forgets the kernel's request for a table (it asks again at the next use).
   void forget_table_request(const as_file_key& key);
   // Exact mode: the kernel's totals per stack id; and forgetting some.

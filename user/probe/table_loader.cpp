@@ -171,13 +171,18 @@ std::vector<std::pair<as_file_key, std::string>> TableLoader::process_files(pid_
   std::vector<std::pair<as_file_key, std::string>> files;
   auto maps = read_maps(pid);
   if (!maps) return files;
+  // Each file under the name the kernel's walks will ask for it by.
+  std::map<uint64_t, as_file_key> kernel_names;  // by start address
+  for (const as_vma& v : session_.code_mappings(pid).value_or(std::vector<as_vma>{}))
+    kernel_names[v.start] = {.ino = v.ino, .dev = v.dev, .pad = 0};
   for (const Mapping& m : *maps) {
     if (!m.executable || !m.is_file()) continue;
     std::string path = mapped_file_path(pid, m);
     struct stat st;
     if (max_bytes != UINT64_MAX && (stat(path.c_str(), &st) != 0 || uint64_t(st.st_size) > max_bytes))
       continue;
-    files.emplace_back(file_key_of(m), path);
+    auto named = kernel_names.find(m.start);
+    files.emplace_back(named == kernel_names.end() ? file_key_of(m) : named->second, path);
   }
   return files;
 }
