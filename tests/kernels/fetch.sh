@@ -62,8 +62,13 @@ if [ ! -f "$tree/ready" ]; then
   for kernel in "$tree/boot/vmlinuz-$release" "$tree/lib/modules/$release/vmlinuz"; do
     [ -f "$kernel" ] && ln -sf "${kernel#"$tree"/}" "$tree/vmlinuz"
   done
-  "$here/initramfs.sh" "$tree" "$release" "$tree/initrd.gz"
   echo "$release" >"$tree/release"
   touch "$tree/ready"
+fi
+# The initramfs again whenever what makes it changed (a cache outlives it).
+stamp=$(cat "$here/initramfs.sh" "$here/guest-init.sh" | sha256sum | cut -c1-16)
+if [ "$(cat "$tree/initrd.stamp" 2>/dev/null)" != "$stamp" ]; then
+  "$here/initramfs.sh" "$tree" "$(cat "$tree/release")" "$tree/initrd.gz"
+  echo "$stamp" >"$tree/initrd.stamp"
 fi
 echo "$tree"

@@ -56,7 +56,8 @@ fi
 # its filters, children, DWARF and frame-pointer walks, classic probes (and
 # session mode refused where the kernel has no sessions), the agent read by
 # go tool pprof, a killed recorder leaving no probe, a seccomp-confined target,
-# Python frames of Debian's python3.11.
+# Python frames of Debian's python3.11 (and its processes held at exit), an
+# overlay root's unwind tables.
 tests=(
   # /0: alloc_space, /2: inuse_space (the object counts come from the same recordings)
   'Metrics/ExactMode.*/0'
@@ -75,6 +76,7 @@ tests=(
   AllProcesses.PrivateCopyOfTheCLibraryIsSampled
   AllProcesses.CgroupFilterKeepsOnlyItsProcesses
   Containers.FirstProcessOfEachNewCLibraryIsExact
+  Containers.ProcessesOfAnOverlayRootAreWalkedWhole
   HoldGuard.GuardContinuesTheHeldWhenItsOwnerDies
   Children.ProgramsAShellRunsAreFollowedFromTheStart
   Launch.ACommandSamplesInProcessByDefault
@@ -83,6 +85,7 @@ tests=(
   Signals.KilledRecorderLeavesNoProbe
   'Modes/Confined.*'
   Python.ExactSitesStandUnderTheirPythonCallers
+  Python.AProcessEndingBeforeItsStacksAreReadKeepsItsFrames
   Python.SampledSitesOfAnAttachedInterpreter
 )
 filter=$(IFS=:; echo "${tests[*]}")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # initramfs.sh TREE RELEASE OUT: a busybox initramfs for the kernel unpacked
-# in TREE: the modules 9p over virtio needs (in the order modprobe resolves
-# them, decompressed for busybox's insmod) and init (guest-init.sh).
+# in TREE: the modules 9p over virtio needs and overlayfs (a container
+# root's, for the tests), in the order modprobe resolves them, decompressed
+# for busybox's insmod; and init (guest-init.sh).
 set -euo pipefail
 tree=$1 release=$2 out=$3
 here=$(cd "$(dirname "$0")" && pwd)
@@ -11,7 +12,7 @@ mkdir -p "$work/bin" "$work/proc" "$work/sys" "$work/dev" "$work/host" "$work/mo
 cp /bin/busybox "$work/bin/busybox"
 cp "$here/guest-init.sh" "$work/init"
 n=0
-for module in 9p 9pnet_virtio virtio_pci; do
+for module in 9p 9pnet_virtio virtio_pci overlay; do
   modprobe -d "$tree" -S "$release" --show-depends "$module" | awk '$1 == "insmod" { print $2 }'
 done | awk '!seen[$0]++' | while read -r path; do
   n=$((n + 1))
