@@ -94,16 +94,17 @@ static inline const char *as_fn_name(int fn) {
 #endif
 
 enum as_event_kind {
-  AS_EV_ALLOC = 1,      /* a sampled allocation returned: struct as_alloc_event */
-  AS_EV_FREE = 2,       /* a sampled (live-tracked) address was freed: struct as_event */
-  AS_EV_FORK = 3,       /* a traced process forked: struct as_proc_event */
-  AS_EV_EXEC = 4,       /* a traced process ran a new program: struct as_proc_event */
-  AS_EV_EXIT = 5,       /* a traced process's last thread exited: struct as_proc_event */
-  AS_EV_MMAP = 6,       /* a traced process mapped a C library not seen before: struct as_proc_event */
-  AS_EV_STACK = 7,      /* a stack not sent before: struct as_stack_event */
-  AS_EV_NEED_TABLE = 8, /* an unwind met a file without an unwind table: struct as_table_event */
-  AS_EV_CGROUP = 9,     /* a cgroup v2 directory was made: struct as_cgroup_event */
-  AS_EV_EXITING = 10,   /* a CPython process called _exit: struct as_proc_event */
+  AS_EV_ALLOC = 1,        /* a sampled allocation returned: struct as_alloc_event */
+  AS_EV_FREE = 2,         /* a sampled (live-tracked) address was freed: struct as_event */
+  AS_EV_FORK = 3,         /* a traced process forked: struct as_proc_event */
+  AS_EV_EXEC = 4,         /* a traced process ran a new program: struct as_proc_event */
+  AS_EV_EXIT = 5,         /* a traced process's last thread exited: struct as_proc_event */
+  AS_EV_MMAP = 6,         /* a traced process mapped a C library not seen before: struct as_proc_event */
+  AS_EV_STACK = 7,        /* a stack not sent before: struct as_stack_event */
+  AS_EV_NEED_TABLE = 8,   /* an unwind met a file without an unwind table: struct as_table_event */
+  AS_EV_CGROUP = 9,       /* a cgroup v2 directory was made: struct as_cgroup_event */
+  AS_EV_EXITING = 10,     /* a CPython process called _exit: struct as_proc_event */
+  AS_EV_CGROUP_GONE = 11, /* a cgroup v2 directory was removed: struct as_cgroup_event, no path */
 };
 
 /* Verdicts in the `processes` map (system-wide probes consult it). */
@@ -350,7 +351,7 @@ struct as_alloc_event {
  * cgroup that is gone by the time userspace looks is still named. */
 #define AS_CGROUP_PATH_LEN 256
 struct as_cgroup_event {
-  as_u32 kind; /* AS_EV_CGROUP */
+  as_u32 kind; /* AS_EV_CGROUP, AS_EV_CGROUP_GONE */
   as_u32 len;  /* bytes of path, without its NUL */
   as_u64 id;
   char path[AS_CGROUP_PATH_LEN];

@@ -191,22 +191,37 @@ int BPF_PROG(on_exit, struct task_struct *p) {
   return 0;
 }
 
-/* A cgroup made in the unified hierarchy (cgroup v2: hierarchy 0; the v1
- * hierarchies number their directories apart): its id and path, sent
- * before any process can run in it. */
-SEC("tp_btf/cgroup_mkdir")
-int BPF_PROG(on_cgroup_mkdir, struct cgroup *cgrp, const char *path) {
-  if (BPF_CORE_READ(cgrp, root, hierarchy_id) != 0) return 0;
+/* A cgroup of the unified hierarchy (cgroup v2: hierarchy 0; the v1
+ * hierarchies number their directories apart) made or removed: its id, and
+ * when made its path, sent before any process can run in it. */
+static __always_inline void send_cgroup(__u32 kind, struct cgroup *cgrp, const char *path) {
+  if (BPF_CORE_READ(cgrp, root, hierarchy_id) != 0) return;
   struct as_cgroup_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
   if (!e) {
     count(AS_CNT_CGROUP_DROPS);
-    return 0;
+    return;
   }
-  e->kind = AS_EV_CGROUP;
+  e->kind = kind;
   e->id = BPF_CORE_READ(cgrp, kn, id);
-  long n = bpf_probe_read_kernel_str(e->path, sizeof(e->path), path);
-  e->len = n > 0 ? (__u32)(n - 1) : 0;
+  e->len = 0;
+  e->path[0] = 0;
+  if (path) {
+    long n = bpf_probe_read_kernel_str(e->path, sizeof(e->path), path);
+    e->len = n > 0 ? (__u32)(n - 1) : 0;
+  }
   bpf_ringbuf_submit(e, 0);
+}
+
+SEC("tp_btf/cgroup_mkdir")
+int BPF_PROG(on_cgroup_mkdir, struct cgroup *cgrp, const char *path) {
+  send_cgroup(AS_EV_CGROUP, cgrp, path);
+  return 0;
+}
+
+/* Its name may then be forgotten, once samples in flight are named. */
+SEC("tp_btf/cgroup_rmdir")
+int BPF_PROG(on_cgroup_rmdir, struct cgroup *cgrp, const char *path) {
+  send_cgroup(AS_EV_CGROUP_GONE, cgrp, 0);
   return 0;
 }
 

@@ -769,6 +769,7 @@ class FakeView : public LiveView {
   std::vector<ProcessTotals> forget_ended() override { return {}; }
   std::vector<std::pair<std::string, uint64_t>> table_sizes() const override { return {}; }
   const std::string& cgroup_path(uint64_t) override { return none_; }
+  size_t forget_removed_cgroups(uint64_t) override { return 0; }
 
  private:
   ProcessTable table_;

@@ -52,6 +52,51 @@ TEST(CgroupNames, PastItsCapacityItStartsAfreshAndCountsWhatItForgot) {
   EXPECT_EQ(names.path_of(1), "");
 }
 
+TEST(CgroupNames, ARemovedCgroupIsForgottenAfterItsRetentionAndCounted) {
+  int walks = 0;
+  CgroupNames names(16, [&](uint64_t) {
+    ++walks;
+    return std::string();
+  });
+  names.learn(1, "/a");
+  names.learn(2, "/b");
+  names.learn(3, "/kept");
+  names.removed(1, 1000);
+  names.removed(2, 2000);
+  names.removed(9, 2500);  // never learnt: nothing to forget
+  EXPECT_EQ(names.forget_removed(1000), 0u) << "removed at 1000: not before it";
+  EXPECT_EQ(names.path_of(1), "/a") << "still named while samples in flight may need it";
+  EXPECT_EQ(names.forget_removed(1500), 1u);
+  EXPECT_EQ(names.path_of(1), "");
+  EXPECT_EQ(names.path_of(2), "/b");
+  EXPECT_EQ(names.forget_removed(10000), 1u);
+  EXPECT_EQ(names.size(), 1u);
+  EXPECT_EQ(names.path_of(3), "/kept") << "not removed: kept however old";
+  EXPECT_EQ(names.forgotten(), 2u);
+}
+
+TEST(CgroupNames, AnIdLearntAgainAfterItsRemovalIsNotForgottenForIt) {
+  CgroupNames names(16, [](uint64_t) { return std::string(); });
+  names.learn(5, "/old");
+  names.removed(5, 100);
+  names.learn(5, "/new");  // made again (an id the kernel reused)
+  EXPECT_EQ(names.forget_removed(1000), 0u);
+  EXPECT_EQ(names.path_of(5), "/new");
+  names.removed(5, 2000);
+  EXPECT_EQ(names.forget_removed(3000), 1u);
+}
+
+TEST(CgroupNames, WhenFullTheRemovedGoFirst) {
+  CgroupNames names(3, [](uint64_t) { return std::string(); });
+  for (uint64_t id = 1; id <= 3; ++id) names.learn(id, "/c" + std::to_string(id));
+  names.removed(2, 10);
+  names.learn(4, "/c4");  // room made by the removed one alone
+  EXPECT_EQ(names.forgotten(), 1u);
+  EXPECT_EQ(names.path_of(1), "/c1");
+  EXPECT_EQ(names.path_of(2), "");
+  EXPECT_EQ(names.path_of(4), "/c4");
+}
+
 // The default walk on this machine: the cgroup2 mount's root directory is
 // found by its inode number, as the kernel's cgroup id names it.
 TEST(CgroupNames, TheDefaultWalkFindsTheRootCgroup) {

@@ -67,14 +67,18 @@ Result<std::string> read_token(const std::string& path) {
   return token;
 }
 
+uint64_t monotonic_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1000000;
+}
+
 // Ended processes' stacks, forgotten once the stack table is half full (at
 // most every 10 s: finding them reads every stack), so that processes
 // started in a week's time still find room; their totals live on as
 // retired.
 void forget_ended(LiveView& view, LabelCache& labels, RetiredTotals& retired, uint64_t& last_ms) {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  uint64_t now = uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1000000;
+  uint64_t now = monotonic_ms();
   auto [used, capacity] = view.stack_table();
   if (used < capacity / 2 || now - last_ms < 10000) return;
   last_ms = now;
@@ -130,6 +134,12 @@ int agent(const AgentConfig& config) {
     }
     labels.refresh(view.process_table(),
                    [&view](uint64_t id) -> const std::string& { return view.cgroup_path(id); });
+    // A removed cgroup's processes are labelled by now (each at the tick
+    // after its first sample; a sample may wait behind a table build for
+    // ten seconds): its path goes a minute after its removal.
+    constexpr uint64_t kRemovedCgroupRetentionMs = 60000;
+    uint64_t now = monotonic_ms();
+    if (now > kRemovedCgroupRetentionMs) view.forget_removed_cgroups(now - kRemovedCgroupRetentionMs);
     forget_ended(view, labels, retired, last_forget_ms);
     if (g_hangup) {
       g_hangup = 0;

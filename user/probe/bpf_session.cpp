@@ -144,13 +144,15 @@ void BpfSession::configure_programs() {
     if (!config_.no_free) enable(p.usdt_free, 0);
     for (bpf_program* lifecycle : {p.on_fork, p.on_exec, p.on_exit}) enable(lifecycle, 0);
     if (config_.filter_processes) enable(p.on_syscall_exit, 0);
-    if (config_.cgroup_names) enable(p.on_cgroup_mkdir, 0);
+    if (config_.cgroup_names)
+      for (bpf_program* cgroups : {p.on_cgroup_mkdir, p.on_cgroup_rmdir}) enable(cgroups, 0);
   }
 }
 
 Result<void> BpfSession::attach_lifecycle() {
   auto& p = skel_->progs;
-  for (bpf_program* prog : {p.on_fork, p.on_exec, p.on_exit, p.on_syscall_exit, p.on_cgroup_mkdir}) {
+  for (bpf_program* prog :
+       {p.on_fork, p.on_exec, p.on_exit, p.on_syscall_exit, p.on_cgroup_mkdir, p.on_cgroup_rmdir}) {
     if (!bpf_program__autoload(prog)) continue;
     bpf_link* link = bpf_program__attach(prog);
     if (!link)

@@ -80,6 +80,10 @@ uint32_t EventSink::dispatch(std::span<const uint8_t> data) {
     std::memcpy(&e, data.data(), sizeof e);
     if (cgroup_names_)
       cgroup_names_->learn(e.id, std::string(e.path, std::min<size_t>(e.len, sizeof e.path)));
+  } else if (kind == AS_EV_CGROUP_GONE && data.size() >= sizeof(as_cgroup_event)) {
+    as_cgroup_event e;
+    std::memcpy(&e, data.data(), sizeof e);
+    if (cgroup_names_) cgroup_names_->removed(e.id, monotonic_ns() / 1000000);
   } else if (kind == AS_EV_EXITING && data.size() >= sizeof(as_proc_event)) {
     // A CPython process at _exit: the code objects of its stacks before
     // this event are read (on_stack reads them first), so it may end now.

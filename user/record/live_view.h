@@ -39,6 +39,9 @@ class LiveView {
   // The path of the cgroup v2 with this id (as samples carry it), "" when
   // unknown: learnt as cgroups were made, so also of those gone since.
   virtual const std::string& cgroup_path(uint64_t id) = 0;
+  // Forgets the paths of cgroups removed before `before_ms` (CLOCK_MONOTONIC):
+  // those whose processes' labels are taken. How many (also in counters()).
+  virtual size_t forget_removed_cgroups(uint64_t before_ms) = 0;
   virtual Baseline baseline(const InstanceSelector& keep) = 0;
   // The symbolized profile of the chosen instances: allocations since the
   // recording began and what is live now; given `since`, what was allocated

@@ -83,6 +83,9 @@ class Recorder final : public LiveView {
   std::vector<ProcessTotals> processes() override;
   const ProcessTable& process_table() const override { return parts_->sink.processes(); }
   const std::string& cgroup_path(uint64_t id) override { return cgroup_names_.path_of(id); }
+  size_t forget_removed_cgroups(uint64_t before_ms) override {
+    return cgroup_names_.forget_removed(before_ms);
+  }
   Baseline baseline(const InstanceSelector& keep) override;
   Recording snapshot(const InstanceSelector& keep, const Baseline* since) override;
   NamedCounters counters() override;
