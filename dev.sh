@@ -209,7 +209,8 @@ sanitized() {
   reports=$(mktemp -d)
   export ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1:check_initialization_order=1:verify_asan_link_order=0:log_path=$reports/asan"
   export UBSAN_OPTIONS="print_stacktrace=1:log_path=$reports/ubsan"
-  run_tests "$BUILD-sanitize" -L 'unit|integration' -E "$PACED_TESTS" || status=$?
+  run_tests "$BUILD-sanitize" -L unit -j"$(nproc)" || status=$?  # side by side, as in main
+  run_tests "$BUILD-sanitize" -L integration -E "$PACED_TESTS" || status=$?
   # The soaks and the compiler run are left out here: under ASan they took
   # ten of the stage's minutes, and the rest reach the same code. Two at a
   # time: only the reports count here, not the tests' verdicts on pace.
