@@ -267,7 +267,7 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, __u32 fn, __u64 size
   struct walk_scratch *w = walk_stack(ctx, fn, own_frames);
   if (w) walk_python(w);
   struct as_stack_event *stack = w ? &w->ev : 0;
-  if (!w || !(stack->stop == AS_STOP_NO_TABLE ? send_deferred(w) : send_stack(stack))) {
+  if (!w || !(stack->stop == AS_STOP_NO_TABLE && may_defer() ? send_deferred(w) : send_stack(stack))) {
     count_dropped(tgid, size);
     return;
   }

@@ -394,6 +394,18 @@ static __always_inline bool send_deferred_full(struct walk_scratch *w, __u64 max
   return true;
 }
 
+/* Whether a walk short of a table may be deferred: its record copies up to
+ * 32 KiB of stack, so only while the ring buffer is at most half full.
+ * Past that the stack is sent cut short (and counted): a burst of such
+ * walks (an unheld program's first calls, each a new stack in exact mode)
+ * then costs frames, never samples. */
+static __always_inline bool may_defer(void) {
+  if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) <= bpf_ringbuf_query(&events, BPF_RB_RING_SIZE) / 2)
+    return true;
+  count(AS_CNT_NOT_DEFERRED);
+  return false;
+}
+
 static __always_inline bool send_deferred(struct walk_scratch *w) {
   w->ev.id = mix(w->ev.id, bpf_ktime_get_ns());
   __u64 need = AS_DEFER_STACK_BYTES, sp = w->regs.sp, stack_end = w->stack_limit;

@@ -615,7 +615,9 @@ TEST(Agent, ChurnSoakForgetsEndedProcessesAndStaysBounded) {
       other_bytes += value;
   std::remove(exact.c_str());
   // A run makes about 9 stacks: ended processes are forgotten from about
-  // the 230th run on (a slow machine here runs 400 in the 45 s).
+  // the 230th run on (a loaded machine here runs 400 in the 45 s, an idle
+  // one 3,000: then the table passes three quarters between two 10-s
+  // rounds of forgetting, and is forgotten at once).
   Agent agent({"--comm", "^alloc_sites$", "--max-stacks", "4096"});
   ASSERT_TRUE(agent.ready()) << agent.child.err();
   std::string script = "n=0; end=$(($(date +%s) + " + std::to_string(kSeconds) +

@@ -201,6 +201,7 @@ NamedCounters recording_counters(const RecordingState& s) {
           {"stacks_truncated", s.sink.stacks_truncated()},
           {"walks_finished_in_userspace", s.sink.walks_finished()},
           {"walks_waited_for_a_table", s.sink.walks_waited()},
+          {"walks_not_deferred", k[AS_CNT_NOT_DEFERRED]},
           {"truncated_table_still_building", s.sink.walks_cut_waiting()},
           {"truncated_no_unwind_info", stop(AS_STOP_NO_INFO)},
           {"truncated_table_not_loaded", stop(AS_STOP_NO_TABLE)},
