@@ -181,7 +181,7 @@ enum as_counter {
   AS_CNT_PY_FRAMES = 39,    /* Python frames the kernel's walks found */
   AS_CNT_PY_DEPTH = 40,     /* Python stacks cut at AS_MAX_PY_FRAMES */
   AS_CNT_CGROUP_DROPS = 41, /* cgroups made whose path the full ring buffer did not take */
-  AS_CNT_NOT_DEFERRED = 42, /* walks short of a table sent cut short, not deferred: the ring buffer was half full */
+  AS_CNT_NOT_DEFERRED = 42, /* walks short of a table sent cut short: the ring buffer was half full */
   AS_CNT_COUNT = 43,
 };
 
