@@ -148,13 +148,24 @@ TEST_F(TransientCgroups, EveryShortJobOfAUnitIsRecordedWithItsBytes) {
   std::remove(out.c_str());
 }
 
+// A metric's value in /metrics text, -1 when absent.
+double metric(const std::string& text, const std::string& series) {
+  size_t at = text.find("\n" + series + " ");
+  return at == std::string::npos ? -1 : std::stod(text.substr(at + series.size() + 2));
+}
+
 // The agent: each job's cgroup (?cgroup=) and unit (?unit=) profiles hold
-// that job alone, with its bytes.
+// that job alone, with its bytes; the removed cgroups' paths are forgotten
+// after their retention (shortened here to 15 s from a minute), and still
+// every job is named (its labels were taken at its first samples).
 TEST_F(TransientCgroups, TheAgentNamesEveryShortJobsCgroupAndUnit) {
   REQUIRE_BPF();
   int port = free_port();
+  constexpr int kRetentionMs = 15000;
+  setenv("ALLOCSCOPE_TEST_CGROUP_RETENTION_MS", std::to_string(kRetentionMs).c_str(), 1);
   Child agent({ALLOCSCOPE_BIN, "agent", "--listen", "127.0.0.1:" + std::to_string(port), "--rate", "16KiB",
                "--comm", "^alloc_sites$"});
+  unsetenv("ALLOCSCOPE_TEST_CGROUP_RETENTION_MS");
   ASSERT_TRUE(agent.wait_for_line("recording: probes attached", 60000, true)) << agent.err();
   std::vector<Job> jobs = run_jobs();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -185,6 +196,14 @@ TEST_F(TransientCgroups, TheAgentNamesEveryShortJobsCgroupAndUnit) {
   EXPECT_EQ(missing, 0);
   EXPECT_EQ(off, 0);
   EXPECT_EQ(unit_off, 0) << "a job's unit holds what its cgroup holds";
+  std::this_thread::sleep_for(std::chrono::milliseconds(kRetentionMs + 3000));
+  auto metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics && metrics->status == 200);
+  double forgotten = metric(metrics->body, "allocscope_recording_events_total{name=\"cgroups_forgotten\"}");
+  double kept = metric(metrics->body, "allocscope_agent_table_entries{table=\"cgroup_names\"}");
+  std::printf("  %.0f removed cgroups forgotten, %.0f paths kept\n", forgotten, kept);
+  EXPECT_GE(forgotten, kJobs) << "every job's cgroup, removed, is forgotten after its retention";
+  EXPECT_LT(kept, kJobs);
   agent.signal(SIGINT);
   EXPECT_EQ(agent.wait(), 0) << agent.err();
 }

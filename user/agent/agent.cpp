@@ -123,6 +123,12 @@ int agent(const AgentConfig& config) {
         "every process recorded",
         config.listen.c_str());
 
+  // A removed cgroup's processes are labelled by a minute after its removal
+  // (each at the tick after its first sample; a sample may wait behind a
+  // table build for ten seconds): its path goes then. Tests shorten it.
+  uint64_t retention_ms = 60000;
+  if (const char* test = getenv("ALLOCSCOPE_TEST_CGROUP_RETENTION_MS"))
+    retention_ms = std::strtoull(test, nullptr, 10);
   Bridge bridge(16);
   LabelCache labels(1 << 16);
   RetiredTotals retired(4096);
@@ -135,12 +141,8 @@ int agent(const AgentConfig& config) {
     }
     labels.refresh(view.process_table(),
                    [&view](uint64_t id) -> const std::string& { return view.cgroup_path(id); });
-    // A removed cgroup's processes are labelled by now (each at the tick
-    // after its first sample; a sample may wait behind a table build for
-    // ten seconds): its path goes a minute after its removal.
-    constexpr uint64_t kRemovedCgroupRetentionMs = 60000;
     uint64_t now = monotonic_ms();
-    if (now > kRemovedCgroupRetentionMs) view.forget_removed_cgroups(now - kRemovedCgroupRetentionMs);
+    if (now > retention_ms) view.forget_removed_cgroups(now - retention_ms);
     forget_ended(view, labels, retired, last_forget_ms);
     if (g_hangup) {
       g_hangup = 0;
