@@ -31,7 +31,8 @@ static long remember_vma(struct task_struct *task, struct vm_area_struct *vma, v
 /* Every executable file mapping of one process, named as the walks name
  * their files: userspace reads them before it builds a process's tables
  * (its /proc/PID/maps may name an overlay's file where the mapping holds
- * the file below: kernels from 6.6 on show the one and map the other). */
+ * the file below: recent kernels, 6.18 for one, show the one and map the
+ * other). */
 SEC("iter/task_vma")
 int list_code_vmas(struct bpf_iter__task_vma *ctx) {
   struct vm_area_struct *vma = ctx->vma;

@@ -155,8 +155,8 @@ TEST(Containers, FirstProcessOfEachNewCLibraryIsExact) {
 }
 
 // A container image is mostly an overlay: the processes' maps then name
-// the overlay's files while their mappings hold the files below (kernels
-// from 6.6 on). Each process is held until its files' unwind tables are in
+// the overlay's files while their mappings hold the files below (recent
+// kernels, 6.18 for one). Each process is held until its files' unwind tables are in
 // under the names its walks use: none of its stacks is cut short for want of
 // a table (before, each was, and its 32-KiB copy overflowed the ring buffer),
 // and every one is exact.
