@@ -116,11 +116,20 @@ class Cgroup {
   std::string name_, path_;
 };
 
-std::unique_ptr<Child> record_cgroup(const Cgroup& cg, const std::string& pprof) {
-  auto rec = std::make_unique<Child>(std::vector<std::string>{ALLOCSCOPE_BIN, "record", "--all", "--cgroup",
-                                                              cg.name(), "--rate", "1", "-o", pprof});
+// record --all --cgroup to `pprof`, with `args` (exact by default).
+std::unique_ptr<Child> record_cgroup(const Cgroup& cg, const std::string& pprof,
+                                     std::vector<std::string> args = {"--rate", "1"}) {
+  std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "--all", "--cgroup", cg.name(), "-o", pprof};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto rec = std::make_unique<Child>(argv);
   EXPECT_TRUE(rec->wait_for_line("recording every process", 60000, true)) << rec->err();
   return rec;
+}
+
+// A shell loop: the workload run `n` times, one after another, in `root`.
+std::string runs_in_root(const fs::path& root, int n) {
+  return "for i in $(seq " + std::to_string(n) + "); do chroot " + root.string() +
+         " /alloc_sites --threads 1 --scale-pct " + std::to_string(kScale) + " >/dev/null || exit 1; done";
 }
 
 void stop(Child& rec) {
@@ -174,14 +183,10 @@ TEST(Containers, ProcessesOfAnOverlayRootAreWalkedWhole) {
   constexpr int kRuns = 3;
   Cgroup cg;
   std::string pprof = temp_path("overlay.pb.gz"), json = temp_path("overlay.json");
-  Child rec(
-      {ALLOCSCOPE_BIN, "record", "--all", "--cgroup", cg.name(), "--rate", "1", "-o", pprof, "-o", json});
-  ASSERT_TRUE(rec.wait_for_line("recording every process", 60000, true)) << rec.err();
-  RunResult r = cg.run_inside("for i in $(seq " + std::to_string(kRuns) + "); do chroot " + merged.string() +
-                              " /alloc_sites --threads 1 --scale-pct " + std::to_string(kScale) +
-                              " >/dev/null || exit 1; done");
+  auto rec = record_cgroup(cg, pprof, {"--rate", "1", "-o", json});
+  RunResult r = cg.run_inside(runs_in_root(merged, kRuns));
   EXPECT_EQ(r.status, 0) << r.err;
-  stop(rec);
+  stop(*rec);
   EXPECT_EQ(run({"umount", merged.string()}).status, 0);
   expect_each_exact(pprof, kRuns);
   std::ifstream in(json);
@@ -269,13 +274,10 @@ TEST(Containers, ProcessesOfANewRootAreUnbiasedAtTheDefaultRate) {
   fs::path root = container_root("sampled-root");
   Cgroup cg;
   std::string pprof = temp_path("sampled-root.pb.gz");
-  Child rec({ALLOCSCOPE_BIN, "record", "--all", "--cgroup", cg.name(), "-o", pprof});
-  ASSERT_TRUE(rec.wait_for_line("recording every process", 60000, true)) << rec.err();
-  RunResult runs = cg.run_inside("for i in $(seq " + std::to_string(kRuns) + "); do chroot " + root.string() +
-                                 " /alloc_sites --threads 1 --scale-pct " + std::to_string(kScale) +
-                                 " >/dev/null || exit 1; done");
+  auto rec = record_cgroup(cg, pprof, {});
+  RunResult runs = cg.run_inside(runs_in_root(root, kRuns));
   ASSERT_EQ(runs.status, 0) << runs.err;
-  stop(rec);
+  stop(*rec);
   std::map<std::string, double> estimate;
   for (const auto& [pid, sites] : site_bytes(pprof, "alloc_space"))
     for (const auto& [site, bytes] : sites) estimate[site] += bytes;

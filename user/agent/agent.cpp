@@ -20,6 +20,7 @@
 #include "agent/retired.h"
 #include "host/files.h"
 #include "probe/kernel_features.h"
+#include "record/clocks.h"
 #include "record/stop_signals.h"
 
 namespace allocscope {
@@ -67,19 +68,13 @@ Result<std::string> read_token(const std::string& path) {
   return token;
 }
 
-uint64_t monotonic_ms() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1000000;
-}
-
 // Ended processes' stacks, forgotten once the stack table is half full (at
 // most every 10 s: finding them reads every stack; at once past three
 // quarters: fast churn, 70 short processes a second here, fills a small
 // table within 10 s), so that processes started in a week's time still find
 // room; their totals live on as retired.
 void forget_ended(LiveView& view, LabelCache& labels, RetiredTotals& retired, uint64_t& last_ms) {
-  uint64_t now = monotonic_ms();
+  uint64_t now = now_ms();
   auto [used, capacity] = view.stack_table();
   if (used < capacity / 2 || (now - last_ms < 10000 && used < capacity / 4 * 3)) return;
   last_ms = now;
@@ -141,7 +136,7 @@ int agent(const AgentConfig& config) {
     }
     labels.refresh(view.process_table(),
                    [&view](uint64_t id) -> const std::string& { return view.cgroup_path(id); });
-    uint64_t now = monotonic_ms();
+    uint64_t now = now_ms();
     if (now > retention_ms) view.forget_removed_cgroups(now - retention_ms);
     forget_ended(view, labels, retired, last_forget_ms);
     if (g_hangup) {

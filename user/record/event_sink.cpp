@@ -83,7 +83,7 @@ uint32_t EventSink::dispatch(std::span<const uint8_t> data) {
   } else if (kind == AS_EV_CGROUP_GONE && data.size() >= sizeof(as_cgroup_event)) {
     as_cgroup_event e;
     std::memcpy(&e, data.data(), sizeof e);
-    if (cgroup_names_) cgroup_names_->removed(e.id, monotonic_ns() / 1000000);
+    if (cgroup_names_) cgroup_names_->removed(e.id, now_ms());
   } else if (kind == AS_EV_EXITING && data.size() >= sizeof(as_proc_event)) {
     // A CPython process at _exit: the code objects of its stacks before
     // this event are read (on_stack reads them first), so it may end now.
