@@ -178,7 +178,7 @@ check() {
 # exec allocates through probed code). Under the sanitizers they still run,
 # for the sanitizers' reports; their assertions are the main build's.
 PACED_TESTS='AllProcesses\.(ShortLivedProcesses|ThreadsRacing|PrivateCopyOfTheCLibrary|UnitFilterFollows|ChurnSoak)|Children\.ProgramsAShellRuns'
-PACED_TESTS+='|Agent\.(GoPprofReads|PrometheusScrapes|BadRequestsAndFloods|ChurnSoak|SecondsGivesTheDelta|LeaksAreFound)|DeepStacks\.ExactModeCounts'
+PACED_TESTS+='|Agent\.(GoPprofReads|PrometheusScrapes|BadRequestsAndFloods|ChurnSoak|ExactModeForgets|SixtyFourScrapers|SecondsGivesTheDelta|LeaksAreFound)|DeepStacks\.ExactModeCounts'
 PACED_TESTS+='|Allocators\.(PreloadedAllocatorsCount|CxxOperatorsOfTcmalloc|InProcessSamplingOnEvery)'
 PACED_TESTS+='|Filters\.ANameOnceJudged|Exec\.(ACompilerDriver|ASlowTableBuild)|Launch\.ATreeIsSampled'
 # Under ASan a C library's unwind table takes 2 s to build, not 0.1: the new

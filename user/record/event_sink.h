@@ -64,6 +64,9 @@ class EventSink {
   void set_live_times(std::span<const std::pair<as_live_key, as_live_value>> live);
   bool has_stale_live() const { return !ended_ids_.empty(); }
   void forget_stale_ids() { ended_ids_.clear(); }
+  // Exact mode: whether the kernel still keeps totals of the instance's
+  // stacks (it has not ended, or it is a root kept to the end).
+  bool has_kernel_totals(uint32_t instance) const { return instance_stacks_.contains(instance); }
 
   const std::vector<StackOrigin>& origins() const { return origins_; }
   // The profile forgot stacks (Profile::forget's remap): their origins go.

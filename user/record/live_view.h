@@ -55,8 +55,8 @@ class LiveView {
   // resolved mappings, open binaries): what its memory grows with.
   virtual std::vector<std::pair<std::string, uint64_t>> table_sizes() const = 0;
   // Forgets the stacks of ended instances, making room for new ones, and
-  // returns those instances' totals. Sampling mode only (exact mode keeps
-  // its totals in the kernel by stack): there it forgets nothing.
+  // returns those instances' totals. In exact mode, only instances whose
+  // final totals were read from the kernel (a root kept to the end is not).
   virtual std::vector<ProcessTotals> forget_ended() = 0;
 };
 

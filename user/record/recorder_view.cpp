@@ -35,13 +35,15 @@ NamedCounters Recorder::table_sizes() const {
 }
 
 std::vector<ProcessTotals> Recorder::forget_ended() {
-  if (exact_mode(config_)) return {};
+  const EventSink& sink = parts_->sink;
+  const ProcessTable& table = sink.processes();
+  auto forgettable = [&](uint32_t instance) {
+    return table.instance(instance).ended && !(exact_mode(config_) && sink.has_kernel_totals(instance));
+  };
   std::vector<ProcessTotals> ended = processes();
-  std::erase_if(ended, [](const ProcessTotals& p) { return !p.process.ended; });
+  std::erase_if(ended, [&](const ProcessTotals& p) { return !forgettable(p.instance); });
   if (ended.empty()) return ended;
-  const ProcessTable& table = parts_->sink.processes();
-  parts_->sink.forget_stacks(
-      profile_.forget([&](const StackRecord& s) { return table.instance(s.pid).ended; }));
+  parts_->sink.forget_stacks(profile_.forget([&](const StackRecord& s) { return forgettable(s.pid); }));
   return ended;
 }
 
