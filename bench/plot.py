@@ -280,6 +280,37 @@ def processes_chart(table):
     return svg
 
 
+def time_chart(title, caption, x_label, y_label, series):
+    """Lines of (x, y) points against a linear x from 0 and a linear y from 0:
+    series = [(name, [(x, y), ...]), ...]."""
+    height, left, right, bottom = 460, 90, WIDTH - 30, 410
+    svg = Svg(WIDTH, height)
+    top = svg.heading(title, caption) + 10
+    xs = [px for _, pts in series for px, _ in pts] or [1]
+    ys = [py for _, pts in series for _, py in pts] or [1]
+    x = Scale(0, nice(max(xs), up=True), left, right)
+    y = Scale(0, nice(max(ys) * 1.1, up=True), bottom, top)
+    for t in y.ticks():
+        svg.line(left, y(t), right, y(t), GRID_COLOR)
+        svg.text(left - 6, y(t) + 4, fmt(t), class_="tick", text_anchor="end")
+    for t in x.ticks():
+        svg.line(x(t), top, x(t), bottom, GRID_COLOR)
+        svg.text(x(t), bottom + 16, fmt(t), class_="tick", text_anchor="middle")
+    svg.add("rect", x=left, y=round(top, 1), width=right - left, height=round(bottom - top, 1),
+            fill="none", stroke="#888")
+    svg.text((left + right) / 2, bottom + 36, x_label, text_anchor="middle")
+    svg.text(20, (top + bottom) / 2, y_label, text_anchor="middle",
+             transform=f"rotate(-90 20 {(top + bottom) / 2:.1f})")
+    for k, (name, pts) in enumerate(series):
+        color = SERIES_COLORS[k % len(SERIES_COLORS)]
+        svg.add("polyline", points=" ".join(f"{x(a):.1f},{y(b):.1f}" for a, b in pts),
+                fill="none", stroke=color, stroke_width=1.5)
+        ly = top + 20 + 20 * k  # legend, top left inside the plot
+        svg.line(left + 14, ly - 4, left + 40, ly - 4, color, stroke_width=2)
+        svg.text(left + 48, ly, name)
+    return svg
+
+
 # ---------------------------------------------------------------- main
 
 def main():
