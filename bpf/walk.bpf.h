@@ -14,6 +14,16 @@ struct vma_found {
   __u64 flags; /* vm_flags */
 };
 
+/* The process's id in its innermost PID namespace (what a container's own
+ * tools call it): its pid's number at the pid's own level. */
+static __always_inline __u32 ns_tgid_of(struct task_struct *leader) {
+  struct pid *p = BPF_CORE_READ(leader, thread_pid);
+  unsigned int level = BPF_CORE_READ(p, level);
+  __u32 nr = 0;
+  if (p && level < 32) bpf_probe_read_kernel(&nr, sizeof nr, &p->numbers[level].nr);
+  return nr;
+}
+
 static long remember_vma(struct task_struct *task, struct vm_area_struct *vma, void *data) {
   struct vma_found *f = data;
   f->v.start = vma->vm_start;
@@ -297,9 +307,10 @@ static __always_inline struct walk_scratch *walk_stack(struct pt_regs *ctx, __u1
   ev->tgid = task->tgid;
   ev->fn = fn;
   ev->stop = stop;
-  ev->pad = 0;
+  ev->ns_tgid = ns_tgid_of(leader);
   ev->id = mix(w->id, stop);
   ev->cgroup = bpf_get_current_cgroup_id();
+  ev->start_ns = leader->start_time;
   bpf_probe_read_kernel_str(ev->comm, sizeof(ev->comm), leader->comm);
   return w;
 }

@@ -224,6 +224,14 @@ std::optional<std::pair<uint64_t, uint64_t>> duty_cycle(const std::string& v) {
   return std::pair{*on, *period};
 }
 
+// The agent's --retention: at least 10 s (a sample may wait that long
+// behind a table build before its process is labelled).
+std::optional<uint64_t> retention_ms(const std::string& v) {
+  auto ms = parse_duration_ms(v);
+  if (!ms || *ms < 10000) return std::nullopt;
+  return ms;
+}
+
 CLI::App* add_agent(CLI::App& app, AgentConfig& c, OptionText& t) {
   auto* agent = app.add_subcommand(
       "agent", "Record without end and serve heap profiles and metrics over HTTP (pprof, Prometheus)");
@@ -279,6 +287,13 @@ CLI::App* add_agent(CLI::App& app, AgentConfig& c, OptionText& t) {
           "windows allocated (frees are not seen between them). Default: always attached")
       ->type_name("ON/PERIOD")
       ->check(parsed_by(duty_cycle, "duty cycle ON/PERIOD, ON shorter than PERIOD (30s/5m)"));
+  agent
+      ->add_option("--retention", t.retention,
+                   "Keep an ended process's stacks, and a removed cgroup's name, this long (at least 10s; "
+                   "longer than your scrape interval); its totals stay in its program's and cgroup's "
+                   "counters")
+      ->type_name("TIME")
+      ->check(parsed_by(retention_ms, "retention: a duration of at least 10s"));
   agent->add_option("--max-seconds", c.max_seconds, "Longest ?seconds= window served")
       ->type_name("SECONDS")
       ->capture_default_str()
@@ -299,6 +314,7 @@ CLI::App* add_agent(CLI::App& app, AgentConfig& c, OptionText& t) {
 void finish_agent(AgentConfig& c, const OptionText& t) {
   finish_sampling(c.record, t);
   if (auto duty = duty_cycle(t.duty)) std::tie(c.record.duty_on_ms, c.record.duty_period_ms) = *duty;
+  if (!t.retention.empty()) c.retention_ms = *retention_ms(t.retention);
   c.record.outputs.clear();
   c.record.quiet = true;  // the agent logs; no progress line, no summary
   c.record.hangup_stops = false;

@@ -19,6 +19,7 @@ struct OptionText {
   std::string rate = "512KiB", duration, metric = "alloc_space", ringbuf = "16MiB", probe_mode = "auto";
   std::string snapshot_above;
   std::string format, interval, by = "function", sort = "value", unwind = "dwarf", duty, output_mode;
+  std::string retention;
   std::vector<std::string> outputs;
   bool children = false;
   CLI::Option* children_flag = nullptr;  // given at all? (the default depends on -- CMD)

@@ -162,10 +162,8 @@ TEST_F(TransientCgroups, TheAgentNamesEveryShortJobsCgroupAndUnit) {
   REQUIRE_BPF();
   int port = free_port();
   constexpr int kRetentionMs = 15000;
-  setenv("ALLOCSCOPE_TEST_CGROUP_RETENTION_MS", std::to_string(kRetentionMs).c_str(), 1);
   Child agent({ALLOCSCOPE_BIN, "agent", "--listen", "127.0.0.1:" + std::to_string(port), "--rate", "16KiB",
-               "--comm", "^alloc_sites$"});
-  unsetenv("ALLOCSCOPE_TEST_CGROUP_RETENTION_MS");
+               "--comm", "^alloc_sites$", "--retention", std::to_string(kRetentionMs / 1000) + "s"});
   ASSERT_TRUE(agent.wait_for_line("recording: probes attached", 60000, true)) << agent.err();
   std::vector<Job> jobs = run_jobs();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));

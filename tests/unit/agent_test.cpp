@@ -709,6 +709,22 @@ TEST(DiscoveryJson, ContainerAndPodLabels) {
   EXPECT_FALSE(labels.contains("unit"));
 }
 
+// A process in a PID namespace of its own: its id there and its start, as
+// labels; a host process (ns_pid 0: the same id) and an unknown start have none.
+TEST(DiscoveryJson, NamespacePidAndStartTime) {
+  TargetRow in_container = row(4242, "app"), host = row(7, "sshd");
+  in_container.ns_pid = 1;
+  in_container.start_wall_ns = int64_t(1795740000) * 1000000000 + 999999999;  // 2026-11-27T00:40:00Z
+  nlohmann::json groups = nlohmann::json::parse(discovery_json({in_container, host}, "h:1"));
+  const auto& a = groups.at(0).at("labels");
+  EXPECT_EQ(a.at("pid"), "4242");
+  EXPECT_EQ(a.at("ns_pid"), "1");
+  EXPECT_EQ(a.at("start_time"), "2026-11-27T00:40:00Z");
+  const auto& b = groups.at(1).at("labels");
+  EXPECT_FALSE(b.contains("ns_pid"));
+  EXPECT_FALSE(b.contains("start_time"));
+}
+
 TEST(DiscoveryJson, NoRowsIsAnEmptyList) {
   nlohmann::json groups = nlohmann::json::parse(discovery_json({}, "h:1"));
   EXPECT_TRUE(groups.is_array());
@@ -766,7 +782,7 @@ class FakeView : public LiveView {
   Recording snapshot(const InstanceSelector&, const Baseline*) override { return {}; }
   std::vector<std::pair<std::string, uint64_t>> counters() override { return {}; }
   std::pair<size_t, size_t> stack_table() const override { return {0, 1}; }
-  std::vector<ProcessTotals> forget_ended() override { return {}; }
+  std::vector<ProcessTotals> forget_ended(uint64_t) override { return {}; }
   std::vector<std::pair<std::string, uint64_t>> table_sizes() const override { return {}; }
   const std::string& cgroup_path(uint64_t) override { return none_; }
   size_t forget_removed_cgroups(uint64_t) override { return 0; }

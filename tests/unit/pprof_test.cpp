@@ -70,6 +70,8 @@ Recording synthetic() {
       sample({0, 5}, 200, "worker", {10.5, 5242880, 10.5, 5242880, 10, 10}),
       sample({0, 6, 5}, 200, "worker", {0.4, 0.4, 0.2, 0.2, 0, 0}),
   };
+  r.samples[3].ns_pid = 7;  // a worker in a container: pid 7 there
+  r.samples[4].ns_pid = 7;
   return r;
 }
 
@@ -133,6 +135,7 @@ TEST(PprofRoundTrip, RebuildsTheRecordingFieldByField) {
     EXPECT_EQ(got.locations, want.locations) << i;
     EXPECT_EQ(got.pid, want.pid) << i;
     EXPECT_EQ(got.comm, want.comm) << i;
+    EXPECT_EQ(got.ns_pid, want.ns_pid) << i;
     StackTotals t = rounded(want.totals);
     EXPECT_EQ(got.totals.alloc_objects, t.alloc_objects) << i;
     EXPECT_EQ(got.totals.alloc_bytes, t.alloc_bytes) << i;

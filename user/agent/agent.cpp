@@ -68,17 +68,20 @@ Result<std::string> read_token(const std::string& path) {
   return token;
 }
 
-// Ended processes' stacks, forgotten once the stack table is half full (at
-// most every 10 s: finding them reads every stack; at once past three
-// quarters: fast churn, 70 short processes a second here, fills a small
-// table within 10 s), so that processes started in a week's time still find
-// room; their totals live on as retired.
-void forget_ended(LiveView& view, LabelCache& labels, RetiredTotals& retired, uint64_t& last_ms) {
+// Ended processes' stacks are forgotten once they have been ended for the
+// retention (looked for every 10 s: finding them reads every stack), so
+// that memory follows the rate of new processes, not the uptime; all of
+// them at once when the stack table is half full, and then without waiting
+// 10 s past three quarters (fast churn fills a small table within 10 s).
+// Their totals live on as retired.
+void forget_ended(LiveView& view, LabelCache& labels, RetiredTotals& retired, uint64_t retention_ms,
+                  uint64_t& last_ms) {
   uint64_t now = now_ms();
   auto [used, capacity] = view.stack_table();
-  if (used < capacity / 2 || (now - last_ms < 10000 && used < capacity / 4 * 3)) return;
+  if (now - last_ms < 10000 && used < capacity / 4 * 3) return;
   last_ms = now;
-  for (const ProcessTotals& p : view.forget_ended()) {
+  uint64_t before = used >= capacity / 2 ? now + 1 : now > retention_ms ? now - retention_ms : 0;
+  for (const ProcessTotals& p : view.forget_ended(before)) {
     retired.add(p, labels.of(p.instance));
     labels.forget(p.instance);
   }
@@ -118,12 +121,10 @@ int agent(const AgentConfig& config) {
         "every process recorded",
         config.listen.c_str());
 
-  // A removed cgroup's processes are labelled by a minute after its removal
+  // A removed cgroup's processes are labelled well within the retention
   // (each at the tick after its first sample; a sample may wait behind a
-  // table build for ten seconds): its path goes then. Tests shorten it.
-  uint64_t retention_ms = 60000;
-  if (const char* test = getenv("ALLOCSCOPE_TEST_CGROUP_RETENTION_MS"))
-    retention_ms = std::strtoull(test, nullptr, 10);
+  // table build for ten seconds): its path goes then.
+  const uint64_t retention_ms = config.retention_ms;
   Bridge bridge(16);
   LabelCache labels(1 << 16);
   RetiredTotals retired(4096);
@@ -138,7 +139,7 @@ int agent(const AgentConfig& config) {
                    [&view](uint64_t id) -> const std::string& { return view.cgroup_path(id); });
     uint64_t now = now_ms();
     if (now > retention_ms) view.forget_removed_cgroups(now - retention_ms);
-    forget_ended(view, labels, retired, last_forget_ms);
+    forget_ended(view, labels, retired, retention_ms, last_forget_ms);
     if (g_hangup) {
       g_hangup = 0;
       if (!config.log_file.empty())

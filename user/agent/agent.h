@@ -18,6 +18,10 @@ struct AgentConfig {
   size_t max_series = 500;     // /metrics: series per level
   unsigned max_seconds = 600;  // ?seconds= at most
   unsigned max_deltas = 4;     // ?seconds= requests at once
+  // How long an ended process's stacks and a removed cgroup's path are kept
+  // (their totals live on in their program's and cgroup's counters): longer
+  // than the scrape interval, so that every scraper sees each process once.
+  uint64_t retention_ms = 60000;
 };
 
 // Runs until SIGINT or SIGTERM (or --duration); returns the exit status.

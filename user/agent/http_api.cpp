@@ -18,6 +18,7 @@
 #include "agent/targets.h"
 #include "output/pprof.h"
 #include "output/render.h"
+#include "record/clocks.h"
 
 namespace allocscope {
 namespace {
@@ -56,12 +57,14 @@ std::vector<TargetRow> rows_of(const std::vector<ProcessTotals>& all, const Labe
     if (p.process.rejected) continue;
     if (!programs) {
       if (p.process.ended) continue;
-      rows.push_back(
-          {p.process.tgid, p.process.comm, labels.of(p.instance), p.totals.live_bytes, p.totals.alloc_bytes});
+      TargetRow& r = rows.emplace_back(TargetRow{p.process.tgid, p.process.comm, 0, 0, labels.of(p.instance),
+                                                 p.totals.live_bytes, p.totals.alloc_bytes});
+      if (p.process.ns_tgid != p.process.tgid) r.ns_pid = p.process.ns_tgid;
+      if (p.process.start_ns) r.start_wall_ns = wall_of_monotonic_ns(p.process.start_ns);
       continue;
     }
     auto [it, made] = by_comm.try_emplace(p.process.comm, rows.size());
-    if (made) rows.push_back({0, p.process.comm, {}, 0, 0});
+    if (made) rows.push_back({0, p.process.comm, 0, 0, {}, 0, 0});
     rows[it->second].alloc_bytes += p.totals.alloc_bytes;
     if (!p.process.ended) rows[it->second].live_bytes += p.totals.live_bytes;
   }

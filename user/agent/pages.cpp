@@ -1,5 +1,7 @@
 #include "agent/pages.h"
 
+#include <time.h>
+
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -18,6 +20,16 @@ std::string html_escape(const std::string& s) {
 
 std::string link(const std::string& href, const std::string& text) {
   return "<a href=\"" + html_escape(href) + "\">" + html_escape(text) + "</a>";
+}
+
+// RFC 3339, to the second, in UTC: 2026-11-27T01:02:03Z.
+std::string rfc3339_utc(int64_t ns) {
+  time_t seconds = time_t(ns / 1000000000);
+  tm t{};
+  gmtime_r(&seconds, &t);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &t);
+  return buf;
 }
 
 std::string row_query(const TargetRow& r) {
@@ -48,6 +60,8 @@ std::string discovery_json(const std::vector<TargetRow>& rows, const std::string
     if (r.pid) {
       labels["__param_pid"] = std::to_string(r.pid);
       labels["pid"] = std::to_string(r.pid);
+      if (r.ns_pid) labels["ns_pid"] = std::to_string(r.ns_pid);
+      if (r.start_wall_ns > 0) labels["start_time"] = rfc3339_utc(r.start_wall_ns);
     } else {
       labels["__param_comm"] = r.comm;
     }

@@ -13,6 +13,8 @@ namespace allocscope {
 struct TargetRow {
   uint32_t pid = 0;  // 0 for a program's row
   std::string comm;
+  uint32_t ns_pid = 0;        // pid in its own PID namespace, when it differs
+  int64_t start_wall_ns = 0;  // when the process started (0: unknown)
   TargetLabels labels;
   double live_bytes = 0, alloc_bytes = 0;
 };

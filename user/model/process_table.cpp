@@ -33,10 +33,11 @@ std::optional<uint32_t> ProcessTable::latest(uint32_t tgid) const {
   return it->second;
 }
 
-std::optional<uint32_t> ProcessTable::end(uint32_t tgid, bool in_process) {
+std::optional<uint32_t> ProcessTable::end(uint32_t tgid, bool in_process, uint64_t now_ms) {
   auto id = find(tgid);
   if (id) {
     instances_[*id].ended = true;
+    instances_[*id].ended_ms = now_ms;
     --running_;
     if (!instances_[*id].rejected) ++(in_process ? ended_in_process_ : ended_through_probes_);
   }

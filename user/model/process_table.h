@@ -20,6 +20,12 @@ struct ProcessInstance {
   bool rejected = false;  // filtered out: its samples are not recorded
   uint64_t serial = 0;    // order of making, from 1; 0: a released slot
   uint64_t cgroup = 0;    // the cgroup v2 id of its first sample (0: unknown)
+  // As the kernel told at its first sample (0: unknown): its id in its own
+  // PID namespace (a container's view) and when it started (CLOCK_MONOTONIC
+  // ns), which tells it from a later process given the same id.
+  uint32_t ns_tgid = 0;
+  uint64_t start_ns = 0;
+  uint64_t ended_ms = 0;  // when it ended, on the recording's clock
 };
 
 class ProcessTable {
@@ -33,9 +39,13 @@ class ProcessTable {
   std::optional<uint32_t> latest(uint32_t tgid) const;
   // Ends the current instance of `tgid` (exit or exec) and returns it;
   // `in_process`: it was sampled by its own sampler, not by allocator probes.
-  std::optional<uint32_t> end(uint32_t tgid, bool in_process = false);
+  std::optional<uint32_t> end(uint32_t tgid, bool in_process = false, uint64_t now_ms = 0);
   void reject(uint32_t id);
   void set_cgroup(uint32_t id, uint64_t cgroup) { instances_[id].cgroup = cgroup; }
+  void set_start(uint32_t id, uint32_t ns_tgid, uint64_t start_ns) {
+    instances_[id].ns_tgid = ns_tgid;
+    instances_[id].start_ns = start_ns;
+  }
   // Ended instances that nothing refers to any more (`held` is false for
   // them: their stacks were forgotten) give their ids back for new
   // instances: a recording that runs for weeks holds the processes it still

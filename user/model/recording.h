@@ -44,6 +44,7 @@ struct RecSample {
   // More string labels naming the process (the agent's unit, container,
   // pod, host), in pprof's sample labels.
   std::vector<std::pair<std::string, std::string>> labels;
+  uint32_t ns_pid = 0;  // pid in the process's own PID namespace, when it differs
 };
 
 struct Recording {

@@ -212,6 +212,8 @@ class Decoder {
         rs.pid = static_cast<uint32_t>(label.num());
       else if (*key == "pid")
         return fail("pid label " + std::to_string(label.num()) + " out of range");
+      else if (*key == "ns_pid" && label.num() > 0 && label.num() <= UINT32_MAX)
+        rs.ns_pid = static_cast<uint32_t>(label.num());
       else if (*key == "comm")
         rs.comm = *value;
       else if (!value->empty())

@@ -116,6 +116,7 @@ void add_locations(pb::Profile& p, const Recording& r) {
 void add_samples(pb::Profile& p, StringTable& strings, const Recording& r) {
   const int64_t pid_key = strings.intern("pid");
   const int64_t comm_key = strings.intern("comm");
+  int64_t ns_pid_key = 0;  // interned when a sample has one
   for (const RecSample& rs : r.samples) {
     pb::Sample* s = p.add_sample();
     for (uint32_t loc : rs.locations) s->add_location_id(uint64_t{loc} + 1);
@@ -123,6 +124,12 @@ void add_samples(pb::Profile& p, StringTable& strings, const Recording& r) {
     pb::Label* pid = s->add_label();
     pid->set_key(pid_key);
     pid->set_num(rs.pid);
+    if (rs.ns_pid) {  // a container's own name for the process
+      if (!ns_pid_key) ns_pid_key = strings.intern("ns_pid");
+      pb::Label* ns = s->add_label();
+      ns->set_key(ns_pid_key);
+      ns->set_num(rs.ns_pid);
+    }
     // A label whose str is 0 ("") reads as numeric in pprof: leave it out.
     if (!rs.comm.empty()) {
       pb::Label* comm = s->add_label();

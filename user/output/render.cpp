@@ -120,6 +120,7 @@ std::string json(const Recording& r, const RenderOptions& o) {
     std::vector<std::string> names = frame_names(r, s);
     nlohmann::ordered_json j = totals_json(s.totals, r, o);
     j["pid"] = s.pid;
+    if (s.ns_pid) j["ns_pid"] = s.ns_pid;
     j["comm"] = s.comm;
     j["frames"] = std::vector<std::string>(names.begin() + 1, names.end());
     stacks.push_back(std::move(j));

@@ -26,4 +26,7 @@ inline int64_t wall_ns() {
   return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
+// A kernel CLOCK_MONOTONIC time (a task's start_time, say) on the wall clock.
+inline int64_t wall_of_monotonic_ns(uint64_t ns) { return wall_ns() - int64_t(monotonic_ns() - ns); }
+
 }  // namespace allocscope

@@ -146,13 +146,15 @@ void EventSink::release_all_waiting() {
 }
 
 // The instance a sample of `tgid` belongs to; nullopt when filtered out.
-std::optional<uint32_t> EventSink::instance_for(uint32_t tgid, const std::string& comm, uint64_t cgroup,
+std::optional<uint32_t> EventSink::instance_for(const as_stack_event& head, const std::string& comm,
                                                 std::span<const Mapping> seen) {
   bool made;
+  uint32_t tgid = head.tgid;
   uint32_t id = processes_.current(tgid, comm, &made);
   if (made) {  // first sample: judge it, and read its mappings while it lives
-    processes_.set_cgroup(id, cgroup);
-    if (!hooks_.verdicts.accept(tgid, comm, cgroup)) {
+    processes_.set_cgroup(id, head.cgroup);
+    processes_.set_start(id, head.ns_tgid, head.start_ns);
+    if (!hooks_.verdicts.accept(tgid, comm, head.cgroup)) {
       processes_.reject(id);
       hooks_.verdicts.reject(tgid);
     } else {
@@ -192,7 +194,7 @@ void EventSink::on_stack(std::span<const uint8_t> data) {
     std::memcpy(&v, &raw->vmas[i], sizeof v);
     kernel_maps_.push_back(kernel_mapping(v));
   }
-  auto instance = instance_for(head.tgid, comm, head.cgroup, kernel_maps_);
+  auto instance = instance_for(head, comm, kernel_maps_);
   if (!instance) return;
   if (stacks_.size() >= max_stacks_) {  // its samples count as dropped for a full table
     if (refused_.size() < kMaxRefused) refused_.insert(head.id);
@@ -230,7 +232,9 @@ void EventSink::on_stack(std::span<const uint8_t> data) {
     ++stacks_truncated_;
   }
   if (!py.empty()) python_->place(pid_t(head.tgid), kernel_maps_, py, py_ends, head.fn, s.ips);
-  s.origin = origin(head.tgid, processes_.instance(*instance).comm, head.fn, s.ips);
+  const ProcessInstance& process = processes_.instance(*instance);
+  s.origin = origin(head.tgid, process.comm, head.fn, s.ips);
+  if (per_process_ && process.ns_tgid != head.tgid) s.origin.ns_pid = process.ns_tgid;
   instance_stacks_[*instance].push_back(head.id);
   stacks_.insert_or_assign(head.id, std::move(s));
 }
@@ -429,7 +433,7 @@ void EventSink::set_live_times(std::span<const std::pair<as_live_key, as_live_va
 }
 
 void EventSink::end_instance(uint32_t tgid, bool exited, bool in_process) {
-  auto id = processes_.end(tgid, in_process);
+  auto id = processes_.end(tgid, in_process, now_ms());
   if (id && processes_.instance(*id).rejected) hooks_.verdicts.unreject(tgid, exited);
   if (id && !processes_.instance(*id).rejected) hooks_.verdicts.unaccept(tgid, exited);
   symbolizer_.forget(pid_t(tgid));

@@ -123,7 +123,7 @@ class EventSink {
   void end_instance(uint32_t tgid, bool exited, bool in_process);
   void finish_exact(uint32_t instance, bool keep_live);
   void forget_untracked(uint32_t tgid, uint64_t addr, uint16_t flags);
-  std::optional<uint32_t> instance_for(uint32_t tgid, const std::string& comm, uint64_t cgroup,
+  std::optional<uint32_t> instance_for(const as_stack_event& head, const std::string& comm,
                                        std::span<const Mapping> seen);
   void count_drops(uint32_t tgid, const std::string& comm, bool live_full, bool stack_lost, bool table_full);
   StackOrigin origin(uint32_t tgid, const std::string& comm, uint16_t fn, std::span<const uint64_t> ips);

@@ -54,10 +54,11 @@ class LiveView {
   // Entries in the recording's own tables now (stacks, process ids,
   // resolved mappings, open binaries): what its memory grows with.
   virtual std::vector<std::pair<std::string, uint64_t>> table_sizes() const = 0;
-  // Forgets the stacks of ended instances, making room for new ones, and
-  // returns those instances' totals. In exact mode, only instances whose
-  // final totals were read from the kernel (a root kept to the end is not).
-  virtual std::vector<ProcessTotals> forget_ended() = 0;
+  // Forgets the stacks of instances that ended before `ended_before_ms`
+  // (now_ms()'s clock), making room for new ones, and returns those
+  // instances' totals. In exact mode, only instances whose final totals
+  // were read from the kernel (a root kept to the end is not).
+  virtual std::vector<ProcessTotals> forget_ended(uint64_t ended_before_ms) = 0;
 };
 
 class RecordObserver {

@@ -92,7 +92,7 @@ class Recorder final : public LiveView {
   std::pair<size_t, size_t> stack_table() const override {
     return {profile_.stacks().size(), config_.max_stacks};
   }
-  std::vector<ProcessTotals> forget_ended() override;
+  std::vector<ProcessTotals> forget_ended(uint64_t ended_before_ms) override;
   NamedCounters table_sizes() const override;
 
  private:

@@ -34,11 +34,13 @@ NamedCounters Recorder::table_sizes() const {
           {"cgroup_names", cgroup_names_.size()}};
 }
 
-std::vector<ProcessTotals> Recorder::forget_ended() {
+std::vector<ProcessTotals> Recorder::forget_ended(uint64_t ended_before_ms) {
   const EventSink& sink = parts_->sink;
   const ProcessTable& table = sink.processes();
   auto forgettable = [&](uint32_t instance) {
-    return table.instance(instance).ended && !(exact_mode(config_) && sink.has_kernel_totals(instance));
+    const ProcessInstance& p = table.instance(instance);
+    return p.ended && p.ended_ms < ended_before_ms &&
+           !(exact_mode(config_) && sink.has_kernel_totals(instance));
   };
   std::vector<ProcessTotals> ended = processes();
   std::erase_if(ended, [&](const ProcessTotals& p) { return !forgettable(p.instance); });

@@ -133,6 +133,7 @@ class Symbolizer {
 // Where a profile stack came from, known when it was first sampled.
 struct StackOrigin {
   uint32_t pid = 0;                // the process id shown; 0 merges processes by name
+  uint32_t ns_pid = 0;             // its id in its own PID namespace, when not pid (a container's)
   std::string comm;                // the process's name when sampled
   std::vector<uint32_t> mappings;  // Symbolizer::resolve() of the stack's ips
   uint64_t allocator_addr = 0;     // runtime address of the allocator called, 0 if unknown
