@@ -73,7 +73,7 @@ TEST(Identity, AProcessInAPidNamespaceIsNamedByBothIdsAndItsStart) {
   ASSERT_FALSE(r->samples.empty());
   for (const RecSample& s : r->samples) EXPECT_EQ(s.ns_pid, 1u) << "pid " << s.pid;
 
-  payload.signal(SIGUSR1);  // deep_cxx --wait goes on, allocates, and ends
+  kill(host_pid, SIGUSR1);  // deep_cxx --wait goes on, allocates, and ends (unshare with it)
   EXPECT_EQ(payload.wait(), 0) << payload.err();
   agent.signal(SIGTERM);
   EXPECT_EQ(agent.wait(), 0) << agent.err();
