@@ -288,8 +288,11 @@ def time_chart(title, caption, x_label, y_label, series):
     top = svg.heading(title, caption) + 10
     xs = [px for _, pts in series for px, _ in pts] or [1]
     ys = [py for _, pts in series for _, py in pts] or [1]
-    x = Scale(0, nice(max(xs), up=True), left, right)
-    y = Scale(0, nice(max(ys) * 1.1, up=True), bottom, top)
+    def ceiling(v):  # the round tick at or above v
+        step = nice(v / 5, up=True)
+        return math.ceil(v / step - 0.01) * step  # a point a hair above a tick stays inside
+    x = Scale(0, ceiling(max(xs)), left, right)
+    y = Scale(0, ceiling(max(ys) * 1.1), bottom, top)
     for t in y.ticks():
         svg.line(left, y(t), right, y(t), GRID_COLOR)
         svg.text(left - 6, y(t) + 4, fmt(t), class_="tick", text_anchor="end")
