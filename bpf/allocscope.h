@@ -366,11 +366,11 @@ struct as_cgroup_event {
 struct as_stack_event {
   as_u32 kind; /* AS_EV_STACK */
   as_u32 tgid;
-  as_u16 fn;      /* entry code (AS_FN_KIND_MASK) */
-  as_u16 stop;    /* enum as_stop: why the walk ended */
-  as_u32 nframes; /* valid entries in frames */
-  as_u32 nvmas;   /* valid entries in vmas */
-  as_u32 ns_tgid; /* tgid in the process's own (innermost) PID namespace; 0 unknown */
+  as_u16 fn;       /* entry code (AS_FN_KIND_MASK) */
+  as_u16 stop;     /* enum as_stop: why the walk ended */
+  as_u32 nframes;  /* valid entries in frames */
+  as_u32 nvmas;    /* valid entries in vmas */
+  as_u32 ns_tgid;  /* tgid in the process's own (innermost) PID namespace; 0 unknown */
   as_u64 id;       /* stack id */
   as_u64 cgroup;   /* the thread's cgroup v2 id (its directory's inode number) */
   as_u64 start_ns; /* when the process started, CLOCK_MONOTONIC ns (its leader's start_time) */
