@@ -57,14 +57,21 @@ std::vector<TargetRow> rows_of(const std::vector<ProcessTotals>& all, const Labe
     if (p.process.rejected) continue;
     if (!programs) {
       if (p.process.ended) continue;
-      TargetRow& r = rows.emplace_back(TargetRow{p.process.tgid, p.process.comm, 0, 0, labels.of(p.instance),
-                                                 p.totals.live_bytes, p.totals.alloc_bytes});
-      if (p.process.ns_tgid != p.process.tgid) r.ns_pid = p.process.ns_tgid;
-      if (p.process.start_ns) r.start_wall_ns = wall_of_monotonic_ns(p.process.start_ns);
+      rows.push_back({.pid = p.process.tgid,
+                      .comm = p.process.comm,
+                      .ns_pid = p.process.shown_ns_pid(),
+                      .start_wall_ns = p.process.start_ns ? wall_of_monotonic_ns(p.process.start_ns) : 0,
+                      .labels = labels.of(p.instance),
+                      .live_bytes = p.totals.live_bytes,
+                      .alloc_bytes = p.totals.alloc_bytes});
       continue;
     }
     auto [it, made] = by_comm.try_emplace(p.process.comm, rows.size());
-    if (made) rows.push_back({0, p.process.comm, 0, 0, {}, 0, 0});
+    if (made) {
+      TargetRow program;  // a program's row: pid 0
+      program.comm = p.process.comm;
+      rows.push_back(std::move(program));
+    }
     rows[it->second].alloc_bytes += p.totals.alloc_bytes;
     if (!p.process.ended) rows[it->second].live_bytes += p.totals.live_bytes;
   }

@@ -106,7 +106,7 @@ std::string render_metrics(const MetricsInput& in) {
     if (running) {
       Row r;
       r.labels = label("pid", std::to_string(p.tgid)) + "," + label("comm", p.comm);
-      if (p.ns_tgid && p.ns_tgid != p.tgid) r.labels += "," + label("ns_pid", std::to_string(p.ns_tgid));
+      if (uint32_t ns = p.shown_ns_pid()) r.labels += "," + label("ns_pid", std::to_string(ns));
       if (!lp.labels->unit.empty()) r.labels += "," + label("unit", lp.labels->unit);
       if (!lp.labels->container.empty()) r.labels += "," + label("container", lp.labels->container);
       if (!lp.labels->pod.empty()) r.labels += "," + label("pod", lp.labels->pod);

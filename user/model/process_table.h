@@ -26,6 +26,8 @@ struct ProcessInstance {
   uint32_t ns_tgid = 0;
   uint64_t start_ns = 0;
   uint64_t ended_ms = 0;  // when it ended, on the recording's clock
+  // Its namespace pid where outputs show one: only when it is not its pid.
+  uint32_t shown_ns_pid() const { return ns_tgid != tgid ? ns_tgid : 0; }
 };
 
 class ProcessTable {

@@ -234,7 +234,7 @@ void EventSink::on_stack(std::span<const uint8_t> data) {
   if (!py.empty()) python_->place(pid_t(head.tgid), kernel_maps_, py, py_ends, head.fn, s.ips);
   const ProcessInstance& process = processes_.instance(*instance);
   s.origin = origin(head.tgid, process.comm, head.fn, s.ips);
-  if (per_process_ && process.ns_tgid != head.tgid) s.origin.ns_pid = process.ns_tgid;
+  if (per_process_) s.origin.ns_pid = process.shown_ns_pid();
   instance_stacks_[*instance].push_back(head.id);
   stacks_.insert_or_assign(head.id, std::move(s));
 }
