@@ -49,7 +49,17 @@ install_packages() {
   fi
   echo "dev.sh: installing ${missing[*]}"
   $sudo apt-get update -qq || return
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${lean[@]}" "${missing[@]}" >/dev/null
+  local install=(apt-get install -y -qq "${lean[@]}" "${missing[@]}") io=()
+  # dpkg syncs each file it writes before renaming it into place: on a VM's
+  # disk that was three quarters of the demo's installation (111 of 150 s).
+  # When the installation only adds packages (apt upgrades and removes
+  # nothing), it skips those syncs and syncs once at the end: a crash while it
+  # runs can then only harm the packages it was adding, never installed ones.
+  if ! apt-get -s "${install[@]:1}" 2>/dev/null | grep -qE '^(Inst [^ ]+ \[|Remv )'; then
+    io=(-o Dpkg::Options::=--force-unsafe-io)
+  fi
+  $sudo env DEBIAN_FRONTEND=noninteractive "${install[@]}" "${io[@]}" >/dev/null || return
+  [ ${#io[@]} -eq 0 ] || sync
 }
 
 install_deps() { install_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"; }
@@ -333,7 +343,13 @@ all_tests() {
 }
 
 case "${1:-}" in
-  demo) install_packages --lean "${BUILD_PACKAGES[@]}"; build_demo; demo ;;
+  demo)
+    install_packages --lean "${BUILD_PACKAGES[@]}"
+    echo "dev.sh: packages ready after $SECONDS s"
+    build_demo
+    echo "dev.sh: built after $SECONDS s"
+    demo
+    ;;
   check) install_deps; check ;;
   check-tests) check_tests ;;
   main) install_deps; main ;;
