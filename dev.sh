@@ -81,10 +81,12 @@ build() {
   cmake --build "$BUILD" -j"$(nproc)"
 }
 
-# allocscope, its preload library and the demo workload only.
+# allocscope, its preload library and the demo workload only, optimized as
+# the other builds (-O2) but without debug information, which took a third of
+# the build's time (147 against 97 CPU seconds). `build` makes them again with it.
 build_demo() {
-  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF -DALLOCSCOPE_BENCH=OFF >/dev/null ||
-    return
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
+    -DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG" -DBUILD_TESTING=OFF -DALLOCSCOPE_BENCH=OFF >/dev/null || return
   cmake --build "$BUILD" -j"$(nproc)" --target allocscope allocscope_preload alloc_sites
 }
 

@@ -41,6 +41,8 @@ trap 'exit 130' INT TERM
 start=$SECONDS
 mmdebstrap --quiet --variant=minbase --include=git,sudo,ca-certificates bookworm "$root" "$MIRROR"
 echo "fresh_demo: bookworm root made in $((SECONDS - start)) s (not counted)"
+# A machine's own name resolves (sudo asks).
+echo "127.0.1.1 $(hostname)" >>"$root/etc/hosts"
 for m in proc sys dev; do
   mount --rbind "/$m" "$root/$m"
   mount --make-rslave "$root/$m"
@@ -64,6 +66,6 @@ if [ ! -s "$root$home/allocscope/demo.svg" ] || [ ! -s "$root$home/allocscope/de
   echo "fresh_demo: the demo wrote no demo.svg or demo.pb.gz" >&2
   exit 1
 fi
-owner=$(stat -c %U "$root$home/allocscope/demo.pb.gz")
+owner=$(chroot "$root" stat -c %U "$home/allocscope/demo.pb.gz")
 echo "fresh_demo: ./dev.sh demo as $([ "$as_user" -eq 1 ] && echo "a user with sudo" || echo root)" \
   "in a fresh root: $elapsed s on $(nproc) cores; its outputs belong to $owner"
