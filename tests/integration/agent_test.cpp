@@ -585,12 +585,6 @@ TEST(Agent, DutyCycleRemovesTheProbesBetweenWindows) {
   EXPECT_EQ(agent.child.wait(), 0) << agent.child.err();
 }
 
-// A metric's value in /metrics text, -1 when absent.
-double metric(const std::string& text, const std::string& series) {
-  size_t at = text.find("\n" + series + " ");
-  return at == std::string::npos ? -1 : std::stod(text.substr(at + series.size() + 2));
-}
-
 // /metrics once the agent has caught up with a finished workload: every run
 // seen, and the program's total the same in two answers further apart than
 // the window in which answers are shared (a second; the agent reads the
@@ -647,7 +641,10 @@ void churn_soak(bool exact, int seconds, int max_stacks) {
   while (churn.wait_for(std::chrono::seconds(1)) != std::future_status::ready) {
     auto res = client.Get("/metrics");
     auto profile = client.Get("/comm/alloc_sites/debug/pprof/allocs");
-    ASSERT_TRUE(res && res->status == 200 && profile && profile->status == 200);
+    ASSERT_TRUE(res && res->status == 200) << (res ? res->body : httplib::to_string(res.error()));
+    ASSERT_TRUE(profile && profile->status == 200)
+        << (profile ? std::to_string(profile->status) + " " + profile->body
+                    : httplib::to_string(profile.error()));
     double now = metric(res->body, program);
     EXPECT_GE(now, last) << "the program's allocated counter went down";
     last = std::max(last, now);

@@ -148,12 +148,6 @@ TEST_F(TransientCgroups, EveryShortJobOfAUnitIsRecordedWithItsBytes) {
   std::remove(out.c_str());
 }
 
-// A metric's value in /metrics text, -1 when absent.
-double metric(const std::string& text, const std::string& series) {
-  size_t at = text.find("\n" + series + " ");
-  return at == std::string::npos ? -1 : std::stod(text.substr(at + series.size() + 2));
-}
-
 // The agent: each job's cgroup (?cgroup=) and unit (?unit=) profiles hold
 // that job alone, with its bytes; the removed cgroups' paths are forgotten
 // after their retention (shortened here to 15 s from a minute), and still

@@ -248,6 +248,11 @@ std::vector<ProbeSite> allocator_entries(pid_t pid) {
   return sites;
 }
 
+double metric(const std::string& text, const std::string& series) {
+  size_t at = text.find("\n" + series + " ");
+  return at == std::string::npos ? -1 : std::stod(text.substr(at + series.size() + 2));
+}
+
 uint8_t read_code_byte(pid_t pid, uint64_t addr) {
   int fd = open(("/proc/" + std::to_string(pid) + "/mem").c_str(), O_RDONLY | O_CLOEXEC);
   uint8_t byte = 0;

@@ -99,6 +99,9 @@ std::string temp_path(const std::string& name);
 // A loopback port nobody listens on now (the kernel's choice).
 int free_port();
 
+// A series' value in Prometheus text (the agent's /metrics), -1 when absent.
+double metric(const std::string& text, const std::string& series);
+
 // The process's resident memory (VmRSS), KiB; 0 when gone.
 uint64_t rss_kib(pid_t pid);
 // Under ASan (the sanitizer build) resident memory holds shadow memory and

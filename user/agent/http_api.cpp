@@ -39,6 +39,16 @@ InstanceSelector selector(const Target& t, const LabelCache& labels, bool& found
   };
 }
 
+// Whether a target's processes all ended and were forgotten: it is still
+// known (its totals are retired), so its profile is empty, not "no such
+// target": a program that runs now and then must not come and go. Read on
+// the recording's thread (the retired totals live there).
+bool retired_holds(const RetiredTotals& retired, const Target& t) {
+  for (const auto& [key, r] : retired.entries())
+    if (target_holds(t, r.totals.process, r.labels)) return true;
+  return false;
+}
+
 // Each sample named as backends name services: unit, container, pod, host.
 void add_labels(Recording& r, const ProcessTable& table, const LabelCache& labels, const std::string& host) {
   for (RecSample& s : r.samples) {
@@ -220,7 +230,12 @@ void HttpApi::profile(const Addressed& a, bool heap, const httplib::Request& req
       return error(res, 429,
                    "too many ?seconds= profiles at once (" + std::to_string(config_.max_deltas) + ")");
     }
-    bool ok = ran([&](LiveView& v) { base = v.baseline(keep); }, res);
+    bool ok = ran(
+        [&](LiveView& v) {
+          base = v.baseline(keep);
+          found = found || retired_holds(retired_, a.target);
+        },
+        res);
     window_start = std::chrono::duration_cast<std::chrono::nanoseconds>(
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();
@@ -236,6 +251,7 @@ void HttpApi::profile(const Addressed& a, bool heap, const httplib::Request& req
       [&](LiveView& v) {
         r = v.snapshot(keep, seconds ? &base : nullptr);
         add_labels(r, v.process_table(), labels_, host_name_);
+        found = found || retired_holds(retired_, a.target);
       },
       res);
   if (!ok) return;
@@ -261,7 +277,13 @@ void HttpApi::flamegraph(const Addressed& a, const httplib::Request& req, httpli
   bool found = false;
   InstanceSelector keep = selector(a.target, labels_, found);
   Recording r;
-  if (!ran([&](LiveView& v) { r = v.snapshot(keep, nullptr); }, res)) return;
+  if (!ran(
+          [&](LiveView& v) {
+            r = v.snapshot(keep, nullptr);
+            found = found || retired_holds(retired_, a.target);
+          },
+          res))
+    return;
   if (!found && a.target.kind != TargetKind::All) return error(res, 404, "no such target recorded");
   RenderOptions o;
   o.metric = *metric;
