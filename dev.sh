@@ -51,7 +51,7 @@ install_packages() {
   $sudo apt-get update -qq || return
   local install=(apt-get install -y -qq "${lean[@]}" "${missing[@]}") io=()
   # dpkg syncs each file it writes before renaming it into place: on a VM's
-  # disk that was three quarters of the demo's installation (111 of 150 s).
+  # disk that was two thirds of the demo's installation (111 s, 39 without).
   # When the installation only adds packages (apt upgrades and removes
   # nothing), it skips those syncs and syncs once at the end: a crash while it
   # runs can then only harm the packages it was adding, never installed ones.
