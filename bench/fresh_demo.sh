@@ -12,41 +12,16 @@ cd "$(dirname "$0")/.."
 as_user=0
 [ "${1:-}" != --user ] || as_user=1
 [ "$(id -u)" -eq 0 ] || { echo "fresh_demo: needs root (mmdebstrap, chroot, BPF)" >&2; exit 1; }
-if [ -z "${MIRROR:-}" ]; then
-  MIRROR=http://deb.debian.org/debian
-  for f in /etc/apt/sources.list.d/debian.sources /etc/apt/sources.list; do
-    if [ -s "$f" ]; then MIRROR=$f; break; fi
-  done
-fi
-
-work=$(mktemp -d)
-chmod 0755 "$work"
-root=$work/root
-cleanup() {
-  local status=$? m
-  # Unmount before deleting: rm -rf through a bind mount would reach the host.
-  for m in dev sys proc; do
-    if mountpoint -q "$root/$m"; then umount -R "$root/$m" || true; fi
-  done
-  if findmnt -rn -o TARGET | grep -q "^$root"; then
-    echo "fresh_demo: still mounted, $work left in place" >&2
-    exit 1
-  fi
-  rm -rf --one-file-system "$work"
-  exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=tests/package/scratch_root.sh
+source tests/package/scratch_root.sh
+scratch_root_begin fresh_demo
 
 start=$SECONDS
 mmdebstrap --quiet --variant=minbase --include=git,sudo,ca-certificates bookworm "$root" "$MIRROR"
 echo "fresh_demo: bookworm root made in $((SECONDS - start)) s (not counted)"
 # A machine's own name resolves (sudo asks).
 echo "127.0.1.1 $(hostname)" >>"$root/etc/hosts"
-for m in proc sys dev; do
-  mount --rbind "/$m" "$root/$m"
-  mount --make-rslave "$root/$m"
-done
+scratch_bind_host
 
 home=/root
 if [ "$as_user" -eq 1 ]; then

@@ -19,35 +19,9 @@ fi
 [ "$(id -u)" -eq 0 ] || fail "needs root (mmdebstrap, chroot, BPF)"
 [ -r /sys/kernel/btf/vmlinux ] || fail "the kernel has no BTF (/sys/kernel/btf/vmlinux)"
 deb=$(realpath "$1")
-if [ -z "${MIRROR:-}" ]; then
-  MIRROR=http://deb.debian.org/debian
-  for f in /etc/apt/sources.list.d/debian.sources /etc/apt/sources.list; do
-    if [ -s "$f" ]; then MIRROR=$f; break; fi
-  done
-fi
-
-work=$(mktemp -d)
-chmod 0755 "$work" # for apt's _apt user, who downloads into the root
-root=$work/root
-mounted_under_root() { findmnt -rn -o TARGET | awk -v r="$root" 'index($0, r) == 1'; }
-cleanup() {
-  local status=$?
-  # Unmount before deleting: rm -rf through a bind mount would delete the
-  # host's /dev, or write to its /sys.
-  local m
-  for m in dev sys proc; do
-    if mountpoint -q "$root/$m"; then umount -R "$root/$m" || true; fi
-  done
-  if [ -n "$(mounted_under_root)" ]; then
-    echo "install_test: still mounted, $work left in place:" >&2
-    mounted_under_root >&2
-    exit 1
-  fi
-  rm -rf --one-file-system "$work"
-  exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=tests/package/scratch_root.sh
+source "$(dirname "$0")/scratch_root.sh"
+scratch_root_begin install_test
 
 start=$SECONDS
 echo "install_test: mmdebstrap bookworm (minbase) from $MIRROR, then apt-get install $(basename "$deb")"
@@ -59,12 +33,7 @@ mmdebstrap --variant=minbase --include=man-db --aptopt='APT::Install-Recommends 
   bookworm "$root" "$MIRROR" || fail "mmdebstrap or the installation failed"
 echo "install_test: root made and allocscope installed in $((SECONDS - start)) s"
 
-# What allocscope reads: /proc, BTF and bpffs under /sys, /dev. rslave, so
-# that unmounting here never propagates to the host's mounts.
-for m in proc sys dev; do
-  mount --rbind "/$m" "$root/$m"
-  mount --make-rslave "$root/$m"
-done
+scratch_bind_host
 in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
 
 version=$(in_root allocscope --version) || fail "allocscope --version failed"
