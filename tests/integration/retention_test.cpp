@@ -39,13 +39,16 @@ std::string metrics_when(httplib::Client& client, int seconds,
 TEST(Retention, AForgottenProgramStaysKnownButItsPidDoesNot) {
   REQUIRE_BPF();
   // A run allocates the same bytes every time: those of an exact recording
-  // (made before the agent starts, which would record it too).
+  // (made before the agent starts, which would record it too). Only the
+  // program's own: under ASan the launcher's child allocates before its
+  // exec, as allocscope, which the agent's run has no part of.
   std::string folded = temp_path("retention-run.folded");
   RunResult truth = run({ALLOCSCOPE_BIN, "record", "--rate", "1", "-q", "-o", folded, "--", WORKLOAD_BIN,
                          "--threads", "1", "--scale-pct", "1"});
   ASSERT_EQ(truth.status, 0) << truth.err;
   double bytes = 0;
-  for (const auto& [frames, value] : read_folded(folded)) bytes += value;
+  for (const auto& [frames, value] : read_folded(folded))
+    if (!frames.empty() && frames.front().starts_with("alloc_sites (")) bytes += value;
   std::remove(folded.c_str());
   int port = free_port();
   Child agent({ALLOCSCOPE_BIN, "agent", "--listen", "127.0.0.1:" + std::to_string(port), "--rate", "1",
@@ -61,7 +64,18 @@ TEST(Retention, AForgottenProgramStaysKnownButItsPidDoesNot) {
   std::string body =
       metrics_when(client, 40, [](const std::string& b) { return metric(b, kForgotten) >= 1; });
   ASSERT_FALSE(body.empty()) << "the ended run was never forgotten";
-  EXPECT_EQ(metric(body, kProgram), bytes) << "the program's counter lost the forgotten run's bytes";
+  // What never reached the agent is counted, machine-wide: allocations whose
+  // stack was lost to a full ring buffer (a reader starved on a loaded
+  // machine, or under ASan) or refused by a full table.
+  double lost = 0;
+  for (const char* name : {"dropped_ringbuf_bytes", "dropped_stack_lost_bytes",
+                           "dropped_stack_table_full_bytes", "dropped_exact_full_bytes"})
+    lost += metric(body, std::string("allocscope_recording_events_total{name=\"") + name + "\"}");
+  const double counted = metric(body, kProgram);
+  std::printf("  run: %.0f bytes; the program's counter: %.0f; counted as lost: %.0f\n", bytes, counted,
+              lost);
+  EXPECT_LE(counted, bytes) << "the program's counter holds more than the run allocated";
+  EXPECT_GE(counted + lost, bytes) << "the program's counter lost the forgotten run's bytes, uncounted";
 
   for (const std::string path : {"/comm/alloc_sites/debug/pprof/allocs", "/comm/alloc_sites/debug/pprof/heap",
                                  "/debug/pprof/allocs?comm=alloc_sites&seconds=1"}) {
