@@ -10,6 +10,13 @@ static __always_inline bool wanted(__u8 *verdict) {
   return b ? b != AS_PROC_IGNORED : trace_unknown;
 }
 
+/* A process of no verdict whose name the filters have ruled out: the kernel
+ * samples none of it (process_traced), so none of its files is worth a stop,
+ * nor marking seen (the first process that may be sampled is held for it). */
+static __always_inline bool ruled_out_by_name(__u8 *verdict) {
+  return !base_verdict(verdict) && name_verdict() == AS_PROC_IGNORED;
+}
+
 struct file_id {
   __u64 ino;
   __u32 dev;
@@ -108,7 +115,8 @@ static __always_inline void emit_proc(__u32 kind, __u32 tgid, __u32 parent, cons
 #define AS_EXIT_HOLD_GRACE_NS 9000000000ULL
 static __always_inline void exit_called(void) {
   __u32 tgid = bpf_get_current_pid_tgid() >> 32;
-  if (!hold_new_files || !wanted(bpf_map_lookup_elem(&processes, &tgid))) return;
+  __u8 *v = bpf_map_lookup_elem(&processes, &tgid);
+  if (!hold_new_files || !wanted(v) || ruled_out_by_name(v)) return;
   struct task_struct *t = bpf_get_current_task_btf();
   struct mm_struct *mm = t->mm;
   if (!mm || !python_layout(mm)) return;
@@ -156,7 +164,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
   bpf_task_storage_delete(&threads, p);
   bpf_task_storage_delete(&walks, p); /* its mappings and rows were the old program's */
   bpf_task_storage_delete(&row_caches, p);
-  bool want = wanted(v);
+  bool want = wanted(v), ruled_out = ruled_out_by_name(v); /* before mark_in_process may replace v */
   if (!want && !filter_processes) return 0;
   struct file_id id = {};
   identify(bprm->file, &id);
@@ -164,9 +172,10 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
   mark_in_process(tgid, &key);
   if (!want) return 0;
   /* A program not seen before (its own malloc if static; its interpreter,
-   * musl's C library, mapped here too without an mmap): held until read. */
+   * musl's C library, mapped here too without an mmap): held until read.
+   * The event still goes: it ends the instance of the program replaced. */
   __u8 known = AS_FILE_KNOWN;
-  bool fresh = bpf_map_update_elem(&known_files, &key, &known, BPF_NOEXIST) == 0;
+  bool fresh = !ruled_out && bpf_map_update_elem(&known_files, &key, &known, BPF_NOEXIST) == 0;
   emit_proc(AS_EV_EXEC, tgid, fresh && hold_current(p, tgid, 0), p->comm, &id, 0, ended);
   return 0;
 }
@@ -258,13 +267,15 @@ int BPF_PROG(on_syscall_exit, struct pt_regs *regs, long ret) {
     return 0;
   if (!(BPF_CORE_READ(regs, dx) & AS_PROT_EXEC)) return 0;
   __u32 tgid = bpf_get_current_pid_tgid() >> 32;
-  if (!wanted(bpf_map_lookup_elem(&processes, &tgid))) return 0;
+  __u8 *v = bpf_map_lookup_elem(&processes, &tgid);
+  if (!wanted(v)) return 0;
+  bool ruled_out = ruled_out_by_name(v); /* before mark_in_process may replace v */
   struct file_id id = {};
   struct task_struct *t = bpf_get_current_task_btf();
   if (bpf_find_vma(t, ret, identify_vma, &id, 0) != 0 || !id.ino) return 0;
   struct as_file_key key = {.ino = id.ino, .dev = id.dev};
   mark_in_process(tgid, &key);
-  if (!to_examine(tgid, &key)) return 0;
+  if (ruled_out || !to_examine(tgid, &key)) return 0;
   emit_proc(AS_EV_MMAP, tgid, hold_current(t, tgid, 0), t->comm, &id, ret, 0);
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -348,6 +349,48 @@ TEST(Filters, ANameOnceJudgedIsDecidedInTheKernel) {
   // were judged; fewer than one allocation for each later run.
   EXPECT_LT(sampled - recorded, one_ls + kRejected);
   std::remove(pprof.c_str());
+}
+
+double seconds_to_run(const std::vector<std::string>& argv) {
+  auto start = std::chrono::steady_clock::now();
+  RunResult r = run(argv);
+  EXPECT_EQ(r.status, 0) << argv[0] << ": " << r.err;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// --comm under --all stops no other program. A program not seen before is
+// held at its exec until its tables are in (here each build takes 6 s more,
+// on purpose) only if the filter may sample it: the workload is. A program
+// the name rules out goes on as soon as its exec is read: the first of its
+// name (judged then), and one of a name judged before, which the kernel
+// does not stop at all. The bound, 3 s, is half the build: only a hold
+// for the table reaches it, whatever the load.
+TEST(Filters, ProgramsTheNameRulesOutAreNotHeldForTheirTables) {
+  REQUIRE_BPF();
+  char dir_template[] = "/tmp/allocscope-slowhold-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const fs::path dir = dir_template;
+  for (const char* sub : {"a", "b"}) {  // two files of one name (and comm)
+    fs::create_directory(dir / sub);
+    fs::copy_file("/bin/true", dir / sub / "other_program");
+  }
+  fs::copy_file(WORKLOAD_BIN, dir / "alloc_sites");
+  std::string out = temp_path("slowhold.pb.gz");
+  setenv("ALLOCSCOPE_TEST_SLOW_TABLE", "allocscope-slowhold-:6000", 1);
+  Child rec({ALLOCSCOPE_BIN, "record", "--all", "--comm", "^alloc_sites$", "-o", out});
+  unsetenv("ALLOCSCOPE_TEST_SLOW_TABLE");
+  ASSERT_TRUE(rec.wait_for_line("recording every process", 60000, true)) << rec.err();
+  double first = seconds_to_run({dir / "a/other_program"});
+  double judged = seconds_to_run({dir / "b/other_program"});
+  double wanted = seconds_to_run({dir / "alloc_sites", "--threads", "1", "--scale-pct", "1"});
+  stop(rec);
+  std::printf("  ruled out: %.2f s (its name's first), %.2f s (a name judged); sampled: %.2f s\n", first,
+              judged, wanted);
+  EXPECT_GE(wanted, 6) << "the test's premise: a program the filter samples waits for its table";
+  EXPECT_LT(first, 3) << "a program the name rules out waited for its table";
+  EXPECT_LT(judged, 3) << "the kernel held a program of a name ruled out";
+  fs::remove_all(dir);
+  std::remove(out.c_str());
 }
 
 }  // namespace

@@ -77,6 +77,7 @@ tests=(
   AllProcesses.CgroupFilterKeepsOnlyItsProcesses
   Containers.FirstProcessOfEachNewCLibraryIsExact
   Containers.ProcessesOfAnOverlayRootAreWalkedWhole
+  Filters.ProgramsTheNameRulesOutAreNotHeldForTheirTables
   HoldGuard.GuardContinuesTheHeldWhenItsOwnerDies
   Children.ProgramsAShellRunsAreFollowedFromTheStart
   Launch.ACommandSamplesInProcessByDefault

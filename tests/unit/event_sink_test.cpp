@@ -82,6 +82,7 @@ struct FakeVerdicts : ProcessVerdicts {
   std::string only;  // when set: the one name accepted
   std::vector<uint32_t> rejected, unrejected;
   bool accept(uint32_t, const std::string& comm, uint64_t) override { return only.empty() || comm == only; }
+  bool judge_name(uint32_t, const std::string& comm) override { return !only.empty() && comm != only; }
   void reject(uint32_t tgid) override { rejected.push_back(tgid); }
   void unreject(uint32_t tgid, bool) override { unrejected.push_back(tgid); }
   bool keeps_live_at_exit(uint32_t) const override { return false; }
@@ -95,7 +96,9 @@ struct FakeKernel : KernelState {
   std::vector<ExactEntry> exact_totals(std::span<const uint64_t>) override { return {}; }
   void forget_exact(std::span<const uint64_t>) override {}
   void release_held(uint32_t tgid) override { released.push_back(tgid); }
+  void forget_file(uint32_t dev, uint64_t ino) override { forgotten_files.push_back({dev, ino}); }
   std::vector<uint32_t> released;
+  std::vector<std::pair<uint32_t, uint64_t>> forgotten_files;
 };
 
 struct FakeLibraries : LibraryWatch {
@@ -213,6 +216,33 @@ TEST(EventSink, AHeldProcessIsPreparedThenReleased) {
   EXPECT_EQ(f.libraries.mapped.size(), 2u);
   EXPECT_EQ(f.kernel.released.size(), 1u);
   EXPECT_EQ(f.unwind.prepared.size(), 1u);
+}
+
+// A program held at its exec as a file not seen before: prepared, then let
+// go, if the filter may sample it; let go at once, its file unmarked so that
+// the next process that may be sampled is held for it, if its name rules it
+// out (a filter's other programs are never stopped for its tables).
+TEST(EventSink, AHeldProgramTheFilterRulesOutGoesOnAtOnce) {
+  Fixture f;
+  f.verdicts.only = "wanted";
+  as_proc_event e = process_event(AS_EV_EXEC, f.tgid);
+  e.held = 1;
+  e.dev = (8 << 20) | 1;
+  e.ino = 4242;
+  std::memcpy(e.comm, "other", 6);
+  f.sink(bytes(e));
+  EXPECT_EQ(f.kernel.released, (std::vector<uint32_t>{f.tgid}));
+  EXPECT_EQ(f.kernel.forgotten_files, (std::vector<std::pair<uint32_t, uint64_t>>{{(8 << 20) | 1, 4242}}));
+  EXPECT_TRUE(f.unwind.prepared.empty());
+
+  std::memcpy(e.comm, "wanted", 7);
+  f.sink(bytes(e));
+  EXPECT_EQ(f.unwind.prepared, (std::vector<uint32_t>{f.tgid}));
+  EXPECT_EQ(f.kernel.released.size(), 1u);  // its tables are still being built
+  ASSERT_EQ(f.unwind.continuations.size(), 1u);
+  f.unwind.continuations[0]();
+  EXPECT_EQ(f.kernel.released.size(), 2u);
+  EXPECT_EQ(f.kernel.forgotten_files.size(), 1u);
 }
 
 TEST(EventSink, AProcessThatExitsFreesWhatItHeldInTheKernel) {

@@ -27,6 +27,12 @@ void BpfSession::set_verdict_if_none(uint32_t tgid, uint8_t verdict) {
   bpf_map_update_elem(fd, &tgid, &verdict, BPF_ANY);  // a full table: judged by name, as before
 }
 
+bool BpfSession::has_verdict(uint32_t tgid) const {
+  uint8_t v = 0;
+  return bpf_map_lookup_elem(bpf_map__fd(skel_->maps.processes), &tgid, &v) == 0 &&
+         (v & AS_PROC_VERDICT_MASK);
+}
+
 void BpfSession::clear_verdict_if(uint32_t tgid, uint8_t verdict) {
   int fd = bpf_map__fd(skel_->maps.processes);
   uint8_t old = 0;

@@ -92,6 +92,7 @@ class BpfSession {
   Result<void> mark_in_process(uint32_t tgid);
   // A verdict only where there is none; one removed only if it is `verdict`.
   void set_verdict_if_none(uint32_t tgid, uint8_t verdict);
+  bool has_verdict(uint32_t tgid) const;
   void clear_verdict_if(uint32_t tgid, uint8_t verdict);
   // A filter's judgement of every process named `comm` (and in cgroup
   // `cgroup`, with judge_cgroups): AS_PROC_MEMBER or AS_PROC_IGNORED.

@@ -9,6 +9,9 @@
 #include "stats/sampling.h"
 
 namespace allocscope {
+
+std::string comm_of(const char (&comm)[AS_COMM_LEN]) { return std::string(comm, strnlen(comm, AS_COMM_LEN)); }
+
 namespace {
 
 // The kernel's dev_t: major in the high 12 bits, minor in the low 20.
@@ -23,8 +26,6 @@ Mapping kernel_mapping(const as_vma& v) {
   m.readable = m.executable = true;
   return m;
 }
-
-std::string comm_of(const char (&comm)[AS_COMM_LEN]) { return std::string(comm, strnlen(comm, AS_COMM_LEN)); }
 
 // The kernel's log2 lifetime buckets (struct as_exact_totals), each counted
 // at its geometric middle.
@@ -430,69 +431,6 @@ void EventSink::set_live_times(std::span<const std::pair<as_live_key, as_live_va
     if (auto stack = profile_stack(it->second)) times[*stack].push_back(value.ts_ns);
   }
   profile_.set_live_times(std::move(times));
-}
-
-void EventSink::end_instance(uint32_t tgid, bool exited, bool in_process) {
-  auto id = processes_.end(tgid, in_process, now_ms());
-  if (id && processes_.instance(*id).rejected) hooks_.verdicts.unreject(tgid, exited);
-  if (id && !processes_.instance(*id).rejected) hooks_.verdicts.unaccept(tgid, exited);
-  symbolizer_.forget(pid_t(tgid));
-  if (!id) return;
-  // A root that exits keeps what it never freed; memory of a program
-  // replaced by exec, or of any other process that exits, is released.
-  bool keep = exited && hooks_.verdicts.keeps_live_at_exit(tgid);
-  if (profile_.rate() <= 1) finish_exact(*id, keep);
-  if (!keep) {
-    std::vector<uint64_t> addrs = profile_.drop_process(*id);
-    if (!addrs.empty()) hooks_.kernel.forget_live(tgid, addrs);
-  }
-  // The kernel never names an ended instance's stacks again (ids cover the
-  // instance); exact mode keeps a root's, whose totals are read at the end.
-  if (!keep || profile_.rate() > 1) {
-    if (auto ids = instance_stacks_.find(*id); ids != instance_stacks_.end()) {
-      for (uint64_t s : ids->second) stacks_.erase(s);
-      instance_stacks_.erase(ids);
-    }
-  }
-}
-
-std::string EventSink::last_name(uint32_t tgid) const {
-  auto it = last_names_.find(tgid);
-  return it == last_names_.end() ? "" : it->second;
-}
-
-void EventSink::on_process(const as_proc_event& e) {
-  if (e.kind == AS_EV_EXEC || e.kind == AS_EV_EXIT) {
-    constexpr size_t kMaxNames = 4096;  // only the drop report asks; forget the oldest batch
-    if (last_names_.size() >= kMaxNames) last_names_.clear();
-    last_names_[e.tgid] = comm_of(e.comm);
-  }
-  switch (e.kind) {
-    case AS_EV_EXEC:
-      end_instance(e.tgid, false, e.ended & AS_ENDED_IN_PROCESS);
-      symbolizer_.track(pid_t(e.tgid));             // the new program's file, while it runs
-      hooks_.verdicts.judge_name(comm_of(e.comm));  // the kernel then decides its samples itself
-      hooks_.libraries.on_exec(e.tgid);
-      hooks_.unwind.on_exec(e.tgid, e.dev, e.ino);
-      if (python_) {
-        python_->forget(pid_t(e.tgid));
-        python_->on_program(pid_t(e.tgid), e.dev, e.ino);  // before it goes on, when held
-      }
-      if (e.held)  // a program not seen before, stopped by the kernel until read
-        hooks_.unwind.prepare_process(e.tgid, [this, tgid = e.tgid] { hooks_.kernel.release_held(tgid); });
-      break;
-    case AS_EV_EXIT:
-      end_instance(e.tgid, true, e.ended & AS_ENDED_IN_PROCESS);
-      if (python_) python_->forget(pid_t(e.tgid));
-      break;
-    case AS_EV_MMAP:
-      hooks_.libraries.new_library(e);
-      if (e.held)  // stopped by the kernel until its new file is probed and its tables are in
-        hooks_.unwind.prepare_process(e.tgid, [this, tgid = e.tgid] { hooks_.kernel.release_held(tgid); });
-      break;
-    default:
-      break;
-  }
 }
 
 }  // namespace allocscope

@@ -31,6 +31,9 @@ namespace allocscope {
 class CgroupNames;
 class PythonStacks;
 
+// A kernel event's comm, up to its first NUL.
+std::string comm_of(const char (&comm)[AS_COMM_LEN]);
+
 // Samples a process lost, by cause.
 struct ProcessDrops {
   std::string comm;
@@ -120,6 +123,7 @@ class EventSink {
   void on_stack(std::span<const uint8_t> data);
   void on_alloc(std::span<const uint8_t> data);
   void on_process(const as_proc_event& e);
+  void on_exec(const as_proc_event& e);
   void end_instance(uint32_t tgid, bool exited, bool in_process);
   void finish_exact(uint32_t instance, bool keep_live);
   void forget_untracked(uint32_t tgid, uint64_t addr, uint16_t flags);

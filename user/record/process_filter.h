@@ -41,7 +41,7 @@ class ProcessFilter : public ProcessVerdicts {
   void reject(uint32_t tgid) override;
   void unreject(uint32_t tgid, bool exited) override;
   void unaccept(uint32_t tgid, bool exited) override;
-  void judge_name(const std::string& comm) override;
+  bool judge_name(uint32_t tgid, const std::string& comm) override;
   bool keeps_live_at_exit(uint32_t tgid) const override { return roots_.contains(tgid); }
   // Verdicts the kernel's full process table refused: processes it samples
   // or skips against the filter's judgement.

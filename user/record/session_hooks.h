@@ -26,6 +26,7 @@ class SessionState : public KernelState {
   }
   void forget_exact(std::span<const uint64_t> ids) override { session_.forget_exact(ids); }
   void release_held(uint32_t tgid) override { session_.release_held(tgid); }
+  void forget_file(uint32_t dev, uint64_t ino) override { session_.forget_file(dev, ino); }
 
  private:
   BpfSession& session_;

@@ -29,8 +29,10 @@ class ProcessVerdicts {
   virtual void unreject(uint32_t tgid, bool exited) = 0;
   // A process `accept` took has exec'ed or exited.
   virtual void unaccept(uint32_t, bool) {}
-  // A process ran a program of this name: judged now, before its samples.
-  virtual void judge_name(const std::string&) {}
+  // Process `tgid` ran a program of this name: judged now, before its
+  // samples. True when the name rules the process out whole (it is no root
+  // nor member): the kernel samples none of this program.
+  virtual bool judge_name(uint32_t, const std::string&) { return false; }
   // Root processes (-p, -- CMD) keep their live samples at exit: what they
   // never freed. Every other process frees everything when it ends.
   virtual bool keeps_live_at_exit(uint32_t tgid) const = 0;
@@ -48,6 +50,9 @@ class KernelState {
   virtual void forget_exact(std::span<const uint64_t> ids) = 0;
   // Continues a process the kernel held at a new mapping (AS_EV_MMAP `held`).
   virtual void release_held(uint32_t tgid) = 0;
+  // A file the kernel marked seen (kernel device encoding), unmarked: the
+  // next process to run or map it is held for it again.
+  virtual void forget_file(uint32_t dev, uint64_t ino) = 0;
 };
 
 // The C libraries processes map: probed as they appear, and where their

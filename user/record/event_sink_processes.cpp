@@ -1,0 +1,87 @@
+// The sink's side of process lifecycle events: a program that ends (exit,
+// or exec of another) has its instance retired; a new one is judged.
+#include <string>
+
+#include "record/clocks.h"
+#include "record/event_sink.h"
+#include "record/python_stacks.h"
+
+namespace allocscope {
+
+void EventSink::end_instance(uint32_t tgid, bool exited, bool in_process) {
+  auto id = processes_.end(tgid, in_process, now_ms());
+  if (id && processes_.instance(*id).rejected) hooks_.verdicts.unreject(tgid, exited);
+  if (id && !processes_.instance(*id).rejected) hooks_.verdicts.unaccept(tgid, exited);
+  symbolizer_.forget(pid_t(tgid));
+  if (!id) return;
+  // A root that exits keeps what it never freed; memory of a program
+  // replaced by exec, or of any other process that exits, is released.
+  bool keep = exited && hooks_.verdicts.keeps_live_at_exit(tgid);
+  if (profile_.rate() <= 1) finish_exact(*id, keep);
+  if (!keep) {
+    std::vector<uint64_t> addrs = profile_.drop_process(*id);
+    if (!addrs.empty()) hooks_.kernel.forget_live(tgid, addrs);
+  }
+  // The kernel never names an ended instance's stacks again (ids cover the
+  // instance); exact mode keeps a root's, whose totals are read at the end.
+  if (!keep || profile_.rate() > 1) {
+    if (auto ids = instance_stacks_.find(*id); ids != instance_stacks_.end()) {
+      for (uint64_t s : ids->second) stacks_.erase(s);
+      instance_stacks_.erase(ids);
+    }
+  }
+}
+
+std::string EventSink::last_name(uint32_t tgid) const {
+  auto it = last_names_.find(tgid);
+  return it == last_names_.end() ? "" : it->second;
+}
+
+// A process ran a new program: the one it replaced ends, and the new one is
+// judged by name (the kernel then decides its samples itself). Held as a
+// file not seen before, it goes on once its tables are in, or at once if
+// its name rules it out: a filter's others are never stopped for it.
+void EventSink::on_exec(const as_proc_event& e) {
+  end_instance(e.tgid, false, e.ended & AS_ENDED_IN_PROCESS);
+  symbolizer_.track(pid_t(e.tgid));  // the new program's file, while it runs
+  bool ruled_out = hooks_.verdicts.judge_name(e.tgid, comm_of(e.comm));
+  hooks_.libraries.on_exec(e.tgid);
+  hooks_.unwind.on_exec(e.tgid, e.dev, e.ino);
+  if (python_) {
+    python_->forget(pid_t(e.tgid));
+    python_->on_program(pid_t(e.tgid), e.dev, e.ino);  // before it goes on, when held
+  }
+  if (!e.held) return;
+  if (ruled_out) {
+    hooks_.kernel.release_held(e.tgid);
+    hooks_.kernel.forget_file(e.dev, e.ino);  // the next process that may be sampled is held for it
+  } else {
+    hooks_.unwind.prepare_process(e.tgid, [this, tgid = e.tgid] { hooks_.kernel.release_held(tgid); });
+  }
+}
+
+void EventSink::on_process(const as_proc_event& e) {
+  if (e.kind == AS_EV_EXEC || e.kind == AS_EV_EXIT) {
+    constexpr size_t kMaxNames = 4096;  // only the drop report asks; forget the oldest batch
+    if (last_names_.size() >= kMaxNames) last_names_.clear();
+    last_names_[e.tgid] = comm_of(e.comm);
+  }
+  switch (e.kind) {
+    case AS_EV_EXEC:
+      on_exec(e);
+      break;
+    case AS_EV_EXIT:
+      end_instance(e.tgid, true, e.ended & AS_ENDED_IN_PROCESS);
+      if (python_) python_->forget(pid_t(e.tgid));
+      break;
+    case AS_EV_MMAP:
+      hooks_.libraries.new_library(e);
+      if (e.held)  // stopped by the kernel until its new file is probed and its tables are in
+        hooks_.unwind.prepare_process(e.tgid, [this, tgid = e.tgid] { hooks_.kernel.release_held(tgid); });
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace allocscope
