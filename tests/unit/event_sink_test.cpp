@@ -104,7 +104,8 @@ struct FakeKernel : KernelState {
 struct FakeLibraries : LibraryWatch {
   void new_library(const as_proc_event& e) override { mapped.push_back(e.tgid); }
   std::vector<uint32_t> mapped;
-  void on_exec(uint32_t) override {}
+  void on_exec(uint32_t tgid) override { examined.push_back(tgid); }
+  std::vector<uint32_t> examined;  // programs an exec ran, looked at for allocators
   uint64_t allocator_address(uint32_t, int) override { return 0; }
 };
 
@@ -218,10 +219,11 @@ TEST(EventSink, AHeldProcessIsPreparedThenReleased) {
   EXPECT_EQ(f.unwind.prepared.size(), 1u);
 }
 
-// A program held at its exec as a file not seen before: prepared, then let
-// go, if the filter may sample it; let go at once, its file unmarked so that
-// the next process that may be sampled is held for it, if its name rules it
-// out (a filter's other programs are never stopped for its tables).
+// A program held at its exec as a file not seen before: examined, prepared,
+// then let go, if the filter may sample it; let go at once, unexamined, its
+// file unmarked so that the next process that may be sampled is held for
+// it, if its name rules it out (a filter's other programs are never stopped
+// for its tables).
 TEST(EventSink, AHeldProgramTheFilterRulesOutGoesOnAtOnce) {
   Fixture f;
   f.verdicts.only = "wanted";
@@ -234,10 +236,14 @@ TEST(EventSink, AHeldProgramTheFilterRulesOutGoesOnAtOnce) {
   EXPECT_EQ(f.kernel.released, (std::vector<uint32_t>{f.tgid}));
   EXPECT_EQ(f.kernel.forgotten_files, (std::vector<std::pair<uint32_t, uint64_t>>{{(8 << 20) | 1, 4242}}));
   EXPECT_TRUE(f.unwind.prepared.empty());
+  EXPECT_TRUE(f.unwind.execs.empty());
+  EXPECT_TRUE(f.libraries.examined.empty());
 
   std::memcpy(e.comm, "wanted", 7);
   f.sink(bytes(e));
   EXPECT_EQ(f.unwind.prepared, (std::vector<uint32_t>{f.tgid}));
+  EXPECT_EQ(f.unwind.execs.size(), 1u);
+  EXPECT_EQ(f.libraries.examined, (std::vector<uint32_t>{f.tgid}));
   EXPECT_EQ(f.kernel.released.size(), 1u);  // its tables are still being built
   ASSERT_EQ(f.unwind.continuations.size(), 1u);
   f.unwind.continuations[0]();

@@ -43,21 +43,21 @@ std::string EventSink::last_name(uint32_t tgid) const {
 // its name rules it out: a filter's others are never stopped for it.
 void EventSink::on_exec(const as_proc_event& e) {
   end_instance(e.tgid, false, e.ended & AS_ENDED_IN_PROCESS);
+  if (python_) python_->forget(pid_t(e.tgid));
+  if (hooks_.verdicts.judge_name(e.tgid, comm_of(e.comm))) {
+    // Nothing of it will be sampled: its files are not examined for it.
+    if (e.held) {
+      hooks_.kernel.release_held(e.tgid);
+      hooks_.kernel.forget_file(e.dev, e.ino);  // the next process that may be sampled is held for it
+    }
+    return;
+  }
   symbolizer_.track(pid_t(e.tgid));  // the new program's file, while it runs
-  bool ruled_out = hooks_.verdicts.judge_name(e.tgid, comm_of(e.comm));
   hooks_.libraries.on_exec(e.tgid);
   hooks_.unwind.on_exec(e.tgid, e.dev, e.ino);
-  if (python_) {
-    python_->forget(pid_t(e.tgid));
-    python_->on_program(pid_t(e.tgid), e.dev, e.ino);  // before it goes on, when held
-  }
-  if (!e.held) return;
-  if (ruled_out) {
-    hooks_.kernel.release_held(e.tgid);
-    hooks_.kernel.forget_file(e.dev, e.ino);  // the next process that may be sampled is held for it
-  } else {
+  if (python_) python_->on_program(pid_t(e.tgid), e.dev, e.ino);  // before it goes on, when held
+  if (e.held)
     hooks_.unwind.prepare_process(e.tgid, [this, tgid = e.tgid] { hooks_.kernel.release_held(tgid); });
-  }
 }
 
 void EventSink::on_process(const as_proc_event& e) {
