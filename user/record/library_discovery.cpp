@@ -247,6 +247,9 @@ Result<void> LibraryDiscovery::attach_every_process() {
     for (const Mapping* m : code_files(*maps)) {
       if (allocator_offsets_.contains(file_key(*m)) || not_allocators_.contains(file_key(*m))) continue;
       if (auto ok = attach_file(pid, *m); !ok) {
+        // Ended while the machine was read, before recording began: nothing
+        // of it is missed, and its files are examined when others map them.
+        if (!process_exists(pid)) break;
         miss(m->path, ok.error().message);
         not_allocators_.insert(file_key(*m));  // warned once
         print_error("warning: " + ok.error().message);
