@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Runs the fast tier's tests (./dev.sh check-tests) round after round, some
 rounds beside CPU hogs, and prints how often each test failed: the evidence
-that a red run means a defect, not chance or load.
+that a red run means a defect, not chance or load. Every round also has a
+light churn of short processes beside it (a program started every 0.2 s, as
+on any server): the tests record the whole machine, and must hold with it.
 
   sudo bench/flakes.py --rounds 50 --loaded 10          # 40 idle rounds, then 10 beside 2 hogs
   sudo bench/flakes.py --rounds 5 --loaded 5 --hogs 2   # every round loaded
+  sudo bench/flakes.py --churn 0                        # no process churn
 
 The build must exist (./dev.sh build). Per round it reads the JUnit files
 check_tests writes (build/check-unit.xml, build/check-integration.xml); a
@@ -35,6 +38,20 @@ def stop_hogs(hogs):
         h.wait()
 
 
+def start_churn(period):
+    """A short program every `period` seconds (none for 0), in a session of its own."""
+    if period <= 0:
+        return None
+    loop = f"while :; do /bin/true; sleep {period}; done"
+    return subprocess.Popen(["/bin/sh", "-c", loop], start_new_session=True, stdout=subprocess.DEVNULL)
+
+
+def stop_churn(churn):
+    if churn:
+        os.killpg(churn.pid, 9)
+        churn.wait()
+
+
 def results(build):
     """(test name, passed) for every test of the round's JUnit files."""
     out = []
@@ -48,12 +65,12 @@ def results(build):
     return out
 
 
-def run_round(build, hogs):
+def run_round(build, hogs, churn_period):
     for name in JUNIT:
         path = os.path.join(build, name)
         if os.path.exists(path):
             os.remove(path)
-    running = start_hogs(hogs)
+    running, churn = start_hogs(hogs), start_churn(churn_period)
     start = time.monotonic()
     try:
         env = dict(os.environ, BUILD_DIR=build)
@@ -61,6 +78,7 @@ def run_round(build, hogs):
                        stderr=subprocess.DEVNULL)
     finally:
         stop_hogs(running)
+        stop_churn(churn)
     return results(os.path.join(ROOT, build)), time.monotonic() - start
 
 
@@ -77,15 +95,17 @@ def main():
     ap.add_argument("--rounds", type=int, default=50, help="rounds in all")
     ap.add_argument("--loaded", type=int, default=10, help="of them, the last ones run beside the hogs")
     ap.add_argument("--hogs", type=int, default=2, help="CPU hogs in a loaded round")
+    ap.add_argument("--churn", type=float, default=0.2,
+                    help="seconds between the short programs started beside every round (0: none)")
     ap.add_argument("--build", default="build", help="build directory, relative to the tree")
     a = ap.parse_args()
-    if a.rounds < 1 or not 0 <= a.loaded <= a.rounds or a.hogs < 0:
-        ap.error("need rounds >= 1, 0 <= loaded <= rounds, hogs >= 0")
+    if a.rounds < 1 or not 0 <= a.loaded <= a.rounds or a.hogs < 0 or a.churn < 0:
+        ap.error("need rounds >= 1, 0 <= loaded <= rounds, hogs >= 0, churn >= 0")
     runs = collections.Counter()
     fails = {"idle": collections.Counter(), "loaded": collections.Counter()}
     for i in range(a.rounds):
         kind = "loaded" if i >= a.rounds - a.loaded else "idle"
-        res, seconds = run_round(a.build, a.hogs if kind == "loaded" else 0)
+        res, seconds = run_round(a.build, a.hogs if kind == "loaded" else 0, a.churn)
         if not res:
             sys.exit(f"round {i + 1}: no test results (is {a.build} built?)")
         bad = [n for n, ok in res if not ok]
@@ -99,7 +119,8 @@ def main():
               + (": " + ", ".join(bad) if bad else ""), flush=True)
     idle, loaded = a.rounds - a.loaded, a.loaded
     failed = sorted(set(fails["idle"]) | set(fails["loaded"]))
-    print(f"\n{len(runs)} tests, {idle} idle rounds, {loaded} rounds beside {a.hogs} CPU hogs")
+    churn = f"a program every {a.churn:g} s" if a.churn > 0 else "no process churn"
+    print(f"\n{len(runs)} tests, {idle} idle rounds, {loaded} rounds beside {a.hogs} CPU hogs; {churn}")
     if not failed:
         print("no test failed")
         return
