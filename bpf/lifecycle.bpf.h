@@ -116,10 +116,10 @@ static __always_inline void emit_proc(__u32 kind, __u32 tgid, __u32 parent, cons
 static __always_inline void exit_called(void) {
   __u32 tgid = bpf_get_current_pid_tgid() >> 32;
   __u8 *v = bpf_map_lookup_elem(&processes, &tgid);
-  if (!hold_new_files || !wanted(v) || ruled_out_by_name(v)) return;
+  if (!hold_new_files || !wanted(v)) return;
   struct task_struct *t = bpf_get_current_task_btf();
   struct mm_struct *mm = t->mm;
-  if (!mm || !python_layout(mm)) return;
+  if (!mm || !python_layout(mm) || ruled_out_by_name(v)) return;
   /* Held only with its event on the way (else none would continue it
    * early). Behind a backlog it may wait longer than a new file's hold
    * (userspace's bound plus the grace): it costs only its exit's delay. */

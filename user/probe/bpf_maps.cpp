@@ -17,26 +17,26 @@
 
 namespace allocscope {
 
-void BpfSession::set_verdict_if_none(uint32_t tgid, uint8_t verdict) {
-  int fd = bpf_map__fd(skel_->maps.processes);
-  uint8_t old = 0;
-  if (bpf_map_lookup_elem(fd, &tgid, &old) == 0) {
-    if (old & AS_PROC_VERDICT_MASK) return;
-    verdict |= old;
-  }
-  bpf_map_update_elem(fd, &tgid, &verdict, BPF_ANY);  // a full table: judged by name, as before
+uint8_t BpfSession::process_entry(uint32_t tgid) const {
+  uint8_t v = 0;  // none: 0
+  bpf_map_lookup_elem(bpf_map__fd(skel_->maps.processes), &tgid, &v);
+  return v;
 }
 
-bool BpfSession::has_verdict(uint32_t tgid) const {
-  uint8_t v = 0;
-  return bpf_map_lookup_elem(bpf_map__fd(skel_->maps.processes), &tgid, &v) == 0 &&
-         (v & AS_PROC_VERDICT_MASK);
+void BpfSession::set_verdict_if_none(uint32_t tgid, uint8_t verdict) {
+  uint8_t old = process_entry(tgid);
+  if (old & AS_PROC_VERDICT_MASK) return;
+  verdict |= old;
+  // A full table: judged by name, as before.
+  bpf_map_update_elem(bpf_map__fd(skel_->maps.processes), &tgid, &verdict, BPF_ANY);
 }
+
+bool BpfSession::has_verdict(uint32_t tgid) const { return process_entry(tgid) & AS_PROC_VERDICT_MASK; }
 
 void BpfSession::clear_verdict_if(uint32_t tgid, uint8_t verdict) {
   int fd = bpf_map__fd(skel_->maps.processes);
-  uint8_t old = 0;
-  if (bpf_map_lookup_elem(fd, &tgid, &old) != 0 || (old & AS_PROC_VERDICT_MASK) != verdict) return;
+  uint8_t old = process_entry(tgid);
+  if ((old & AS_PROC_VERDICT_MASK) != verdict) return;
   if (old & AS_PROC_IN_PROCESS) {
     uint8_t kept = AS_PROC_IN_PROCESS;
     bpf_map_update_elem(fd, &tgid, &kept, BPF_EXIST);

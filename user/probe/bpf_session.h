@@ -168,6 +168,8 @@ class BpfSession {
 
  private:
   BpfSession() = default;
+  // Process `tgid`'s entry in the kernel's table (verdict and flags); 0 for none.
+  uint8_t process_entry(uint32_t tgid) const;
   struct SkeletonCloser {
     void operator()(allocscope_bpf* s) const;
   };

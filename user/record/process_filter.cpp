@@ -82,14 +82,15 @@ RejectedLoss ProcessFilter::rejected_loss() const {
 bool ProcessFilter::judge_name(uint32_t tgid, const std::string& comm) {
   // By name alone: --unit's judgement needs the cgroup of a sample.
   if (!judge_names_ || !unit_.empty()) return false;
-  bool yes = !comm_filter_ || comm_filter_->found_in(comm);
-  if (!judged_names_.contains(comm)) {
+  auto judged = judged_names_.find(comm);
+  if (judged == judged_names_.end()) {
     if (judged_names_.size() >= kMaxRemembered) judged_names_.clear();
-    judged_names_.insert(comm);
+    bool yes = !comm_filter_ || comm_filter_->found_in(comm);
+    judged = judged_names_.emplace(comm, yes).first;
     session_.set_name_verdict(comm, 0, yes ? AS_PROC_MEMBER : AS_PROC_IGNORED);
   }
   // A root or a followed child is sampled whatever its name.
-  return !yes && !roots_.contains(tgid) && !session_.has_verdict(tgid);
+  return !judged->second && !roots_.contains(tgid) && !session_.has_verdict(tgid);
 }
 
 void ProcessFilter::unaccept(uint32_t tgid, bool) {

@@ -64,8 +64,9 @@ class ProcessFilter : public ProcessVerdicts {
   std::unordered_set<uint32_t> roots_;
   static constexpr size_t kMaxRemembered = 1 << 16;
   std::unordered_set<uint32_t> rejected_;
-  std::unordered_set<std::string> judged_names_;  // told to the kernel at an exec (bounded)  // bounded:
-                                                  // forgotten (and their losses charged) when full
+  // Names judged at an exec (and told to the kernel): whether accepted.
+  // Bounded: forgotten when full, and judged again.
+  std::unordered_map<std::string, bool> judged_names_;
 
   uint64_t verdicts_refused_ = 0;
 };
