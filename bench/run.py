@@ -8,6 +8,7 @@ on this machine, as ns per malloc+free pair measured inside malloc_bench
 --smoke: a few thousand pairs, one round, no peers: proves the script works.
 """
 import argparse
+import atexit
 import os
 import resource
 import shutil
@@ -15,6 +16,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -130,7 +132,10 @@ def configurations(build, smoke):
         if shutil.which("memleak-bpfcc"):
             configs.append({"name": "BCC memleak-bpfcc -p", "attach": memleak_tracer, "stop": True})
         if shutil.which("heaptrack"):
-            configs.append({"name": "heaptrack", "prefix": ("heaptrack", "-o", "/tmp/allocscope-bench-ht")})
+            # Its record goes to a directory of our own (no name another user could make first).
+            out = tempfile.mkdtemp(prefix="allocscope-bench-")
+            atexit.register(shutil.rmtree, out, True)
+            configs.append({"name": "heaptrack", "prefix": ("heaptrack", "-o", os.path.join(out, "ht"))})
     return configs
 
 

@@ -104,12 +104,17 @@ TEST(Errors, UnwritableOutput) {
 TEST(Errors, WithoutPrivileges) {
   REQUIRE_BPF();  // needs root to drop to another user
   if (access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "setpriv (util-linux) not installed";
-  std::string out = "/tmp/allocscope-nobody.folded";
+  // A directory of nobody's own, so the file would appear there if allocscope wrote it.
+  std::string dir = temp_path("nobody");
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0) << dir;
+  ASSERT_EQ(chown(dir.c_str(), 65534, 65534), 0) << dir;
+  std::string out = dir + "/out.folded";
   RunResult r = run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                      "--inh-caps=-all", ALLOCSCOPE_BIN, "record", "-o", out, "--", "/bin/true"});
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.err.find("needs root"), std::string::npos) << r.err;
   EXPECT_FALSE(exists(out));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -6,12 +6,16 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -201,8 +205,34 @@ double sites_z(const std::map<std::string, double>& bytes, int threads, int scal
   return z;
 }
 
+namespace {
+// The run's own directory under /tmp, made by mkdtemp: no name another user
+// could have made first (a symlink we would write through as root). 0755 so
+// a workload that drops privileges can still read what it is given.
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/allocscope-test-XXXXXX";
+    if (!mkdtemp(tmpl) || chmod(tmpl, 0755) != 0) {
+      std::perror("allocscope tests: mkdtemp /tmp/allocscope-test-XXXXXX");
+      std::abort();
+    }
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+}  // namespace
+
 std::string temp_path(const std::string& name) {
-  return "/tmp/allocscope-test-" + std::to_string(getpid()) + "-" + name;
+  static const TempDir dir;
+  return dir.path() + "/" + name;
 }
 
 int free_port() {

@@ -170,5 +170,34 @@ TEST(Render, CraftedRecordingsRenderInEveryFormat) {
   }
 }
 
+// Under inuse, a site whose objects were all freed has nothing to show: the
+// table and its JSON rows list only what is still live.
+TEST(Render, RowsWithNothingOfTheMetricAreLeftOut) {
+  Recording r;
+  r.rate = 1;
+  r.functions = {{"malloc", "malloc", ""}, {"freed_all", "freed_all", ""}, {"kept", "kept", ""}};
+  r.locations = {{-1, 0x1000, {{0, 0}}}, {-1, 0x2000, {{1, 0}}}, {-1, 0x3000, {{2, 0}}}};
+  StackTotals freed{.alloc_objects = 3, .alloc_bytes = 300, .samples = 3};
+  StackTotals kept{.alloc_objects = 2, .alloc_bytes = 200, .live_objects = 2, .live_bytes = 200, .samples = 2,
+                   .live_samples = 2};
+  r.samples = {RecSample{{0, 1}, 7, "p", freed, {}}, RecSample{{0, 2}, 7, "p", kept, {}}};
+  RenderOptions o;
+  o.metric = Metric::InuseSpace;
+  o.top = 10;
+  for (TopBy by : {TopBy::Function, TopBy::Stack}) {
+    o.top_by = by;
+    auto text = render(r, Format::Top, o);
+    ASSERT_TRUE(text);
+    EXPECT_NE(text->find("kept"), std::string::npos) << *text;
+    EXPECT_EQ(text->find("freed_all"), std::string::npos) << *text;
+    auto doc = nlohmann::json::parse(*render(r, Format::Json, o));
+    ASSERT_EQ(doc["rows"].size(), 1u) << doc["rows"].dump();
+  }
+  o.metric = Metric::AllocSpace;  // under alloc, both allocated
+  o.top_by = TopBy::Function;
+  auto doc = nlohmann::json::parse(*render(r, Format::Json, o));
+  EXPECT_EQ(doc["rows"].size(), 2u) << doc["rows"].dump();
+}
+
 }  // namespace
 }  // namespace allocscope

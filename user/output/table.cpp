@@ -10,7 +10,6 @@
 #include "base/units.h"
 
 namespace allocscope {
-namespace {}  // namespace
 
 std::string printable(const std::string& name) {
   std::string out;
@@ -119,7 +118,10 @@ std::string format_duration_ns(double ns) {
 std::vector<TableRow> table_rows(const Recording& r, const RenderOptions& o) {
   auto grouped = group(r, o);
   std::vector<TableRow> rows;
-  for (auto& [name, row] : grouped) rows.push_back(std::move(row));
+  // A row with nothing of this metric (a site whose objects were all freed,
+  // under inuse) says nothing: pprof's top leaves such nodes out too.
+  for (auto& [name, row] : grouped)
+    if (row.flat.value(o.metric) != 0 || row.cum != 0) rows.push_back(std::move(row));
   double ll = long_lived_ns(r, o);
   auto key = [&](const TableRow& row) -> double {
     switch (o.sort) {
