@@ -19,14 +19,23 @@ using namespace allocscope;
 
 namespace {
 
-// One private file, rewritten for each input: the readers take paths.
+// Kept in plain storage: the exit handler runs after static strings are gone.
+char removed_at_exit[4096];
+
+void remove_input() { unlink(removed_at_exit); }
+
+// One private file, rewritten for each input (the readers take paths), and
+// removed when the fuzzer exits.
 const std::string& input_path() {
   static const std::string path = [] {
     const char* dir = std::getenv("TMPDIR");
     std::string t = std::string(dir && *dir ? dir : "/tmp") + "/allocscope-fuzz-elf-XXXXXX";
+    if (t.size() >= sizeof removed_at_exit) std::abort();
     int fd = mkstemp(t.data());
     if (fd < 0) std::abort();
     close(fd);
+    t.copy(removed_at_exit, t.size());
+    std::atexit(remove_input);
     return t;
   }();
   return path;

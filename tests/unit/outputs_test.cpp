@@ -178,7 +178,11 @@ TEST(Render, RowsWithNothingOfTheMetricAreLeftOut) {
   r.functions = {{"malloc", "malloc", ""}, {"freed_all", "freed_all", ""}, {"kept", "kept", ""}};
   r.locations = {{-1, 0x1000, {{0, 0}}}, {-1, 0x2000, {{1, 0}}}, {-1, 0x3000, {{2, 0}}}};
   StackTotals freed{.alloc_objects = 3, .alloc_bytes = 300, .samples = 3};
-  StackTotals kept{.alloc_objects = 2, .alloc_bytes = 200, .live_objects = 2, .live_bytes = 200, .samples = 2,
+  StackTotals kept{.alloc_objects = 2,
+                   .alloc_bytes = 200,
+                   .live_objects = 2,
+                   .live_bytes = 200,
+                   .samples = 2,
                    .live_samples = 2};
   r.samples = {RecSample{{0, 1}, 7, "p", freed, {}}, RecSample{{0, 2}, 7, "p", kept, {}}};
   RenderOptions o;
