@@ -1,12 +1,18 @@
-// What the agent keeps of a process that ended: after the retention its
-// stacks and its pid are forgotten, while its program stays known.
+// What a recording keeps of a process that ended: in the agent, after the
+// retention its stacks and its pid are forgotten, while its program stays
+// known; a process whose exit event was lost ends all the same.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -98,6 +104,64 @@ TEST(Retention, AForgottenProgramStaysKnownButItsPidDoesNot) {
   }
   agent.signal(SIGTERM);
   EXPECT_EQ(agent.wait(), 0) << agent.err();
+}
+
+// A process whose samples were read but whose exit event was lost (the
+// ring buffer full) would hold its live bytes for good. Here the reader is
+// stopped, as one far behind would be, while short runs fill the buffer;
+// then a program that allocated and kept memory exits, its exit event with
+// no room. Found gone in /proc, it ends as its exit would have ended it:
+// nothing of it is in use at the end, and the recording says what it did.
+// The held program and the runs' file are read and probed while the reader
+// runs (dash's builtins do the rest): nothing waits for a table meanwhile.
+// Both premises hold by construction (the program's samples are in the
+// buffer before it stops; 150 runs, about 600 KiB of records, overflow its
+// 256 KiB): 40 runs beside two CPU hogs all held them.
+TEST(Retention, AProcessWhoseExitWasLostEndsWhenFoundGone) {
+  REQUIRE_BPF();
+  std::string go = temp_path("lost-exit.go"), json = temp_path("lost-exit.json");
+  ASSERT_EQ(mkfifo(go.c_str(), 0600), 0) << go;
+  std::string forker = FORKER_BIN;
+  std::string script = forker + " >/dev/null; " + WORKLOAD_BIN +
+                       " --threads 1 --scale-pct 1 --hold & echo pid $!; read line < " + go +
+                       "; i=0; while [ $i -lt 150 ]; do " + forker +
+                       " >/dev/null; i=$((i + 1)); done; echo flooded; wait";
+  Child rec({ALLOCSCOPE_BIN, "record", "--rate", "16KiB", "--ringbuf-size", "256KiB", "-o", json, "--",
+             "/bin/sh", "-c", script});
+  ASSERT_TRUE(rec.wait_for_line("done", 60000)) << rec.out() << rec.err();
+  const size_t at = rec.out().find("pid ");
+  ASSERT_NE(at, std::string::npos) << rec.out();
+  const pid_t held = pid_t(std::stol(rec.out().substr(at + 4)));
+  rec.signal(SIGSTOP);
+  std::ofstream(go) << "go\n";
+  bool flooded = rec.wait_for_line("flooded", 60000);
+  kill(held, SIGUSR1);
+  for (int i = 0; i < 600 && kill(held, 0) == 0; ++i) usleep(50000);  // ends, and the shell reaps it
+  rec.signal(SIGCONT);
+  ASSERT_TRUE(flooded) << rec.out();
+  ASSERT_EQ(rec.wait(), 0) << rec.err();
+
+  std::ifstream in(json);
+  auto doc = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_TRUE(doc.is_object());
+  double allocated = 0, in_use = 0;
+  for (const auto& st : doc["stacks"]) {
+    if (st["pid"].get<pid_t>() != held) continue;
+    allocated += st["alloc_space"]["estimate"].get<double>();
+    in_use += st["inuse_space"]["estimate"].get<double>();
+  }
+  const unsigned long long lost = doc["counters"].value("dropped_process_events", 0ULL),
+                           found_gone = doc["counters"].value("ended_processes_found_gone", 0ULL);
+  std::printf(
+      "  held program: %.0f bytes allocated, %.0f in use; process events lost %llu, found gone %llu\n",
+      allocated, in_use, lost, found_gone);
+  ASSERT_GT(lost, 0u) << "the premise: 150 runs overflow the buffer, and the exit after them finds no room";
+  ASSERT_GT(allocated, 0) << "the premise: the held program's samples were read";
+  EXPECT_EQ(in_use, 0) << "an ended process still holds live bytes";
+  EXPECT_GE(found_gone, 1u);
+  EXPECT_NE(rec.err().find("were found gone and ended"), std::string::npos) << rec.err();
+  std::remove(go.c_str());
+  std::remove(json.c_str());
 }
 
 }  // namespace

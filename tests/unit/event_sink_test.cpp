@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <span>
@@ -258,6 +259,45 @@ TEST(EventSink, AProcessThatExitsFreesWhatItHeldInTheKernel) {
   EXPECT_TRUE(f.kernel.forgotten_live.empty());
   f.sink(bytes(process_event(AS_EV_EXIT, f.tgid)));
   EXPECT_EQ(f.kernel.forgotten_live, (std::vector<uint64_t>{0x10}));
+}
+
+// An exit event the full ring buffer lost leaves its process running here:
+// found gone at two checks in a row, it ends as an exit would end it. Gone
+// once is not enough (its exit may be on its way), an exit read between the
+// checks ends it once, a process still there stays, and a new program in
+// the same process starts the count again. Once every event is read, gone
+// once is enough.
+TEST(EventSink, AProcessGoneWithoutItsExitEventEndsAtTheSecondCheck) {
+  Fixture f;
+  uint32_t lost = f.tgid, exited = f.tgid + 1, running = f.tgid + 2, execed = f.tgid + 3;
+  for (uint32_t t : {lost, exited, running, execed}) {
+    f.sink(bytes(stack_event(t, t, {0x1000}, AS_STOP_COMPLETE)));
+    f.sink(bytes(alloc_event(t, t, 0x10 + (t - lost), 100)));
+  }
+  auto alive = [&](uint32_t t) { return t == running; };
+  EXPECT_EQ(f.sink.end_vanished(alive), 0u) << "gone once: its exit may not have been read yet";
+  EXPECT_EQ(f.sink.processes().running(), 4u);
+  f.sink(bytes(process_event(AS_EV_EXIT, exited)));
+  f.sink(bytes(process_event(AS_EV_EXEC, execed)));
+  f.sink(bytes(stack_event(99, execed, {0x1000}, AS_STOP_COMPLETE)));
+  f.sink(bytes(alloc_event(99, execed, 0x99, 100)));
+  EXPECT_EQ(f.sink.end_vanished(alive), 1u);
+  EXPECT_FALSE(f.sink.processes().find(lost));
+  EXPECT_TRUE(f.sink.processes().find(running));
+  EXPECT_TRUE(f.sink.processes().find(execed)) << "its new program was found gone once only";
+  std::vector<uint64_t> gone_live = f.kernel.forgotten_live;
+  std::sort(gone_live.begin(), gone_live.end());
+  EXPECT_EQ(gone_live, (std::vector<uint64_t>{0x10, 0x11, 0x13})) << "as at an exit, and exec, each";
+  EXPECT_EQ(f.sink.end_vanished(alive), 1u);
+  EXPECT_FALSE(f.sink.processes().find(execed));
+  EXPECT_EQ(f.sink.ended_unseen(), 2u);
+  EXPECT_EQ(f.sink.processes().running(), 1u);
+  EXPECT_EQ(f.sink.end_vanished(alive), 0u);
+  // At the end every event is read: gone once is gone.
+  f.sink(bytes(stack_event(100, lost, {0x1000}, AS_STOP_COMPLETE)));
+  f.sink(bytes(alloc_event(100, lost, 0x100, 100)));
+  EXPECT_EQ(f.sink.end_vanished(alive, true), 1u);
+  EXPECT_EQ(f.sink.processes().running(), 1u);
 }
 
 TEST(EventSink, ExactTotalsAreFoldedInAsWhatChanged) {

@@ -44,6 +44,14 @@ std::optional<uint32_t> ProcessTable::end(uint32_t tgid, bool in_process, uint64
   return id;
 }
 
+std::vector<std::pair<uint32_t, uint32_t>> ProcessTable::running_instances() const {
+  std::vector<std::pair<uint32_t, uint32_t>> out;
+  out.reserve(running_);
+  for (const auto& [tgid, id] : latest_)
+    if (!instances_[id].ended) out.emplace_back(tgid, id);
+  return out;
+}
+
 void ProcessTable::reject(uint32_t id) {
   if (!instances_[id].rejected) ++rejected_;
   instances_[id].rejected = true;

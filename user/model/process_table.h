@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace allocscope {
@@ -59,6 +60,8 @@ class ProcessTable {
   uint64_t made() const { return made_; }          // instances ever made
   uint64_t rejected() const { return rejected_; }  // ever rejected
   size_t running() const { return running_; }
+  // (tgid, instance) of every instance still running.
+  std::vector<std::pair<uint32_t, uint32_t>> running_instances() const;
   // Ended instances with samples, by how they were sampled.
   uint64_t ended_in_process() const { return ended_in_process_; }
   uint64_t ended_through_probes() const { return ended_through_probes_; }

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -104,6 +105,12 @@ class EventSink {
   // Samples of stacks the sink's table had no room for (--max-stacks).
   uint64_t table_full() const { return table_full_; }
   uint64_t table_full_bytes() const { return table_full_bytes_; }
+  // Running instances whose process `alive` says is gone, at this call and
+  // the one before, with no exit event read between (or at this call alone
+  // once every event is read: `drained`): theirs was lost (the ring buffer
+  // was full). Each ends as an exit would end it; returns how many.
+  size_t end_vanished(const std::function<bool(uint32_t)>& alive, bool drained = false);
+  uint64_t ended_unseen() const { return ended_unseen_; }
   // The name a process had at its last exec or exit, for processes that
   // sent no sample (all lost); "" when not known.
   std::string last_name(uint32_t tgid) const;
@@ -153,6 +160,8 @@ class EventSink {
   std::unordered_set<uint64_t> refused_;  // stack ids the full table turned away (bounded: drop reports)
   std::map<uint32_t, ProcessDrops> drops_;
   std::unordered_map<uint32_t, std::string> last_names_;  // bounded: see on_process
+  std::unordered_map<uint32_t, uint32_t> vanishing_;      // tgid -> running instance found gone once
+  uint64_t ended_unseen_ = 0;
   std::vector<Mapping> kernel_maps_;
   // Long enough for a large program's table on a loaded machine.
   static constexpr uint64_t kMaxWaitNs = 10'000'000'000;

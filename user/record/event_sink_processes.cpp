@@ -32,6 +32,26 @@ void EventSink::end_instance(uint32_t tgid, bool exited, bool in_process) {
   }
 }
 
+size_t EventSink::end_vanished(const std::function<bool(uint32_t)>& alive, bool drained) {
+  // Gone twice in a row: an exit event merely not read yet would have been
+  // read in between (the reader drains the ring buffer every tick).
+  std::unordered_map<uint32_t, uint32_t> gone;
+  size_t ended = 0;
+  for (auto [tgid, id] : processes_.running_instances()) {
+    if (alive(tgid)) continue;
+    if (auto seen = vanishing_.find(tgid); !drained && (seen == vanishing_.end() || seen->second != id)) {
+      gone.emplace(tgid, id);
+      continue;
+    }
+    end_instance(tgid, true, false);
+    if (python_) python_->forget(pid_t(tgid));
+    ++ended;
+  }
+  vanishing_ = std::move(gone);
+  ended_unseen_ += ended;
+  return ended;
+}
+
 std::string EventSink::last_name(uint32_t tgid) const {
   auto it = last_names_.find(tgid);
   return it == last_names_.end() ? "" : it->second;

@@ -224,6 +224,7 @@ int Recorder::finish(std::vector<Target>& targets, const LoopEnd& l) {
     parts_->tables.wait_for_builds(kMaxBuildWaitMs);
     parts_->sink.release_all_waiting();
   }
+  end_vanished(now_ms(), true);  // every event is read: a process gone now has ended
   // The observer is shown the final state, probes gone, before it stops.
   if (observer_) {
     observer_->on_tick(*this);

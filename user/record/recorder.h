@@ -105,6 +105,7 @@ class Recorder final : public LiveView {
   void announce(std::vector<Target>& targets);
   Result<LoopEnd> loop(std::vector<Target>& targets);
   void sweep_exact_live(uint64_t now);
+  void end_vanished(uint64_t now, bool drained = false);
   void duty_step(uint64_t elapsed_ms);
   RecordingState state() const;
   void absorb_exact(bool with_ages = true);
@@ -122,7 +123,7 @@ class Recorder final : public LiveView {
   Symbolizer symbolizer_;
   CgroupNames cgroup_names_;
   std::unique_ptr<SessionParts> parts_;
-  uint64_t last_sweep_ms_ = 0;
+  uint64_t last_sweep_ms_ = 0, last_vanish_check_ms_ = 0;
   uint64_t held_too_long_ = 0;  // held processes continued by the bound, not by their file's settling
   uint64_t duty_windows_ = 0, duty_lost_ = 0;
   bool above_ = false;  // live bytes crossed --snapshot-above, and have not fallen back

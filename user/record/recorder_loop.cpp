@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "base/units.h"
+#include "host/process.h"
 #include "output/outputs.h"
 #include "output/timeline.h"
 #include "record/clocks.h"
@@ -61,6 +62,7 @@ Result<LoopEnd> Recorder::loop(std::vector<Target>& targets) {
     held_too_long_ += parts_->session->release_held_before(
         mono - kMaxHoldNs, parts_->tables.waiting_processes(), mono - kMaxBuildHoldNs);
     sweep_exact_live(now_ms());
+    end_vanished(now_ms());
     if (config_.duty_period_ms) duty_step(now_ms() - l.start);
     if (observer_) observer_->on_tick(*this);
     if (double elapsed = (now_ms() - l.start) / 1000.0; progress.due(elapsed))
@@ -102,6 +104,17 @@ void Recorder::sweep_exact_live(uint64_t now) {
   auto live = parts_->session->live_entries();
   parts_->session->forget_live(parts_->sink.stale_live(live));
   parts_->sink.forget_stale_ids();
+}
+
+// Once process events were lost, an exit among them would leave its
+// process running here for good, its live bytes with it: every few seconds,
+// processes still running here that /proc no longer has are ended.
+void Recorder::end_vanished(uint64_t now, bool drained) {
+  constexpr uint64_t kPeriodMs = 5000;
+  if (!drained && now - last_vanish_check_ms_ < kPeriodMs) return;
+  last_vanish_check_ms_ = now;
+  if (parts_->session->counters()[AS_CNT_PROC_DROPS] == 0) return;
+  parts_->sink.end_vanished([](uint32_t tgid) { return process_exists(pid_t(tgid)); }, drained);
 }
 
 RecordingState Recorder::state() const {

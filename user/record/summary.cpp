@@ -128,8 +128,10 @@ void print_warnings(const RecordingState& s, const RecordConfig& config) {
   if (p.stacks_full || s.sink.table_full())
     print_error("warning: the stack table was full; estimates are low. Raise --max-stacks.");
   if (k[AS_CNT_PROC_DROPS])
-    print_error(
-        "warning: process events were lost (ring buffer full); some ended processes may show live bytes.");
+    print_error("warning: " + std::to_string(k[AS_CNT_PROC_DROPS]) +
+                " process events were lost (ring buffer full); " + std::to_string(s.sink.ended_unseen()) +
+                " process(es) whose exit was among them were found gone and ended, and a program an exec "
+                "replaced may share its samples with the next. Raise --ringbuf-size.");
   if (k[AS_CNT_PROC_TABLE_FULL] + s.verdicts_refused)
     print_error(
         "warning: the process table was full; some children were not followed. Raise --max-processes.");
@@ -191,6 +193,7 @@ NamedCounters recording_counters(const RecordingState& s) {
           {"dropped_exact_full", k[AS_CNT_EXACT_FULL]},
           {"dropped_exact_full_bytes", k[AS_CNT_EXACT_FULL_BYTES]},
           {"dropped_process_events", k[AS_CNT_PROC_DROPS]},
+          {"ended_processes_found_gone", s.sink.ended_unseen()},
           {"children_not_followed", k[AS_CNT_PROC_TABLE_FULL] + s.verdicts_refused},
           {"libraries_not_probed", s.libraries_missed},
           {"processes_held", k[AS_CNT_HOLDS]},
