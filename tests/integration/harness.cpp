@@ -20,6 +20,7 @@
 #include <regex>
 #include <sstream>
 
+#include "../unit/temp_dir.h"
 #include "host/proc_maps.h"
 #include "host/process.h"
 #include "probe/allocator_probes.h"
@@ -205,34 +206,14 @@ double sites_z(const std::map<std::string, double>& bytes, int threads, int scal
   return z;
 }
 
-namespace {
 // The run's own directory under /tmp, made by mkdtemp: no name another user
 // could have made first (a symlink we would write through as root). 0755 so
 // a workload that drops privileges can still read what it is given.
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/allocscope-test-XXXXXX";
-    if (!mkdtemp(tmpl) || chmod(tmpl, 0755) != 0) {
-      std::perror("allocscope tests: mkdtemp /tmp/allocscope-test-XXXXXX");
-      std::abort();
-    }
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-}  // namespace
-
 std::string temp_path(const std::string& name) {
   static const TempDir dir;
-  return dir.path() + "/" + name;
+  static const bool readable = chmod(dir.path.c_str(), 0755) == 0;
+  (void)readable;
+  return (dir.path / name).string();
 }
 
 int free_port() {

@@ -13,6 +13,7 @@ void EventSink::end_instance(uint32_t tgid, bool exited, bool in_process) {
   if (id && processes_.instance(*id).rejected) hooks_.verdicts.unreject(tgid, exited);
   if (id && !processes_.instance(*id).rejected) hooks_.verdicts.unaccept(tgid, exited);
   symbolizer_.forget(pid_t(tgid));
+  if (python_) python_->forget(pid_t(tgid));
   if (!id) return;
   // A root that exits keeps what it never freed; memory of a program
   // replaced by exec, or of any other process that exits, is released.
@@ -44,7 +45,6 @@ size_t EventSink::end_vanished(const std::function<bool(uint32_t)>& alive, bool 
       continue;
     }
     end_instance(tgid, true, false);
-    if (python_) python_->forget(pid_t(tgid));
     ++ended;
   }
   vanishing_ = std::move(gone);
@@ -63,7 +63,6 @@ std::string EventSink::last_name(uint32_t tgid) const {
 // its name rules it out: a filter's others are never stopped for it.
 void EventSink::on_exec(const as_proc_event& e) {
   end_instance(e.tgid, false, e.ended & AS_ENDED_IN_PROCESS);
-  if (python_) python_->forget(pid_t(e.tgid));
   if (hooks_.verdicts.judge_name(e.tgid, comm_of(e.comm))) {
     // Nothing of it will be sampled: its files are not examined for it.
     if (e.held) {
@@ -92,7 +91,6 @@ void EventSink::on_process(const as_proc_event& e) {
       break;
     case AS_EV_EXIT:
       end_instance(e.tgid, true, e.ended & AS_ENDED_IN_PROCESS);
-      if (python_) python_->forget(pid_t(e.tgid));
       break;
     case AS_EV_MMAP:
       hooks_.libraries.new_library(e);
