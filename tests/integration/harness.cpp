@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -47,8 +48,12 @@ uint64_t now_ms() {
 Child::Child(const std::vector<std::string>& argv) {
   int out[2], err[2];
   if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) abort();
+  pid_t parent = getpid();
   pid_ = fork();
   if (pid_ == 0) {
+    // Ends with the test binary, even one killed (a timeout, Ctrl-C): no
+    // orphaned recorder keeps its probes, or a workload waits for ever.
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent) _exit(127);
     dup2(out[1], 1);
     dup2(err[1], 2);
     std::vector<char*> args;
