@@ -215,9 +215,7 @@ double sites_z(const std::map<std::string, double>& bytes, int threads, int scal
 // could have made first (a symlink we would write through as root). 0755 so
 // a workload that drops privileges can still read what it is given.
 std::string temp_path(const std::string& name) {
-  static const TempDir dir;
-  static const bool readable = chmod(dir.path.c_str(), 0755) == 0;
-  (void)readable;
+  static const TempDir dir("allocscope-test", 0755);
   return (dir.path / name).string();
 }
 

@@ -2,17 +2,24 @@
 #pragma once
 
 #include <stdlib.h>
+#include <sys/stat.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <string>
 
 namespace allocscope {
 
+// `mode`: mkdtemp's 0700, or wider for a workload that drops privileges.
 struct TempDir {
   std::filesystem::path path;
-  explicit TempDir(const std::string& name = "allocscope-test") {
+  explicit TempDir(const std::string& name = "allocscope-test", mode_t mode = 0700) {
     std::string tmpl = "/tmp/" + name + "-XXXXXX";
-    path = mkdtemp(tmpl.data());
+    if (!mkdtemp(tmpl.data()) || chmod(tmpl.c_str(), mode) != 0) {  // no test may write elsewhere
+      std::perror(("allocscope tests: mkdtemp " + tmpl).c_str());
+      std::abort();
+    }
+    path = tmpl;
   }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
