@@ -173,8 +173,8 @@ enum as_counter {
   AS_CNT_LIVE_SHARE = 31,       /* samples not tracked live: their process held its share of the live map */
   AS_CNT_LIVE_SHARE_BYTES = 32, /* ... and their requested bytes */
   AS_CNT_HOLDS = 33,            /* processes stopped until a file they mapped was examined */
-  AS_CNT_HOLD_REFUSED = 34, /* ... not stopped: the table of held processes was full, or the signal failed */
-  AS_CNT_UNJUDGED_DROPS = 35,       /* of AS_CNT_RINGBUF_DROPS, those of processes no filter had judged yet */
+  AS_CNT_HOLD_REFUSED = 34,     /* ... not stopped: held processes' table full, signal failed, or map busy */
+  AS_CNT_UNJUDGED_DROPS = 35,   /* of AS_CNT_RINGBUF_DROPS, those of processes no filter had judged yet */
   AS_CNT_UNJUDGED_DROPS_BYTES = 36, /* ... and their bytes */
   AS_CNT_PY_STACKS = 37,            /* sampled stacks of Python processes with Python frames */
   AS_CNT_PY_NO_THREAD = 38, /* ... without: the thread has no Python thread state (or it was not found) */
@@ -433,9 +433,9 @@ struct as_proc_event {
   as_u64 ino;  /* exec, mmap: the file's inode */
   as_u64 addr; /* mmap: where the file was mapped */
   char comm[AS_COMM_LEN];
-  char name[32]; /* mmap: the file's name, truncated */
-  as_u32 ended;  /* exec, exit: AS_ENDED_* of the program that ended */
-  as_u32 pad2;
+  char name[32];    /* mmap: the file's name, truncated */
+  as_u32 ended;     /* exec, exit: AS_ENDED_* of the program that ended */
+  as_u32 ruled_out; /* exec: 1 when a filter rules the new program out: none of it sampled or held */
 };
 
 /* How a program that ended (as_proc_event.ended) was sampled. */

@@ -10,11 +10,12 @@ static __always_inline bool wanted(__u8 *verdict) {
   return b ? b != AS_PROC_IGNORED : trace_unknown;
 }
 
-/* A process of no verdict whose name the filters have ruled out: the kernel
- * samples none of it (process_traced), so none of its files is worth a stop,
- * nor marking seen (the first process that may be sampled is held for it). */
-static __always_inline bool ruled_out_by_name(__u8 *verdict) {
-  return !base_verdict(verdict) && name_verdict() == AS_PROC_IGNORED;
+/* A process of no verdict that the filters rule out, by a name judged
+ * before or by running outside --cgroup: the kernel samples none of it
+ * (process_traced), so none of its files is worth a stop, nor marking seen
+ * (the first process that may be sampled is held for it). */
+static __always_inline bool ruled_out_by_filters(__u8 *verdict) {
+  return !base_verdict(verdict) && (name_verdict() == AS_PROC_IGNORED || outside_cgroup());
 }
 
 struct file_id {
@@ -119,7 +120,7 @@ static __always_inline void exit_called(void) {
   if (!hold_new_files || !wanted(v)) return;
   struct task_struct *t = bpf_get_current_task_btf();
   struct mm_struct *mm = t->mm;
-  if (!mm || !python_layout(mm) || ruled_out_by_name(v)) return;
+  if (!mm || !python_layout(mm) || ruled_out_by_filters(v)) return;
   /* Held only with its event on the way (else none would continue it
    * early). Behind a backlog it may wait longer than a new file's hold
    * (userspace's bound plus the grace): it costs only its exit's delay. */
@@ -164,19 +165,25 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
   bpf_task_storage_delete(&threads, p);
   bpf_task_storage_delete(&walks, p); /* its mappings and rows were the old program's */
   bpf_task_storage_delete(&row_caches, p);
-  bool want = wanted(v), ruled_out = ruled_out_by_name(v); /* before mark_in_process may replace v */
+  bool want = wanted(v), ruled_out = ruled_out_by_filters(v); /* before mark_in_process may replace v */
   if (!want && !filter_processes) return 0;
   struct file_id id = {};
   identify(bprm->file, &id);
   struct as_file_key key = {.ino = id.ino, .dev = id.dev};
   mark_in_process(tgid, &key);
   if (!want) return 0;
+  /* The event goes even for a program ruled out: it ends the instance of
+   * the program replaced. Reserved first: a lost event leaves the file
+   * unknown, and the next process to run it is held for it. */
+  struct as_proc_event *e = proc_event(AS_EV_EXEC, tgid, 0, p->comm, &id, 0, ended);
+  if (!e) return 0;
   /* A program not seen before (its own malloc if static; its interpreter,
-   * musl's C library, mapped here too without an mmap): held until read.
-   * The event still goes: it ends the instance of the program replaced. */
+   * musl's C library, mapped here too without an mmap): held until read. */
   __u8 known = AS_FILE_KNOWN;
   bool fresh = !ruled_out && bpf_map_update_elem(&known_files, &key, &known, BPF_NOEXIST) == 0;
-  emit_proc(AS_EV_EXEC, tgid, fresh && hold_current(p, tgid, 0), p->comm, &id, 0, ended);
+  e->held = fresh && hold_current(p, tgid, 0);
+  e->ruled_out = ruled_out;
+  bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
   return 0;
 }
 
@@ -269,10 +276,16 @@ int BPF_PROG(on_syscall_exit, struct pt_regs *regs, long ret) {
   __u32 tgid = bpf_get_current_pid_tgid() >> 32;
   __u8 *v = bpf_map_lookup_elem(&processes, &tgid);
   if (!wanted(v)) return 0;
-  bool ruled_out = ruled_out_by_name(v); /* before mark_in_process may replace v */
+  bool ruled_out = ruled_out_by_filters(v); /* before mark_in_process may replace v */
   struct file_id id = {};
   struct task_struct *t = bpf_get_current_task_btf();
-  if (bpf_find_vma(t, ret, identify_vma, &id, 0) != 0 || !id.ino) return 0;
+  if (bpf_find_vma(t, ret, identify_vma, &id, 0) != 0) {
+    /* Its memory map busy (a writer holds the lock): the file may be new,
+     * and goes unexamined and unheld. */
+    if (!ruled_out) count(AS_CNT_HOLD_REFUSED);
+    return 0;
+  }
+  if (!id.ino) return 0;
   struct as_file_key key = {.ino = id.ino, .dev = id.dev};
   mark_in_process(tgid, &key);
   if (ruled_out || !to_examine(tgid, &key)) return 0;

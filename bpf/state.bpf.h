@@ -382,6 +382,12 @@ static __always_inline __u8 name_verdict(void) {
   return v ? *v : 0;
 }
 
+/* Whether --cgroup leaves the current process out: it runs outside the
+ * cgroup (at no depth below it). */
+static __always_inline bool outside_cgroup(void) {
+  return cgroup_level && bpf_get_current_ancestor_cgroup_id(cgroup_level) != cgroup_id;
+}
+
 /* Whether samples of the current process are wanted, from allocator probes
  * or (in_process) from its own sampler's probes. Per-process probes only
  * reach traced processes; system-wide ones reach every process mapping the
@@ -398,7 +404,7 @@ static __always_inline bool process_traced(__u32 tgid, bool in_process) {
   } else if (!trace_unknown || name_verdict() == AS_PROC_IGNORED) {
     return false;
   }
-  return !cgroup_level || bpf_get_current_ancestor_cgroup_id(cgroup_level) == cgroup_id;
+  return !outside_cgroup();
 }
 
 /* Marks a process that runs or maps an in-process sampler file. */

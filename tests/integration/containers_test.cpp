@@ -398,5 +398,35 @@ TEST(Filters, ProgramsTheNameRulesOutAreNotHeldForTheirTables) {
   std::remove(out.c_str());
 }
 
+// --cgroup under --all stops no process outside the cgroup: the kernel
+// rules it out at its exec and at each new mapping, before any hold, and
+// leaves its files unknown, so that the first process inside the cgroup to
+// use them is the one held for them. A root whose program's table takes 6 s
+// more to build (on purpose): run outside the cgroup, it goes on at once;
+// run inside afterwards, it is held for that table (so nothing had examined
+// it before) and exact. The bound, 3 s, is half the build, as above.
+TEST(Filters, ProgramsOutsideTheCgroupAreNotHeldForTheirTables) {
+  REQUIRE_BPF();
+  fs::path root = container_root("cgroup-hold-root");
+  Cgroup cg;
+  std::string pprof = temp_path("cgroup-hold.pb.gz");
+  setenv("ALLOCSCOPE_TEST_SLOW_TABLE", "cgroup-hold-root/alloc_sites:6000", 1);
+  auto rec = record_cgroup(cg, pprof);
+  unsetenv("ALLOCSCOPE_TEST_SLOW_TABLE");
+  std::string script = "chroot " + root.string() + " /alloc_sites --threads 1 --scale-pct 1 >/dev/null";
+  double outside = seconds_to_run({"/bin/sh", "-c", script});
+  auto start = std::chrono::steady_clock::now();
+  RunResult r = cg.run_inside(script);
+  double inside = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.status, 0) << r.err;
+  stop(*rec);
+  std::printf("  outside the cgroup: %.2f s; inside: %.2f s\n", outside, inside);
+  EXPECT_LT(outside, 3) << "a process outside the cgroup waited for its table";
+  EXPECT_GE(inside, 6) << "the first process inside was not held: its program was examined before";
+  expect_each_exact(pprof, 1);
+  fs::remove_all(root);
+  std::remove(pprof.c_str());
+}
+
 }  // namespace
 }  // namespace allocscope::test

@@ -83,7 +83,11 @@ struct FakeVerdicts : ProcessVerdicts {
   std::string only;  // when set: the one name accepted
   std::vector<uint32_t> rejected, unrejected;
   bool accept(uint32_t, const std::string& comm, uint64_t) override { return only.empty() || comm == only; }
-  bool judge_name(uint32_t, const std::string& comm) override { return !only.empty() && comm != only; }
+  std::vector<std::string> judged;  // names judge_name was asked about
+  bool judge_name(uint32_t, const std::string& comm) override {
+    judged.push_back(comm);
+    return !only.empty() && comm != only;
+  }
   void reject(uint32_t tgid) override { rejected.push_back(tgid); }
   void unreject(uint32_t tgid, bool) override { unrejected.push_back(tgid); }
   bool keeps_live_at_exit(uint32_t) const override { return false; }
@@ -250,6 +254,34 @@ TEST(EventSink, AHeldProgramTheFilterRulesOutGoesOnAtOnce) {
   f.unwind.continuations[0]();
   EXPECT_EQ(f.kernel.released.size(), 2u);
   EXPECT_EQ(f.kernel.forgotten_files.size(), 1u);
+}
+
+// A program the kernel ruled out (outside --cgroup, or of a name rejected
+// before) was not held and will not be sampled: the program it replaced
+// ends, its live addresses leaving the kernel, and nothing of the new one
+// is judged or examined (no tables built for a process never recorded).
+TEST(EventSink, AProgramTheKernelRulesOutEndsTheOldOneAndIsNotExamined) {
+  Fixture f;
+  f.sink(bytes(stack_event(7, f.tgid, {0x1000}, AS_STOP_COMPLETE)));
+  f.sink(bytes(alloc_event(7, f.tgid, 0x10, 100)));
+  as_proc_event e = process_event(AS_EV_EXEC, f.tgid);
+  e.ruled_out = 1;
+  e.dev = (8 << 20) | 1;
+  e.ino = 4242;
+  f.sink(bytes(e));
+  EXPECT_EQ(f.kernel.forgotten_live, (std::vector<uint64_t>{0x10}));
+  EXPECT_TRUE(f.verdicts.judged.empty());
+  EXPECT_TRUE(f.libraries.examined.empty());
+  EXPECT_TRUE(f.unwind.execs.empty());
+  EXPECT_TRUE(f.unwind.prepared.empty());
+  EXPECT_TRUE(f.kernel.released.empty());
+  EXPECT_TRUE(f.kernel.forgotten_files.empty());
+
+  e.ruled_out = 0;  // the same program, not ruled out: judged and examined
+  f.sink(bytes(e));
+  EXPECT_EQ(f.verdicts.judged, (std::vector<std::string>{"worker"}));
+  EXPECT_EQ(f.libraries.examined, (std::vector<uint32_t>{f.tgid}));
+  EXPECT_EQ(f.unwind.execs.size(), 1u);
 }
 
 TEST(EventSink, AProcessThatExitsFreesWhatItHeldInTheKernel) {

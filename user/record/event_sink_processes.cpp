@@ -63,6 +63,9 @@ std::string EventSink::last_name(uint32_t tgid) const {
 // its name rules it out: a filter's others are never stopped for it.
 void EventSink::on_exec(const as_proc_event& e) {
   end_instance(e.tgid, false, e.ended & AS_ENDED_IN_PROCESS);
+  // Outside --cgroup, or of a name rejected before: the kernel neither
+  // samples nor held it, and nothing of it is examined.
+  if (e.ruled_out) return;
   if (hooks_.verdicts.judge_name(e.tgid, comm_of(e.comm))) {
     // Nothing of it will be sampled: its files are not examined for it.
     if (e.held) {
