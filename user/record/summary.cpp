@@ -151,8 +151,9 @@ void print_warnings(const RecordingState& s, const RecordConfig& config) {
   if (uint64_t n = k[AS_CNT_HOLD_REFUSED] + s.held_too_long)
     print_error("warning: " + std::to_string(n) +
                 " process(es) mapping a new file ran on before it was examined (the table of held "
-                "processes was full, their memory map was busy, or the wait passed its bound): their first "
-                "allocations may be missing");
+                "processes was full, or the wait passed its bound), or mapped a file the kernel could not "
+                "name (their memory map was busy; perhaps a file examined before): their first allocations "
+                "through it may be missing");
   if (s.libraries_missed) {
     std::string names;
     for (const std::string& n : s.missed_names) names += "\n  " + n;
