@@ -108,9 +108,10 @@ class Cgroup {
   }
   ~Cgroup() { fs::remove(path_); }
   const std::string& name() const { return name_; }
-  // `script` run by sh inside the cgroup.
+  // `script` run by sh inside the cgroup, from its exec (a shell that moved
+  // itself in would have run its program outside: not examined for it).
   RunResult run_inside(const std::string& script) const {
-    return run({"/bin/sh", "-c", "echo $$ > " + path_ + "/cgroup.procs && " + script});
+    return run({"/bin/sh", "-c", script}, 300000, path_);
   }
 
  private:

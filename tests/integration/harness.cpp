@@ -43,11 +43,22 @@ uint64_t now_ms() {
   return uint64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
+// In a forked child: joins the cgroup whose cgroup.procs is `procs`, or
+// says why not and ends (only async-signal-safe calls here).
+void join_cgroup(const char* procs) {
+  int fd = open(procs, O_WRONLY | O_CLOEXEC);
+  if (fd >= 0 && write(fd, "0", 1) == 1 && close(fd) == 0) return;
+  const char why[] = "harness: could not join the cgroup\n";
+  (void)!write(2, why, sizeof why - 1);
+  _exit(126);
+}
+
 }  // namespace
 
-Child::Child(const std::vector<std::string>& argv) {
+Child::Child(const std::vector<std::string>& argv, const std::string& cgroup) {
   int out[2], err[2];
   if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) abort();
+  std::string procs = cgroup.empty() ? "" : cgroup + "/cgroup.procs";  // made before the fork
   pid_t parent = getpid();
   pid_ = fork();
   if (pid_ == 0) {
@@ -56,6 +67,7 @@ Child::Child(const std::vector<std::string>& argv) {
     if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent) _exit(127);
     dup2(out[1], 1);
     dup2(err[1], 2);
+    if (!procs.empty()) join_cgroup(procs.c_str());
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -142,8 +154,8 @@ int Child::wait(int timeout_ms) {
   }
 }
 
-RunResult run(const std::vector<std::string>& argv, int timeout_ms) {
-  Child c(argv);
+RunResult run(const std::vector<std::string>& argv, int timeout_ms, const std::string& cgroup) {
+  Child c(argv, cgroup);
   int status = c.wait(timeout_ms);
   return {status, c.out(), c.err()};
 }

@@ -26,7 +26,9 @@ std::string bpf_unavailable();
 // A child process with its stdout and stderr in pipes.
 class Child {
  public:
-  explicit Child(const std::vector<std::string>& argv);
+  // `cgroup`: a cgroup v2 directory the child joins before it runs argv (as
+  // a container runtime's payload does), none when empty.
+  explicit Child(const std::vector<std::string>& argv, const std::string& cgroup = "");
   ~Child();
   Child(const Child&) = delete;
 
@@ -53,7 +55,7 @@ struct RunResult {
   int status;
   std::string out, err;
 };
-RunResult run(const std::vector<std::string>& argv, int timeout_ms = 300000);
+RunResult run(const std::vector<std::string>& argv, int timeout_ms = 300000, const std::string& cgroup = "");
 
 // Folded file -> frame list (root first) -> value.
 using Folded = std::map<std::vector<std::string>, double>;
