@@ -58,7 +58,13 @@ void join_cgroup(const char* procs) {
 Child::Child(const std::vector<std::string>& argv, const std::string& cgroup) {
   int out[2], err[2];
   if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) abort();
-  std::string procs = cgroup.empty() ? "" : cgroup + "/cgroup.procs";  // made before the fork
+  // Made before the fork: the child allocates nothing in a cgroup it joined
+  // (a sample there would be walked through the test binary's code, gone at
+  // the exec that follows before its table is built, and cut short).
+  std::string procs = cgroup.empty() ? "" : cgroup + "/cgroup.procs";
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
   pid_t parent = getpid();
   pid_ = fork();
   if (pid_ == 0) {
@@ -68,9 +74,6 @@ Child::Child(const std::vector<std::string>& argv, const std::string& cgroup) {
     dup2(out[1], 1);
     dup2(err[1], 2);
     if (!procs.empty()) join_cgroup(procs.c_str());
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
     execvp(args[0], args.data());
     _exit(127);
   }

@@ -78,6 +78,7 @@ tests=(
   Containers.FirstProcessOfEachNewCLibraryIsExact
   Containers.ProcessesOfAnOverlayRootAreWalkedWhole
   Filters.ProgramsTheNameRulesOutAreNotHeldForTheirTables
+  Filters.ProgramsOutsideTheCgroupAreNotHeldForTheirTables
   HoldGuard.GuardContinuesTheHeldWhenItsOwnerDies
   Children.ProgramsAShellRunsAreFollowedFromTheStart
   Launch.ACommandSamplesInProcessByDefault
