@@ -161,9 +161,11 @@ std::string percent(double part, double total, int decimals) {
 // same rule after a zoom. Cuts never split a UTF-8 sequence.
 std::string fit_label(std::string_view name, double width) {
   double fit = std::floor((width - 6) / kCharPx);
-  if (fit < 3) return "";
+  if (!(fit >= 3)) return "";  // NaN too
+  // Compared before the conversion: an infinite width (a malformed
+  // profile's values) fits any name, and converts to no size_t.
+  if (fit >= static_cast<double>(name.size())) return std::string(name);
   size_t n = static_cast<size_t>(fit);
-  if (name.size() <= n) return std::string(name);
   size_t cut = n - 2;
   while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;
   return std::string(name.substr(0, cut)) + "..";
