@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -55,15 +54,9 @@ Job run_in_new_cgroup(const std::string& root, const std::string& slice, int n) 
   Job job{slice + "/job-" + std::to_string(n) + ".service", 0};
   std::string dir = root + job.path;
   if (!std::filesystem::create_directory(dir)) return job;
-  pid_t pid = fork();
-  if (pid == 0) {
-    std::ofstream(dir + "/cgroup.procs") << getpid() << "\n";
-    execl(WORKLOAD_BIN, WORKLOAD_BIN, "--threads", "1", "--scale-pct", "1", static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  int status = 0;
-  if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0)
-    job.pid = pid;
+  // Joins before its exec (nothing allocated between fork and exec).
+  Child workload({WORKLOAD_BIN, "--threads", "1", "--scale-pct", "1"}, dir);
+  if (workload.wait() == 0) job.pid = workload.pid();
   std::filesystem::remove(dir);
   return job;
 }
