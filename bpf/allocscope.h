@@ -374,6 +374,7 @@ struct as_stack_event {
   as_u64 id;       /* stack id */
   as_u64 cgroup;   /* the thread's cgroup v2 id (its directory's inode number) */
   as_u64 start_ns; /* when the process started, CLOCK_MONOTONIC ns (its leader's start_time) */
+  as_u64 exec_id;  /* the leader's self_exec_id: each exec makes it higher */
   char comm[AS_COMM_LEN];
   struct as_vma vmas[AS_MAX_VMAS];
   as_u64 frames[AS_MAX_FRAMES]; /* user instruction pointers */
@@ -472,7 +473,7 @@ AS_STATIC_ASSERT(sizeof(struct as_event) == 56, "as_event layout");
 AS_STATIC_ASSERT(sizeof(struct as_alloc_event) == 72, "as_alloc_event layout");
 AS_STATIC_ASSERT(sizeof(struct as_vma) == 40, "as_vma layout");
 AS_STATIC_ASSERT(sizeof(struct as_stack_event) ==
-                     64 + 40 * AS_MAX_VMAS + 8 * AS_MAX_FRAMES + 16 + 16 * AS_MAX_PY_FRAMES,
+                     72 + 40 * AS_MAX_VMAS + 8 * AS_MAX_FRAMES + 16 + 16 * AS_MAX_PY_FRAMES,
                  "as_stack_event layout");
 AS_STATIC_ASSERT(sizeof(struct as_py_layout) == 56, "as_py_layout layout");
 AS_STATIC_ASSERT(sizeof(struct as_py_frame) == 16, "as_py_frame layout");

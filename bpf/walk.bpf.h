@@ -311,6 +311,7 @@ static __always_inline struct walk_scratch *walk_stack(struct pt_regs *ctx, __u1
   ev->id = mix(w->id, stop);
   ev->cgroup = bpf_get_current_cgroup_id();
   ev->start_ns = leader->start_time;
+  ev->exec_id = leader->self_exec_id;
   bpf_probe_read_kernel_str(ev->comm, sizeof(ev->comm), leader->comm);
   return w;
 }

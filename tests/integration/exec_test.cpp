@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -170,6 +171,37 @@ TEST(Exec, ASlowTableBuildLosesNothing) {
     if (frames[0].starts_with("alloc_sites (")) recorded += value;
   EXPECT_GT(recorded, 0);
   std::remove(out.c_str());
+}
+
+// An exec event lost to a full ring buffer (the test makes allocscope treat
+// every one as lost): the program that replaced the shell is told from it
+// by the exec count its stacks carry. Each is under its own name, and the
+// workload's sites are exact, none left under the shell (where they all went
+// when programs were told apart by exec events alone).
+TEST(Exec, AProgramWhoseExecEventWasLostIsToldApartByItsStacks) {
+  REQUIRE_BPF();
+  constexpr int kScale = 2;
+  std::string out = temp_path("exec-lost.folded"), json = temp_path("exec-lost.json");
+  setenv("ALLOCSCOPE_TEST_LOSE_EXECS", "1", 1);
+  RunResult r =
+      run({ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", out, "-o", json, "--", "/bin/sh", "-c",
+           "exec " + std::string(WORKLOAD_BIN) + " --threads 1 --scale-pct " + std::to_string(kScale)});
+  unsetenv("ALLOCSCOPE_TEST_LOSE_EXECS");
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::ifstream in(json);
+  auto doc = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_TRUE(doc.is_object());
+  EXPECT_EQ(doc["counters"].value("ended_programs_found_replaced", 0ULL), 1ULL);
+  std::map<std::string, Folded> by_program;
+  for (const auto& [frames, value] : read_folded(out))
+    by_program[frames[0].substr(0, frames[0].rfind(" ("))][frames] = value;
+  EXPECT_FALSE(by_program["sh"].empty()) << "the shell allocates before its exec";
+  for (const site_spec& s : kSites) {
+    double truth = site_truth(s, 1, kScale).bytes;
+    EXPECT_EQ(site_value(by_program["alloc_sites"], s.function, s.allocator), truth) << s.function;
+    EXPECT_EQ(site_value(by_program["sh"], s.function, s.allocator), 0) << s.function;
+  }
+  for (const std::string& f : {out, json}) std::remove(f.c_str());
 }
 
 }  // namespace

@@ -81,6 +81,7 @@ tests=(
   Filters.ProgramsOutsideTheCgroupAreNotHeldForTheirTables
   HoldGuard.GuardContinuesTheHeldWhenItsOwnerDies
   Children.ProgramsAShellRunsAreFollowedFromTheStart
+  Exec.AProgramWhoseExecEventWasLostIsToldApartByItsStacks
   Launch.ACommandSamplesInProcessByDefault
   Launch.ATreeIsSampledProcessByProcess
   Agent.GoPprofReadsEachTargetAndItMatchesTruth

@@ -332,6 +332,45 @@ TEST(EventSink, AProcessGoneWithoutItsExitEventEndsAtTheSecondCheck) {
   EXPECT_EQ(f.sink.processes().running(), 1u);
 }
 
+// A program whose exec event was lost (the ring buffer was full) ends at the
+// first stack of the program that replaced it, as its exec would have ended
+// it; a later process given its pid (its exit lost) ends it as an exit.
+// Stacks of the same program, or of an earlier one, change nothing.
+TEST(EventSink, AStackOfALaterProgramEndsTheOneWhoseExecOrExitWasLost) {
+  Fixture f;
+  auto stack = [&](uint64_t id, uint64_t start_ns, uint64_t exec_id, const char* comm) {
+    as_stack_event e = stack_event(id, f.tgid, {0x1000}, AS_STOP_COMPLETE);
+    e.start_ns = start_ns;
+    e.exec_id = exec_id;
+    std::strcpy(e.comm, comm);
+    f.sink(bytes(e));
+    return f.sink.processes().find(f.tgid).value_or(UINT32_MAX);
+  };
+  uint32_t shell = stack(1, 100, 5, "sh");
+  f.sink(bytes(alloc_event(1, f.tgid, 0x10, 100)));
+  EXPECT_EQ(stack(2, 100, 5, "sh"), shell);
+  EXPECT_EQ(stack(3, 100, 4, "sh"), shell) << "no stack of an earlier program follows its exec";
+  EXPECT_EQ(f.sink.ended_by_stacks(), 0u);
+
+  uint32_t compiler = stack(4, 100, 6, "cc1");
+  EXPECT_NE(compiler, shell);
+  EXPECT_EQ(f.sink.processes().instance(compiler).comm, "cc1");
+  EXPECT_TRUE(f.sink.processes().instance(shell).ended);
+  EXPECT_EQ(f.kernel.forgotten_live, (std::vector<uint64_t>{0x10})) << "the replaced program's memory goes";
+  EXPECT_EQ(f.libraries.examined, (std::vector<uint32_t>{f.tgid})) << "the new program is looked at";
+  f.sink(bytes(alloc_event(4, f.tgid, 0x20, 100)));
+  ASSERT_EQ(f.profile.stacks().size(), 2u);
+  EXPECT_EQ(f.profile.stacks()[0].pid, shell);
+  EXPECT_EQ(f.profile.stacks()[1].pid, compiler);
+
+  uint32_t server = stack(5, 200, 1, "server");
+  EXPECT_NE(server, compiler);
+  EXPECT_TRUE(f.sink.processes().instance(compiler).ended);
+  EXPECT_EQ(f.libraries.examined.size(), 1u) << "a process that exited ran no new program";
+  EXPECT_EQ(f.sink.ended_by_stacks(), 2u);
+  EXPECT_EQ(f.sink.processes().running(), 1u);
+}
+
 TEST(EventSink, ExactTotalsAreFoldedInAsWhatChanged) {
   Fixture f;
   f.sink(bytes(stack_event(7, f.tgid, {0x1000}, AS_STOP_COMPLETE)));

@@ -22,10 +22,12 @@ struct ProcessInstance {
   uint64_t serial = 0;    // order of making, from 1; 0: a released slot
   uint64_t cgroup = 0;    // the cgroup v2 id of its first sample (0: unknown)
   // As the kernel told at its first sample (0: unknown): its id in its own
-  // PID namespace (a container's view) and when it started (CLOCK_MONOTONIC
-  // ns), which tells it from a later process given the same id.
+  // PID namespace (a container's view), when it started (CLOCK_MONOTONIC
+  // ns), which tells it from a later process given the same id, and its
+  // exec count, which tells it from a later program of the same process.
   uint32_t ns_tgid = 0;
   uint64_t start_ns = 0;
+  uint64_t exec_id = 0;
   uint64_t ended_ms = 0;  // when it ended, on the recording's clock
   // Its namespace pid where outputs show one: only when it is not its pid.
   uint32_t shown_ns_pid() const { return ns_tgid != tgid ? ns_tgid : 0; }
@@ -45,9 +47,10 @@ class ProcessTable {
   std::optional<uint32_t> end(uint32_t tgid, bool in_process = false, uint64_t now_ms = 0);
   void reject(uint32_t id);
   void set_cgroup(uint32_t id, uint64_t cgroup) { instances_[id].cgroup = cgroup; }
-  void set_start(uint32_t id, uint32_t ns_tgid, uint64_t start_ns) {
+  void set_start(uint32_t id, uint32_t ns_tgid, uint64_t start_ns, uint64_t exec_id) {
     instances_[id].ns_tgid = ns_tgid;
     instances_[id].start_ns = start_ns;
+    instances_[id].exec_id = exec_id;
   }
   // Ended instances that nothing refers to any more (`held` is false for
   // them: their stacks were forgotten) give their ids back for new

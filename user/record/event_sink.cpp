@@ -98,6 +98,7 @@ uint32_t EventSink::dispatch(std::span<const uint8_t> data) {
   } else if (kind >= AS_EV_FORK && kind <= AS_EV_MMAP && data.size() >= sizeof(as_proc_event)) {
     as_proc_event e;
     std::memcpy(&e, data.data(), sizeof e);
+    if (e.kind == AS_EV_EXEC && lost_for_test(e)) return kind;
     if (e.kind == AS_EV_EXIT && waiting_.holds(e.tgid)) {
       hold(e.tgid, data, 0, 0);  // its stacks are still walked whole
       return kind;
@@ -152,9 +153,10 @@ std::optional<uint32_t> EventSink::instance_for(const as_stack_event& head, cons
   bool made;
   uint32_t tgid = head.tgid;
   uint32_t id = processes_.current(tgid, comm, &made);
+  if (!made && end_if_replaced(id, head)) id = processes_.current(tgid, comm, &made);
   if (made) {  // first sample: judge it, and read its mappings while it lives
     processes_.set_cgroup(id, head.cgroup);
-    processes_.set_start(id, head.ns_tgid, head.start_ns);
+    processes_.set_start(id, head.ns_tgid, head.start_ns, head.exec_id);
     if (!hooks_.verdicts.accept(tgid, comm, head.cgroup)) {
       processes_.reject(id);
       hooks_.verdicts.reject(tgid);

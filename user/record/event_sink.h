@@ -111,6 +111,9 @@ class EventSink {
   // was full). Each ends as an exit would end it; returns how many.
   size_t end_vanished(const std::function<bool(uint32_t)>& alive, bool drained = false);
   uint64_t ended_unseen() const { return ended_unseen_; }
+  // Instances ended by a stack of a later program or process with their
+  // pid (its exec or exit event was lost).
+  uint64_t ended_by_stacks() const { return ended_by_stacks_; }
   // The name a process had at its last exec or exit, for processes that
   // sent no sample (all lost); "" when not known.
   std::string last_name(uint32_t tgid) const;
@@ -132,6 +135,8 @@ class EventSink {
   void on_process(const as_proc_event& e);
   void on_exec(const as_proc_event& e);
   void end_instance(uint32_t tgid, bool exited, bool in_process);
+  bool end_if_replaced(uint32_t id, const as_stack_event& head);
+  bool lost_for_test(const as_proc_event& exec);
   void finish_exact(uint32_t instance, bool keep_live);
   void forget_untracked(uint32_t tgid, uint64_t addr, uint16_t flags);
   std::optional<uint32_t> instance_for(const as_stack_event& head, const std::string& comm,
@@ -161,7 +166,7 @@ class EventSink {
   std::map<uint32_t, ProcessDrops> drops_;
   std::unordered_map<uint32_t, std::string> last_names_;  // bounded: see on_process
   std::unordered_map<uint32_t, uint32_t> vanishing_;      // tgid -> running instance found gone once
-  uint64_t ended_unseen_ = 0;
+  uint64_t ended_unseen_ = 0, ended_by_stacks_ = 0;
   std::vector<Mapping> kernel_maps_;
   // Long enough for a large program's table on a loaded machine.
   static constexpr uint64_t kMaxWaitNs = 10'000'000'000;

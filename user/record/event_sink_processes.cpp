@@ -1,5 +1,6 @@
 // The sink's side of process lifecycle events: a program that ends (exit,
 // or exec of another) has its instance retired; a new one is judged.
+#include <cstdlib>
 #include <string>
 
 #include "record/clocks.h"
@@ -50,6 +51,38 @@ size_t EventSink::end_vanished(const std::function<bool(uint32_t)>& alive, bool 
   vanishing_ = std::move(gone);
   ended_unseen_ += ended;
   return ended;
+}
+
+// A stack of a later program than the instance's (its exec event was lost:
+// the ring buffer was full), or of a later process with its pid (so was its
+// exit): the instance ends as that event would have ended it, so that
+// neither shares its samples, mappings or live memory with the other. An
+// earlier program's stack (none should follow its exec) stays with it.
+bool EventSink::end_if_replaced(uint32_t id, const as_stack_event& head) {
+  const ProcessInstance& p = processes_.instance(id);
+  bool other_process = p.start_ns != head.start_ns;
+  if (!other_process && p.exec_id >= head.exec_id) return false;
+  uint32_t tgid = p.tgid;
+  end_instance(tgid, other_process, false);
+  ++ended_by_stacks_;
+  if (!other_process) {  // as on_exec does, for what it can without the event
+    symbolizer_.track(pid_t(tgid));
+    hooks_.libraries.on_exec(tgid);
+  }
+  return true;
+}
+
+// ALLOCSCOPE_TEST_LOSE_EXECS=1 takes every exec event for one the ring
+// buffer lost, as the kernel then leaves it (not held, its file not marked
+// seen): the tests prove with it that programs are told apart by stacks.
+bool EventSink::lost_for_test(const as_proc_event& exec) {
+  static const bool lose = std::getenv("ALLOCSCOPE_TEST_LOSE_EXECS") != nullptr;
+  if (!lose) return false;
+  if (exec.held) {
+    hooks_.kernel.forget_file(exec.dev, exec.ino);
+    hooks_.kernel.release_held(exec.tgid);
+  }
+  return true;
 }
 
 std::string EventSink::last_name(uint32_t tgid) const {

@@ -130,8 +130,10 @@ void print_warnings(const RecordingState& s, const RecordConfig& config) {
   if (k[AS_CNT_PROC_DROPS])
     print_error("warning: " + std::to_string(k[AS_CNT_PROC_DROPS]) +
                 " process events were lost (ring buffer full); " + std::to_string(s.sink.ended_unseen()) +
-                " process(es) whose exit was among them were found gone and ended, and a program an exec "
-                "replaced may share its samples with the next. Raise --ringbuf-size.");
+                " process(es) whose exit was among them were found gone and ended, and " +
+                std::to_string(s.sink.ended_by_stacks()) +
+                " program(s) whose exec or exit was among them were ended by the next one's stacks. Raise "
+                "--ringbuf-size.");
   if (k[AS_CNT_PROC_TABLE_FULL] + s.verdicts_refused)
     print_error(
         "warning: the process table was full; some children were not followed. Raise --max-processes.");
@@ -196,6 +198,7 @@ NamedCounters recording_counters(const RecordingState& s) {
           {"dropped_exact_full_bytes", k[AS_CNT_EXACT_FULL_BYTES]},
           {"dropped_process_events", k[AS_CNT_PROC_DROPS]},
           {"ended_processes_found_gone", s.sink.ended_unseen()},
+          {"ended_programs_found_replaced", s.sink.ended_by_stacks()},
           {"children_not_followed", k[AS_CNT_PROC_TABLE_FULL] + s.verdicts_refused},
           {"libraries_not_probed", s.libraries_missed},
           {"processes_held", k[AS_CNT_HOLDS]},
