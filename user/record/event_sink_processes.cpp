@@ -65,10 +65,9 @@ bool EventSink::end_if_replaced(uint32_t id, const as_stack_event& head) {
   uint32_t tgid = p.tgid;
   end_instance(tgid, other_process, false);
   ++ended_by_stacks_;
-  if (!other_process) {  // as on_exec does, for what it can without the event
-    symbolizer_.track(pid_t(tgid));
-    hooks_.libraries.on_exec(tgid);
-  }
+  // As on_exec does, for what it can without the event (the new instance's
+  // mappings are read where it is made).
+  if (!other_process) hooks_.libraries.on_exec(tgid);
   return true;
 }
 
