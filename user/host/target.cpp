@@ -17,17 +17,17 @@ namespace {
 
 int pidfd_open(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
 
-[[noreturn]] void exec_child(const std::vector<std::string>& command, char** envp, int go_fd, int error_fd) {
+// Only async-signal-safe calls: allocscope may have threads when it forks,
+// and an allocation here could wait forever on a lock one held at fork
+// (and would be sampled as the command's own).
+[[noreturn]] void exec_child(char** argv, char** envp, int go_fd, int error_fd) {
   char byte;
   if (read(go_fd, &byte, 1) != 1)  // the parent gave up: do not run the command
     _exit(127);
   // An ignored signal stays ignored across exec: the command gets the
   // SIGPIPE it would have had without allocscope.
   signal(SIGPIPE, SIG_DFL);
-  std::vector<char*> argv;
-  for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  execvpe(argv[0], argv.data(), envp);
+  execvpe(argv[0], argv, envp);
   int err = errno;
   (void)!write(error_fd, &err, sizeof err);
   _exit(127);
@@ -63,7 +63,9 @@ Result<Target> Target::attach(pid_t pid) {
 Result<Target> Target::launch(const std::vector<std::string>& command,
                               const std::optional<std::vector<std::string>>& environment) {
   // Made before fork: the child may only exec.
-  std::vector<char*> envp;
+  std::vector<char*> argv, envp;
+  for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
   if (environment) {
     for (const std::string& e : *environment) envp.push_back(const_cast<char*>(e.c_str()));
     envp.push_back(nullptr);
@@ -78,7 +80,7 @@ Result<Target> Target::launch(const std::vector<std::string>& command,
   if (pid == 0) {
     go_write.reset();
     err_read.reset();
-    exec_child(command, environment ? envp.data() : environ, go_read.get(),
+    exec_child(argv.data(), environment ? envp.data() : environ, go_read.get(),
                err_write.get());  // never returns
   }
   Target t;
