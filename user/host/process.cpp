@@ -216,4 +216,12 @@ Result<CgroupId> find_cgroup(const std::string& path) {
   return c;
 }
 
+std::vector<char*> exec_strings(const std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (const std::string& s : strings) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
 }  // namespace allocscope

@@ -22,6 +22,10 @@ Result<std::vector<Mapping>> read_maps(pid_t pid);
 // it lives in another mount namespace or was deleted since.
 std::string mapped_file_path(pid_t pid, const Mapping& m);
 
+// A null-terminated array for exec, pointing into `strings` (made before a
+// fork: the child must not allocate).
+std::vector<char*> exec_strings(const std::vector<std::string>& strings);
+
 // The file execvp would run for `command` (PATH searched); "" if none.
 std::string find_program(const std::string& command);
 

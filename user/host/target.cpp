@@ -63,13 +63,8 @@ Result<Target> Target::attach(pid_t pid) {
 Result<Target> Target::launch(const std::vector<std::string>& command,
                               const std::optional<std::vector<std::string>>& environment) {
   // Made before fork: the child may only exec.
-  std::vector<char*> argv, envp;
-  for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  if (environment) {
-    for (const std::string& e : *environment) envp.push_back(const_cast<char*>(e.c_str()));
-    envp.push_back(nullptr);
-  }
+  std::vector<char*> argv = exec_strings(command);
+  std::vector<char*> envp = environment ? exec_strings(*environment) : std::vector<char*>{};
   int go[2], err[2];
   if (pipe2(go, O_CLOEXEC) != 0) return fail_errno("pipe", errno);
   UniqueFd go_read(go[0]), go_write(go[1]);
