@@ -182,7 +182,8 @@ enum as_counter {
   AS_CNT_PY_DEPTH = 40,     /* Python stacks cut at AS_MAX_PY_FRAMES */
   AS_CNT_CGROUP_DROPS = 41, /* cgroups made whose path the full ring buffer did not take */
   AS_CNT_NOT_DEFERRED = 42, /* walks short of a table sent cut short: the ring buffer was half full */
-  AS_CNT_COUNT = 43,
+  AS_CNT_PY_PROCESSES_FULL = 43, /* processes running CPython from a library not walked: python_processes full */
+  AS_CNT_COUNT = 44,
 };
 
 /* The live filter: counters of live samples per hash slot, which lets a
@@ -274,18 +275,30 @@ enum as_stop {
 #define AS_MAX_VMAS 16
 
 /* ---- Python ---------------------------------------------------------------
- * CPython (3.11 and later) keeps its interpreter's frames in memory of its
+ * CPython (3.8 and later) keeps its interpreter's frames in memory of its
  * own: the thread's state points at the innermost, each at its caller. A
  * sampled stack of a Python program carries them (code object and
  * instruction), which userspace reads and puts in place of the native
  * frames of the evaluation loop that ran them. Where the structures lie is
- * per program file (`python_files`, written by userspace from the file's
- * symbols and, from 3.13, the interpreter's own table of offsets). */
+ * per file holding the runtime (`python_files`, written by userspace from
+ * the file's symbols and, from 3.13, the interpreter's own table of
+ * offsets): a program (found by the kernel's exe_file), or a library such as
+ * libpython3.X.so, whose load address is per process (`python_processes`,
+ * written by the kernel when the process maps it, or by userspace). */
 #define AS_MAX_PY_FRAMES 64
 #define AS_PY_ABSENT 0xffff   /* an offset the version does not have */
 #define AS_PY_FRAME_BYTES 128 /* frame fields lie in its first bytes */
 #define AS_PY_MAX_THREADS 256 /* thread states searched for the sampled thread */
 #define AS_PY_INSTR_UNKNOWN 0xffffffffu
+#define AS_PY_NO_OWNER 0xff /* owner_cstack of versions without entry frames */
+#define AS_PY_MAX_PROCESSES 16384 /* python_processes' capacity */
+
+/* What a frame's instruction field holds. */
+enum as_py_instr_kind {
+  AS_PY_INSTR_POINTER = 0,     /* a pointer into the code units (co_code_adaptive): 3.11 on */
+  AS_PY_INSTR_BYTE_OFFSET = 1, /* an int, the byte offset of the last instruction run (f_lasti): 3.8, 3.9 */
+  AS_PY_INSTR_UNIT_INDEX = 2,  /* an int, the code unit index of the last instruction run (f_lasti): 3.10 */
+};
 
 struct as_py_layout {
   as_u64 runtime;       /* _PyRuntime's virtual address in the file */
@@ -304,9 +317,20 @@ struct as_py_layout {
   as_u16 frame_entry;     /* ... (a byte) the first frame its evaluation loop call ran (AS_PY_ABSENT: none) */
   as_u16 code_first_line; /* PyCodeObject: co_firstlineno */
   as_u16 code_units;      /* ... co_code_adaptive, the instructions */
-  as_u8 owner_cstack;     /* owner of the evaluation loop's entry frames (0xff: none) */
+  as_u8 owner_cstack;     /* owner of the evaluation loop's entry frames (AS_PY_NO_OWNER: none) */
   as_u8 frame_bytes;      /* bytes of a frame its fields lie in (at most AS_PY_FRAME_BYTES) */
-  as_u8 pad[6];
+  as_u8 instr_kind;       /* enum as_py_instr_kind */
+  as_u8 frame_per_call;   /* 1: every frame is a call of the evaluation loop of its own (3.8 to 3.10) */
+  as_u8 pad[4];
+  as_u64 exec_offset; /* file offset of exec_vaddr: a mapping's start less its offset, plus it, less
+                         exec_vaddr, is the load bias */
+};
+
+/* A process running CPython from a library: the layout, and the load bias
+ * of the library (its runtime address less its virtual address). */
+struct as_py_process {
+  struct as_py_layout layout;
+  as_u64 bias;
 };
 
 /* One Python frame of a sampled stack. */
@@ -475,7 +499,8 @@ AS_STATIC_ASSERT(sizeof(struct as_vma) == 40, "as_vma layout");
 AS_STATIC_ASSERT(sizeof(struct as_stack_event) ==
                      72 + 40 * AS_MAX_VMAS + 8 * AS_MAX_FRAMES + 16 + 16 * AS_MAX_PY_FRAMES,
                  "as_stack_event layout");
-AS_STATIC_ASSERT(sizeof(struct as_py_layout) == 56, "as_py_layout layout");
+AS_STATIC_ASSERT(sizeof(struct as_py_layout) == 64, "as_py_layout layout");
+AS_STATIC_ASSERT(sizeof(struct as_py_process) == 72, "as_py_process layout");
 AS_STATIC_ASSERT(sizeof(struct as_py_frame) == 16, "as_py_frame layout");
 AS_STATIC_ASSERT(sizeof(struct as_table_event) == 8 + 40, "as_table_event layout");
 AS_STATIC_ASSERT(sizeof(struct as_deferred_walk) == 40, "as_deferred_walk layout");

@@ -22,6 +22,7 @@ struct file_id {
   __u64 ino;
   __u32 dev;
   char name[32];
+  __u64 start, pgoff; /* of a mapping: its start, and its file offset in pages */
 };
 
 static __always_inline void identify(struct file *f, struct file_id *id) {
@@ -120,7 +121,7 @@ static __always_inline void exit_called(void) {
   if (!hold_new_files || !wanted(v)) return;
   struct task_struct *t = bpf_get_current_task_btf();
   struct mm_struct *mm = t->mm;
-  if (!mm || !python_layout(mm) || ruled_out_by_filters(v)) return;
+  if (!mm || !runs_python(tgid, mm) || ruled_out_by_filters(v)) return;
   /* Held only with its event on the way (else none would continue it
    * early). Behind a backlog it may wait longer than a new file's hold
    * (userspace's bound plus the grace): it costs only its exit's delay. */
@@ -142,6 +143,9 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child) {
   }
   if (wanted(v) && (follow_children || trace_unknown))
     emit_proc(AS_EV_FORK, ctgid, ptgid, child->comm, 0, 0, 0);
+  /* A child shares its parent's mappings, CPython's library among them. */
+  struct as_py_process *py = bpf_map_lookup_elem(&python_processes, &ptgid);
+  if (py && bpf_map_update_elem(&python_processes, &ctgid, py, BPF_ANY) != 0) count(AS_CNT_PY_PROCESSES_FULL);
   return 0;
 }
 
@@ -162,6 +166,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
   /* A new program: a fresh countdown, no allocator call in progress, no
    * live entry of its own yet. */
   bpf_map_delete_elem(&process_live, &tgid);
+  bpf_map_delete_elem(&python_processes, &tgid);
   bpf_task_storage_delete(&threads, p);
   bpf_task_storage_delete(&walks, p); /* its mappings and rows were the old program's */
   bpf_task_storage_delete(&row_caches, p);
@@ -202,6 +207,7 @@ int BPF_PROG(on_exit, struct task_struct *p) {
   bpf_map_delete_elem(&processes, &tgid);
   bpf_map_delete_elem(&seen_processes, &tgid);
   bpf_map_delete_elem(&process_live, &tgid);
+  bpf_map_delete_elem(&python_processes, &tgid);
   bpf_map_delete_elem(&held, &tgid); /* killed while held: nothing to continue */
   if (want) emit_proc(AS_EV_EXIT, tgid, 0, p->comm, 0, 0, ended);
   return 0;
@@ -258,8 +264,24 @@ static __always_inline bool to_examine(__u32 tgid, const struct as_file_key *key
 }
 
 static long identify_vma(struct task_struct *task, struct vm_area_struct *vma, void *data) {
-  if (vma->vm_file) identify(vma->vm_file, data);
+  struct file_id *id = data;
+  if (vma->vm_file) identify(vma->vm_file, id);
+  id->start = vma->vm_start;
+  id->pgoff = vma->vm_pgoff;
   return 0;
+}
+
+/* A process mapping the code of a library that holds a CPython runtime
+ * userspace has read (libpython3.X.so): its frames are walked from now on,
+ * from its load bias. A file not read yet is examined (held) as any new
+ * file, and userspace writes the process's entry itself. */
+static __always_inline void note_python_library(__u32 tgid, const struct as_file_key *key,
+                                                const struct file_id *id) {
+  struct as_py_layout *l = bpf_map_lookup_elem(&python_files, key);
+  if (!l) return;
+  struct as_py_process p = {.layout = *l};
+  p.bias = id->start - (id->pgoff << 12) + l->exec_offset - l->exec_vaddr;
+  if (bpf_map_update_elem(&python_processes, &tgid, &p, BPF_ANY) != 0) count(AS_CNT_PY_PROCESSES_FULL);
 }
 
 /* A file mapped executable for the first time (a library, a container's C
@@ -288,6 +310,7 @@ int BPF_PROG(on_syscall_exit, struct pt_regs *regs, long ret) {
   if (!id.ino) return 0;
   struct as_file_key key = {.ino = id.ino, .dev = id.dev};
   mark_in_process(tgid, &key);
+  if (!ruled_out) note_python_library(tgid, &key, &id);
   if (ruled_out || !to_examine(tgid, &key)) return 0;
   emit_proc(AS_EV_MMAP, tgid, hold_current(t, tgid, 0), t->comm, &id, ret, 0);
   return 0;

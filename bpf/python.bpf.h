@@ -31,6 +31,19 @@ static __always_inline __u64 frame_u64(struct walk_scratch *w, __u16 off) {
   return v;
 }
 
+/* The index of the code unit a frame runs, from its instruction field: a
+ * pointer into the code object's units (3.11 on), or f_lasti, an int in
+ * bytes (3.8, 3.9) or units (3.10), negative before the first. */
+static __always_inline __u32 code_unit(struct walk_scratch *w, __u64 code, __u64 instr) {
+  if (w->py.instr_kind == AS_PY_INSTR_POINTER) {
+    __u64 units = code + w->py.code_units;
+    return instr >= units && instr - units < (1ULL << 32) ? (instr - units) / 2 : AS_PY_INSTR_UNKNOWN;
+  }
+  __s32 lasti = (__s32)instr;
+  if (lasti < 0) return AS_PY_INSTR_UNKNOWN;
+  return w->py.instr_kind == AS_PY_INSTR_BYTE_OFFSET ? (__u32)lasti / 2 : (__u32)lasti;
+}
+
 /* One interpreter frame: recorded, unless it is an evaluation loop's entry
  * frame (3.12 on), which only marks where the loop's call began. */
 static long walk_py_frame(__u64 unused, void *data) {
@@ -43,7 +56,7 @@ static long walk_py_frame(__u64 unused, void *data) {
   __u32 n = ev->npy;
   __u8 owner = w->py_buf[w->py.frame_owner & (AS_PY_FRAME_BYTES - 1)];
   w->py_frame = frame_u64(w, w->py.frame_previous);
-  if (owner == w->py.owner_cstack) {
+  if (w->py.owner_cstack != AS_PY_NO_OWNER && owner == w->py.owner_cstack) {
     if (n > 0 && n <= AS_MAX_PY_FRAMES) ev->py_ends |= 1ULL << ((n - 1) & 63);
     return 0;
   }
@@ -54,13 +67,13 @@ static long walk_py_frame(__u64 unused, void *data) {
   }
   struct as_py_frame *out = &ev->py[n & (AS_MAX_PY_FRAMES - 1)];
   __u64 code = frame_u64(w, w->py.frame_code), instr = frame_u64(w, w->py.frame_instr);
-  __u64 units = code + w->py.code_units;
   out->code = code;
-  out->instr = instr >= units && instr - units < (1ULL << 32) ? (instr - units) / 2 : AS_PY_INSTR_UNKNOWN;
+  out->instr = code_unit(w, code, instr);
   out->first_line = 0;
   bpf_probe_read_user(&out->first_line, sizeof(out->first_line),
                       (const void *)(code + w->py.code_first_line));
-  if (w->py.frame_entry != AS_PY_ABSENT && w->py_buf[w->py.frame_entry & (AS_PY_FRAME_BYTES - 1)])
+  if (w->py.frame_per_call ||
+      (w->py.frame_entry != AS_PY_ABSENT && w->py_buf[w->py.frame_entry & (AS_PY_FRAME_BYTES - 1)]))
     ev->py_ends |= 1ULL << (n & 63);
   ev->npy = n + 1;
   ev->id = mix(mix(ev->id, code), out->instr);
@@ -93,6 +106,29 @@ static __always_inline struct as_py_layout *python_layout(struct mm_struct *mm) 
   return bpf_map_lookup_elem(&python_files, &key);
 }
 
+/* Whether process `tgid` (of memory `mm`) runs CPython, from its program
+ * or from a library. */
+static __always_inline bool runs_python(__u32 tgid, struct mm_struct *mm) {
+  return bpf_map_lookup_elem(&python_processes, &tgid) || python_layout(mm);
+}
+
+/* The layout of the CPython the process runs and its _PyRuntime's address:
+ * from a library it mapped (python_processes) or from its program. */
+static __always_inline bool python_runtime(struct walk_scratch *w, __u32 tgid, struct mm_struct *mm,
+                                           __u64 *runtime) {
+  struct as_py_process *p = bpf_map_lookup_elem(&python_processes, &tgid);
+  if (p) {
+    w->py = p->layout;
+    *runtime = p->bias + w->py.runtime;
+    return true;
+  }
+  struct as_py_layout *l = python_layout(mm);
+  if (!l) return false;
+  w->py = *l;
+  *runtime = BPF_CORE_READ(mm, start_code) - w->py.exec_vaddr + w->py.runtime;
+  return true;
+}
+
 /* Adds the Python frames of a CPython program's sampled thread to its
  * stack event (and its id). Nothing for other programs. */
 static __always_inline void walk_python(struct walk_scratch *w) {
@@ -103,11 +139,9 @@ static __always_inline void walk_python(struct walk_scratch *w) {
   struct task_struct *task = bpf_get_current_task_btf();
   struct mm_struct *mm = task->mm;
   if (!mm) return;
-  struct as_py_layout *l = python_layout(mm);
-  if (!l) return;
-  w->py = *l;
+  __u64 runtime = 0;
+  if (!python_runtime(w, task->tgid, mm, &runtime)) return;
   w->py_thread = BPF_CORE_READ(task, thread.fsbase);
-  __u64 runtime = BPF_CORE_READ(mm, start_code) - w->py.exec_vaddr + w->py.runtime;
   __u64 tstate = py_thread_state(w, runtime);
   __u64 frame = tstate ? read_user_u64(tstate, w->py.tstate_frame) : 0;
   if (frame && w->py.cframe_frame != AS_PY_ABSENT) frame = read_user_u64(frame, w->py.cframe_frame);

@@ -328,6 +328,17 @@ struct {
   __type(value, struct as_py_layout);
 } python_files SEC(".maps");
 
+/* Processes running CPython from a library (libpython3.X.so, a plugin's):
+ * written by the kernel when a process maps a file of python_files, copied
+ * at fork, gone at exec and exit; written by userspace for a process found
+ * running or held at the library's first mapping. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, AS_PY_MAX_PROCESSES);
+  __type(key, __u32);
+  __type(value, struct as_py_process);
+} python_processes SEC(".maps");
+
 /* Exact mode: totals per stack id; capacity set by userspace (--max-stacks). */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);

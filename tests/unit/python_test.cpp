@@ -11,6 +11,7 @@
 #include "host/process_memory.h"
 #include "python311_offsets.h"
 #include "symbols/python_code.h"
+#include "symbols/python_layouts.h"
 #include "symbols/python_program.h"
 #include "symbols/python_stack.h"
 

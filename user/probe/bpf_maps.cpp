@@ -74,6 +74,12 @@ Result<void> BpfSession::add_python_file(uint32_t kernel_dev, uint64_t ino, cons
   return {};
 }
 
+Result<void> BpfSession::add_python_process(uint32_t tgid, const as_py_process& process) {
+  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.python_processes), &tgid, &process, BPF_ANY) != 0)
+    return fail_errno("remember a process running CPython from a library", errno);
+  return {};
+}
+
 Result<void> BpfSession::mark_in_process(uint32_t tgid) {
   int fd = bpf_map__fd(skel_->maps.processes);
   uint8_t verdict = 0;

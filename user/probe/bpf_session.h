@@ -89,6 +89,9 @@ class BpfSession {
   Result<void> add_in_process_file(uint32_t kernel_dev, uint64_t ino);
   // A CPython program: the kernel walks its processes' Python frames.
   Result<void> add_python_file(uint32_t kernel_dev, uint64_t ino, const as_py_layout& layout);
+  // Process `tgid` runs CPython from a library (mapped before the kernel
+  // knew the library, or before recording began).
+  Result<void> add_python_process(uint32_t tgid, const as_py_process& process);
   Result<void> mark_in_process(uint32_t tgid);
   // A verdict only where there is none; one removed only if it is `verdict`.
   void set_verdict_if_none(uint32_t tgid, uint8_t verdict);

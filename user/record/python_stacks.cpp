@@ -3,7 +3,10 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include <unistd.h>
+
 #include <cerrno>
+#include <regex>
 
 #include "host/process.h"
 #include "host/process_memory.h"
@@ -18,23 +21,99 @@ constexpr size_t kMaxOtherPrograms = 4096;  // files known not to be walkable, r
 
 uint32_t kernel_dev_of(const Mapping& m) { return m.dev_major << 20 | m.dev_minor; }
 
+std::string base_name(std::string_view path) {
+  size_t slash = path.rfind('/');
+  return std::string(slash == std::string::npos ? path : path.substr(slash + 1));
+}
+
+// A library named as CPython's runtime is (libpython3.12.so.1.0,
+// libpython3.7m.so, libpython2.7.so): its version as the name has it.
+std::optional<std::string> runtime_library_version(std::string_view path) {
+  static const std::regex name(R"(^libpython(\d+(\.\d+)?)[a-z]*\.so)");
+  std::smatch m;
+  std::string base = base_name(path);
+  if (!std::regex_search(base, m, name)) return std::nullopt;
+  return m[1].str();
+}
+
+std::string program_path(pid_t pid) {
+  char buf[4096];
+  ssize_t n = readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), buf, sizeof buf);
+  return n > 0 ? std::string(buf, size_t(n)) : "process " + std::to_string(pid) + "'s program";
+}
+
 }  // namespace
 
-PythonStacks::PythonStacks(Symbolizer& symbolizer, Publish publish)
-    : symbolizer_(symbolizer), publish_(std::move(publish)) {}
+PythonStacks::PythonStacks(Symbolizer& symbolizer, Publish publish, PublishProcess publish_process)
+    : symbolizer_(symbolizer), publish_(std::move(publish)), publish_process_(std::move(publish_process)) {}
 
 void PythonStacks::on_program(pid_t pid, uint32_t kernel_dev, uint64_t ino) {
   FileKey key{kernel_dev, ino};
   auto it = programs_.find(key);
-  const Program* program =
-      it != programs_.end() ? it->second.get() : learn(key, "/proc/" + std::to_string(pid) + "/exe", pid);
+  const Program* program = it != programs_.end()
+                               ? it->second.get()
+                               : learn(key, "/proc/" + std::to_string(pid) + "/exe", program_path(pid));
   if (!program) return;
   uint64_t start = process_start_code(pid);
   if (start && processes_.size() < kMaxProcesses)
     processes_[pid] = {program, start - program->layout.kernel.exec_vaddr};
 }
 
-void PythonStacks::on_process(pid_t pid) { from_process(pid); }
+void PythonStacks::on_process(pid_t pid) {
+  if (from_process(pid).program) return;
+  auto maps = read_maps(pid);
+  if (!maps) return;
+  for (const Mapping& m : *maps)
+    if (m.executable && m.is_file() && runtime_library_version(m.path)) {
+      from_library(pid, m);
+      return;
+    }
+}
+
+void PythonStacks::on_mapping(pid_t pid, uint64_t addr, std::string_view name) {
+  if (!runtime_library_version(name)) return;
+  auto maps = read_maps(pid);
+  if (!maps) return;
+  if (const Mapping* m = find_mapping(*maps, addr); m && m->is_file()) from_library(pid, *m);
+}
+
+void PythonStacks::on_files(const std::vector<std::string>& paths) {
+  for (const std::string& path : paths)
+    if (runtime_library_version(path)) learn_library(path, path);
+}
+
+// The library's runtime, walked in `pid` from the load bias of mapping `m`.
+void PythonStacks::from_library(pid_t pid, const Mapping& m) {
+  const Program* program = learn_library(mapped_file_path(pid, m), m.path);
+  if (!program) return;
+  for (const ElfFile::Segment& s : program->segments) {
+    if (m.offset < s.offset || m.offset >= s.offset + s.size) continue;
+    uint64_t bias = m.start - (m.offset - s.offset + s.vaddr);
+    if (!publish_process_(pid, as_py_process{program->layout.kernel, bias})) {
+      ++counters_.processes_unwalked;
+      return;
+    }
+    ++counters_.library_processes;
+    if (processes_.size() < kMaxProcesses) processes_[pid] = {program, bias};
+    return;
+  }
+}
+
+// A library by its path: its key is the file's own (the kernel's vma's,
+// where /proc's maps may name an overlay's).
+const PythonStacks::Program* PythonStacks::learn_library(const std::string& path, const std::string& shown) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return nullptr;
+  FileKey key{uint32_t(major(st.st_dev) << 20 | minor(st.st_dev)), st.st_ino};
+  if (auto it = programs_.find(key); it != programs_.end()) return it->second.get();
+  return learn(key, path, shown);
+}
+
+void PythonStacks::refuse(const std::string& shown, const std::string& version, const std::string& why) {
+  ++counters_.unsupported;
+  if (refusals_.size() < kMaxRefusals)
+    refusals_.push_back("no frames for " + shown + " (" + version + "): " + why);
+}
 
 // The process's program through its executable (while it lives).
 PythonStacks::Found PythonStacks::from_process(pid_t pid) {
@@ -48,7 +127,9 @@ PythonStacks::Found PythonStacks::from_process(pid_t pid) {
 
 // Reads the file (through the process, which may have run another program
 // since: then it is left for that program's event) and tells the kernel.
-const PythonStacks::Program* PythonStacks::learn(const FileKey& key, const std::string& path, pid_t pid) {
+// `shown`: its name in a refusal.
+const PythonStacks::Program* PythonStacks::learn(const FileKey& key, const std::string& path,
+                                                 const std::string& shown) {
   auto elf = ElfFile::open(path);
   if (!elf) return nullptr;
   auto id = elf->identity();
@@ -62,16 +143,23 @@ const PythonStacks::Program* PythonStacks::learn(const FileKey& key, const std::
   auto program = read_python_program(*elf);
   if (!program) {
     programs_[key] = nullptr;
-    if (program.error().code == ENOENT) return nullptr;
-    ++counters_.unsupported;
-    if (refusals_.size() < kMaxRefusals) refusals_.push_back(program.error().message);
+    const std::string& why = program.error().message;
+    auto named = runtime_library_version(shown);
+    if (program.error().code == ENOENT) {  // a library named as CPython's runtime is is never passed over
+      if (named)
+        refuse(shown, *named,
+               *named < "3" ? "allocscope walks the frames of CPython 3.8 to 3.13"
+                            : "no CPython runtime symbols (_PyRuntime, PyCode_Type): a stripped build?");
+      return nullptr;
+    }
+    size_t colon = why.find(": ");
+    refuse(shown, colon == std::string::npos ? "?" : why.substr(0, colon),
+           colon == std::string::npos ? why : why.substr(colon + 2));
     return nullptr;
   }
   if (programs_.size() - others >= kMaxPrograms || !publish_(key.first, key.second, program->kernel)) {
     programs_[key] = nullptr;
-    ++counters_.unsupported;
-    if (refusals_.size() < kMaxRefusals)
-      refusals_.push_back("process " + std::to_string(pid) + ": no room left for another Python program");
+    refuse(shown, program->version(), "no room left in the kernel's table of CPython runtimes");
     return nullptr;
   }
   auto& made = programs_[key] = std::make_unique<Program>(Program{std::move(*program), elf->segments()});

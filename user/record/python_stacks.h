@@ -1,5 +1,7 @@
-// Python frames in the stacks of CPython programs: the programs the kernel
-// is told to walk (their layout, from the file), the code objects their
+// Python frames in the stacks of CPython programs: the files holding a
+// runtime the kernel is told to walk (their layout, from the file: a
+// program, or a library such as libpython3.X.so, whose load bias is per
+// process), the code objects their
 // stacks name (read from the process, cached per process, checked against
 // reuse), and the frames put in place of the evaluation loop's.
 #pragma once
@@ -28,8 +30,10 @@
 namespace allocscope {
 
 struct PythonCounters {
-  uint64_t programs = 0;          // CPython program files the kernel walks
-  uint64_t unsupported = 0;       // CPython program files it cannot (version, build)
+  uint64_t programs = 0;          // files holding a CPython runtime the kernel walks
+  uint64_t unsupported = 0;       // ... it cannot (version, build, no symbols, no room)
+  uint64_t library_processes = 0;  // processes running CPython from a library, told to the kernel
+  uint64_t processes_unwalked = 0;  // ... not told: the kernel's table of them was full
   uint64_t codes_read = 0;        // code objects read
   uint64_t codes_unreadable = 0;  // ... not readable (process gone, object freed)
   uint64_t unplaced = 0;          // frames put at a stack's outer end (no loop frame left for them)
@@ -40,13 +44,23 @@ class PythonStacks {
  public:
   // `publish`: tells the kernel a program file's layout (kernel device, inode).
   using Publish = std::function<bool(uint32_t kernel_dev, uint64_t ino, const as_py_layout&)>;
-  PythonStacks(Symbolizer& symbolizer, Publish publish);
+  // `publish_process`: tells the kernel a process runs CPython from a library.
+  using PublishProcess = std::function<bool(pid_t, const as_py_process&)>;
+  PythonStacks(Symbolizer& symbolizer, Publish publish, PublishProcess publish_process);
 
   // Process `pid` runs the program file (kernel device, inode): if CPython,
   // the kernel walks its Python frames from now on. Read once per file.
   void on_program(pid_t pid, uint32_t kernel_dev, uint64_t ino);
-  // The same, for a process found running (its /proc/PID/exe).
+  // The same, for a process found running (its /proc/PID/exe), and the
+  // CPython libraries it has mapped.
   void on_process(pid_t pid);
+  // Process `pid` mapped a file not seen before at `addr` (the kernel's
+  // vma names it `name`): a CPython library's frames are walked from now
+  // on, in it and (by the kernel) in every process that maps it later.
+  void on_mapping(pid_t pid, uint64_t addr, std::string_view name);
+  // Files a launched command will map (its loader's list): CPython
+  // libraries among them are walked from the command's first instruction.
+  void on_files(const std::vector<std::string>& paths);
   // Reads the code objects a stack names while its process lives (its
   // walk may be finished later, when the process is gone).
   void read_codes(pid_t pid, std::span<const Mapping> kernel_maps, std::span<const as_py_frame> frames);
@@ -62,7 +76,8 @@ class PythonStacks {
   // the versions walked, and the processes whose small objects are not in
   // the figures (sampled through the C library only). Empty without any.
   std::vector<std::pair<std::string, std::string>> paths() const;
-  // Why CPython programs could not be walked, one line each (bounded).
+  // Why files holding a CPython runtime could not be walked, one line
+  // each: "no frames for FILE (VERSION): why" (bounded).
   const std::vector<std::string>& refusals() const { return refusals_; }
 
  private:
@@ -78,13 +93,17 @@ class PythonStacks {
   // A code object's name, file and lines; nullopt: unreadable.
   using Code = std::optional<PythonCode>;
 
-  const Program* learn(const FileKey& key, const std::string& path, pid_t pid);
+  const Program* learn(const FileKey& key, const std::string& path, const std::string& shown);
+  const Program* learn_library(const std::string& path, const std::string& shown);
+  void refuse(const std::string& shown, const std::string& version, const std::string& why);
+  void from_library(pid_t pid, const Mapping& m);
   Found find_program(pid_t pid, std::span<const Mapping> kernel_maps);
   Found from_process(pid_t pid);
   const Code& code(pid_t pid, const Found& found, const as_py_frame& frame);
 
   Symbolizer& symbolizer_;
   Publish publish_;
+  PublishProcess publish_process_;
   std::map<FileKey, std::unique_ptr<Program>> programs_;  // nullptr: not CPython, or not walkable
   static constexpr size_t kMaxPrograms = 256;             // the kernel's python_files
   static constexpr size_t kMaxCodes = size_t{1} << 18;    // code objects cached, all processes

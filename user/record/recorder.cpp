@@ -156,6 +156,7 @@ Result<void> Recorder::prepare(std::vector<Target>& targets) {
   // (a new one is read at its exec).
   for (pid_t pid : config_.all ? list_processes() : target_processes(targets, follows_children(config_)))
     parts_->python.on_process(pid);
+  if (!plan_.files.empty()) parts_->python.on_files(plan_.files);  // a launched command's libpython
   // The launched command's files (found by running the loader): probed
   // before it runs.
   for (Target& t : targets) {

@@ -43,6 +43,9 @@ struct SessionParts {
         python(symbolizer,
                [session = session.get()](uint32_t dev, uint64_t ino, const as_py_layout& layout) {
                  return session->add_python_file(dev, ino, layout).has_value();
+               },
+               [session = session.get()](pid_t pid, const as_py_process& process) {
+                 return session->add_python_process(uint32_t(pid), process).has_value();
                }),
         sink(profile, symbolizer, {verdicts, kernel, libraries, unwind}, c.max_stacks, c.per_process) {
     sink.use_python(&python);

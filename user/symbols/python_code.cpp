@@ -84,13 +84,17 @@ std::optional<PythonCode> read_python_code(const PythonObjectLayout& l, uint64_t
   auto file = read_str(l, filename, read), name = read_str(l, qualname, read);
   auto table = read_bytes(l, linetable, read);
   if (!file || !name || !table) return std::nullopt;
+  code.kind = l.line_table;
   code.filename = std::move(*file);
   code.qualname = std::move(*name);
   code.linetable = std::move(*table);
   return code;
 }
 
-int32_t python_line(const PythonCode& code, uint32_t instr) {
+namespace {
+
+// 3.11 on: entries of a run of code units each, with the line's change.
+int32_t line_from_locations(const PythonCode& code, uint32_t instr) {
   std::span<const uint8_t> t = code.linetable;
   int32_t line = code.first_line;
   uint64_t start = 0;
@@ -116,6 +120,49 @@ int32_t python_line(const PythonCode& code, uint32_t instr) {
     start += units;
   }
   return 0;
+}
+
+// 3.8, 3.9 (co_lnotab): pairs of a byte offset's increment and the line's
+// (signed); the line of an offset is the last reached at or before it.
+int32_t line_from_line_numbers(const PythonCode& code, uint64_t offset) {
+  std::span<const uint8_t> t = code.linetable;
+  int32_t line = code.first_line;
+  uint64_t at = 0;
+  for (size_t i = 0; i + 1 < t.size(); i += 2) {
+    at += t[i];
+    if (at > offset) break;
+    line += int8_t(t[i + 1]);
+  }
+  return line;
+}
+
+// 3.10 (co_linetable): pairs of a range's length in bytes and the line's
+// change from the last range with a line (-128: a range without).
+int32_t line_from_address_ranges(const PythonCode& code, uint64_t offset) {
+  std::span<const uint8_t> t = code.linetable;
+  int32_t line = code.first_line;
+  uint64_t end = 0;
+  for (size_t i = 0; i + 1 < t.size(); i += 2) {
+    int8_t delta = int8_t(t[i + 1]);
+    if (delta != -128) line += delta;
+    end += t[i];
+    if (offset < end) return delta == -128 ? 0 : line;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int32_t python_line(const PythonCode& code, uint32_t instr) {
+  switch (code.kind) {
+    case PythonLineTable::kLineNumbers:
+      return line_from_line_numbers(code, uint64_t(instr) * 2);
+    case PythonLineTable::kAddressRanges:
+      return line_from_address_ranges(code, uint64_t(instr) * 2);
+    case PythonLineTable::kLocations:
+      break;
+  }
+  return line_from_locations(code, instr);
 }
 
 }  // namespace allocscope

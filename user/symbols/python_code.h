@@ -1,6 +1,8 @@
 // CPython code objects read from a process's memory: the function's
-// qualified name, its file, and the line of each instruction (the location
-// table of 3.11 and later, Objects/locations.md in CPython's tree).
+// qualified name (its name before 3.11), its file, and the line of each
+// instruction: from the location table of 3.11 on (Objects/locations.md in
+// CPython's tree), 3.10's address ranges or the line number table of 3.8
+// and 3.9 (Objects/lnotab_notes.txt of each).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +20,7 @@ struct PythonCode {
   std::string qualname, filename;
   int32_t first_line = 0;
   int32_t first_traceable = 0;  // code units before it set the frame up
+  PythonLineTable kind = PythonLineTable::kLocations;
   std::vector<uint8_t> linetable;
 };
 

@@ -1,15 +1,17 @@
 #include "symbols/python_program.h"
 
+#include "symbols/python_layouts.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <optional>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace allocscope {
 namespace {
-
-constexpr uint8_t kNoOwner = 0xff;
 
 std::optional<ElfSymbol> find(const std::vector<ElfSymbol>& symbols, const char* name) {
   for (const ElfSymbol& s : symbols)
@@ -62,7 +64,8 @@ enum DebugField : size_t {
 
 Result<PythonProgram> python_313_layout(const std::vector<uint8_t>& d) {
   if (std::memcmp(d.data(), "xdebugpy", 8) != 0) return fail("no _Py_DebugOffsets", ENOTSUP);
-  if (word(d, kFreeThreaded)) return fail("a free-threaded build (its frames are not walked)", ENOTSUP);
+  if (word(d, kFreeThreaded))
+    return fail("a free-threaded build, whose frames allocscope does not walk yet", ENOTSUP);
   PythonProgram p;
   as_py_layout& k = p.kernel;
   k.holder = AS_PY_ABSENT;
@@ -98,79 +101,64 @@ Result<PythonProgram> python_313_layout(const std::vector<uint8_t>& d) {
 
 // The bytes at the start of a frame that hold the fields the walk reads.
 uint32_t frame_extent(const as_py_layout& k) {
-  uint32_t last = std::max({uint32_t(k.frame_code), uint32_t(k.frame_previous), uint32_t(k.frame_instr)}) + 8;
-  return std::max(
-      {last, uint32_t(k.frame_owner) + 1, k.frame_entry == AS_PY_ABSENT ? 0u : uint32_t(k.frame_entry) + 1});
+  auto past = [](uint16_t off, uint32_t size) { return off == AS_PY_ABSENT ? 0u : uint32_t(off) + size; };
+  return std::max({past(k.frame_code, 8), past(k.frame_previous, 8), past(k.frame_instr, 8),
+                   past(k.frame_owner, 1), past(k.frame_entry, 1)});
 }
+
+// The version of a runtime without Py_Version (before 3.11), by the first
+// function of the C API each version added.
+std::pair<int, int> version_by_api(const ElfFile& elf) {
+  std::vector<ElfSymbol> functions = elf.functions();
+  if (find(functions, "Py_IsNone")) return {3, 10};
+  if (find(functions, "PyFrame_GetCode")) return {3, 9};
+  if (find(functions, "PyCode_NewWithPosOnlyArgs")) return {3, 8};
+  return {3, 7};  // _PyRuntime came with 3.7
+}
+
+std::string version_text(int major, int minor) { return std::to_string(major) + "." + std::to_string(minor); }
 
 }  // namespace
-
-PythonProgram python_311_layout() {
-  PythonProgram p;
-  p.major = 3;
-  p.minor = 11;
-  as_py_layout& k = p.kernel;
-  k.holder = 576;  // gilstate.tstate_current
-  k.interp_head = 40;
-  k.threads_head = 16;
-  k.tstate_next = 8;
-  k.tstate_thread = 152;
-  k.tstate_frame = 56;  // cframe
-  k.cframe_frame = 8;   // current_frame
-  k.frame_code = 32;
-  k.frame_previous = 48;
-  k.frame_instr = 56;  // prev_instr
-  k.frame_owner = 69;
-  k.frame_entry = 68;  // is_entry
-  k.code_first_line = 72;
-  k.code_units = 184;
-  k.owner_cstack = kNoOwner;
-  PythonObjectLayout& o = p.objects;
-  o.code_filename = 112;
-  o.code_qualname = 128;
-  o.code_linetable = 136;
-  o.code_first_line = 72;
-  o.code_first_traceable = 168;
-  o.code_units = 184;
-  o.ascii_size = 48;
-  o.compact_size = 72;
-  return p;
-}
 
 Result<PythonProgram> read_python_program(const ElfFile& elf) {
   std::vector<ElfSymbol> objects = elf.objects();
   auto runtime = find(objects, "_PyRuntime"), version = find(objects, "Py_Version");
   auto code_type = find(objects, "PyCode_Type");
-  if (!runtime || !version || !code_type)
-    return fail(elf.path() + ": not a CPython 3.11+ interpreter", ENOENT);
+  if (!runtime || !code_type) return fail(elf.path() + ": no CPython runtime", ENOENT);
+  int major = 0, minor = 0;
+  if (version) {
+    auto hex = read_at(elf, version->vaddr, 4);
+    if (!hex) return fail(hex.error());
+    uint32_t v = 0;
+    std::memcpy(&v, hex->data(), 4);
+    major = int(v >> 24);
+    minor = int((v >> 16) & 0xff);
+  } else {
+    std::tie(major, minor) = version_by_api(elf);
+  }
+  std::string name = version_text(major, minor);
   auto eval = find(elf.functions(), "_PyEval_EvalFrameDefault");
-  auto hex = read_at(elf, version->vaddr, 4);
   auto exec = elf.exec_vaddr();
-  if (!eval || !hex || !exec)
-    return fail(elf.path() + ": CPython without its evaluation loop's symbol", ENOTSUP);
-  uint32_t v = 0;
-  std::memcpy(&v, hex->data(), 4);
-  int major = int(v >> 24), minor = int((v >> 16) & 0xff);
-  Result<PythonProgram> p =
-      fail(elf.path() + ": CPython " + std::to_string(major) + "." + std::to_string(minor) +
-               " (allocscope walks the frames of 3.11 and 3.13)",
-           ENOTSUP);
-  if (major == 3 && minor == 11) {
-    p = python_311_layout();
+  auto exec_offset = exec ? elf.vaddr_to_offset(*exec) : fail("no executable segment");
+  if (!eval || !exec || !exec_offset)
+    return fail(name + ": no symbol of its evaluation loop (_PyEval_EvalFrameDefault)", ENOTSUP);
+  Result<PythonProgram> p = fail(name + ": allocscope walks the frames of CPython 3.8 to 3.13", ENOTSUP);
+  if (auto table = python_table_layout(major, minor)) {
+    p = std::move(*table);
   } else if (major == 3 && minor == 13) {
     auto offsets = read_at(elf, runtime->vaddr, kDebugOffsetsEnd);
     if (!offsets) return fail(offsets.error());
     p = python_313_layout(*offsets);
-    if (!p) return fail(elf.path() + ": CPython 3.13, " + p.error().message, ENOTSUP);
+    if (!p) return fail(name + (p.error().message.starts_with("a free") ? "t: " : ": ") + p.error().message, ENOTSUP);
   }
   if (!p) return p;
   p->major = major;
   p->minor = minor;
   p->kernel.runtime = runtime->vaddr;
   p->kernel.exec_vaddr = *exec;
+  p->kernel.exec_offset = *exec_offset;
   uint32_t extent = frame_extent(p->kernel);
-  if (extent > AS_PY_FRAME_BYTES)
-    return fail(elf.path() + ": CPython frame fields beyond the bytes read", ENOTSUP);
+  if (extent > AS_PY_FRAME_BYTES) return fail(name + ": frame fields beyond the bytes the kernel reads", ENOTSUP);
   p->kernel.frame_bytes = uint8_t(extent);
   p->eval_start = eval->vaddr;
   p->eval_end = eval->vaddr + eval->size;

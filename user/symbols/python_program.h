@@ -1,8 +1,8 @@
-// A CPython interpreter program (3.11, 3.13), read from its file: where its
-// runtime state, thread states, frames and code objects keep what a stack
-// walk needs. 3.13 publishes that itself (_Py_DebugOffsets at the start of
-// _PyRuntime); 3.11 does not, and its offsets are a table of ours, checked
-// against Debian's build by a test.
+// A CPython runtime (3.8 to 3.13), read from the file that holds it (a
+// program, or a library such as libpython3.X.so): where its runtime state,
+// thread states, frames and code objects keep what a stack walk needs.
+// 3.13 publishes that itself (_Py_DebugOffsets at the start of _PyRuntime);
+// before, the offsets are tables of ours (python_layouts.h).
 #pragma once
 
 #include <cstdint>
@@ -14,8 +14,16 @@
 
 namespace allocscope {
 
+// How a code object maps instructions to lines.
+enum class PythonLineTable {
+  kLocations,      // co_linetable, the location table (3.11 on)
+  kLineNumbers,    // co_lnotab, byte offset and line increments (3.8, 3.9)
+  kAddressRanges,  // co_linetable, byte ranges and line deltas (3.10)
+};
+
 // Where a code object's and a string's parts lie.
 struct PythonObjectLayout {
+  PythonLineTable line_table = PythonLineTable::kLocations;
   uint32_t code_filename = 0, code_qualname = 0, code_linetable = 0, code_first_line = 0;
   uint32_t code_first_traceable = 0;  // 0: the version does not say (3.13)
   uint32_t code_units = 0;            // co_code_adaptive
@@ -34,12 +42,10 @@ struct PythonProgram {
   std::string version() const { return std::to_string(major) + "." + std::to_string(minor); }
 };
 
-// The program's interpreter layout. Fails with ENOENT for a file that is
-// not a CPython interpreter, and with ENOTSUP (saying why) for one whose
-// version or build allocscope cannot walk.
+// The file's interpreter layout. Fails with ENOENT for a file that holds
+// no CPython runtime, and with ENOTSUP for one whose version or build
+// allocscope cannot walk, saying why in a message that starts with the
+// version found ("3.14: ...", "3.13t: ...", "3.7: ...").
 Result<PythonProgram> read_python_program(const ElfFile& elf);
-
-// The table of 3.11 (release builds, x86-64).
-PythonProgram python_311_layout();
 
 }  // namespace allocscope
