@@ -13,133 +13,12 @@
 #include <set>
 
 #include "harness.h"
+#include "python_sites.h"
 #include "host/process.h"
 #include "output/pprof.h"
 
 namespace allocscope::test {
 namespace {
-
-struct SiteTruth {
-  double objects = 0, size = 0;
-  bool kept = false;
-};
-using Truths = std::map<std::string, SiteTruth>;
-
-// The workload's last line: per site, objects, bytes each, kept.
-nlohmann::json last_line(const std::string& out) {
-  size_t end = out.find_last_not_of('\n');
-  size_t start = out.rfind('\n', end);
-  return nlohmann::json::parse(out.substr(start == std::string::npos ? 0 : start + 1), nullptr, false);
-}
-
-Truths parse_truth(const std::string& out) {
-  Truths t;
-  auto json = last_line(out);
-  if (!json.is_object()) return t;
-  for (const auto& [name, v] : json.items())
-    if (name != "lines") t[name] = {v["objects"].get<double>(), v["size"].get<double>(), v["kept"]};
-  return t;
-}
-
-// The workload's last line: the line each of its functions allocates from.
-std::map<std::string, int64_t> parse_lines(const std::string& out) {
-  std::map<std::string, int64_t> lines;
-  auto json = last_line(out);
-  if (json.is_object() && json.contains("lines"))
-    for (const auto& [name, line] : json["lines"].items()) lines[name] = line.get<int64_t>();
-  return lines;
-}
-
-// In the samples of the bytes objects (leaf `leaf`), every Python frame of
-// the workload's functions names the workload's file and the line that
-// function allocates them from.
-// Through the C library only the large sites are seen (all_sizes false).
-void expect_lines(const std::string& pprof, const std::map<std::string, int64_t>& lines,
-                  const std::string& file, const std::string& leaf, bool all_sizes) {
-  auto rec = decode_pprof(read_text_file(pprof).value_or(""));
-  ASSERT_TRUE(rec) << rec.error().message;
-  auto name = [&](const RecLine& l) { return rec->functions[l.function].name; };
-  std::set<std::string> seen;
-  size_t wrong = 0;
-  for (const RecSample& s : rec->samples) {
-    if (s.locations.empty() || name(rec->locations[s.locations[0]].lines.at(0)) != leaf) continue;
-    for (uint32_t at : s.locations)
-      for (const RecLine& l : rec->locations[at].lines) {
-        auto it = lines.find(name(l));
-        if (it == lines.end()) continue;
-        seen.insert(it->first);
-        const std::string& in = rec->functions[l.function].filename;
-        if ((l.line != it->second || in != file) && ++wrong <= 5)
-          ADD_FAILURE() << it->first << " at " << in << ":" << l.line << ", not line " << it->second;
-      }
-  }
-  EXPECT_EQ(seen.size(), all_sizes ? lines.size() : lines.size() - 2) << "every marked function seen";
-  EXPECT_EQ(wrong, 0u);
-}
-
-struct SiteTotals {
-  double alloc_objects = 0, alloc_bytes = 0, inuse_objects = 0, inuse_bytes = 0;
-  size_t stacks = 0;
-};
-
-bool has_run(const std::vector<std::string>& frames, const std::vector<std::string>& run) {
-  return std::search(frames.begin(), frames.end(), run.begin(), run.end()) != frames.end();
-}
-
-// Per site, the stacks (root first) that end in `leaf` with the site's
-// Python calls in them: <site>;build;allocate.
-struct Recorded {
-  std::map<std::string, SiteTotals> sites;
-  size_t c_library_callocs = 0;  // site stacks that end in the C library's calloc
-  size_t loop_frames_left = 0;   // stacks with Python frames that still show the evaluation loop
-  size_t under_main = 0, python_stacks = 0;
-};
-
-Recorded read_recording(const std::string& path, const Truths& truths, const std::string& leaf = "calloc",
-                        uint32_t pid = 0) {
-  Recorded r;
-  std::ifstream in(path);
-  auto json = nlohmann::json::parse(in, nullptr, false);
-  if (!json.is_object()) return r;
-  for (const auto& s : json["stacks"]) {
-    std::vector<std::string> frames = s["frames"];
-    if (pid && s["pid"].get<uint32_t>() != pid) continue;
-    if (!has_run(frames, {"build", "allocate"})) continue;
-    ++r.python_stacks;
-    r.under_main += has_run(frames, {"<module>", "main"});
-    for (const std::string& f : frames) r.loop_frames_left += f.rfind("_PyEval_EvalFrameDefault", 0) == 0;
-    r.c_library_callocs += frames.back() == "calloc";
-    if (frames.back() != leaf) continue;
-    for (const auto& [name, truth] : truths) {
-      if (!has_run(frames, {name, "build", "allocate"})) continue;
-      SiteTotals& t = r.sites[name];
-      t.alloc_objects += s["alloc_objects"]["estimate"].get<double>();
-      t.alloc_bytes += s["alloc_space"]["estimate"].get<double>();
-      t.inuse_objects += s["inuse_objects"]["estimate"].get<double>();
-      t.inuse_bytes += s["inuse_space"]["estimate"].get<double>();
-      ++t.stacks;
-    }
-  }
-  return r;
-}
-
-// Exact mode: every object counted under its Python callers, to the byte.
-// Through the C library's allocator only the large ones: the small ones
-// come from CPython's own (`all_sizes`: the preload library counts it).
-void expect_exact(const Recorded& r, const Truths& truths, bool all_sizes = false) {
-  EXPECT_EQ(r.loop_frames_left, 0u) << "every evaluation-loop frame gives way to its Python frames";
-  EXPECT_EQ(r.under_main, r.python_stacks) << "every site under <module>;main";
-  for (const auto& [name, t] : truths) {
-    if (t.size <= 512 && !all_sizes) continue;
-    SCOPED_TRACE(name);
-    auto it = r.sites.find(name);
-    ASSERT_NE(it, r.sites.end());
-    EXPECT_EQ(it->second.alloc_objects, t.objects);
-    EXPECT_EQ(it->second.alloc_bytes, t.objects * t.size);
-    EXPECT_EQ(it->second.inuse_objects, t.kept ? t.objects : 0);
-    EXPECT_EQ(it->second.inuse_bytes, t.kept ? t.objects * t.size : 0);
-  }
-}
 
 TEST(Python, ExactSitesStandUnderTheirPythonCallers) {
   REQUIRE_BPF();
@@ -188,22 +67,6 @@ TEST(Python, AProcessEndingBeforeItsStacksAreReadKeepsItsFrames) {
   ASSERT_EQ(truths.size(), 4u) << rec.out();
   expect_exact(read_recording(out, truths), truths);
   std::remove(out.c_str());
-}
-
-// The large sites of one process (every site: `all_sizes`) within the
-// suite's bound (harness.h, kMaxZ) of their truth, sampled at `rate`.
-void expect_sampled_large_sites(const Recorded& r, const Truths& truths, double rate,
-                                bool all_sizes = false) {
-  for (const auto& [name, t] : truths) {
-    if (t.size <= 512 && !all_sizes) continue;
-    SCOPED_TRACE(name);
-    auto it = r.sites.find(name);
-    ASSERT_NE(it, r.sites.end());
-    double sd = ht_sigma(t.objects, t.size, rate, true);
-    EXPECT_LT(std::fabs(it->second.alloc_bytes - t.objects * t.size) / sd, kMaxZ) << it->second.alloc_bytes;
-    double live = t.kept ? t.objects * t.size : 0;
-    EXPECT_LT(std::fabs(it->second.inuse_bytes - live) / sd, kMaxZ) << it->second.inuse_bytes;
-  }
 }
 
 // Attached to a running interpreter, sampled: each large site within the

@@ -241,10 +241,14 @@ void PythonStacks::place(pid_t pid, std::span<const Mapping> kernel_maps, std::s
 }
 
 std::vector<std::pair<std::string, std::string>> PythonStacks::paths() const {
-  if (versions_.empty()) return {};
+  std::vector<std::pair<std::string, std::string>> out;
+  std::string refused;
+  for (const std::string& r : refusals_) refused += (refused.empty() ? "" : "; ") + r;
+  if (!refused.empty()) out.emplace_back("python_refused", refused);
+  if (versions_.empty()) return out;
   std::string versions;
   for (const std::string& v : versions_) versions += (versions.empty() ? "" : ", ") + v;
-  std::vector<std::pair<std::string, std::string>> out = {{"python", "frames of CPython " + versions}};
+  out.emplace_back("python", "frames of CPython " + versions);
   size_t uncounted = 0;
   for (const auto& [pid, counted] : in_domain_) uncounted += !counted;
   if (uncounted)

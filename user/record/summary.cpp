@@ -97,13 +97,17 @@ void print_process_drops(const RecordingState& s) {
   }
 }
 
-// CPython programs whose frames could not be walked, and why.
+// CPython runtimes whose frames could not be walked, one line each, and why.
 static void print_python_refusals(const RecordingState& s) {
-  if (!s.python || s.python->refusals().empty()) return;
-  std::string why;
-  for (const std::string& r : s.python->refusals()) why += (why.empty() ? "" : "; ") + r;
-  print_error("warning: Python frames not shown for " + std::to_string(s.python->counters().unsupported) +
-              " program(s): " + why);
+  if (!s.python) return;
+  for (const std::string& r : s.python->refusals()) print_error("warning: python: " + r);
+  uint64_t unnamed = s.python->counters().unsupported - s.python->refusals().size();
+  if (unnamed) print_error("warning: python: no frames for " + std::to_string(unnamed) + " more runtime(s)");
+  uint64_t unwalked = s.python->counters().processes_unwalked + s.session.counters()[AS_CNT_PY_PROCESSES_FULL];
+  if (unwalked)
+    print_error("warning: python: no frames for " + std::to_string(unwalked) +
+                " process(es) running CPython from a library: the kernel's table of them (" +
+                std::to_string(AS_PY_MAX_PROCESSES) + ") was full");
 }
 
 void print_warnings(const RecordingState& s, const RecordConfig& config) {
@@ -229,6 +233,9 @@ NamedCounters recording_counters(const RecordingState& s) {
           {"cgroups_unnamed", k[AS_CNT_CGROUP_DROPS]},
           {"python_programs", s.python ? s.python->counters().programs : 0},
           {"python_programs_refused", s.python ? s.python->counters().unsupported : 0},
+          {"python_library_processes", s.python ? s.python->counters().library_processes : 0},
+          {"python_processes_unwalked",
+           (s.python ? s.python->counters().processes_unwalked : 0) + k[AS_CNT_PY_PROCESSES_FULL]},
           {"python_codes_read", s.python ? s.python->counters().codes_read : 0},
           {"python_codes_unreadable", s.python ? s.python->counters().codes_unreadable : 0},
           {"python_frames_unplaced", s.python ? s.python->counters().unplaced : 0},

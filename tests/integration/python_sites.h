@@ -1,0 +1,53 @@
+// What the Python tests share: the sites workloads' truth (python_sites.py,
+// wsgi_sites.py) and a recording's figures for them, checked exactly or
+// within the suite's bound.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace allocscope::test {
+
+struct SiteTruth {
+  double objects = 0, size = 0;
+  bool kept = false;
+};
+using Truths = std::map<std::string, SiteTruth>;
+
+// The workload's last line: per site, objects, bytes each, kept.
+Truths parse_truth(const std::string& out);
+// The workload's last line: the line each of its functions allocates from.
+std::map<std::string, int64_t> parse_lines(const std::string& out);
+// In the samples ending in `leaf`, every Python frame of the workload's
+// functions names `file` and the line it allocates from.
+void expect_lines(const std::string& pprof, const std::map<std::string, int64_t>& lines, const std::string& file,
+                  const std::string& leaf, bool all_sizes);
+
+struct SiteTotals {
+  double alloc_objects = 0, alloc_bytes = 0, inuse_objects = 0, inuse_bytes = 0;
+  size_t stacks = 0;
+};
+
+// Per site, the stacks (root first) that end in `leaf` with the site's
+// Python calls in them: <site>;build;allocate.
+struct Recorded {
+  std::map<std::string, SiteTotals> sites;
+  size_t c_library_callocs = 0;  // site stacks that end in the C library's calloc
+  size_t loop_frames_left = 0;   // stacks with Python frames that still show the evaluation loop
+  size_t under_main = 0, python_stacks = 0;
+};
+Recorded read_recording(const std::string& path, const Truths& truths, const std::string& leaf = "calloc",
+                        uint32_t pid = 0);
+
+// Exact mode: every object counted under its Python callers, to the byte
+// (objects of up to 512 bytes only with `all_sizes`); with `under_main`,
+// every site stack under <module>;main.
+void expect_exact(const Recorded& r, const Truths& truths, bool all_sizes = false, bool under_main = true);
+// The large sites (every site: `all_sizes`) within the suite's bound of
+// their truth, sampled at `rate`.
+void expect_sampled_large_sites(const Recorded& r, const Truths& truths, double rate, bool all_sizes = false);
+
+}  // namespace allocscope::test
