@@ -182,7 +182,8 @@ enum as_counter {
   AS_CNT_PY_DEPTH = 40,     /* Python stacks cut at AS_MAX_PY_FRAMES */
   AS_CNT_CGROUP_DROPS = 41, /* cgroups made whose path the full ring buffer did not take */
   AS_CNT_NOT_DEFERRED = 42, /* walks short of a table sent cut short: the ring buffer was half full */
-  AS_CNT_PY_PROCESSES_FULL = 43, /* processes running CPython from a library not walked: python_processes full */
+  AS_CNT_PY_PROCESSES_FULL =
+      43, /* processes running CPython from a library not walked: python_processes full */
   AS_CNT_COUNT = 44,
 };
 
@@ -290,7 +291,7 @@ enum as_stop {
 #define AS_PY_FRAME_BYTES 128 /* frame fields lie in its first bytes */
 #define AS_PY_MAX_THREADS 256 /* thread states searched for the sampled thread */
 #define AS_PY_INSTR_UNKNOWN 0xffffffffu
-#define AS_PY_NO_OWNER 0xff /* owner_cstack of versions without entry frames */
+#define AS_PY_NO_OWNER 0xff       /* owner_cstack of versions without entry frames */
 #define AS_PY_MAX_PROCESSES 16384 /* python_processes' capacity */
 
 /* What a frame's instruction field holds. */

@@ -9,48 +9,18 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <fstream>
 #include <regex>
 
 #include "harness.h"
 #include "host/process.h"
+#include "pyenv_interpreters.h"
 #include "python_sites.h"
 
 namespace allocscope::test {
 namespace {
 
-struct Interpreter {
-  int minor = 0;
-  std::string path;
-};
-
-// pyenv's interpreters of `minor` versions in [from, to], each the newest
-// patch release there.
-std::vector<Interpreter> pyenv_interpreters(int from = 8, int to = 13) {
-  std::vector<std::string> roots;
-  if (const char* r = getenv("PYENV_ROOT")) roots.push_back(r);
-  if (const char* h = getenv("HOME")) roots.push_back(std::string(h) + "/.pyenv");
-  roots.push_back("/root/.pyenv");
-  static const std::regex version(R"(^(\d+)\.(\d+)\.\d+$)");
-  std::map<int, std::string> found;
-  for (const std::string& root : roots) {
-    std::error_code ec;
-    for (const auto& d : std::filesystem::directory_iterator(root + "/versions", ec)) {
-      std::smatch m;
-      std::string name = d.path().filename().string();
-      if (!std::regex_match(name, m, version)) continue;
-      int major = std::stoi(m[1]), minor = std::stoi(m[2]);
-      std::string path = d.path().string() + "/bin/python" + m[1].str() + "." + m[2].str();
-      if (major == 3 && minor >= from && minor <= to && access(path.c_str(), X_OK) == 0 && !found.contains(minor))
-        found[minor] = path;
-    }
-    if (!found.empty()) break;
-  }
-  std::vector<Interpreter> out;
-  for (const auto& [minor, path] : found) out.push_back({minor, path});
-  return out;
-}
+using Interpreter = PyenvInterpreter;
 
 std::string names(const std::vector<Interpreter>& found) {
   std::string s;
@@ -72,7 +42,8 @@ TEST(PythonLibraries, EveryPyenvInterpreterIsExactUnderItsPythonCallers) {
     RunResult r = run({ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", out, "-o", pprof, "--", i.path,
                        PYTHON_SITES_PY, "--scale-pct", "20"});
     ASSERT_EQ(r.status, 0) << r.err;
-    EXPECT_NE(r.err.find("python: frames of CPython 3." + std::to_string(i.minor)), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("python: frames of CPython 3." + std::to_string(i.minor)), std::string::npos)
+        << r.err;
     Truths truths = parse_truth(r.out);
     ASSERT_EQ(truths.size(), 4u) << r.out;
     expect_exact(read_recording(out, truths), truths);
@@ -153,8 +124,8 @@ TEST(PythonLibraries, TheWholeMachineWalksLibraryRuntimesStartedAnyTime) {
 TEST(PythonLibraries, AProgramEmbeddingLibpythonIsExact) {
   REQUIRE_BPF();
   std::string out = temp_path("embedded.json"), pprof = temp_path("embedded.pb.gz");
-  RunResult r = run({ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", out, "-o", pprof, "--", EMBEDDED_PYTHON_BIN,
-                     PYTHON_SITES_PY, "--scale-pct", "20"});
+  RunResult r = run({ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", out, "-o", pprof, "--",
+                     EMBEDDED_PYTHON_BIN, PYTHON_SITES_PY, "--scale-pct", "20"});
   ASSERT_EQ(r.status, 0) << r.err;
   Truths truths = parse_truth(r.out);
   ASSERT_EQ(truths.size(), 4u) << r.out;
@@ -230,7 +201,8 @@ TEST(PythonLibraries, UwsgiWorkersAttachedAreExact) {
   Uwsgi server;
   ASSERT_TRUE(server.ready()) << "uWSGI did not answer";
   std::string out = temp_path("uwsgi-attached.json");
-  Child rec({ALLOCSCOPE_BIN, "record", "-p", std::to_string(server.pid()), "--children", "--rate", "1", "-o", out});
+  Child rec(
+      {ALLOCSCOPE_BIN, "record", "-p", std::to_string(server.pid()), "--children", "--rate", "1", "-o", out});
   ASSERT_TRUE(rec.wait_for_line("recording process", 60000, true)) << rec.err();
   auto workers = server.run_sites(4);
   rec.signal(SIGINT);
@@ -267,14 +239,16 @@ TEST(PythonLibraries, ARuntimeItCannotWalkIsNamed) {
                      "x = [bytes(3000) for _ in range(100)]"});
   ASSERT_EQ(r.status, 0) << r.err;
   std::string version = "3." + std::to_string(i.minor);
-  std::regex said("warning: python: no frames for \\S*libpython" + std::regex_replace(version, std::regex("\\."), "\\.") +
-                  "\\S*\\.so\\S* \\(" + std::regex_replace(version, std::regex("\\."), "\\.") + "\\): ");
+  std::regex said("warning: python: no frames for \\S*libpython" +
+                  std::regex_replace(version, std::regex("\\."), "\\.") + "\\S*\\.so\\S* \\(" +
+                  std::regex_replace(version, std::regex("\\."), "\\.") + "\\): ");
   EXPECT_TRUE(std::regex_search(r.err, said)) << r.err;
   std::ifstream in(out);
   auto json = nlohmann::json::parse(in, nullptr, false);
   ASSERT_TRUE(json.is_object());
   EXPECT_EQ(json["counters"]["python_programs_refused"], 1);
-  EXPECT_NE(json["paths"].value("python_refused", "").find("(" + version + ")"), std::string::npos) << json["paths"];
+  EXPECT_NE(json["paths"].value("python_refused", "").find("(" + version + ")"), std::string::npos)
+      << json["paths"];
   std::remove(out.c_str());
 }
 

@@ -73,7 +73,8 @@ void expect_lines(const std::string& pprof, const std::map<std::string, int64_t>
   EXPECT_EQ(wrong, 0u);
 }
 
-Recorded read_recording(const std::string& path, const Truths& truths, const std::string& leaf, uint32_t pid) {
+Recorded read_recording(const std::string& path, const Truths& truths, const std::string& leaf,
+                        uint32_t pid) {
   Recorded r;
   std::ifstream in(path);
   auto json = nlohmann::json::parse(in, nullptr, false);

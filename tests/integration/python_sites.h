@@ -4,10 +4,9 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace allocscope::test {
 
@@ -23,8 +22,8 @@ Truths parse_truth(const std::string& out);
 std::map<std::string, int64_t> parse_lines(const std::string& out);
 // In the samples ending in `leaf`, every Python frame of the workload's
 // functions names `file` and the line it allocates from.
-void expect_lines(const std::string& pprof, const std::map<std::string, int64_t>& lines, const std::string& file,
-                  const std::string& leaf, bool all_sizes);
+void expect_lines(const std::string& pprof, const std::map<std::string, int64_t>& lines,
+                  const std::string& file, const std::string& leaf, bool all_sizes);
 
 struct SiteTotals {
   double alloc_objects = 0, alloc_bytes = 0, inuse_objects = 0, inuse_bytes = 0;

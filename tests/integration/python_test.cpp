@@ -13,9 +13,9 @@
 #include <set>
 
 #include "harness.h"
-#include "python_sites.h"
 #include "host/process.h"
 #include "output/pprof.h"
+#include "python_sites.h"
 
 namespace allocscope::test {
 namespace {

@@ -6,10 +6,12 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <iostream>
 #include <sstream>
 
 #include "host/process_memory.h"
-#include "python311_offsets.h"
+#include "pyenv_interpreters.h"
+#include "python_offsets.h"
 #include "symbols/python_code.h"
 #include "symbols/python_layouts.h"
 #include "symbols/python_program.h"
@@ -20,38 +22,94 @@ namespace {
 
 constexpr const char* kPython311 = "/usr/bin/python3.11";
 
-TEST(PythonLayout, The311TableIsDebiansBuild) {
-  struct python311_offsets h = python311_offsets();
-  PythonProgram p = python_311_layout();
-  const as_py_layout& k = p.kernel;
-  EXPECT_EQ(k.holder, h.holder);
-  EXPECT_EQ(k.interp_head, h.interp_head);
-  EXPECT_EQ(k.threads_head, h.threads_head);
-  EXPECT_EQ(k.tstate_next, h.tstate_next);
-  EXPECT_EQ(k.tstate_thread, h.tstate_thread);
-  EXPECT_EQ(k.tstate_frame, h.tstate_frame);
-  EXPECT_EQ(k.cframe_frame, h.cframe_frame);
-  EXPECT_EQ(k.frame_code, h.frame_code);
-  EXPECT_EQ(k.frame_previous, h.frame_previous);
-  EXPECT_EQ(k.frame_instr, h.frame_instr);
-  EXPECT_EQ(k.frame_owner, h.frame_owner);
-  EXPECT_EQ(k.frame_entry, h.frame_entry);
-  EXPECT_EQ(k.code_first_line, h.code_first_line);
-  EXPECT_EQ(k.code_units, h.code_units);
-  const PythonObjectLayout& o = p.objects;
-  EXPECT_EQ(o.code_filename, h.code_filename);
-  EXPECT_EQ(o.code_qualname, h.code_qualname);
-  EXPECT_EQ(o.code_linetable, h.code_linetable);
-  EXPECT_EQ(o.code_first_line, h.code_first_line);
-  EXPECT_EQ(o.code_first_traceable, h.code_first_traceable);
-  EXPECT_EQ(o.code_units, h.code_units);
-  EXPECT_EQ(o.ob_type, h.ob_type);
-  EXPECT_EQ(o.unicode_length, h.unicode_length);
-  EXPECT_EQ(o.unicode_state, h.unicode_state);
-  EXPECT_EQ(o.ascii_size, h.ascii_size);
-  EXPECT_EQ(o.compact_size, h.compact_size);
-  EXPECT_EQ(o.bytes_size, h.bytes_size);
-  EXPECT_EQ(o.bytes_data, h.bytes_data);
+// The offsets each version's headers give, for the versions built here.
+std::vector<struct python_offsets> headers_offsets() {
+  std::vector<struct python_offsets> out = {python311_offsets()};
+#ifdef HAVE_PYTHON38_OFFSETS
+  out.push_back(python38_offsets());
+#endif
+#ifdef HAVE_PYTHON39_OFFSETS
+  out.push_back(python39_offsets());
+#endif
+#ifdef HAVE_PYTHON310_OFFSETS
+  out.push_back(python310_offsets());
+#endif
+#ifdef HAVE_PYTHON312_OFFSETS
+  out.push_back(python312_offsets());
+#endif
+  return out;
+}
+
+// An offset of the table as the headers' convention has it (PY_ABSENT).
+size_t kernel_field(uint32_t v) { return v == AS_PY_ABSENT ? PY_ABSENT : v; }
+size_t object_field(uint32_t v) { return v == 0 ? PY_ABSENT : v; }
+
+TEST(PythonLayout, EachTableIsItsVersionsHeaders) {
+  std::string versions;
+  for (const struct python_offsets& h : headers_offsets()) {
+    versions += " 3." + std::to_string(h.minor);
+    SCOPED_TRACE("3." + std::to_string(h.minor));
+    auto table = python_table_layout(3, int(h.minor));
+    ASSERT_TRUE(table);
+    const as_py_layout& k = table->kernel;
+    EXPECT_EQ(kernel_field(k.holder), h.holder);
+    EXPECT_EQ(k.interp_head, h.interp_head);
+    EXPECT_EQ(k.threads_head, h.threads_head);
+    EXPECT_EQ(k.tstate_next, h.tstate_next);
+    EXPECT_EQ(k.tstate_thread, h.tstate_thread);
+    EXPECT_EQ(k.tstate_frame, h.tstate_frame);
+    EXPECT_EQ(kernel_field(k.cframe_frame), h.cframe_frame);
+    EXPECT_EQ(k.frame_code, h.frame_code);
+    EXPECT_EQ(k.frame_previous, h.frame_previous);
+    EXPECT_EQ(k.frame_instr, h.frame_instr);
+    EXPECT_EQ(kernel_field(k.frame_owner), h.frame_owner);
+    EXPECT_EQ(kernel_field(k.frame_entry), h.frame_entry);
+    EXPECT_EQ(k.code_first_line, h.code_first_line);
+    EXPECT_EQ(kernel_field(k.code_units), h.code_units);
+    EXPECT_EQ(k.frame_per_call, h.minor <= 10);
+    const PythonObjectLayout& o = table->objects;
+    EXPECT_EQ(o.code_filename, h.code_filename);
+    EXPECT_EQ(o.code_qualname, h.code_qualname);
+    EXPECT_EQ(o.code_linetable, h.code_linetable);
+    EXPECT_EQ(o.code_first_line, h.code_first_line);
+    EXPECT_EQ(object_field(o.code_first_traceable), h.code_first_traceable);
+    EXPECT_EQ(object_field(o.code_units), h.code_units);
+    EXPECT_EQ(o.ob_type, h.ob_type);
+    EXPECT_EQ(o.unicode_length, h.unicode_length);
+    EXPECT_EQ(o.unicode_state, h.unicode_state);
+    EXPECT_EQ(o.ascii_size, h.ascii_size);
+    EXPECT_EQ(o.compact_size, h.compact_size);
+    EXPECT_EQ(o.bytes_size, h.bytes_size);
+    EXPECT_EQ(o.bytes_data, h.bytes_data);
+  }
+  std::cerr << "[ headers  ]" << versions << "\n";
+}
+
+// Each pyenv interpreter's runtime library is read as its version.
+TEST(PythonProgram, ReadsEveryPyenvRuntime) {
+  auto found = test::pyenv_interpreters(7, 13);
+  if (found.empty()) GTEST_SKIP() << "no pyenv interpreter here";
+  for (const test::PyenvInterpreter& i : found) {
+    std::string dir = i.path.substr(0, i.path.rfind("/bin/"));
+    std::string lib =
+        dir + "/lib/libpython3." + std::to_string(i.minor) + (i.minor == 7 ? "m" : "") + ".so.1.0";
+    SCOPED_TRACE(lib);
+    auto elf = ElfFile::open(lib);
+    ASSERT_TRUE(elf) << elf.error().message;
+    auto p = read_python_program(*elf);
+    if (i.minor < 8) {
+      ASSERT_FALSE(p);
+      EXPECT_EQ(p.error().code, ENOTSUP);
+      EXPECT_EQ(p.error().message.rfind("3.7: ", 0), 0u) << p.error().message;
+      continue;
+    }
+    ASSERT_TRUE(p) << p.error().message;
+    EXPECT_EQ(p->version(), "3." + std::to_string(i.minor));
+    EXPECT_LE(p->kernel.frame_bytes, AS_PY_FRAME_BYTES);
+    auto exec = elf->exec_vaddr();
+    ASSERT_TRUE(exec);
+    EXPECT_EQ(elf->vaddr_to_offset(*exec).value_or(1), p->kernel.exec_offset);
+  }
 }
 
 TEST(PythonProgram, ReadsDebiansInterpreter) {
@@ -86,20 +144,26 @@ std::string output_of(const std::string& command) {
 }
 
 // Every code object of a few large modules of the standard library: its
-// first line, its table, and CPython's own lines for it (co_lines: start
-// and end in bytes, the line or None).
+// first line, its table, and CPython's own lines for it, as ranges of
+// bytes (co_lines from 3.10; before, dis.findlinestarts).
 constexpr const char* kDumpLines = R"(
-import argparse, asyncio.base_events, collections, email.message, json.decoder, typing, difflib
+import argparse, asyncio.base_events, collections, dis, email.message, json.decoder, typing, difflib
 def walk(code):
     yield code
     for c in code.co_consts:
-        if hasattr(c, "co_lines"):
+        if hasattr(c, "co_code"):
             yield from walk(c)
+def lines(code):
+    if hasattr(code, "co_lines"):
+        return list(code.co_lines())
+    starts = list(dis.findlinestarts(code)) + [(len(code.co_code), 0)]
+    return [(s, e, l) for (s, l), (e, _) in zip(starts, starts[1:])]
 for module in (argparse, asyncio.base_events, collections, email.message, json.decoder, typing, difflib):
     source = open(module.__file__).read()
     for code in walk(compile(source, module.__file__, "exec")):
-        ranges = " ".join(f"{s}:{e}:{l or 0}" for s, e, l in code.co_lines())
-        print(code.co_firstlineno, code.co_linetable.hex(), ranges)
+        table = code.co_linetable if hasattr(code, "co_linetable") else code.co_lnotab
+        ranges = " ".join(f"{s}:{e}:{l or 0}" for s, e, l in lines(code))
+        print(code.co_firstlineno, "x" + table.hex(), ranges)
 )";
 
 std::vector<uint8_t> unhex(const std::string& hex) {
@@ -109,16 +173,19 @@ std::vector<uint8_t> unhex(const std::string& hex) {
   return out;
 }
 
-TEST(PythonLineTable, ReadsEveryInstructionAsCPythonDoes) {
-  std::string dump = output_of(std::string(kPython311) + " -c '" + kDumpLines + "'");
+// Every instruction's line as `python` reads it, and as python_line reads
+// the table of kind `kind`.
+void expect_lines_as_cpython(const std::string& python, PythonLineTable kind) {
+  std::string dump = output_of(python + " -c '" + kDumpLines + "'");
   std::istringstream lines(dump);
   size_t codes = 0, units = 0, wrong = 0;
   for (std::string line; std::getline(lines, line);) {
     std::istringstream in(line);
     PythonCode code;
+    code.kind = kind;
     std::string hex, range;
-    in >> code.first_line >> hex;
-    code.linetable = unhex(hex);
+    in >> code.first_line >> hex;  // "x" before the bytes: a table may be empty
+    code.linetable = unhex(hex.substr(1));
     ++codes;
     while (in >> range) {
       uint32_t start = 0, end = 0;
@@ -131,8 +198,22 @@ TEST(PythonLineTable, ReadsEveryInstructionAsCPythonDoes) {
     }
   }
   EXPECT_GT(codes, 500u);
-  EXPECT_GT(units, 50000u);
+  EXPECT_GT(units, 20000u);  // 3.8 has fewest: 32,502
   EXPECT_EQ(wrong, 0u);
+}
+
+TEST(PythonLineTable, ReadsEveryInstructionAsCPythonDoes) {
+  expect_lines_as_cpython(kPython311, PythonLineTable::kLocations);
+}
+
+TEST(PythonLineTable, ReadsEveryInstructionAsEachPyenvVersionDoes) {
+  auto found = test::pyenv_interpreters();
+  if (found.empty()) GTEST_SKIP() << "no pyenv interpreter here";
+  for (const test::PyenvInterpreter& i : found) {
+    SCOPED_TRACE(i.path);
+    auto table = python_table_layout(3, i.minor);
+    expect_lines_as_cpython(i.path, table ? table->objects.line_table : PythonLineTable::kLocations);
+  }
 }
 
 // A function's code object, read from a running interpreter as the

@@ -130,7 +130,8 @@ void EventSink::on_process(const as_proc_event& e) {
       break;
     case AS_EV_MMAP:
       hooks_.libraries.new_library(e);
-      if (python_) python_->on_mapping(pid_t(e.tgid), e.addr, std::string_view(e.name, strnlen(e.name, sizeof e.name)));
+      if (python_)
+        python_->on_mapping(pid_t(e.tgid), e.addr, std::string_view(e.name, strnlen(e.name, sizeof e.name)));
       if (e.held)  // stopped by the kernel until its new file is probed and its tables are in
         hooks_.unwind.prepare_process(e.tgid, [this, tgid = e.tgid] { hooks_.kernel.release_held(tgid); });
       break;

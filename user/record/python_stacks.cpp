@@ -2,7 +2,6 @@
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-
 #include <unistd.h>
 
 #include <cerrno>

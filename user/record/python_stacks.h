@@ -30,14 +30,14 @@
 namespace allocscope {
 
 struct PythonCounters {
-  uint64_t programs = 0;          // files holding a CPython runtime the kernel walks
-  uint64_t unsupported = 0;       // ... it cannot (version, build, no symbols, no room)
-  uint64_t library_processes = 0;  // processes running CPython from a library, told to the kernel
+  uint64_t programs = 0;            // files holding a CPython runtime the kernel walks
+  uint64_t unsupported = 0;         // ... it cannot (version, build, no symbols, no room)
+  uint64_t library_processes = 0;   // processes running CPython from a library, told to the kernel
   uint64_t processes_unwalked = 0;  // ... not told: the kernel's table of them was full
-  uint64_t codes_read = 0;        // code objects read
-  uint64_t codes_unreadable = 0;  // ... not readable (process gone, object freed)
-  uint64_t unplaced = 0;          // frames put at a stack's outer end (no loop frame left for them)
-  uint64_t cache_cleared = 0;     // times the code cache reached its bound and started afresh
+  uint64_t codes_read = 0;          // code objects read
+  uint64_t codes_unreadable = 0;    // ... not readable (process gone, object freed)
+  uint64_t unplaced = 0;            // frames put at a stack's outer end (no loop frame left for them)
+  uint64_t cache_cleared = 0;       // times the code cache reached its bound and started afresh
 };
 
 class PythonStacks {

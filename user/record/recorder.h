@@ -40,13 +40,14 @@ struct SessionParts {
         kernel(*session),
         unwind(tables, symbolizer, c.unwind == UnwindMode::Dwarf),
         libraries(c, use, *session, symbolizer),
-        python(symbolizer,
-               [session = session.get()](uint32_t dev, uint64_t ino, const as_py_layout& layout) {
-                 return session->add_python_file(dev, ino, layout).has_value();
-               },
-               [session = session.get()](pid_t pid, const as_py_process& process) {
-                 return session->add_python_process(uint32_t(pid), process).has_value();
-               }),
+        python(
+            symbolizer,
+            [session = session.get()](uint32_t dev, uint64_t ino, const as_py_layout& layout) {
+              return session->add_python_file(dev, ino, layout).has_value();
+            },
+            [session = session.get()](pid_t pid, const as_py_process& process) {
+              return session->add_python_process(uint32_t(pid), process).has_value();
+            }),
         sink(profile, symbolizer, {verdicts, kernel, libraries, unwind}, c.max_stacks, c.per_process) {
     sink.use_python(&python);
     sink.use_cgroup_names(&cgroup_names);

@@ -103,7 +103,8 @@ static void print_python_refusals(const RecordingState& s) {
   for (const std::string& r : s.python->refusals()) print_error("warning: python: " + r);
   uint64_t unnamed = s.python->counters().unsupported - s.python->refusals().size();
   if (unnamed) print_error("warning: python: no frames for " + std::to_string(unnamed) + " more runtime(s)");
-  uint64_t unwalked = s.python->counters().processes_unwalked + s.session.counters()[AS_CNT_PY_PROCESSES_FULL];
+  uint64_t unwalked =
+      s.python->counters().processes_unwalked + s.session.counters()[AS_CNT_PY_PROCESSES_FULL];
   if (unwalked)
     print_error("warning: python: no frames for " + std::to_string(unwalked) +
                 " process(es) running CPython from a library: the kernel's table of them (" +

@@ -18,8 +18,8 @@ PythonProgram frame_object_layout(int minor) {
   k.tstate_thread = 176;
   k.tstate_frame = 24;  // frame
   k.cframe_frame = AS_PY_ABSENT;
-  k.frame_code = 32;      // f_code
-  k.frame_previous = 24;  // f_back
+  k.frame_code = 32;                       // f_code
+  k.frame_previous = 24;                   // f_back
   k.frame_instr = minor == 10 ? 96 : 104;  // f_lasti
   k.frame_owner = AS_PY_ABSENT;
   k.frame_entry = AS_PY_ABSENT;

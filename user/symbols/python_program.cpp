@@ -1,7 +1,5 @@
 #include "symbols/python_program.h"
 
-#include "symbols/python_layouts.h"
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -9,6 +7,8 @@
 #include <tuple>
 #include <utility>
 #include <vector>
+
+#include "symbols/python_layouts.h"
 
 namespace allocscope {
 namespace {
@@ -149,7 +149,9 @@ Result<PythonProgram> read_python_program(const ElfFile& elf) {
     auto offsets = read_at(elf, runtime->vaddr, kDebugOffsetsEnd);
     if (!offsets) return fail(offsets.error());
     p = python_313_layout(*offsets);
-    if (!p) return fail(name + (p.error().message.starts_with("a free") ? "t: " : ": ") + p.error().message, ENOTSUP);
+    if (!p)
+      return fail(name + (p.error().message.starts_with("a free") ? "t: " : ": ") + p.error().message,
+                  ENOTSUP);
   }
   if (!p) return p;
   p->major = major;
@@ -158,7 +160,8 @@ Result<PythonProgram> read_python_program(const ElfFile& elf) {
   p->kernel.exec_vaddr = *exec;
   p->kernel.exec_offset = *exec_offset;
   uint32_t extent = frame_extent(p->kernel);
-  if (extent > AS_PY_FRAME_BYTES) return fail(name + ": frame fields beyond the bytes the kernel reads", ENOTSUP);
+  if (extent > AS_PY_FRAME_BYTES)
+    return fail(name + ": frame fields beyond the bytes the kernel reads", ENOTSUP);
   p->kernel.frame_bytes = uint8_t(extent);
   p->eval_start = eval->vaddr;
   p->eval_end = eval->vaddr + eval->size;
