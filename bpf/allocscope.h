@@ -276,16 +276,10 @@ enum as_stop {
 #define AS_MAX_VMAS 16
 
 /* ---- Python ---------------------------------------------------------------
- * CPython (3.8 and later) keeps its interpreter's frames in memory of its
- * own: the thread's state points at the innermost, each at its caller. A
- * sampled stack of a Python program carries them (code object and
- * instruction), which userspace reads and puts in place of the native
- * frames of the evaluation loop that ran them. Where the structures lie is
- * per file holding the runtime (`python_files`, written by userspace from
- * the file's symbols and, from 3.13, the interpreter's own table of
- * offsets): a program (found by the kernel's exe_file), or a library such as
- * libpython3.X.so, whose load address is per process (`python_processes`,
- * written by the kernel when the process maps it, or by userspace). */
+ * CPython's frames (3.8 on), read from its thread state by the kernel and put
+ * in place of the evaluation loop's by userspace. Their layout is per file
+ * holding the runtime (python_files): a program (its exe_file), or a library
+ * (libpython3.X.so) whose load bias is per process (python_processes). */
 #define AS_MAX_PY_FRAMES 64
 #define AS_PY_ABSENT 0xffff   /* an offset the version does not have */
 #define AS_PY_FRAME_BYTES 128 /* frame fields lie in its first bytes */
@@ -294,12 +288,9 @@ enum as_stop {
 #define AS_PY_NO_OWNER 0xff       /* owner_cstack of versions without entry frames */
 #define AS_PY_MAX_PROCESSES 16384 /* python_processes' capacity */
 
-/* What a frame's instruction field holds. */
-enum as_py_instr_kind {
-  AS_PY_INSTR_POINTER = 0,     /* a pointer into the code units (co_code_adaptive): 3.11 on */
-  AS_PY_INSTR_BYTE_OFFSET = 1, /* an int, the byte offset of the last instruction run (f_lasti): 3.8, 3.9 */
-  AS_PY_INSTR_UNIT_INDEX = 2,  /* an int, the code unit index of the last instruction run (f_lasti): 3.10 */
-};
+/* A frame's instruction: a pointer into the code units (3.11 on), or f_lasti
+ * (an int), the last one's byte offset (3.8, 3.9) or code unit (3.10). */
+enum as_py_instr_kind { AS_PY_INSTR_POINTER = 0, AS_PY_INSTR_BYTE_OFFSET = 1, AS_PY_INSTR_UNIT_INDEX = 2 };
 
 struct as_py_layout {
   as_u64 runtime;       /* _PyRuntime's virtual address in the file */
@@ -323,12 +314,10 @@ struct as_py_layout {
   as_u8 instr_kind;       /* enum as_py_instr_kind */
   as_u8 frame_per_call;   /* 1: every frame is a call of the evaluation loop of its own (3.8 to 3.10) */
   as_u8 pad[4];
-  as_u64 exec_offset; /* file offset of exec_vaddr: a mapping's start less its offset, plus it, less
-                         exec_vaddr, is the load bias */
+  as_u64 exec_offset; /* exec_vaddr's file offset (a library's bias: map start - offset + it - exec_vaddr) */
 };
 
-/* A process running CPython from a library: the layout, and the load bias
- * of the library (its runtime address less its virtual address). */
+/* A process running CPython from a library: its layout and load bias. */
 struct as_py_process {
   struct as_py_layout layout;
   as_u64 bias;
