@@ -109,6 +109,11 @@ static void print_python_refusals(const RecordingState& s) {
     print_error("warning: python: no frames for " + std::to_string(unwalked) +
                 " process(es) running CPython from a library: the kernel's table of them (" +
                 std::to_string(AS_PY_MAX_PROCESSES) + ") was full");
+  if (uint64_t gone = s.python->counters().codes_unreadable)
+    print_error("warning: python: " + std::to_string(gone) +
+                " code object(s) were freed before they could be read (a module's top-level code, run once "
+                "at import, ended before allocscope reached its samples): their frames show as "
+                "[python code unreadable]");
 }
 
 void print_warnings(const RecordingState& s, const RecordConfig& config) {
