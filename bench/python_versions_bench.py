@@ -19,7 +19,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from python_bench import timed  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SITES = os.path.join(ROOT, "tests", "workloads", "python_sites.py")
@@ -40,14 +42,6 @@ def interpreters():
     for minor in sorted(newest):
         found.append((f"pyenv 3.{minor} (libpython)", newest[minor][1]))
     return found
-
-
-def timed(argv):
-    t0 = time.monotonic()
-    proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    if proc.returncode != 0:
-        sys.exit(f"{argv[:8]} failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    return time.monotonic() - t0
 
 
 def samples(path):

@@ -249,49 +249,6 @@ TEST(PythonLibraries, PreloadCountsEveryPyenvInterpretersOwnAllocatorExactly) {
   }
 }
 
-// Through the agent: a library runtime's processes (the newest pyenv
-// interpreter, two of them: the first held at the library's mapping, the
-// second entered by the kernel), each large site within the suite's bound.
-TEST(PythonLibraries, TheAgentServesLibraryRuntimesFrames) {
-  REQUIRE_BPF();
-  std::vector<Interpreter> found = pyenv_interpreters();
-  if (found.empty()) GTEST_SKIP() << "no pyenv interpreter of 3.8 to 3.13 on this machine";
-  int port = free_port();
-  constexpr double kRate = 64 * 1024;
-  Child agent({ALLOCSCOPE_BIN, "agent", "--listen", "127.0.0.1:" + std::to_string(port), "--rate", "64KiB",
-               "--comm", "^python3"});
-  ASSERT_TRUE(agent.wait_for_line("recording: probes attached", 60000, true)) << agent.err();
-  Child first({found.back().path, PYTHON_SITES_PY, "--wait", "--hold"});
-  ASSERT_TRUE(first.wait_for_line("ready", 20000));
-  Child second({found.back().path, PYTHON_SITES_PY, "--wait", "--hold"});
-  ASSERT_TRUE(second.wait_for_line("ready", 20000));
-  std::vector<Child*> interpreters = {&first, &second};
-  for (Child* c : interpreters) c->signal(SIGUSR1);
-  for (Child* c : interpreters) ASSERT_TRUE(c->wait_for_line("}", 60000));
-  httplib::Client client("127.0.0.1", port);
-  client.set_read_timeout(60);
-  auto res = client.Get("/debug/pprof/allocs");
-  ASSERT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");
-  std::string pprof = temp_path("pyenv-agent.pb.gz"), out = temp_path("pyenv-agent.json");
-  std::ofstream(pprof, std::ios::binary) << res->body;
-  RunResult report = run({ALLOCSCOPE_BIN, "report", pprof, "-o", out});
-  ASSERT_EQ(report.status, 0) << report.err;
-  for (Child* c : interpreters) c->signal(SIGUSR1);
-  for (Child* c : interpreters) EXPECT_EQ(c->wait(), 0);
-  agent.signal(SIGINT);
-  EXPECT_EQ(agent.wait(), 0) << agent.err();
-  for (Child* c : interpreters) {
-    SCOPED_TRACE(c == &first ? "first" : "second");
-    Truths truths = parse_truth(c->out());
-    ASSERT_EQ(truths.size(), 4u) << c->out();
-    Recorded r = read_recording(out, truths, "calloc", uint32_t(c->pid()));
-    EXPECT_EQ(r.loop_frames_left, 0u);
-    expect_sampled_large_sites(r, truths, kRate);
-  }
-  std::remove(pprof.c_str());
-  std::remove(out.c_str());
-}
-
 // A runtime allocscope cannot walk is named, with its version and why, in
 // the summary, the recording's paths and a counter: never silent.
 TEST(PythonLibraries, ARuntimeItCannotWalkIsNamed) {

@@ -15,6 +15,7 @@
 #include "harness.h"
 #include "host/process.h"
 #include "output/pprof.h"
+#include "pyenv_interpreters.h"
 #include "python_sites.h"
 
 namespace allocscope::test {
@@ -161,9 +162,11 @@ TEST(Python, EveryInterpreterOfTheMachineHasItsFrames) {
   std::remove(out.c_str());
 }
 
-// Through the agent: Python processes' profiles (3.11, and 3.13 in its
-// root) fetched as a scraper does, each large site under its Python callers
-// within the suite's bound.
+// Through the agent: Python processes' profiles (3.11, 3.13 in its root,
+// and two of the newest pyenv interpreter's, whose runtime is a library:
+// the first held at its mapping, the second entered by the kernel) fetched
+// as a scraper does, each large site under its Python callers within the
+// suite's bound.
 TEST(Python, TheAgentServesPythonFrames) {
   REQUIRE_BPF();
   TrixiePython trixie;
@@ -177,6 +180,14 @@ TEST(Python, TheAgentServesPythonFrames) {
   Child debian13(trixie.command({"--wait", "--hold"}));
   std::vector<Child*> interpreters = {&debian12, &debian13};
   for (Child* c : interpreters) ASSERT_TRUE(c->wait_for_line("ready", 20000));
+  std::vector<std::unique_ptr<Child>> pyenv;
+  if (auto found = pyenv_interpreters(); !found.empty())
+    for (int i = 0; i < 2; ++i) {
+      pyenv.push_back(std::make_unique<Child>(
+          std::vector<std::string>{found.back().path, PYTHON_SITES_PY, "--wait", "--hold"}));
+      interpreters.push_back(pyenv.back().get());
+      ASSERT_TRUE(pyenv.back()->wait_for_line("ready", 20000));  // the second maps a library already read
+    }
   for (Child* c : interpreters) c->signal(SIGUSR1);
   for (Child* c : interpreters) ASSERT_TRUE(c->wait_for_line("}", 60000));
   httplib::Client client("127.0.0.1", port);
@@ -192,7 +203,7 @@ TEST(Python, TheAgentServesPythonFrames) {
   agent.signal(SIGINT);
   EXPECT_EQ(agent.wait(), 0) << agent.err();
   for (Child* c : interpreters) {
-    SCOPED_TRACE(c == &debian12 ? "3.11" : "3.13");
+    SCOPED_TRACE(c == &debian12 ? "3.11" : c == &debian13 ? "3.13" : "pyenv, " + std::to_string(c->pid()));
     Truths truths = parse_truth(c->out());
     ASSERT_EQ(truths.size(), 4u) << c->out();
     Recorded r = read_recording(out, truths, "calloc", uint32_t(c->pid()));
