@@ -56,8 +56,9 @@ fi
 # its filters, children, DWARF and frame-pointer walks, classic probes (and
 # session mode refused where the kernel has no sessions), the agent read by
 # go tool pprof, a killed recorder leaving no probe, a seccomp-confined target,
-# Python frames of Debian's python3.11 (and its processes held at exit), an
-# overlay root's unwind tables.
+# Python frames of Debian's python3.11 (and its processes held at exit), of
+# pyenv's libpython interpreters (entered at their library's mapping) and of a
+# program embedding libpython3.11, an overlay root's unwind tables.
 tests=(
   # /0: alloc_space, /2: inuse_space (the object counts come from the same recordings)
   'Metrics/ExactMode.*/0'
@@ -90,6 +91,8 @@ tests=(
   Python.ExactSitesStandUnderTheirPythonCallers
   Python.AProcessEndingBeforeItsStacksAreReadKeepsItsFrames
   Python.SampledSitesOfAnAttachedInterpreter
+  PythonLibraries.TheWholeMachineWalksLibraryRuntimesStartedAnyTime
+  PythonLibraries.AProgramEmbeddingLibpythonIsExact
 )
 filter=$(IFS=:; echo "${tests[*]}")
 cd /tmp || exit 1
