@@ -1,7 +1,10 @@
 // allocscope's entry point: argv -> one validated config (options.h), then
 // user/ does the work.
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 
 #include "options.h"
@@ -17,6 +20,18 @@ const char* malloc_conf = "background_thread:true,dirty_decay_ms:1000,muzzy_deca
 
 namespace {
 
+// Run as root through sudo, outputs are made for the user who asked: owned
+// by SUDO_UID and SUDO_GID, so that they can read and remove them.
+void outputs_for_sudo_user() {
+  const char* uid = std::getenv("SUDO_UID");
+  const char* gid = std::getenv("SUDO_GID");
+  if (geteuid() != 0 || !uid || !gid) return;
+  char *uid_end = nullptr, *gid_end = nullptr;
+  unsigned long u = std::strtoul(uid, &uid_end, 10), g = std::strtoul(gid, &gid_end, 10);
+  if (*uid && !*uid_end && *gid && !*gid_end && u != 0 && u < 0xffffffffUL && g < 0xffffffffUL)
+    make_outputs_for(unsigned(u), unsigned(g));
+}
+
 int run(int argc, char** argv) {
   CommandLine cli;
   try {
@@ -26,6 +41,7 @@ int run(int argc, char** argv) {
     return code == 0 ? 0 : 2;  // usage errors: the conventional 2, whatever CLI11's kind
   }
   cli.finish();
+  outputs_for_sudo_user();
   if (cli.record->parsed()) return record(cli.record_config);
   if (cli.report->parsed()) return report(cli.report_config);
   if (cli.agent->parsed()) return agent(cli.agent_config);

@@ -62,9 +62,9 @@ std::vector<OutputSpec> output_specs(const std::vector<std::string>& paths, cons
   std::vector<OutputSpec> specs;
   std::optional<unsigned> mode = t.output_mode.empty() ? std::nullopt : parse_mode(t.output_mode);
   for (const std::string& p : paths)
-    specs.push_back({p, format.empty() ? format_for_path(p) : *parse_format(format), mode});
+    specs.push_back({p, format.empty() ? format_for_path(p) : *parse_format(format), mode, !format.empty()});
   if (specs.empty())
-    specs.push_back({fallback_path, format.empty() ? fallback_format : *parse_format(format), mode});
+    specs.push_back({fallback_path, format.empty() ? fallback_format : *parse_format(format), mode, true});
   return specs;
 }
 
@@ -107,7 +107,7 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, OptionText& t) {
   rec->add_option("-o,--output", t.outputs,
                   "Output file, repeatable; the format follows the extension: .pb.gz (pprof), .svg (flame "
                   "graph), .json, .txt (top table), else folded stacks; '-' is stdout. Default: "
-                  "allocscope.folded")
+                  "allocscope.pb.gz (pprof: allocscope report reads it)")
       ->type_name("FILE")
       ->allow_extra_args(false);  // one path per -o, so "-o x -- cmd --flag" stays intact
   rec->add_option("--format", t.format,
@@ -211,7 +211,7 @@ void finish_record(RecordConfig& c, const OptionText& t) {
   c.metric = *parse_metric(t.metric);
   if (!t.interval.empty()) c.interval_ms = *parse_duration_ms(t.interval);
   if (!t.snapshot_above.empty()) c.snapshot_above = *parse_bytes(t.snapshot_above);
-  c.outputs = output_specs(t.outputs, t, t.format, "allocscope.folded", Format::Folded);
+  c.outputs = output_specs(t.outputs, t, t.format, "allocscope.pb.gz", Format::Pprof);
   if (*t.children_flag) c.children = t.children;
 }
 

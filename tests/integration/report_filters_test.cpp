@@ -76,7 +76,41 @@ TEST_F(ReportFilters, IgnoreDropsMatchingStacksAndCommSelectsAProgram) {
     EXPECT_FALSE(has_frame(frames, "site_malloc_")) << frames.back();
   EXPECT_GT(site_value(ignored, "site_calloc", "calloc"), 0);
   EXPECT_FALSE(report({"--comm", "^alloc_sit"}).empty());
-  EXPECT_TRUE(report({"--comm", "^no-such-program$"}).empty());
+}
+
+// Filters that match nothing are said, with a status a script sees, and
+// write no empty output.
+TEST_F(ReportFilters, FiltersThatMatchNothingSaySoAndFail) {
+  REQUIRE_BPF();
+  ASSERT_TRUE(recorded_);
+  std::string out = *dir_ + "/nothing.txt";
+  for (std::vector<std::string> filter : {std::vector<std::string>{"--comm", "^no-such-program$"},
+                                          {"--focus", "nomatch"},
+                                          {"--pid", "12345"}}) {
+    SCOPED_TRACE(filter[0]);
+    std::vector<std::string> argv = {ALLOCSCOPE_BIN, "report", profile(), "-o", out};
+    argv.insert(argv.end(), filter.begin(), filter.end());
+    RunResult r = run(argv);
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.err.find("nothing matches " + filter[0]), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(" stacks of " + profile()), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(out));
+  }
+}
+
+// A recording made with --no-free has no in-use figures: asked for them,
+// report says so rather than printing zeros.
+TEST_F(ReportFilters, InUseOfARecordingWithoutFreesIsRefused) {
+  REQUIRE_BPF();
+  std::string nofree = *dir_ + "/nofree.pb.gz";
+  RunResult r = run({ALLOCSCOPE_BIN, "record", "-q", "--no-free", "--rate", "1", "-o", nofree, "--",
+                     WORKLOAD_BIN, "--scale-pct", "1"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = run({ALLOCSCOPE_BIN, "report", nofree, "--metric", "inuse_space"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("recorded with --no-free"), std::string::npos) << r.err;
+  r = run({ALLOCSCOPE_BIN, "report", nofree, "--metric", "alloc_space", "--top", "3"});
+  EXPECT_EQ(r.status, 0) << r.err;
 }
 
 TEST_F(ReportFilters, ABadExpressionIsRefusedWithItsReason) {

@@ -47,6 +47,10 @@ struct RecSample {
   uint32_t ns_pid = 0;  // pid in the process's own PID namespace, when it differs
 };
 
+// The path a recording made without probing frees (--no-free) carries,
+// under "frees": it has no in-use figures.
+inline constexpr const char* kFreesNotProbed = "not probed (--no-free): no in-use figures";
+
 struct Recording {
   uint64_t rate = 0;       // mean bytes between samples; 1 = exact
   int64_t time_nanos = 0;  // wall-clock start, ns since the epoch

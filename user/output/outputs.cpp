@@ -7,14 +7,18 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "base/unique_fd.h"
 
 namespace allocscope {
 
 namespace {
+
+std::optional<std::pair<uid_t, gid_t>> output_owner;
 
 Result<void> write_stdout(std::string_view content) {
   // stdio rather than iostreams: a failed write leaves its errno (ENOSPC on
@@ -109,10 +113,15 @@ Result<void> write_file_atomically(const std::string& path, std::string_view con
       remove_tmp();
       return fail_errno("write " + path, err);
     }
-  } else if (geteuid() != 0) {
+  } else if (geteuid() != 0 || output_owner) {
     mode_t mask = ::umask(0);
     ::umask(mask);
     ::fchmod(fd.get(), 0666 & ~mask);
+  }
+  if (output_owner && ::fchown(fd.get(), output_owner->first, output_owner->second) != 0) {
+    int err = errno;
+    remove_tmp();
+    return fail_errno("write " + path + ": give it to user " + std::to_string(output_owner->first), err);
   }
   if (auto ok = write_all(fd.get(), content); !ok) {
     remove_tmp();
@@ -125,6 +134,48 @@ Result<void> write_file_atomically(const std::string& path, std::string_view con
   }
   sync_directory(path);
   return {};
+}
+
+Result<void> check_output(const std::string& path) {
+  if (path == "-") return {};
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return fail("write " + path + ": a directory (name a file in it: " + path + "/heap.pb.gz)", EISDIR);
+  auto target = target_of(path);
+  if (!target) return fail(target.error());
+  if (target->in_place) return {};
+  std::string tmp = target->path + ".XXXXXX";
+  UniqueFd fd(mkostemp(tmp.data(), O_CLOEXEC));
+  if (!fd) return fail_errno("write " + path, errno);
+  ::unlink(tmp.c_str());
+  return {};
+}
+
+void give_outputs_to(unsigned uid, unsigned gid) { output_owner = std::pair{uid_t(uid), gid_t(gid)}; }
+
+Result<std::string> save_elsewhere(std::string_view content, const std::string& suffix) {
+  const char* tmpdir = std::getenv("TMPDIR");
+  Error last{"no directory to save in", ENOENT};
+  for (std::string dir :
+       {std::string("."), std::string(tmpdir && *tmpdir ? tmpdir : "/tmp"), std::string("/tmp")}) {
+    std::string path = dir + "/allocscope-XXXXXX" + suffix;
+    UniqueFd fd(mkostemps(path.data(), int(suffix.size()), O_CLOEXEC));
+    if (!fd) {
+      last = {"save in " + dir + ": " + std::strerror(errno), errno};
+      continue;
+    }
+    if (output_owner) (void)::fchown(fd.get(), output_owner->first, output_owner->second);
+    if (auto ok = write_all(fd.get(), content); ok && ::fsync(fd.get()) == 0) return path;
+    last = {"save in " + dir + ": " + std::strerror(errno ? errno : EIO), errno ? errno : EIO};
+    ::unlink(path.c_str());
+  }
+  return fail(last);
+}
+
+bool suffix_names_format(std::string_view path) {
+  for (std::string_view ext : {".pb.gz", ".pprof", ".pb", ".svg", ".json", ".txt", ".top", ".folded"})
+    if (path.ends_with(ext)) return true;
+  return false;
 }
 
 std::string tagged_path(const std::string& path, const std::string& tag) {

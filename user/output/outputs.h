@@ -14,6 +14,7 @@ struct OutputSpec {
   std::string path;  // "-" is stdout
   Format format = Format::Folded;
   std::optional<unsigned> mode;  // --output-mode: the file's permissions, exactly
+  bool format_chosen = false;    // by --format, not by the path's suffix
 };
 
 // Writes to a new file beside `path` (mkostemp: created exclusively, so no
@@ -26,6 +27,25 @@ struct OutputSpec {
 // caller's (/dev/stdout) is followed; anyone else's is replaced.
 Result<void> write_file_atomically(const std::string& path, std::string_view content,
                                    std::optional<unsigned> mode = std::nullopt);
+
+// Whether `path` can be written as write_file_atomically writes it, tried
+// before a recording starts: a file made and removed beside it (or, for a
+// device or a FIFO, nothing). Fails saying why: a directory, a missing or
+// read-only directory, a file system that takes no files (/sys, /proc).
+Result<void> check_output(const std::string& path);
+
+// Files written from now on are given to this user and group (a root run
+// under sudo makes its outputs for the user who asked: SUDO_UID).
+void give_outputs_to(unsigned uid, unsigned gid);
+
+// `content` saved where it can be when its own path failed: a new file
+// (created exclusively, never one planted) named allocscope-XXXXXX`suffix`
+// in the current directory, else in $TMPDIR or /tmp. Its path.
+Result<std::string> save_elsewhere(std::string_view content, const std::string& suffix);
+
+// Whether the path's suffix names a format (.pb.gz, .pprof, .pb, .svg,
+// .json, .txt, .top, .folded): any other is written as folded stacks.
+bool suffix_names_format(std::string_view path);
 
 // "heap.pb.gz", 3 -> "heap.3.pb.gz": numbered outputs of --interval.
 std::string numbered_path(const std::string& path, unsigned n);

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <string>
 
 #include "output/outputs.h"
@@ -38,7 +39,34 @@ Result<void> write_record_outputs(const Recording& recording, const RecordConfig
   std::vector<OutputSpec> outputs = config.outputs;
   if (number)
     for (OutputSpec& o : outputs) o.path = numbered_path(o.path, number);
-  return write_outputs(recording, outputs, render_options(config, config.metric));
+  RenderOptions options = render_options(config, config.metric);
+  auto written = write_outputs(recording, outputs, options);
+  if (written) return written;
+  // The recording is not lost with its path: saved whole (pprof, which
+  // `allocscope report` turns into every other output) where it can be.
+  auto pprof = render(recording, Format::Pprof, options);
+  auto saved = pprof ? save_elsewhere(*pprof, ".pb.gz") : fail(pprof.error());
+  Error e = written.error();
+  e.message += saved ? "; the recording is saved in " + *saved + " instead (allocscope report " + *saved + ")"
+                     : "; the recording could not be saved elsewhere either (" + saved.error().message + ")";
+  return fail(e);
+}
+
+void make_outputs_for(unsigned uid, unsigned gid) { give_outputs_to(uid, gid); }
+
+void print_written(const RecordConfig& config, unsigned number, bool peak) {
+  std::string files;
+  auto add = [&](const std::string& path) { files += (files.empty() ? "" : ", ") + path; };
+  for (const OutputSpec& o : config.outputs) {
+    if (o.path == "-") continue;
+    add(number ? numbered_path(o.path, number) : o.path);
+    if (peak && !is_device_or_stdout(o.path)) add(tagged_path(o.path, "peak"));
+  }
+  if (!config.timeline.empty()) add(config.timeline);
+  if (files.empty()) return;
+  std::string intervals =
+      number > 1 ? " (interval " + std::to_string(number) + "; the earlier ones beside it)" : "";
+  std::fprintf(stderr, "allocscope: wrote %s%s\n", files.c_str(), intervals.c_str());
 }
 
 Result<void> write_tagged_outputs(const Recording& recording, const RecordConfig& config,

@@ -26,4 +26,9 @@ Result<void> write_record_outputs(const Recording& recording, const RecordConfig
 Result<void> write_tagged_outputs(const Recording& recording, const RecordConfig& config,
                                   const std::string& tag);
 
+// Says on stderr which files the recording wrote (numbered `number`, the
+// peak's beside them with `peak`, the timeline): a newcomer's first
+// question is where the output went.
+void print_written(const RecordConfig& config, unsigned number, bool peak);
+
 }  // namespace allocscope

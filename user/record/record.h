@@ -33,7 +33,7 @@ struct RecordConfig {
   // examined (and probed): nothing of it runs unseen (--no-hold: off).
   bool hold_new_files = true;
   uint64_t duration_ms = 0;         // 0: until the target exits or a signal
-  std::vector<OutputSpec> outputs;  // default: allocscope.folded
+  std::vector<OutputSpec> outputs;  // default: allocscope.pb.gz
   uint64_t interval_ms = 0;         // > 0: numbered outputs every interval
   std::string timeline;             // --timeline: an HTML chart of live bytes over the recording
   bool peak = false;                // --peak: also the in-use profile at the highest live estimate
@@ -71,5 +71,10 @@ struct RecordConfig {
 // `-- CMD`, else 0, or 1 after an error (already printed). An observer sees
 // the recording as it runs (the agent); with no outputs, none are written.
 int record(const RecordConfig& config, RecordObserver* observer = nullptr);
+
+// Every file allocscope writes from now on (record's, report's, the
+// agent's) is given to this user and group: a root run under sudo makes
+// them for the user who asked.
+void make_outputs_for(unsigned uid, unsigned gid);
 
 }  // namespace allocscope

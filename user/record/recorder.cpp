@@ -129,12 +129,15 @@ static Result<void> check_before_attach(const RecordConfig& c) {
   std::vector<std::string> paths;
   for (const OutputSpec& o : c.outputs) paths.push_back(o.path);
   if (!c.timeline.empty()) paths.push_back(c.timeline);
-  for (const std::string& path : paths) {
-    if (path == "-") continue;
-    size_t slash = path.rfind('/');
-    std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-    if (access(dir.c_str(), W_OK | X_OK) != 0) return fail_errno("write " + path, errno);
-  }
+  for (const std::string& path : paths)
+    if (auto ok = check_output(path); !ok) return ok;
+  // A suffix that names no format: folded stacks, said before the run.
+  for (const OutputSpec& o : c.outputs)
+    if (o.format == Format::Folded && !o.format_chosen && !suffix_names_format(o.path) && o.path != "-" &&
+        !o.path.starts_with("/dev/") && !c.quiet)
+      print_error(
+          "note: " + o.path +
+          " is written as folded stacks (its suffix names no format: .pb.gz, .svg, .json, .txt, .folded)");
   return {};
 }
 
@@ -233,7 +236,8 @@ int Recorder::finish(std::vector<Target>& targets, const LoopEnd& l) {
   }
   if (!config_.quiet && l.target_gone && !launched)
     std::fprintf(stderr, "allocscope: the traced processes exited; inuse shows what they held at exit\n");
-  auto written = write(config_.interval_ms ? l.interval + 1 : 0, l.end - l.interval_start);
+  unsigned number = config_.interval_ms ? l.interval + 1 : 0;
+  auto written = write(number, l.end - l.interval_start);
   if (!written) print_error(written.error());
   auto peak = write_peak(l.start);
   if (!peak) print_error(peak.error());
@@ -242,6 +246,7 @@ int Recorder::finish(std::vector<Target>& targets, const LoopEnd& l) {
   if (!config_.quiet) {
     print_summary(state(), config_, l.end - l.start);
     print_live_peaks(state(), config_, l.start, snapshots_, snapshots_missed_);
+    if (written) print_written(config_, number, config_.peak && profile_.peak().seen());
   }
   // A signal is passed on to a launched command; after --duration it runs on
   // untraced and allocscope waits for it.

@@ -200,6 +200,7 @@ RecordingMeta Recorder::meta(uint64_t duration_ms) {
   auto paths = parts_->session->paths();
   if (std::string how = sampling(); !how.empty()) paths.emplace_back("sampling", how);
   for (auto& p : parts_->python.paths()) paths.push_back(std::move(p));
+  if (config_.no_free) paths.emplace_back("frees", kFreesNotProbed);
   return {config_.rate,   start_wall_ns_,  int64_t(duration_ms) * 1000000, config_.metric, counters(),
           monotonic_ns(), std::move(paths)};
 }

@@ -7,6 +7,7 @@
 #include "base/units.h"
 #include "host/process.h"
 #include "model/loss.h"
+#include "record/hints.h"
 #include "record/messages.h"
 #include "record/python_stacks.h"
 #include "record/scope.h"
@@ -118,6 +119,11 @@ static void print_python_refusals(const RecordingState& s) {
 
 void print_warnings(const RecordingState& s, const RecordConfig& config) {
   print_python_refusals(s);
+  double allocated = 0;
+  for (const StackRecord& r : s.profile.stacks()) allocated += r.totals.alloc_bytes;
+  if (std::string hint = few_samples_hint(s.session.counters()[AS_CNT_SAMPLES], config.rate, allocated);
+      !hint.empty())
+    print_error("note: " + hint);
   Counters k = s.session.counters();
   const ProfileCounters& p = s.profile.counters();
   Recording lost;
@@ -301,8 +307,9 @@ static void print_paths(const RecordingState& s) {
   std::fprintf(stderr, "allocscope: %s\n", line.c_str());
   if (s.python)
     for (const auto& [name, value] : s.python->paths())
-      std::fprintf(stderr, "allocscope: %s: %s\n", name == "python" ? "python" : "python's small objects",
-                   value.c_str());
+      if (name != "python_refused")  // said among the warnings, a line each
+        std::fprintf(stderr, "allocscope: %s: %s\n", name == "python" ? "python" : "python's small objects",
+                     value.c_str());
 }
 
 void print_summary(const RecordingState& s, const RecordConfig& config, uint64_t elapsed_ms) {

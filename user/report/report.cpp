@@ -1,5 +1,6 @@
 #include "report/report.h"
 
+#include <cerrno>
 #include <cstdio>
 
 #include "base/pattern.h"
@@ -75,6 +76,40 @@ Result<void> run_timeline(const ReportConfig& c, const SampleFilter& filter) {
   return write_file_atomically(c.timeline, render_timeline(tl, names, o), mode);
 }
 
+// The filters as the command line gave them, for a message.
+std::string filters_text(const ReportConfig& c) {
+  std::string s;
+  auto add = [&](const std::string& option, const std::string& value) {
+    if (!value.empty()) s += (s.empty() ? "" : " ") + option + " '" + value + "'";
+  };
+  if (c.pid) s += "--pid " + std::to_string(*c.pid);
+  add("--comm", c.comm);
+  add("--focus", c.focus);
+  add("--ignore", c.ignore);
+  return s;
+}
+
+// What a report of `shown` would not say by itself: that nothing matched
+// its filters, or that its metric was never recorded.
+Result<void> check_shown(const ReportConfig& c, const Recording& all, const Recording& shown, Metric m) {
+  bool inuse = m == Metric::InuseSpace || m == Metric::InuseObjects;
+  for (const auto& [name, value] : all.paths)
+    if (inuse && name == "frees" && value == kFreesNotProbed)
+      return fail(c.inputs.front() +
+                      ": recorded with --no-free: frees were not probed, so it has no in-use "
+                      "figures (try --metric alloc_space)",
+                  EINVAL);
+  if (all.samples.empty()) {  // what it is: said, and written as it is
+    std::fprintf(stderr, "allocscope: note: %s holds no samples\n", c.inputs.front().c_str());
+    return {};
+  }
+  if (shown.samples.empty())
+    return fail("nothing matches " + filters_text(c) + " among the " + std::to_string(all.samples.size()) +
+                    " stacks of " + c.inputs.front(),
+                ENODATA);
+  return {};
+}
+
 Result<void> run(const ReportConfig& c) {
   auto filter = make_filter(c);
   if (!filter) return fail(filter.error());
@@ -85,6 +120,7 @@ Result<void> run(const ReportConfig& c) {
   RenderOptions o = c.render;
   o.metric = c.metric.value_or(now->default_metric);
   Recording shown = filter_samples(*now, *filter);
+  if (auto ok = check_shown(c, *now, shown, o.metric); !ok) return ok;
   if (c.diff_base.empty()) return write_outputs(shown, c.outputs, o);
   auto base = load(c.diff_base);
   if (!base) return fail(base.error());

@@ -1,0 +1,115 @@
+// What a newcomer meets first: outputs checked before anything runs, a
+// recording saved elsewhere when its own path fails at the end, files named
+// in the summary (pprof by default), a hint when a recording has too few
+// samples, and outputs made for the user who ran sudo. Real BPF.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <regex>
+
+#include "../unit/temp_dir.h"
+#include "harness.h"
+
+namespace allocscope::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A path that is a directory, or on a file system that takes no new files:
+// refused in one line before the command starts.
+TEST(FirstHour, AnOutputThatCannotBeWrittenIsRefusedBeforeTheCommandRuns) {
+  REQUIRE_BPF();
+  TempDir dir;
+  std::string marker = dir.path.string() + "/ran";
+  struct Case {
+    std::string output, said;
+  };
+  for (const Case& c :
+       {Case{dir.path.string(), "a directory"}, Case{"/sys/allocscope-test.pb.gz", "write /sys/"},
+        Case{"/proc/allocscope-test.svg", "write /proc/"}}) {
+    SCOPED_TRACE(c.output);
+    RunResult r = run({ALLOCSCOPE_BIN, "record", "-o", c.output, "--", "touch", marker});
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find(c.said), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+    EXPECT_FALSE(fs::exists(marker)) << "the command ran although its output could not be written";
+  }
+}
+
+// The output's directory goes away while the command runs: the recording is
+// saved in the current directory instead, said, and reads back.
+TEST(FirstHour, ARecordingWhosePathFailsAtTheEndIsSavedElsewhere) {
+  REQUIRE_BPF();
+  TempDir work, gone;
+  std::string out = gone.path.string() + "/heap.pb.gz";
+  RunResult r =
+      run({"sh", "-c",
+           "cd \"$0\" && exec \"$1\" record --rate 1 -o \"$2\" -- sh -c \"$3 --scale-pct 1; rmdir $4\"",
+           work.path.string(), ALLOCSCOPE_BIN, out, WORKLOAD_BIN, gone.path.string()});
+  EXPECT_EQ(r.status, 1) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.err, m, std::regex(R"(saved in (\./allocscope-\w{6}\.pb\.gz) instead)")))
+      << r.err;
+  std::string saved = work.path.string() + "/" + m[1].str().substr(2);
+  ASSERT_TRUE(fs::is_regular_file(saved)) << saved;
+  RunResult report = run({ALLOCSCOPE_BIN, "report", saved, "--top", "3"});
+  EXPECT_EQ(report.status, 0) << report.err;
+  EXPECT_NE(report.out.find("alloc"), std::string::npos) << report.out;
+  fs::remove(saved);
+}
+
+// Without -o: allocscope.pb.gz in the current directory, which report
+// reads; the summary names every file it wrote.
+TEST(FirstHour, TheSummaryNamesTheFilesWrittenAndTheDefaultIsPprof) {
+  REQUIRE_BPF();
+  TempDir work;
+  RunResult r = run({"sh", "-c", "cd \"$0\" && exec \"$1\" record --rate 1 -- \"$2\" --scale-pct 1",
+                     work.path.string(), ALLOCSCOPE_BIN, WORKLOAD_BIN});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("wrote allocscope.pb.gz"), std::string::npos) << r.err;
+  RunResult report = run({ALLOCSCOPE_BIN, "report", work.path.string() + "/allocscope.pb.gz", "--top", "3"});
+  EXPECT_EQ(report.status, 0) << report.err;
+  std::string svg = work.path.string() + "/heap.svg", pb = work.path.string() + "/heap.pb.gz";
+  r = run({ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", pb, "-o", svg, "--peak", "--", WORKLOAD_BIN,
+           "--scale-pct", "1"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("wrote " + pb + ", " + work.path.string() + "/heap.peak.pb.gz, " + svg),
+            std::string::npos)
+      << r.err;
+}
+
+// Too few samples to say much: said, with what to do. Enough: nothing said.
+TEST(FirstHour, ARecordingOfTooFewSamplesSaysSoAndWhatToDo) {
+  REQUIRE_BPF();
+  TempDir work;
+  std::string out = work.path.string() + "/few.pb.gz";
+  RunResult r = run({ALLOCSCOPE_BIN, "record", "-o", out, "--", "/bin/true"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("note: only 0 samples at rate 512KiB"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--rate 1"), std::string::npos) << r.err;
+  r = run({ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", out, "--", WORKLOAD_BIN, "--scale-pct", "1"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err.find("note: only"), std::string::npos) << r.err;
+}
+
+// Run by root for a sudo user (SUDO_UID, SUDO_GID): the outputs are that
+// user's, the fallback too.
+TEST(FirstHour, OutputsOfASudoRunBelongToTheUserWhoRanIt) {
+  REQUIRE_BPF();
+  TempDir work;
+  std::string out = work.path.string() + "/mine.pb.gz", svg = work.path.string() + "/mine.svg";
+  RunResult r = run({"env", "SUDO_UID=65534", "SUDO_GID=65534", ALLOCSCOPE_BIN, "record", "--rate", "1", "-o",
+                     out, "-o", svg, "--", WORKLOAD_BIN, "--scale-pct", "1"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const std::string& path : {out, svg}) {
+    struct stat st;
+    ASSERT_EQ(stat(path.c_str(), &st), 0) << path;
+    EXPECT_EQ(st.st_uid, 65534u) << path;
+    EXPECT_EQ(st.st_gid, 65534u) << path;
+  }
+}
+
+}  // namespace
+}  // namespace allocscope::test

@@ -1,0 +1,37 @@
+// The advice a recording gives about itself.
+#include "record/hints.h"
+
+#include <gtest/gtest.h>
+
+namespace allocscope {
+namespace {
+
+TEST(Hints, EnoughSamplesSayNothing) {
+  EXPECT_EQ(few_samples_hint(kFewSamples, 512 * 1024, 1e9), "");
+  EXPECT_EQ(few_samples_hint(1000, 1, 1e6), "");
+}
+
+TEST(Hints, NoSampleSuggestsExactMode) {
+  std::string h = few_samples_hint(0, 512 * 1024, 0);
+  EXPECT_NE(h.find("only 0 samples at rate 512KiB"), std::string::npos) << h;
+  EXPECT_NE(h.find("--rate 1 (every allocation"), std::string::npos) << h;
+}
+
+// 5 samples of 512 KiB: about 2.5 MiB allocated; a thousand samples of it
+// at 2 KiB (the power of two below 2.5 KiB).
+TEST(Hints, FewSamplesSuggestARateForAThousand) {
+  std::string h = few_samples_hint(5, 512 * 1024, 5 * 512 * 1024.0);
+  EXPECT_NE(h.find("only 5 samples at rate 512KiB"), std::string::npos) << h;
+  EXPECT_NE(h.find("--rate 2KiB (about a thousand samples) or --rate 1"), std::string::npos) << h;
+  // Never above the rate recorded at.
+  h = few_samples_hint(10, 4096, 1e12);
+  EXPECT_NE(h.find("--rate 4KiB"), std::string::npos) << h;
+}
+
+TEST(Hints, ExactModeWithFewSamplesPointsAtTheProbes) {
+  std::string h = few_samples_hint(3, 1, 300);
+  EXPECT_NE(h.find("allocated little through the allocators allocscope probes"), std::string::npos) << h;
+}
+
+}  // namespace
+}  // namespace allocscope

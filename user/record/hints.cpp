@@ -1,0 +1,33 @@
+#include "record/hints.h"
+
+namespace allocscope {
+namespace {
+
+// A power of two as --rate takes it: 512, 4KiB, 2MiB.
+std::string rate_option(uint64_t bytes) {
+  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) return std::to_string(bytes >> 20) + "MiB";
+  if (bytes >= 1024 && bytes % 1024 == 0) return std::to_string(bytes >> 10) + "KiB";
+  return std::to_string(bytes);
+}
+
+}  // namespace
+
+std::string few_samples_hint(uint64_t samples, uint64_t rate, double allocated) {
+  if (samples >= kFewSamples) return "";
+  std::string head = "only " + std::to_string(samples) + (samples == 1 ? " sample" : " samples");
+  if (rate <= 1)
+    return head +
+           ": the program allocated little through the allocators allocscope probes (see `allocscope "
+           "check`, and the warnings above)";
+  // A thousand samples of the same bytes: the rate a power of two, at
+  // least 64 bytes; below that, exact mode costs about the same.
+  double want = allocated / 1000;
+  uint64_t suggested = 1;
+  while (suggested * 2 <= want && suggested < rate) suggested *= 2;
+  std::string how = samples == 0 || suggested < 64
+                        ? "--rate 1 (every allocation: exact, fine for a short command)"
+                        : "--rate " + rate_option(suggested) + " (about a thousand samples) or --rate 1";
+  return head + " at rate " + rate_option(rate) + ": too few to say much; record again with " + how;
+}
+
+}  // namespace allocscope
