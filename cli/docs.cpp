@@ -217,8 +217,8 @@ std::string main_page(const CLI::App& app, const std::string& version) {
          ".TP\n/lib/systemd/system/allocscope\\-agent.service\n"
          "The agent as a systemd service (not enabled on installation).\n"
          ".TP\n/usr/share/doc/allocscope/\n"
-         "The README (every option with examples, outputs, limits, troubleshooting) and the design "
-         "notes.\n"
+         "The README (install, the two commands, examples), docs/ by topic (recording, outputs, report, "
+         "kernels, containers, Python, the agent, estimates, troubleshooting) and BENCHMARKS.md.\n"
       << see_also(app, "allocscope");
   return out.str();
 }

@@ -364,7 +364,7 @@ TEST(AllProcesses, UnitFilterFollowsTheUnitAcrossRestarts) {
     EXPECT_EQ(outside.wait(), 0);
     // allocscope names a sample's cgroup when it reads the sample, which
     // may be a few hundred milliseconds later on a loaded machine: a
-    // cgroup removed before that cannot be named (README, Limits).
+    // cgroup removed before that cannot be named (docs/containers.md).
     std::this_thread::sleep_for(std::chrono::milliseconds(1000));
     std::filesystem::remove(dir);
   }
