@@ -16,8 +16,11 @@ namespace allocscope {
 // know those read ours), then samples/count and live_samples/count (the raw
 // sample counts, which pprof shows as two more indexes). Values are the
 // unbiased estimates rounded to the nearest integer; the period is the rate.
-// Comments: `tool` (e.g. "allocscope 0.1.0"), "rate=R", then one "name=value"
-// per counter and one "path name=value" per kernel path (Recording::paths).
+// Comments: `tool` (e.g. "allocscope 0.1.0"), "rate=R" and, when samples
+// were lost, one warning; labels: pid, comm (and ns_pid). The counters,
+// paths and per-sample figures for intervals travel apart
+// (pprof_sidecar.h). Files of earlier versions, which had them in comments
+// ("name=value", "path name=value") and "as.*" labels, read the same.
 constexpr std::string_view kPathComment = "path ";
 Result<std::string> encode_pprof(const Recording& r, std::string_view tool = "allocscope");
 

@@ -8,6 +8,7 @@
 #include "output/gzip.h"
 #include "output/pprof.h"
 #include "output/pprof_columns.h"
+#include "output/pprof_sidecar.h"
 #include "output/sample_labels.h"
 
 namespace allocscope {
@@ -57,6 +58,7 @@ class Decoder {
     for (auto step : {&Decoder::columns, &Decoder::header, &Decoder::mappings, &Decoder::functions,
                       &Decoder::locations, &Decoder::samples})
       if (auto ok = (this->*step)(); !ok) return fail("not a pprof profile: " + ok.error().message);
+    sidecar();
     return std::move(r_);
   }
 
@@ -237,6 +239,16 @@ class Decoder {
     t.samples = static_cast<uint64_t>(at(Samples));
     t.live_samples = static_cast<uint64_t>(at(LiveSamples));
     return {};
+  }
+
+  // allocscope's own figures (pprof_sidecar.h), where the file has them;
+  // files of earlier versions keep them in comments and labels.
+  void sidecar() {
+    for (const std::string& entry : p_.string_table())
+      if (entry.starts_with(kSidecarMagic)) {
+        apply_sidecar(entry, r_);
+        return;
+      }
   }
 
   Step samples() {

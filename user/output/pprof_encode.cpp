@@ -7,7 +7,7 @@
 #include "output/gzip.h"
 #include "output/pprof.h"
 #include "output/pprof_columns.h"
-#include "output/sample_labels.h"
+#include "output/pprof_sidecar.h"
 
 namespace allocscope {
 namespace {
@@ -37,8 +37,8 @@ void add_value_type(pb::ValueType* vt, StringTable& strings, const char* type, c
   vt->set_unit(strings.intern(unit));
 }
 
-// The counters go in comments: pprof shows them to the user, and profile.proto
-// has no other place for them that readers keep.
+// A handful of comments a pprof user reads (the tool, the rate, what was
+// lost); the counters and paths travel in the sidecar (pprof_sidecar.h).
 void add_header(pb::Profile& p, StringTable& strings, const Recording& r, std::string_view tool) {
   for (const ColumnType& c : kColumnTypes) add_value_type(p.add_sample_type(), strings, c.type, c.unit);
   add_value_type(p.mutable_period_type(), strings, "space", "bytes");
@@ -48,10 +48,6 @@ void add_header(pb::Profile& p, StringTable& strings, const Recording& r, std::s
   p.set_duration_nanos(r.duration_nanos);
   p.add_comment(strings.intern(std::string(tool)));
   p.add_comment(strings.intern("rate=" + std::to_string(r.rate)));
-  for (const auto& [name, value] : r.counters)
-    p.add_comment(strings.intern(name + "=" + std::to_string(value)));
-  for (const auto& [name, value] : r.paths)
-    p.add_comment(strings.intern(std::string(kPathComment) + name + "=" + value));
   if (std::string lost = describe_loss(r, r.default_metric); !lost.empty())
     p.add_comment(strings.intern("warning: " + lost));
 }
@@ -142,12 +138,6 @@ void add_samples(pb::Profile& p, StringTable& strings, const Recording& r) {
       l->set_key(strings.intern(key));
       l->set_str(strings.intern(value));
     }
-    for (const NumLabel& extra : extra_labels(rs.totals)) {
-      pb::Label* l = s->add_label();
-      l->set_key(strings.intern(extra.key));
-      l->set_num(extra.num);
-      if (*extra.unit) l->set_num_unit(strings.intern(extra.unit));
-    }
   }
 }
 
@@ -161,6 +151,7 @@ Result<std::string> encode_pprof(const Recording& r, std::string_view tool) {
   add_functions(p, strings, r);
   add_locations(p, r);
   add_samples(p, strings, r);
+  strings.intern(encode_sidecar(r));  // referred to by nothing: pprof never shows it
   std::string raw;
   if (!p.SerializeToString(&raw)) return fail("pprof: the profile is over protobuf's 2 GiB limit", EFBIG);
   return gzip(raw);

@@ -373,7 +373,9 @@ uint64_t Symbolizer::python_frame(const std::string& function, const std::string
     if (auto it = python_ids_.find(key); it != python_ids_.end()) return it->second;
   }
   uint64_t ip = kTag | python_.size();
-  python_.push_back({std::get<0>(key), std::get<0>(key), std::get<1>(key), std::get<2>(key)});
+  // No system name: no binary has a symbol for it, and pprof would
+  // "demangle" one such as <module> or outer.<locals>.inner to nothing.
+  python_.push_back({std::get<0>(key), "", std::get<1>(key), std::get<2>(key)});
   python_ids_.emplace(std::move(key), ip);
   return ip;
 }
@@ -384,7 +386,7 @@ FrameInfo Symbolizer::describe(uint32_t id, uint64_t ip) {
     size_t at = ip & ~(uint64_t{1} << 63);
     if (at < python_.size()) {
       info.frames.push_back(python_[at]);
-      info.function = info.system_name = python_[at].function;
+      info.function = python_[at].function;
       return info;
     }
     return named(std::move(info), "[unknown]");
