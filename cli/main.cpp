@@ -6,8 +6,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include "options.h"
+#include "usage.h"
 
 using namespace allocscope;
 
@@ -37,8 +40,16 @@ int run(int argc, char** argv) {
   try {
     cli.app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int code = cli.app.exit(e);
-    return code == 0 ? 0 : 2;  // usage errors: the conventional 2, whatever CLI11's kind
+    if (e.get_exit_code() == 0) return cli.app.exit(e);  // --help, --version
+    std::vector<std::string> args(argv + 1, argv + argc);
+    std::vector<std::string> subcommands;
+    for (const CLI::App* sub : {cli.record, cli.report, cli.agent, cli.check})
+      subcommands.push_back(sub->get_name());
+    std::string message = dynamic_cast<const UsageError*>(&e)
+                              ? std::string(e.what())
+                              : explain_parse_error(e.what(), args, subcommands);
+    std::fprintf(stderr, "allocscope: %s\n", message.c_str());
+    return 2;  // usage errors: the conventional 2, whatever CLI11's kind
   }
   cli.finish();
   outputs_for_sudo_user();

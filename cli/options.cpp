@@ -10,13 +10,15 @@
 #include <vector>
 
 #include "base/units.h"
+#include "usage.h"
 #include "version.h"
 
 namespace allocscope {
 
 namespace {
 
-const CLI::Validator kMetric = parsed_by(parse_metric, "metric");
+const CLI::Validator kMetric =
+    parsed_by(parse_metric, "metric (alloc_space, alloc_objects, inuse_space or inuse_objects)");
 const char* const kFormats = "folded, svg, pprof, top or json";
 const CLI::Validator kFormat = parsed_by(parse_format, "format (folded, svg, pprof, top, json)");
 
@@ -103,7 +105,7 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, OptionText& t) {
   rec->add_option("-d,--duration", t.duration,
                   "Stop after this long (30, 30s, 500ms, 2m); default: until the target exits or Ctrl-C")
       ->type_name("TIME")
-      ->check(parsed_by(parse_duration_ms, "duration"));
+      ->check(parsed_by(parse_duration_ms, "duration (30, 30s, 500ms, 2m, 1h)"));
   rec->add_option("-o,--output", t.outputs,
                   "Output file, repeatable; the format follows the extension: .pb.gz (pprof), .svg (flame "
                   "graph), .json, .txt (top table), else folded stacks; '-' is stdout. Default: "
@@ -125,7 +127,7 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, OptionText& t) {
                   "Also write numbered outputs every interval (30s, 5m); each holds that interval's "
                   "allocations and the live set at its end")
       ->type_name("TIME")
-      ->check(parsed_by(parse_duration_ms, "interval"));
+      ->check(parsed_by(parse_duration_ms, "interval (30s, 5m, 1h)"));
   rec->add_option("--timeline", c.timeline,
                   "Also write an HTML page charting live bytes over the recording (the total and the stacks "
                   "that held the most), with the flame graph of any moment or range picked on the chart")
@@ -181,7 +183,9 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, OptionText& t) {
   pid->excludes(cmd);
   all->excludes(cmd);
   rec->callback([&c, &t, pid, cmd, all, preload] {
-    if (!*pid && !*cmd && !*all) throw CLI::RequiredError("record needs --all, -p PID or -- COMMAND");
+    if (!*pid && !*cmd && !*all)
+      throw UsageError(
+          "record needs what to record: -- COMMAND, -p PID or --all (allocscope record -- ./app)");
     if (*preload && !*cmd)
       throw CLI::ValidationError(
           "--preload launches a command through the preload library: add -- COMMAND (-p and --all find "
@@ -272,7 +276,7 @@ CLI::App* add_agent(CLI::App& app, AgentConfig& c, OptionText& t) {
       ->add_option("-d,--duration", t.duration,
                    "Stop after this long (tests, trials); default: until SIGTERM")
       ->type_name("TIME")
-      ->check(parsed_by(parse_duration_ms, "duration"));
+      ->check(parsed_by(parse_duration_ms, "duration (30, 30s, 500ms, 2m, 1h)"));
   agent
       ->add_option("--max-series", c.max_series,
                    "/metrics: series per level (process, program, cgroup) at most, the largest by live bytes")
@@ -448,6 +452,7 @@ std::string version_line() {
 }
 
 CommandLine::CommandLine() : app("allocscope: eBPF heap allocation sampler for Linux") {
+  app.formatter(std::make_shared<HelpFormatter>());  // before the subcommands, which copy it
   app.set_version_flag("--version", version_line());
   app.require_subcommand(1);
   report_text.metric = "";

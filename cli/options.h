@@ -64,7 +64,11 @@ template <typename Parse>
 CLI::Validator parsed_by(Parse parse, std::string what) {
   return CLI::Validator(
       [parse, what](std::string& value) -> std::string {
-        return parse(value) ? std::string() : "invalid " + what + " '" + value + "'";
+        if (parse(value)) return std::string();
+        // "duration (30, 30s)" -> "invalid duration 'abc' (30, 30s)"
+        size_t forms = what.find(" (");
+        return "invalid " + what.substr(0, forms) + " '" + value + "'" +
+               (forms == std::string::npos ? "" : what.substr(forms));
       },
       "");
 }

@@ -123,6 +123,16 @@ uint64_t process_start_code(pid_t pid) {
   return stat ? start_code_from_stat(*stat) : 0;
 }
 
+bool kernel_thread_from_stat(std::string_view stat) {
+  constexpr uint64_t kPfKthread = 0x00200000;  // include/linux/sched.h
+  return std::strtoull(stat_field(stat, 9).c_str(), nullptr, 10) & kPfKthread;
+}
+
+bool is_kernel_thread(pid_t pid) {
+  auto stat = read_text_file("/proc/" + std::to_string(pid) + "/stat");
+  return stat && kernel_thread_from_stat(*stat);
+}
+
 double process_start_time(pid_t pid) {
   auto stat = read_text_file("/proc/" + std::to_string(pid) + "/stat");
   auto machine = read_text_file("/proc/stat");

@@ -44,6 +44,11 @@ pid_t parent_from_stat(std::string_view stat);
 uint64_t start_code_from_stat(std::string_view stat);
 uint64_t process_start_code(pid_t pid);
 
+// Whether a /proc/PID/stat line is a kernel thread's (PF_KTHREAD in its
+// flags field), and the same of a process.
+bool kernel_thread_from_stat(std::string_view stat);
+bool is_kernel_thread(pid_t pid);
+
 // When the process started, seconds since the epoch; 0 when unknown.
 double process_start_time(pid_t pid);
 

@@ -18,6 +18,7 @@
 #include "host/target.h"
 #include "model/timeline.h"
 #include "output/outputs.h"
+#include "output/table.h"
 #include "output/timeline.h"
 #include "probe/bpf_session.h"
 #include "probe/table_loader.h"
@@ -124,8 +125,13 @@ Result<std::vector<Target>> Recorder::make_targets() {
 // the outputs' directories. A bad pid or an unwritable output fails at once,
 // not after BPF is loaded, nor (an output) after a long recording.
 static Result<void> check_before_attach(const RecordConfig& c) {
-  for (pid_t pid : c.pids)
+  for (pid_t pid : c.pids) {
     if (pid <= 0 || !process_exists(pid)) return fail("no such process: " + std::to_string(pid), ESRCH);
+    if (is_kernel_thread(pid))
+      return fail("process " + std::to_string(pid) + " (" + read_comm(pid) +
+                      ") is a kernel thread: it has no user memory, so no heap to sample",
+                  EINVAL);
+  }
   std::vector<std::string> paths;
   for (const OutputSpec& o : c.outputs) paths.push_back(o.path);
   if (!c.timeline.empty()) paths.push_back(c.timeline);
@@ -205,14 +211,16 @@ void Recorder::announce(std::vector<Target>& targets) {
     names += (names.empty() ? "" : ", ") + std::to_string(t.pid()) + " (" + read_comm(t.pid()) + ")";
   }
   if (config_.quiet) return;
+  std::string until = config_.duration_ms ? "for " + format_duration_ns(double(config_.duration_ms) * 1e6) +
+                                                " (Ctrl-C stops sooner)"
+                                          : "Ctrl-C to stop";
   if (config_.all && targets.empty()) {
     size_t n = parts_->libraries.libraries_probed();
-    std::fprintf(stderr, "allocscope: recording every process (%zu allocator file%s); Ctrl-C to stop\n", n,
-                 n == 1 ? "" : "s");
+    std::fprintf(stderr, "allocscope: recording every process (%zu allocator file%s); %s\n", n,
+                 n == 1 ? "" : "s", until.c_str());
   } else {
-    std::fprintf(stderr, "allocscope: recording process%s %s%s; Ctrl-C to stop\n",
-                 targets.size() > 1 ? "es" : "", names.c_str(),
-                 follows_children(config_) ? " and its descendants" : "");
+    std::fprintf(stderr, "allocscope: recording process%s %s%s; %s\n", targets.size() > 1 ? "es" : "",
+                 names.c_str(), follows_children(config_) ? " and its descendants" : "", until.c_str());
   }
 }
 

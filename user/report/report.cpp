@@ -138,6 +138,8 @@ Result<void> run(const ReportConfig& c) {
 
 int report(const ReportConfig& config) {
   if (auto ok = run(config); !ok) {
+    // A reader that had enough (report ... | head): done, quietly.
+    if (ok.error().code == EPIPE && ok.error().message.starts_with("write standard output")) return 0;
     std::fprintf(stderr, "allocscope: %s\n", ok.error().message.c_str());
     return 1;
   }
