@@ -151,7 +151,10 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, OptionText& t) {
       ->type_name("N")
       ->capture_default_str()
       ->check(CLI::Range(1u, 100000u));
-  rec->add_flag("--icicle", c.render.icicle, "Flame graphs top-down (root at the top)");
+  rec->add_flag("--icicle", c.render.icicle,
+                "Flame graphs top-down (root at the top); by default only those taller than a screen are");
+  rec->add_flag("!--flame", c.render.icicle_when_tall,
+                "Flame graphs bottom-up (root at the bottom) even when taller than a screen");
   add_sampling_options(rec, c, t);
   add_estimate_options(rec, c.render);
   rec->add_flag("--no-free", c.no_free,
@@ -391,7 +394,10 @@ CLI::App* add_report(CLI::App& app, ReportConfig& c, OptionText& t) {
       ->check(CLI::Range(0.0, 1.0));
   rep->add_flag(
       "--json", [&t](int64_t) { t.format = "json"; }, "Same as --format json: the table's data for scripts");
-  rep->add_flag("--icicle", c.render.icicle, "Flame graphs top-down");
+  rep->add_flag("--icicle", c.render.icicle,
+                "Flame graphs top-down (root at the top); by default only those taller than a screen are");
+  rep->add_flag("!--flame", c.render.icicle_when_tall,
+                "Flame graphs bottom-up (root at the bottom) even when taller than a screen");
   rep->add_flag("--leaks", c.leaks,
                 "FILE... are the interval profiles of one recording (record --interval): rank rows by the "
                 "growth of their live bytes, and call suspects those growing beyond sampling noise through "

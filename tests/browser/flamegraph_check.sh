@@ -19,13 +19,16 @@ source "$(dirname "$0")/chromium.sh"
 "$demo" "$work/flame.svg" || fail "flamegraph_demo could not write $work/flame.svg"
 "$demo" "$work/icicle.svg" icicle
 "$demo" "$work/diff.svg" diff
+"$demo" "$work/deep.svg" deep  # taller than a screen: its first screen must show the profile
 
 # 1a. Screenshots, decoded by the browser itself (a data: URL keeps the
 # canvas readable): non-blank means many colours, much of it not background.
 {
   echo '<!DOCTYPE html><html><head><meta charset="utf-8"></head><body><pre id="pixels">PENDING</pre>'
-  for kind in flame icicle diff; do
-    browser --screenshot="$work/$kind.png" --window-size=1200,340 "file://$work/$kind.svg" >/dev/null ||
+  for kind in flame icicle diff deep; do
+    size=1200,340
+    [ "$kind" != deep ] || size=1400,900  # the first screen a laptop shows
+    browser --screenshot="$work/$kind.png" --window-size=$size "file://$work/$kind.svg" >/dev/null ||
       fail "chromium could not screenshot $kind.svg"
     echo "<img class=\"shot\" alt=\"$kind\" src=\"data:image/png;base64,$(base64 -w0 "$work/$kind.png")\">"
   done
@@ -56,7 +59,7 @@ HTML
 } >"$work/pixels.html"
 browser --dump-dom --virtual-time-budget=5000 "file://$work/pixels.html" >"$work/pixels.dom" ||
   fail "chromium could not load pixels.html"
-for kind in flame icicle diff; do
+for kind in flame icicle diff deep; do
   line=$(grep -o "PIXELS $kind [^<]*" "$work/pixels.dom" | head -1)
   echo "$line"
   colours=$(sed -n 's/.*colours=\([0-9]*\).*/\1/p' <<<"$line")

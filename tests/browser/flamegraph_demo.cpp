@@ -1,5 +1,6 @@
 // Writes a flame graph of a fixed set of stacks, for the browser test and
-// for looking at the output: flamegraph_demo OUT.svg [flame|icicle|diff].
+// for looking at the output: flamegraph_demo OUT.svg [flame|icicle|diff|deep].
+// deep: stacks 80 frames deep (a Python program's), taller than a screen.
 // The numbers are chosen so that shares are round: handle_request is 1/3 of
 // the total, main 5/6.
 #include <cstdio>
@@ -48,12 +49,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::string mode = argc > 2 ? argv[2] : "flame";
+  std::vector<FlameStack> stacks = demo_stacks();
+  if (mode == "deep")
+    for (FlameStack& s : stacks)
+      for (int i = 0; i < 80; ++i) s.frames.insert(s.frames.begin() + 2, "frame_" + std::to_string(i));
   allocscope::FlameOptions o;
   o.title = "allocscope: alloc_space";
   o.subtitle = "demo stacks, rate 512 KiB, 30.0 s, total 1.2 MiB";
   o.icicle = mode == "icicle";
   o.diff = mode == "diff";
   std::ofstream out(argv[1], std::ios::binary);
-  out << allocscope::render_flamegraph(demo_stacks(), o);
+  out << allocscope::render_flamegraph(stacks, o);
   return out.good() ? 0 : 1;
 }

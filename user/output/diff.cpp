@@ -166,6 +166,7 @@ std::string render_diff_svg(const Recording& base, const Recording& now, const R
   f.subtitle = "base " + describe(base, o.metric) + "; new " + describe(now, o.metric);
   f.unit = metric_is_bytes(o.metric) ? "bytes" : "objects";
   f.icicle = o.icicle;
+  f.icicle_when_tall = o.icicle_when_tall;
   f.diff = true;
   return render_flamegraph(stacks, f);
 }

@@ -27,6 +27,9 @@ constexpr size_t kMaxFrames = 16000;
 // Names kept per merged block for search: the heaviest, to bound the file.
 constexpr size_t kHiddenNames = 16;
 constexpr int kPad = 10, kRow = 16, kRectHeight = 15, kTop = 84, kFooter = 52;
+// A browser window's height on a laptop's screen: a graph taller than it
+// opened root at the bottom shows only empty space at first.
+constexpr int kScreenHeight = 900;
 constexpr double kTextDy = 11;
 constexpr const char* kMatchFill = "#e600e6";
 constexpr const char* kMergedFill = "#dcdcdc";
@@ -209,6 +212,7 @@ class Writer {
       : t_(t), o_(o), kind_(kind), frames_(std::move(frames)) {
     for (const Frame& f : frames_) levels_ = std::max<size_t>(levels_, f.depth + 1);
     height_ = kTop + static_cast<int>(levels_) * kRow + kFooter;
+    icicle_ = o.icicle || (o.icicle_when_tall && height_ > kScreenHeight);
     total_ = t.nodes[0].value;
   }
 
@@ -235,7 +239,7 @@ class Writer {
   double change_of(const Frame& f) const { return f.merged ? f.change : t_.nodes[f.node].change; }
 
   int row_y(size_t depth) const {
-    size_t row = o_.icicle ? depth : levels_ - 1 - depth;
+    size_t row = icicle_ ? depth : levels_ - 1 - depth;
     return kTop + static_cast<int>(row) * kRow;
   }
 
@@ -362,7 +366,7 @@ class Writer {
     out_ += kFlameScript;
     out_ += "allocscopeFlamegraph(document.currentScript, {top: " + std::to_string(kTop) +
             ", row: " + std::to_string(kRow) + ", levels: " + std::to_string(levels_) +
-            ", icicle: " + (o_.icicle ? "true" : "false") + ", pad: " + std::to_string(kPad) +
+            ", icicle: " + (icicle_ ? "true" : "false") + ", pad: " + std::to_string(kPad) +
             ", fullW: " + std::to_string(o_.width - 2 * kPad) + ", charW: " + fixed(kCharPx, 2) +
             ", textDy: " + fixed(kTextDy, 1) + ", total: " + precise(total_) + ", unit: ";
     append_json(out_, clean(o_.unit));
@@ -380,6 +384,7 @@ class Writer {
   std::vector<Frame> frames_;
   size_t levels_ = 1;
   int height_ = 0;
+  bool icicle_ = false;  // root at the top: asked for, or taller than a screen
   double total_ = 0;
   std::string out_;
   std::unordered_map<uint32_t, uint32_t> hidden_ids_;

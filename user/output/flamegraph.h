@@ -26,9 +26,12 @@ struct FlameOptions {
   std::string subtitle;        // "rate 512 KiB, 30.0 s, total 1.2 GiB"
   std::string unit = "bytes";  // "bytes" (printed with format_bytes) or "objects" (plain counts)
   bool icicle = false;         // root at the top
-  bool diff = false;           // colour by value against base: red grows, blue shrinks, grey flat
-                               // (only the change of stacks marked significant colours)
-  int width = 1200;            // pixels
+  // A graph taller than a screen (kScreenHeight) drawn root at the top too,
+  // so that its first screen shows the root and the widest frames.
+  bool icicle_when_tall = true;
+  bool diff = false;  // colour by value against base: red grows, blue shrinks, grey flat
+                      // (only the change of stacks marked significant colours)
+  int width = 1200;   // pixels
 };
 
 // depth 0 is the process; allocator entry points, shared-object offsets

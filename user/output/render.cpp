@@ -61,6 +61,7 @@ FlameOptions flame_options(const Recording& r, const RenderOptions& o, const std
   f.subtitle = describe(r, o.metric);
   f.unit = metric_is_bytes(o.metric) ? "bytes" : "objects";
   f.icicle = o.icicle;
+  f.icicle_when_tall = o.icicle_when_tall;
   return f;
 }
 

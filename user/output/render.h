@@ -27,6 +27,7 @@ struct RenderOptions {
   Metric metric = Metric::AllocSpace;
   double confidence = 0.95;        // of the intervals shown
   bool icicle = false;             // svg: root at the top
+  bool icicle_when_tall = true;    // svg: ... when taller than a screen (--flame: never)
   bool interval_in_frame = false;  // folded: "[lo; hi]" appended to each leaf frame
   bool lines = false;              // folded, svg, diff svg: frames as "function (file:line)" where known
   TopBy top_by = TopBy::Function;
