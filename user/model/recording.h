@@ -50,6 +50,11 @@ struct RecSample {
 // The path a recording made without probing frees (--no-free) carries,
 // under "frees": it has no in-use figures.
 inline constexpr const char* kFreesNotProbed = "not probed (--no-free): no in-use figures";
+// The path ("taken") of a profile written after the traced programs ended:
+// its in-use figures are what they held at exit, not what they held while
+// they ran (a program that frees everything before it exits shows none).
+inline constexpr const char* kTakenAfterExit =
+    "after the traced programs ended (in use: what they held at exit)";
 
 struct Recording {
   uint64_t rate = 0;       // mean bytes between samples; 1 = exact

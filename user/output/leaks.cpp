@@ -46,6 +46,15 @@ std::string signed_bytes(double v) { return (v < 0 ? "-" : "") + format_bytes(st
 LeakReport find_leaks(std::vector<Recording> series, const RenderOptions& o) {
   sort_by_end(series);
   LeakReport report;
+  auto taken_after_exit = [](const Recording& r) {
+    for (const auto& [name, value] : r.paths)
+      if (name == "taken" && value == kTakenAfterExit) return true;
+    return false;
+  };
+  if (series.size() > 3 && taken_after_exit(series.back())) {
+    series.pop_back();
+    report.final_at_exit_left_out = true;
+  }
   if (series.size() < 3) return report;
   const int64_t start = series.front().time_nanos;
   const uint64_t rate = series.front().rate;
@@ -115,6 +124,9 @@ std::string render_leak_table(const LeakReport& r, const RenderOptions& o, size_
       "of the last %.1f s (%g%%, Holm's correction over all %zu)\n",
       r.suspects, files, r.span_seconds, o.confidence * 100, r.rows.size());
   out << line;
+  if (r.final_at_exit_left_out)
+    out << "(the last profile, written after the programs ended, is left out: it holds what they held at "
+           "exit)\n";
   std::snprintf(line, sizeof line, "%12s  %-27s %11s %6s %6s %10s %7s %-7s %s\n", "growth/s", "interval",
                 "live at end", "kept", "live", "lifetime", "p (adj)", "verdict", what);
   out << line;
@@ -149,9 +161,13 @@ std::string render_leak_json(const LeakReport& r, const RenderOptions& o) {
                     {"p", row.growth.p_value},
                     {"p_adjusted", row.p_adjusted},
                     {"suspect", row.suspect}});
-  nlohmann::ordered_json j = {{"confidence", o.confidence},     {"correction", "holm"},
-                              {"span_seconds", r.span_seconds}, {"compared", r.rows.size()},
-                              {"suspects", r.suspects},         {"rows", rows}};
+  nlohmann::ordered_json j = {{"confidence", o.confidence},
+                              {"correction", "holm"},
+                              {"span_seconds", r.span_seconds},
+                              {"compared", r.rows.size()},
+                              {"suspects", r.suspects},
+                              {"final_at_exit_left_out", r.final_at_exit_left_out},
+                              {"rows", rows}};
   return j.dump(1) + "\n";
 }
 

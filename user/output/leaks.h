@@ -30,10 +30,14 @@ struct LeakReport {
   std::vector<LeakRow> rows;  // suspects first, by growth; every row compared
   size_t suspects = 0;
   double span_seconds = 0;  // of the growth measured
+  // The last profile, written after the programs ended (kTakenAfterExit),
+  // left out: growth is judged up to the last one taken while they ran.
+  bool final_at_exit_left_out = false;
 };
 
 // `series`: the profiles, in any order (sorted by their start time here);
-// at least 3, all at one rate.
+// at least 3, all at one rate. A last profile written after the programs
+// ended is left out when 3 remain without it.
 LeakReport find_leaks(std::vector<Recording> series, const RenderOptions& o);
 
 std::string render_leak_table(const LeakReport& r, const RenderOptions& o, size_t files);

@@ -245,6 +245,7 @@ int Recorder::finish(std::vector<Target>& targets, const LoopEnd& l) {
   if (!config_.quiet && l.target_gone && !launched)
     std::fprintf(stderr, "allocscope: the traced processes exited; inuse shows what they held at exit\n");
   unsigned number = config_.interval_ms ? l.interval + 1 : 0;
+  targets_ended_ = l.target_gone;
   auto written = write(number, l.end - l.interval_start);
   if (!written) print_error(written.error());
   auto peak = write_peak(l.start);

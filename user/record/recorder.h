@@ -132,6 +132,7 @@ class Recorder final : public LiveView {
   uint64_t duty_windows_ = 0, duty_lost_ = 0;
   bool above_ = false;  // live bytes crossed --snapshot-above, and have not fallen back
   uint64_t snapshots_ = 0, snapshots_missed_ = 0;
+  bool targets_ended_ = false;        // the last outputs are written after the traced programs ended
   std::optional<Timeline> timeline_;  // --timeline
   int64_t start_wall_ns_ = 0;
   LaunchPlan plan_;  // a launched command: how its processes are sampled

@@ -201,6 +201,7 @@ RecordingMeta Recorder::meta(uint64_t duration_ms) {
   if (std::string how = sampling(); !how.empty()) paths.emplace_back("sampling", how);
   for (auto& p : parts_->python.paths()) paths.push_back(std::move(p));
   if (config_.no_free) paths.emplace_back("frees", kFreesNotProbed);
+  if (targets_ended_) paths.emplace_back("taken", kTakenAfterExit);
   return {config_.rate,   start_wall_ns_,  int64_t(duration_ms) * 1000000, config_.metric, counters(),
           monotonic_ns(), std::move(paths)};
 }
