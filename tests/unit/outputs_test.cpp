@@ -203,5 +203,31 @@ TEST(Render, RowsWithNothingOfTheMetricAreLeftOut) {
   EXPECT_EQ(doc["rows"].size(), 2u) << doc["rows"].dump();
 }
 
+// A caller of other functions (main, _start) has no value of its own: no
+// row of 0 B pads the table for it. The samples column counts the sampled
+// allocations whatever the metric, the set its live column is a share of.
+TEST(Render, CallersWithoutValuesOfTheirOwnPadNoRow) {
+  Recording r;
+  r.rate = 1;
+  r.functions = {{"malloc", "malloc", ""}, {"site", "site", ""}, {"main", "main", ""}};
+  r.locations = {{-1, 0x1000, {{0, 0}}}, {-1, 0x2000, {{1, 0}}}, {-1, 0x3000, {{2, 0}}}};
+  StackTotals half{.alloc_objects = 4, .alloc_bytes = 400, .live_objects = 2, .live_bytes = 200};
+  half.alloc_stats.exact_objects = 4;
+  half.live_stats.exact_objects = 2;
+  r.samples = {RecSample{{0, 1, 2}, 7, "p", half, {}}};
+  RenderOptions o;
+  o.metric = Metric::InuseSpace;
+  auto text = render(r, Format::Top, o);
+  ASSERT_TRUE(text);
+  EXPECT_EQ(text->find("  main\n"), std::string::npos) << *text;
+  EXPECT_EQ(text->find(" 0 B "), std::string::npos) << *text;
+  std::istringstream lines(*text);
+  std::string line;
+  while (std::getline(lines, line) && line.find("  site") == std::string::npos) {
+  }
+  ASSERT_NE(line.find("  site"), std::string::npos) << *text;
+  EXPECT_NE(line.find(" 4 "), std::string::npos) << "the 4 sampled allocations, not the 2 live: " << line;
+}
+
 }  // namespace
 }  // namespace allocscope

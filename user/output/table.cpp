@@ -115,20 +115,26 @@ std::string format_duration_ns(double ns) {
   return buf;
 }
 
+uint64_t sampled_allocations(const StackTotals& t) {
+  return t.alloc_stats.samples + t.alloc_stats.exact_objects;
+}
+
 std::vector<TableRow> table_rows(const Recording& r, const RenderOptions& o) {
   auto grouped = group(r, o);
   std::vector<TableRow> rows;
-  // A row with nothing of this metric (a site whose objects were all freed,
-  // under inuse) says nothing: pprof's top leaves such nodes out too.
+  // A row with nothing of this metric of its own says nothing in a table
+  // ranked by it: a site whose objects were all freed (under inuse), or a
+  // caller of other functions (its cum is theirs), which padded the table
+  // with rows of 0 B.
   for (auto& [name, row] : grouped)
-    if (row.flat.value(o.metric) != 0 || row.cum != 0) rows.push_back(std::move(row));
+    if (row.flat.value(o.metric) != 0) rows.push_back(std::move(row));
   double ll = long_lived_ns(r, o);
   auto key = [&](const TableRow& row) -> double {
     switch (o.sort) {
       case TopSort::Value:
-        return row.flat.value(o.metric) != 0 ? row.flat.value(o.metric) : row.cum * 1e-12;
+        return row.flat.value(o.metric);
       case TopSort::Samples:
-        return double(row.flat.stats(o.metric).samples + row.flat.stats(o.metric).exact_objects);
+        return double(sampled_allocations(row.flat));
       case TopSort::Lifetime:
         return summarize_lifetimes(row.flat, ll).median_ns;
       case TopSort::Name:
@@ -175,7 +181,7 @@ std::string render_table(const Recording& r, const RenderOptions& o) {
                   format_amount(e.value, o.metric).c_str(), interval.c_str(),
                   total > 0 ? 100 * e.value / total : 0.0,
                   format_amount(row.cum != 0 ? row.cum : e.value, o.metric).c_str(),
-                  (unsigned long long)(st.samples + st.exact_objects),
+                  (unsigned long long)sampled_allocations(row.flat),
                   l.freed ? format_duration_ns(l.median_ns).c_str() : "-", share(l.live_share).c_str(),
                   share(l.long_lived_share).c_str());
     out << line << printable(row.name) << "\n";

@@ -38,7 +38,12 @@ struct TableRow {
   double cum = 0;    // functions: every stack the function is on
 };
 
-// Rows grouped by o.top_by, sorted by o.sort, at most o.top.
+// The allocations sampled at a row, whatever the metric: the set its
+// samples, lifetime, live and long columns all describe.
+uint64_t sampled_allocations(const StackTotals& t);
+
+// Rows with something of o.metric of their own, grouped by o.top_by,
+// sorted by o.sort, at most o.top.
 std::vector<TableRow> table_rows(const Recording& r, const RenderOptions& o);
 
 std::string render_table(const Recording& r, const RenderOptions& o);
