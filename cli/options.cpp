@@ -2,6 +2,7 @@
 // parsed into the configs of record, report and agent.
 #include "options.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <optional>
@@ -128,6 +129,12 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, OptionText& t) {
                   "allocations and the live set at its end")
       ->type_name("TIME")
       ->check(parsed_by(parse_duration_ms, "interval (30s, 5m, 1h)"));
+  rec->add_flag("--top", t.top,
+                "Show the top stacks by live and by allocated bytes while recording, redrawn every 2 s on "
+                "the terminal (plain blocks when stdout is not one)");
+  rec->add_option("--top-every", t.top_every, "--top, redrawn this often (1s, 5s)")
+      ->type_name("TIME")
+      ->check(parsed_by(parse_duration_ms, "interval (1s, 5s, 1m)"));
   rec->add_option("--timeline", c.timeline,
                   "Also write an HTML page charting live bytes over the recording (the total and the stacks "
                   "that held the most), with the flame graph of any moment or range picked on the chart")
@@ -203,6 +210,11 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, OptionText& t) {
     if ((!c.comm.empty() || !c.cgroup.empty() || !c.unit.empty()) && !*all && !children)
       throw CLI::ValidationError(
           "--comm, --cgroup and --unit filter system-wide recordings: add --all or --children");
+    bool top = t.top || !t.top_every.empty();
+    for (const std::string& o : t.outputs)
+      if (top && o == "-")
+        throw CLI::ValidationError("--top shows its tables on stdout: -o - cannot share it");
+    if (top && c.quiet) throw CLI::ValidationError("--top shows tables and -q none: choose one");
     if (c.no_free && t.metric.starts_with("inuse"))
       throw CLI::ValidationError("--metric " + t.metric + " needs free probed: drop --no-free");
     if (c.no_free && (c.peak || !t.snapshot_above.empty()))
@@ -217,6 +229,8 @@ void finish_record(RecordConfig& c, const OptionText& t) {
   finish_sampling(c, t);
   c.metric = *parse_metric(t.metric);
   if (!t.interval.empty()) c.interval_ms = *parse_duration_ms(t.interval);
+  if (t.top) c.top_every_ms = 2000;
+  if (!t.top_every.empty()) c.top_every_ms = std::max<uint64_t>(100, *parse_duration_ms(t.top_every));
   if (!t.snapshot_above.empty()) c.snapshot_above = *parse_bytes(t.snapshot_above);
   c.outputs = output_specs(t.outputs, t, t.format, "allocscope.pb.gz", Format::Pprof);
   if (*t.children_flag) c.children = t.children;

@@ -19,9 +19,9 @@ struct OptionText {
   std::string rate = "512KiB", duration, metric = "alloc_space", ringbuf = "16MiB", probe_mode = "auto";
   std::string snapshot_above;
   std::string format, interval, by = "function", sort = "value", unwind = "dwarf", duty, output_mode;
-  std::string retention;
+  std::string retention, top_every;
   std::vector<std::string> outputs;
-  bool children = false;
+  bool children = false, top = false;
   CLI::Option* children_flag = nullptr;  // given at all? (the default depends on -- CMD)
   CLI::Option* max_live_opt = nullptr;   // given at all? (the default depends on the rate)
 };

@@ -139,5 +139,28 @@ TEST(FirstHour, LeaksAreFoundInAProgramThatFreesEverythingAtExit) {
   EXPECT_EQ(suspects, std::set<std::string>{"site_leak"}) << r.out;
 }
 
+// --top: the top stacks by live and by allocated bytes while it records,
+// as plain blocks when stdout is not a terminal; the leak among them.
+TEST(FirstHour, TopShowsTheTopStacksWhileItRecords) {
+  REQUIRE_BPF();
+  TempDir dir;
+  std::string out = dir.path.string() + "/top.pb.gz";
+  RunResult r = run({ALLOCSCOPE_BIN, "record", "--top-every", "500ms", "--rate", "2KiB", "-o", out, "--",
+                     LEAKY_BIN, "--seconds", "3"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  size_t blocks = 0;
+  for (size_t at = r.out.find("allocscope --top: "); at != std::string::npos;
+       at = r.out.find("allocscope --top: ", at + 1))
+    ++blocks;
+  EXPECT_GE(blocks, 3u) << r.out;  // every 500 ms of 3 s, however loaded the machine
+  EXPECT_NE(r.out.find("inuse_space: rate 2 KiB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("alloc_space: rate 2 KiB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  site_leak\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\x1b["), std::string::npos) << "no terminal codes into a pipe";
+  RunResult refused = run({ALLOCSCOPE_BIN, "record", "--top", "-o", "-", "--", "/bin/true"});
+  EXPECT_EQ(refused.status, 2);
+  EXPECT_NE(refused.err.find("--top shows its tables on stdout"), std::string::npos) << refused.err;
+}
+
 }  // namespace
 }  // namespace allocscope::test

@@ -64,7 +64,8 @@ struct RecordConfig {
   bool naive_placement = false;  // benchmark: every probe on the entry instruction
   bool verbose = false;
   bool quiet = false;
-  bool hangup_stops = true;  // SIGHUP ends the recording (the agent reopens its log instead)
+  bool hangup_stops = true;   // SIGHUP ends the recording (the agent reopens its log instead)
+  uint64_t top_every_ms = 0;  // --top: the top live and allocated stacks on stdout this often (0: off)
 };
 
 // Runs a recording; returns the process exit status: the command's with

@@ -26,6 +26,7 @@
 #include "record/event_sink.h"
 #include "record/launch_plan.h"
 #include "record/library_discovery.h"
+#include "record/live_top.h"
 #include "record/messages.h"
 #include "record/output_writer.h"
 #include "record/process_filter.h"
@@ -286,6 +287,12 @@ int Recorder::run() {
   return finish(targets, *ended);
 }
 
-int record(const RecordConfig& config, RecordObserver* observer) { return Recorder(config, observer).run(); }
+int record(const RecordConfig& config, RecordObserver* observer) {
+  if (config.top_every_ms && !observer) {
+    LiveTop top(config.top_every_ms, config.render);
+    return Recorder(config, &top).run();
+  }
+  return Recorder(config, observer).run();
+}
 
 }  // namespace allocscope

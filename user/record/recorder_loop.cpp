@@ -1,5 +1,7 @@
 // The recorder's loop (poll, intervals, holds, duty cycle, snapshots) and
 // what it writes.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -35,7 +37,8 @@ Result<LoopEnd> Recorder::loop(std::vector<Target>& targets) {
   start_wall_ns_ = wall_ns();
   LoopEnd l;
   l.start = l.interval_start = now_ms();
-  ProgressReporter progress(!config_.quiet);
+  // --top on a terminal redraws the screen: no progress line beside it.
+  ProgressReporter progress(!config_.quiet && !(config_.top_every_ms && isatty(STDOUT_FILENO) == 1));
   while (!stop_signal()) {
     uint64_t now = now_ms();
     if (config_.duration_ms && now - l.start >= config_.duration_ms) break;

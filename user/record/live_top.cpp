@@ -1,0 +1,53 @@
+#include "record/live_top.h"
+
+#include <unistd.h>
+
+#include "record/clocks.h"
+
+namespace allocscope {
+namespace {
+
+constexpr size_t kRows = 10;
+
+std::string table(const Recording& r, RenderOptions o, Metric m, size_t rows) {
+  o.metric = m;
+  o.top = rows;
+  auto text = render(r, Format::Top, o);
+  return text ? *text : "(" + text.error().message + ")\n";
+}
+
+}  // namespace
+
+std::string live_top_screen(const Recording& r, const RenderOptions& base, size_t rows, double elapsed_s) {
+  char head[160];
+  uint64_t samples = 0;
+  for (const auto& [name, value] : r.counters)
+    if (name == "samples") samples = value;
+  std::snprintf(head, sizeof head, "allocscope --top: %.0f s, %llu samples; Ctrl-C ends the recording\n\n",
+                elapsed_s, (unsigned long long)samples);
+  return head + table(r, base, Metric::InuseSpace, rows) + "\n" + table(r, base, Metric::AllocSpace, rows);
+}
+
+LiveTop::LiveTop(uint64_t every_ms, const RenderOptions& render, FILE* out)
+    : every_ms_(every_ms),
+      start_ms_(now_ms()),
+      next_ms_(start_ms_ + every_ms),
+      render_(render),
+      out_(out),
+      terminal_(isatty(fileno(out)) == 1) {}
+
+void LiveTop::on_tick(LiveView& view) {
+  uint64_t now = now_ms();
+  if (now < next_ms_) return;
+  next_ms_ = now + every_ms_;
+  Recording r = view.snapshot([](uint32_t, const ProcessInstance&) { return true; });
+  r.counters = view.counters();
+  std::string screen = live_top_screen(r, render_, kRows, double(now - start_ms_) / 1000);
+  // A terminal is redrawn from its top left corner; a pipe or a file gets
+  // one block after another.
+  std::fputs(terminal_ ? "\x1b[H\x1b[2J" : "\n", out_);
+  std::fputs(screen.c_str(), out_);
+  std::fflush(out_);
+}
+
+}  // namespace allocscope
