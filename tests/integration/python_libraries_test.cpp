@@ -59,26 +59,9 @@ TEST(PythonLibraries, AttachedPyenvInterpretersHaveTheirFrames) {
   REQUIRE_BPF();
   std::vector<Interpreter> found = pyenv_interpreters();
   if (found.empty()) GTEST_SKIP() << "no pyenv interpreter of 3.8 to 3.13 on this machine";
-  constexpr double kRate = 64 * 1024;
   for (const Interpreter& i : found) {
     SCOPED_TRACE(i.path);
-    Child w({i.path, PYTHON_SITES_PY, "--wait", "--hold"});
-    ASSERT_TRUE(w.wait_for_line("ready", 20000));
-    std::string out = temp_path("pyenv-attached.json");
-    Child rec({ALLOCSCOPE_BIN, "record", "-p", std::to_string(w.pid()), "--rate", "64KiB", "-o", out});
-    ASSERT_TRUE(rec.wait_for_line("recording process", 60000, true)) << rec.err();
-    w.signal(SIGUSR1);
-    ASSERT_TRUE(w.wait_for_line("}", 60000));
-    rec.signal(SIGINT);
-    ASSERT_EQ(rec.wait(), 0) << rec.err();
-    w.signal(SIGUSR1);
-    EXPECT_EQ(w.wait(), 0);
-    Truths truths = parse_truth(w.out());
-    ASSERT_EQ(truths.size(), 4u) << w.out();
-    Recorded r = read_recording(out, truths);
-    EXPECT_EQ(r.loop_frames_left, 0u);
-    expect_sampled_large_sites(r, truths, kRate);
-    std::remove(out.c_str());
+    expect_attached_interpreter_sampled(i.path);
   }
 }
 

@@ -1,6 +1,7 @@
 #include "python_sites.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <cmath>
@@ -140,6 +141,27 @@ void expect_sampled_large_sites(const Recorded& r, const Truths& truths, double 
     double live = t.kept ? t.objects * t.size : 0;
     EXPECT_LT(std::fabs(it->second.inuse_bytes - live) / sd, kMaxZ) << it->second.inuse_bytes;
   }
+}
+
+void expect_attached_interpreter_sampled(const std::string& python) {
+  constexpr double kRate = 64 * 1024;
+  Child w({python, PYTHON_SITES_PY, "--wait", "--hold"});
+  ASSERT_TRUE(w.wait_for_line("ready", 20000));
+  std::string out = temp_path("python-attached.json");
+  Child rec({ALLOCSCOPE_BIN, "record", "-p", std::to_string(w.pid()), "--rate", "64KiB", "-o", out});
+  ASSERT_TRUE(rec.wait_for_line("recording process", 60000, true)) << rec.err();
+  w.signal(SIGUSR1);
+  ASSERT_TRUE(w.wait_for_line("}", 60000));
+  rec.signal(SIGINT);
+  ASSERT_EQ(rec.wait(), 0) << rec.err();
+  w.signal(SIGUSR1);
+  EXPECT_EQ(w.wait(), 0);
+  Truths truths = parse_truth(w.out());
+  ASSERT_EQ(truths.size(), 4u) << w.out();
+  Recorded r = read_recording(out, truths);
+  EXPECT_EQ(r.loop_frames_left, 0u);
+  expect_sampled_large_sites(r, truths, kRate);
+  std::remove(out.c_str());
 }
 
 }  // namespace allocscope::test

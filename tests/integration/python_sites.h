@@ -49,4 +49,8 @@ void expect_exact(const Recorded& r, const Truths& truths, bool all_sizes = fals
 // their truth, sampled at `rate`.
 void expect_sampled_large_sites(const Recorded& r, const Truths& truths, double rate, bool all_sizes = false);
 
+// Attached (-p, 64 KiB) to `python` running python_sites.py: each large
+// site within the suite's bound of its truth, no evaluation-loop frame left.
+void expect_attached_interpreter_sampled(const std::string& python);
+
 }  // namespace allocscope::test

@@ -74,24 +74,7 @@ TEST(Python, AProcessEndingBeforeItsStacksAreReadKeepsItsFrames) {
 // suite's bound (harness.h, kMaxZ) of its truth.
 TEST(Python, SampledSitesOfAnAttachedInterpreter) {
   REQUIRE_BPF();
-  Child w({"/usr/bin/python3.11", PYTHON_SITES_PY, "--wait", "--hold"});
-  ASSERT_TRUE(w.wait_for_line("ready", 20000));
-  std::string out = temp_path("python-attached.json");
-  constexpr double kRate = 64 * 1024;
-  Child rec({ALLOCSCOPE_BIN, "record", "-p", std::to_string(w.pid()), "--rate", "64KiB", "-o", out});
-  ASSERT_TRUE(rec.wait_for_line("recording process", 60000, true)) << rec.err();
-  w.signal(SIGUSR1);
-  ASSERT_TRUE(w.wait_for_line("}", 60000));
-  rec.signal(SIGINT);
-  ASSERT_EQ(rec.wait(), 0) << rec.err();
-  w.signal(SIGUSR1);
-  EXPECT_EQ(w.wait(), 0);
-  Truths truths = parse_truth(w.out());
-  ASSERT_EQ(truths.size(), 4u) << w.out();
-  Recorded r = read_recording(out, truths);
-  EXPECT_EQ(r.loop_frames_left, 0u);
-  expect_sampled_large_sites(r, truths, kRate);
-  std::remove(out.c_str());
+  expect_attached_interpreter_sampled("/usr/bin/python3.11");
 }
 
 // Debian 13's python3.13 in a trixie root (made once, then cached), with

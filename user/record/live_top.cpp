@@ -42,6 +42,7 @@ void LiveTop::on_tick(LiveView& view) {
   next_ms_ = now + every_ms_;
   Recording r = view.snapshot([](uint32_t, const ProcessInstance&) { return true; });
   r.counters = view.counters();
+  r.duration_nanos = int64_t(now - start_ms_) * 1000000;  // the tables' headings: since the start
   std::string screen = live_top_screen(r, render_, kRows, double(now - start_ms_) / 1000);
   // A terminal is redrawn from its top left corner; a pipe or a file gets
   // one block after another.
