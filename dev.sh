@@ -196,13 +196,16 @@ PACED_TESTS+='|Filters\.ANameOnceJudged|Exec\.(ACompilerDriver|ASlowTableBuild)|
 # Under ASan a C library's unwind table takes 2 s to build, not 0.1: the new
 # roots' holds pass their bound, and walks handed to userspace outrun the reader.
 PACED_TESTS+='|Containers\.(HundredShortProcesses|FirstProcessOfEach|APayloadOnATerminal|ProcessesOfANewRoot|ProcessesOfAnOverlay)'
+# A library runtime's first process is held until libpython's tables are in
+# (seconds under ASan); --top redraws at the pace of its snapshots.
+PACED_TESTS+='|PythonLibraries\.(TheWholeMachine|UwsgiStartedDuring)|FirstHour\.TopShows'
 # 500 cgroups of 30-ms jobs, each to be seen; two minutes, in the full tier only.
 PACED_TESTS+='|TransientCgroups\.'
 # The exact peak is the highest of the kernel's totals read every 0.1 s: a
 # reader seconds behind (ASan) may read none during the workload's half-second high.
 PACED_TESTS+='|Outputs\.PeakAndSnapshotAbove'
 # Exact mode in process sends every Python allocation through the ring buffer.
-PACED_TESTS+='|Python\.(PreloadCountsCPythons|ExactSitesOfDebian13|EveryInterpreterOfTheMachine|TheAgentServes)'
+PACED_TESTS+='|Python\.(PreloadCountsCPythons|ExactSitesOfDebian13|EveryInterpreterOfTheMachine|TheAgentServes)|PythonLibraries\.PreloadCounts'
 
 # allocscope and its unit and integration tests under ASan and UBSan. Any
 # report of theirs, from any process, fails the stage.

@@ -152,7 +152,7 @@ TEST(FirstHour, TopShowsTheTopStacksWhileItRecords) {
   for (size_t at = r.out.find("allocscope --top: "); at != std::string::npos;
        at = r.out.find("allocscope --top: ", at + 1))
     ++blocks;
-  EXPECT_GE(blocks, 3u) << r.out;  // every 500 ms of 3 s, however loaded the machine
+  EXPECT_GE(blocks, 2u) << r.out;  // every 500 ms of 3 s: at least two on a loaded machine
   EXPECT_NE(r.out.find("inuse_space: rate 2 KiB"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("alloc_space: rate 2 KiB"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("  site_leak\n"), std::string::npos) << r.out;
