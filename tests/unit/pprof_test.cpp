@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "output/gzip.h"
 #include "output/pprof_sidecar.h"
 #include "profile.pb.h"
 
@@ -470,6 +471,29 @@ TEST(PprofDecode, ATruncatedFileIsAnError) {
       }
     }
   }
+}
+
+// A gzip bomb: 300 MiB of zeros in 300 KiB, over the 256-MiB bound of an
+// inflated profile. Refused in one line, the inflated bytes never held past
+// the bound (a 1.15-GB bomb once ended in std::bad_alloc under a 4-GiB
+// address-space limit); a zlib stream of one chunk past the bound too.
+TEST(PprofDecode, AGzipBombIsRefusedAtItsBound) {
+  std::string zeros(size_t{300} << 20, '\0');
+  auto bomb = gzip(zeros);
+  zeros = std::string();
+  ASSERT_TRUE(bomb);
+  EXPECT_LT(bomb->size(), size_t{1} << 20);
+  auto d = decode_pprof(*bomb);
+  ASSERT_FALSE(d);
+  EXPECT_EQ(d.error().message, "not a pprof profile: gzip: over 256 MiB uncompressed");
+  auto small = gzip(std::string(100000, 'x'));
+  ASSERT_TRUE(small);
+  auto cut = gunzip(*small, 99999);
+  ASSERT_FALSE(cut);
+  EXPECT_EQ(cut.error().message, "gzip: over 0 MiB uncompressed");
+  auto whole = gunzip(*small, 100000);
+  ASSERT_TRUE(whole) << whole.error().message;
+  EXPECT_EQ(whole->size(), 100000u);
 }
 
 TEST(PprofDecode, FlippedBitsNeverCrash) {

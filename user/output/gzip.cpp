@@ -54,18 +54,25 @@ Result<std::string> gunzip(std::string_view gz, size_t max_bytes) {
   z.avail_in = static_cast<uInt>(gz.size());
   std::string out;
   int rc = Z_OK;
-  while (rc == Z_OK && out.size() <= max_bytes) {
+  bool over = false;
+  while (rc == Z_OK) {
     char buf[1 << 16];
     z.next_out = reinterpret_cast<Bytef*>(buf);
     z.avail_out = sizeof buf;
     rc = inflate(&z, Z_NO_FLUSH);
-    out.append(buf, sizeof buf - z.avail_out);
+    size_t produced = sizeof buf - z.avail_out;
+    // Checked before the memory is taken: a small bomb never grows the string past the bound.
+    if (out.size() + produced > max_bytes) {
+      over = true;
+      break;
+    }
+    out.append(buf, produced);
   }
-  std::string cause = rc == Z_OK          ? "over " + std::to_string(max_bytes >> 20) + " MiB uncompressed"
+  std::string cause = over                ? "over " + std::to_string(max_bytes >> 20) + " MiB uncompressed"
                       : rc == Z_BUF_ERROR ? "truncated"
                       : z.msg             ? z.msg
                                           : "corrupt";
-  if (rc != Z_STREAM_END) return fail("gzip: " + cause);
+  if (over || rc != Z_STREAM_END) return fail("gzip: " + cause);
   return out;
 }
 

@@ -2,6 +2,7 @@
 #include <google/protobuf/stubs/common.h>
 
 #include <charconv>
+#include <new>
 #include <string_view>
 #include <unordered_map>
 
@@ -16,9 +17,10 @@ namespace {
 
 using namespace pprof_columns;
 
-// Bounds a decompressed profile: protobuf parses at most INT_MAX bytes, and a
-// small gzip file must not be able to make us allocate without limit.
-constexpr size_t kMaxProfileBytes = size_t{1} << 30;
+// Bounds a decompressed profile: a small gzip file must not be able to make
+// us allocate without limit, and the parsed message takes several times the
+// bytes it was parsed from. 256 MiB holds millions of samples.
+constexpr size_t kMaxProfileBytes = size_t{256} << 20;
 
 Result<pb::Profile> parse_profile(std::string_view data) {
   const bool gzipped = data.size() >= 2 && data[0] == '\x1f' && data[1] == '\x8b';
@@ -29,7 +31,7 @@ Result<pb::Profile> parse_profile(std::string_view data) {
     inflated = std::move(*raw);
     data = inflated;
   }
-  if (data.size() > kMaxProfileBytes) return fail("not a pprof profile: over 1 GiB");
+  if (data.size() > kMaxProfileBytes) return fail("not a pprof profile: over 256 MiB");
   pb::Profile p;
   bool parsed = false;
   {
@@ -275,9 +277,15 @@ class Decoder {
 }  // namespace
 
 Result<Recording> decode_pprof(std::string_view data) {
-  auto p = parse_profile(data);
-  if (!p) return fail(p.error());
-  return Decoder(*p).run();
+  // Within the bounds a profile may still describe more than memory holds
+  // (a process under a limit): refused as any malformed input is.
+  try {
+    auto p = parse_profile(data);
+    if (!p) return fail(p.error());
+    return Decoder(*p).run();
+  } catch (const std::bad_alloc&) {
+    return fail("not a pprof profile: too large for the memory allocscope may take", ENOMEM);
+  }
 }
 
 }  // namespace allocscope

@@ -16,7 +16,7 @@ namespace {
 
 // A profile larger than this, compressed, is refused before it is read
 // (the decoder bounds what it inflates to the same).
-constexpr size_t kMaxInputBytes = size_t{1} << 30;
+constexpr size_t kMaxInputBytes = size_t{256} << 20;
 
 Result<Recording> load(const std::string& path) {
   auto bytes = read_regular_file(path, kMaxInputBytes);
