@@ -23,12 +23,20 @@ uint64_t charged_ringbuf_drops(const Counters& k, const RecordingState& s) {
 
 using ull = unsigned long long;
 
+// The estimates of bytes allocated, and live, over every stack.
+double allocated_bytes(const RecordingState& s) {
+  double alloc = 0;
+  for (const StackRecord& r : s.profile.stacks()) alloc += r.totals.alloc_bytes;
+  return alloc;
+}
+double live_bytes(const RecordingState& s) {
+  double live = 0;
+  for (const StackRecord& r : s.profile.stacks()) live += r.totals.live_bytes;
+  return live;
+}
+
 void print_totals(const RecordingState& s, const RecordConfig& config, uint64_t elapsed_ms) {
-  double alloc = 0, live = 0;
-  for (const StackRecord& r : s.profile.stacks()) {
-    alloc += r.totals.alloc_bytes;
-    live += r.totals.live_bytes;
-  }
+  double alloc = allocated_bytes(s), live = live_bytes(s);
   Counters k = s.session.counters();
   const ProfileCounters& p = s.profile.counters();
   uint64_t n = s.sink.recorded_processes();
@@ -119,9 +127,8 @@ static void print_python_refusals(const RecordingState& s) {
 
 void print_warnings(const RecordingState& s, const RecordConfig& config) {
   print_python_refusals(s);
-  double allocated = 0;
-  for (const StackRecord& r : s.profile.stacks()) allocated += r.totals.alloc_bytes;
-  if (std::string hint = few_samples_hint(s.session.counters()[AS_CNT_SAMPLES], config.rate, allocated);
+  if (std::string hint =
+          few_samples_hint(s.session.counters()[AS_CNT_SAMPLES], config.rate, allocated_bytes(s));
       !hint.empty())
     print_error("note: " + hint);
   Counters k = s.session.counters();

@@ -64,8 +64,6 @@ enum DebugField : size_t {
 
 Result<PythonProgram> python_313_layout(const std::vector<uint8_t>& d) {
   if (std::memcmp(d.data(), "xdebugpy", 8) != 0) return fail("no _Py_DebugOffsets", ENOTSUP);
-  if (word(d, kFreeThreaded))
-    return fail("a free-threaded build, whose frames allocscope does not walk yet", ENOTSUP);
   PythonProgram p;
   as_py_layout& k = p.kernel;
   k.holder = AS_PY_ABSENT;
@@ -148,10 +146,10 @@ Result<PythonProgram> read_python_program(const ElfFile& elf) {
   } else if (major == 3 && minor == 13) {
     auto offsets = read_at(elf, runtime->vaddr, kDebugOffsetsEnd);
     if (!offsets) return fail(offsets.error());
+    if (word(*offsets, kFreeThreaded))  // named as its program is: python3.13t
+      return fail(name + "t: a free-threaded build, whose frames allocscope does not walk yet", ENOTSUP);
     p = python_313_layout(*offsets);
-    if (!p)
-      return fail(name + (p.error().message.starts_with("a free") ? "t: " : ": ") + p.error().message,
-                  ENOTSUP);
+    if (!p) return fail(name + ": " + p.error().message, ENOTSUP);
   }
   if (!p) return p;
   p->major = major;
