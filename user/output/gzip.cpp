@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 
 namespace allocscope {
@@ -61,11 +62,14 @@ Result<std::string> gunzip(std::string_view gz, size_t max_bytes) {
     z.avail_out = sizeof buf;
     rc = inflate(&z, Z_NO_FLUSH);
     size_t produced = sizeof buf - z.avail_out;
-    // Checked before the memory is taken: a small bomb never grows the string past the bound.
+    // Checked before the memory is taken: a small bomb never grows the string
+    // past the bound, nor does its doubling capacity.
     if (out.size() + produced > max_bytes) {
       over = true;
       break;
     }
+    if (out.capacity() < out.size() + produced)
+      out.reserve(std::min(max_bytes, std::max(out.size() + produced, 2 * out.capacity())));
     out.append(buf, produced);
   }
   std::string cause = over                ? "over " + std::to_string(max_bytes >> 20) + " MiB uncompressed"

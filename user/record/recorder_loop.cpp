@@ -191,6 +191,8 @@ Result<void> Recorder::write_peak(uint64_t start_ms) {
 NamedCounters Recorder::counters() {
   NamedCounters c = recording_counters(state());
   c.emplace_back("cgroups_forgotten", cgroup_names_.forgotten());
+  c.emplace_back("python_frames_table_full", symbolizer_.python_frames_full());
+  c.emplace_back("debug_files_refused", Symbolizer::debug_files_refused());
   if (config_.duty_period_ms) {
     c.emplace_back("duty_windows", duty_windows_ + 1);  // the first window began attached
     c.emplace_back("duty_probes_paused", parts_->session->paused());

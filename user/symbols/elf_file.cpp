@@ -136,11 +136,44 @@ Result<uint64_t> ElfFile::exec_vaddr() const {
 namespace allocscope {
 
 Result<std::vector<uint8_t>> ElfFile::read(uint64_t offset, size_t n) const {
+  if (n > kMaxRead)
+    return fail("read " + path_ + ": " + std::to_string(n) + " bytes asked, over 1 MiB", EFBIG);
   std::vector<uint8_t> bytes(n);
   ssize_t got = pread(fd_.get(), bytes.data(), n, off_t(offset));
   if (got < 0) return fail_errno("read " + path_, errno);
   bytes.resize(size_t(got));
   return bytes;
+}
+
+}  // namespace allocscope
+
+namespace allocscope {
+
+uint64_t largest_inflated_section(Elf* elf) {
+  size_t strings = 0;
+  if (!elf || elf_getshdrstrndx(elf, &strings) != 0) return 0;
+  uint64_t largest = 0;
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn));) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS) continue;
+    uint64_t size = 0;
+    if (shdr.sh_flags & SHF_COMPRESSED) {
+      GElf_Chdr chdr;
+      if (gelf_getchdr(scn, &chdr)) size = chdr.ch_size;
+    } else if (const char* name = elf_strptr(elf, strings, shdr.sh_name);
+               name && std::strncmp(name, ".zdebug", 7) == 0) {
+      // "ZLIB" and the inflated size, 8 bytes big-endian.
+      Elf_Data* raw = elf_rawdata(scn, nullptr);
+      if (raw && raw->d_size >= 12 && std::memcmp(raw->d_buf, "ZLIB", 4) == 0)
+        for (int i = 4; i < 12; ++i) size = size << 8 | static_cast<const uint8_t*>(raw->d_buf)[i];
+    }
+    largest = std::max(largest, size);
+  }
+  return largest;
+}
+
+uint64_t ElfFile::largest_inflated_section() const {
+  return allocscope::largest_inflated_section(elf_.get());
 }
 
 }  // namespace allocscope

@@ -21,6 +21,9 @@ struct ElfSymbol {
   uint64_t size = 0;
 };
 
+// ElfFile::largest_inflated_section of an ELF libelf has open (libdwfl's).
+uint64_t largest_inflated_section(Elf* elf);
+
 class ElfFile {
  public:
   static Result<ElfFile> open(const std::string& path);
@@ -38,8 +41,14 @@ class ElfFile {
   // File offset of a virtual address inside a PT_LOAD segment, and back.
   Result<uint64_t> vaddr_to_offset(uint64_t vaddr) const;
   Result<uint64_t> offset_to_vaddr(uint64_t offset) const;
-  // Up to n bytes of the file at offset.
+  // Up to n bytes of the file at offset; n at most kMaxRead (the file's
+  // own sizes are not trusted to size a buffer).
+  static constexpr size_t kMaxRead = size_t{1} << 20;
   Result<std::vector<uint8_t>> read(uint64_t offset, size_t n) const;
+  // The most bytes one of its compressed sections (SHF_COMPRESSED, or
+  // GNU's .zdebug) says it inflates to: libdw inflates a section whole
+  // when it first reads it.
+  uint64_t largest_inflated_section() const;
   // The opened file's device and inode (what it is, whatever the path).
   Result<FileIdentity> identity() const;
   // PT_LOAD segments: file offset, virtual address, bytes in the file.

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,10 +18,38 @@
 #include "host/files.h"
 #include "host/process.h"
 #include "symbols/demangle.h"
+#include "symbols/elf_file.h"
 
 namespace allocscope {
 
+namespace {
+
 constexpr size_t kMaxPerfMapBytes = size_t{256} << 20;  // a large JIT's map is tens of MiB
+// A debug section libdw would inflate past this is not read (a crafted
+// one claims any size); libLLVM's largest, .debug_info, is about 700 MiB.
+constexpr uint64_t kMaxInflatedSection = uint64_t{2} << 30;
+std::atomic<uint64_t> g_debug_refused{0};  // libdwfl's callback has no context of ours
+
+// dwfl_standard_find_debuginfo's file, unless a section of it inflates past
+// the bound.
+int find_bounded_debuginfo(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf_Addr base,
+                           const char* file_name, const char* debuglink_file, GElf_Word debuglink_crc,
+                           char** debuginfo_file_name) {
+  int fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+                                        debuglink_crc, debuginfo_file_name);
+  if (fd < 0) return fd;
+  Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  bool over = largest_inflated_section(elf) > kMaxInflatedSection;
+  elf_end(elf);
+  if (!over) return fd;
+  close(fd);
+  free(*debuginfo_file_name);
+  *debuginfo_file_name = nullptr;
+  ++g_debug_refused;
+  return -1;
+}
+
+}  // namespace
 
 // One binary, opened with libdwfl as a module of its own.
 struct Symbolizer::Module {
@@ -33,14 +62,15 @@ struct Symbolizer::Module {
   // Per ELF address: a recording asks for the same return addresses in many
   // stacks, and a DWARF scope walk is far dearer than a map lookup.
   std::unordered_map<uint64_t, std::vector<SourceFrame>> frames;
-  UnitIndex units;  // for DWARF without .debug_aranges
+  UnitIndex units;             // for DWARF without .debug_aranges
+  bool dwarf_refused = false;  // its own debug sections inflate past the bound: symbols only
 
   // Takes `fd`, opened on the binary (open_path names it in messages).
   Module(UniqueFd fd, const std::string& open_path, const std::string& shown_path) {
     static char* debuginfo_path = nullptr;
     static const Dwfl_Callbacks callbacks = {
         .find_elf = dwfl_build_id_find_elf,
-        .find_debuginfo = dwfl_standard_find_debuginfo,
+        .find_debuginfo = find_bounded_debuginfo,
         .section_address = dwfl_offline_section_address,
         .debuginfo_path = &debuginfo_path,
     };
@@ -53,6 +83,8 @@ struct Symbolizer::Module {
     dwfl_report_end(dwfl, nullptr, nullptr);
     if (mod) elf = dwfl_module_getelf(mod, &bias);
     build_id = read_build_id();
+    dwarf_refused = largest_inflated_section(elf) > kMaxInflatedSection;
+    if (dwarf_refused) ++g_debug_refused;
   }
   ~Module() {
     if (dwfl) dwfl_end(dwfl);
@@ -124,7 +156,7 @@ struct Symbolizer::Module {
     auto [it, added] = frames.try_emplace(vaddr);
     std::vector<SourceFrame>& f = it->second;
     if (!added) return f;
-    f = source_frames(mod, vaddr + bias, units);
+    if (!dwarf_refused) f = source_frames(mod, vaddr + bias, units);
     if (f.empty()) f.emplace_back();
     auto [name, system] = names_at(vaddr);
     if (!name.empty()) {
@@ -167,6 +199,7 @@ FrameInfo named(FrameInfo info, std::string name) {
 }  // namespace
 
 Symbolizer::Symbolizer() = default;
+uint64_t Symbolizer::debug_files_refused() { return g_debug_refused; }
 Symbolizer::~Symbolizer() = default;
 
 Symbolizer::ModuleKey Symbolizer::key_of(const Mapping& m) {

@@ -90,6 +90,9 @@ class Symbolizer {
   static bool is_python_frame(uint64_t ip) { return ip >> 63; }
   static constexpr size_t kMaxPythonFrames = size_t{1} << 20;
   uint64_t python_frames_full() const { return python_frames_full_; }
+  // Binaries and debug files whose DWARF was not read: a section of theirs
+  // inflates past 2 GiB (in this process, every symbolizer's).
+  static uint64_t debug_files_refused();
   const Mapping* mapping(uint32_t id) const { return id < mappings_.size() ? &mappings_[id] : nullptr; }
   // Processes with mappings held, binaries open, mappings resolved.
   size_t processes() const { return processes_.size(); }
