@@ -17,6 +17,7 @@ counter printed. Flat means: resident memory in the last minute within 10 %
 of minute 10's.
 """
 import argparse
+import gzip
 import math
 import os
 import random
@@ -67,6 +68,60 @@ def fetch(url):
     with urllib.request.urlopen(url, timeout=120) as r:
         body = r.read()
     return time.perf_counter() - start, body
+
+
+def varint(buf, i):
+    value = shift = 0
+    while True:
+        b = buf[i]
+        i += 1
+        value |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            return value, i
+
+
+def fields(buf):
+    """(field number, wire type, value) of a protobuf message: ints, or bytes when length-delimited."""
+    i = 0
+    while i < len(buf):
+        key, i = varint(buf, i)
+        wire = key & 7
+        if wire == 0:
+            v, i = varint(buf, i)
+        elif wire == 2:
+            n, i = varint(buf, i)
+            v, i = buf[i:i + n], i + n
+        elif wire in (1, 5):
+            size = 8 if wire == 1 else 4
+            v, i = buf[i:i + size], i + size
+        else:
+            raise ValueError(f"wire type {wire}")
+        yield key >> 3, wire, v
+
+
+def pprof_total(body, kind="alloc_space"):
+    """The sum of one sample type over a pprof profile (gzip'd protobuf: profile.proto)."""
+    data = gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body
+    strings, types, samples = [], [], []
+    for number, wire, v in fields(data):
+        if number == 6:
+            strings.append(v.decode())
+        elif number == 1:
+            types.append(next((x for n, _, x in fields(v) if n == 1), 0))
+        elif number == 2:
+            values = []
+            for n, w, x in fields(v):
+                if n == 2 and w == 2:
+                    j = 0
+                    while j < len(x):
+                        value, j = varint(x, j)
+                        values.append(value)
+                elif n == 2:
+                    values.append(x)
+            samples.append(values)
+    index = [strings[t] for t in types].index(kind)
+    return sum(values[index] for values in samples)
 
 
 def metric(text, series):
@@ -126,6 +181,8 @@ class Agent:
         self.samples = []  # (minute, rss MiB, anonymous MiB, stacks, processes forgotten, cgroups forgotten)
         self.scrape_time = self.scrape_cpu = 0.0
         self.scrapes = 0
+        self.allocated = []  # the allocs profile's alloc_space total at each scrape
+        self.decreases = 0  # scrapes whose cumulative profile held less than the one before
 
     def url(self, path):
         return f"http://127.0.0.1:{self.port}{path}"
@@ -134,7 +191,12 @@ class Agent:
         before = cpu_seconds(self.proc.pid)
         took, text = fetch(self.url("/metrics"))
         if profile:
-            took += fetch(self.url("/debug/pprof/allocs"))[0]
+            t, body = fetch(self.url("/debug/pprof/allocs"))
+            took += t
+            total = pprof_total(body)
+            # A cumulative profile never goes down (scrapers take deltas).
+            self.decreases += bool(self.allocated) and total < self.allocated[-1]
+            self.allocated.append(total)
         self.scrape_cpu += cpu_seconds(self.proc.pid) - before
         self.scrape_time += took
         self.scrapes += 1
@@ -320,6 +382,10 @@ def main():
               f"every process's allocs profile) {a.scrape_time / max(1, a.scrapes) * 1000:.0f} ms, "
               f"{a.scrape_cpu / max(1, a.scrapes) * 1000:.0f} ms of agent CPU; "
               + (f"largest difference {worst:,.0f} bytes" if mode == "exact" else f"largest |z| {worst:.2f}"))
+        final = pprof_total(fetch(a.url("/debug/pprof/allocs"))[1])
+        counted = sum(metric(text, f'allocscope_program_allocated_bytes_total{{comm="{c}"}}') for c in PROGRAMS)
+        print(f"cumulative allocs profile: went down at {a.decreases} of {len(a.allocated)} scrapes; at the end "
+              f"{final:,.0f} bytes against the programs' counters' {counted:,.0f}")
         lines.append((a.name, [(s[0], s[1]) for s in a.samples]))
     svg = plot.time_chart(
         "allocscope agent: resident memory over a soak",

@@ -310,9 +310,9 @@ CLI::App* add_agent(CLI::App& app, AgentConfig& c, OptionText& t) {
       ->check(parsed_by(duty_cycle, "duty cycle ON/PERIOD, ON shorter than PERIOD (30s/5m)"));
   agent
       ->add_option("--retention", t.retention,
-                   "Keep an ended process's stacks, and a removed cgroup's name, this long (at least 10s; "
-                   "longer than your scrape interval); its totals stay in its program's and cgroup's "
-                   "counters")
+                   "Keep an ended process's own stacks (its pid's profile), and a removed cgroup's name, "
+                   "this long (at least 10s; longer than your scrape interval); then its stacks fold into "
+                   "its program's and cgroup's, so no cumulative profile or counter goes down")
       ->type_name("TIME")
       ->check(parsed_by(retention_ms, "retention: a duration of at least 10s"));
   agent->add_option("--max-seconds", c.max_seconds, "Longest ?seconds= window served")

@@ -14,6 +14,8 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
 
 #include "harness.h"
 #include "host/process.h"
@@ -90,6 +92,41 @@ double site_bytes(const Recording& r) {
   return bytes;
 }
 
+// Allocated bytes per stack (its functions, leaf first) and what it held
+// in use, in a pprof profile: what an ended process's fold must keep.
+std::map<std::string, std::pair<double, double>> by_stack(const Recording& r) {
+  std::map<std::string, std::pair<double, double>> out;
+  for (const RecSample& s : r.samples) {
+    std::string key;
+    for (uint32_t loc : s.locations)
+      for (const RecLine& line : r.locations[loc].lines) key += r.functions[line.function].name + ";";
+    out[key].first += s.totals.alloc_bytes;
+    out[key].second += s.totals.live_bytes;
+  }
+  return out;
+}
+
+// Profiles that a fold changed: by more than rounding, or by a stack.
+int changed(const std::map<std::string, std::pair<double, double>>& before,
+            const std::map<std::string, std::pair<double, double>>& after) {
+  if (before.size() != after.size()) return 1;
+  for (const auto& [key, v] : before) {
+    auto it = after.find(key);
+    if (it == after.end() || std::fabs(it->second.first - v.first) > 1e-9 * v.first + 1e-6 ||
+        std::fabs(it->second.second - v.second) > 1e-9 * std::fabs(v.second) + 1e-6)
+      return 1;
+  }
+  return 0;
+}
+
+std::optional<Recording> fetch_profile(httplib::Client& client, const std::string& path) {
+  auto res = client.Get(path);
+  if (!res || res->status != 200) return std::nullopt;
+  auto r = decode_pprof(res->body);
+  if (!r) return std::nullopt;
+  return std::move(*r);
+}
+
 class TransientCgroups : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -144,7 +181,11 @@ TEST_F(TransientCgroups, EveryShortJobOfAUnitIsRecordedWithItsBytes) {
 // The agent: each job's cgroup (?cgroup=) and unit (?unit=) profiles hold
 // that job alone, with its bytes; the removed cgroups' paths are forgotten
 // after their retention (shortened here to 15 s from a minute), and still
-// every job is named (its labels were taken at its first samples).
+// every job is named (its labels were taken at its first samples). Once
+// the ended jobs' own stacks are folded into their program's and cgroup's,
+// every cumulative profile (each job's cgroup, the program's, the whole
+// host's) is what it was before, stack by stack, with no pid left in it,
+// and a ?seconds= window that spans the fold shows nothing allocated.
 TEST_F(TransientCgroups, TheAgentNamesEveryShortJobsCgroupAndUnit) {
   REQUIRE_BPF();
   int port = free_port();
@@ -181,9 +222,48 @@ TEST_F(TransientCgroups, TheAgentNamesEveryShortJobsCgroupAndUnit) {
   EXPECT_EQ(missing, 0);
   EXPECT_EQ(off, 0);
   EXPECT_EQ(unit_off, 0) << "a job's unit holds what its cgroup holds";
+  std::map<std::string, std::map<std::string, std::pair<double, double>>> before;
+  for (const std::string path : {"/debug/pprof/allocs?comm=alloc_sites", "/debug/pprof/allocs"}) {
+    auto r = fetch_profile(client, path);
+    ASSERT_TRUE(r) << path;
+    before[path] = by_stack(*r);
+  }
+  for (size_t n = 0; n < jobs.size(); n += 50) {  // a tenth of the jobs' own
+    std::string path = "/debug/pprof/allocs?cgroup=" + jobs[n].path;
+    auto r = fetch_profile(client, path);
+    ASSERT_TRUE(r) << path;
+    before[path] = by_stack(*r);
+  }
+  // A window over the fold: nothing is allocated in it.
+  std::string window;
+  std::thread windowed([&] {
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(120, 0);
+    auto res =
+        c.Get("/debug/pprof/allocs?comm=alloc_sites&seconds=" + std::to_string(kRetentionMs / 1000 + 15));
+    if (res && res->status == 200) window = res->body;
+  });
   // Ended processes are looked for every 10 s: forgotten within the
   // retention and 10 s of their end.
   std::this_thread::sleep_for(std::chrono::milliseconds(kRetentionMs + 13000));
+  int profiles_changed = 0, with_pids = 0;
+  for (const auto& [path, stacks] : before) {
+    auto r = fetch_profile(client, path);
+    ASSERT_TRUE(r) << path << ": gone after the fold";
+    profiles_changed += changed(stacks, by_stack(*r));
+    for (const RecSample& s : r->samples) with_pids += s.pid != 0;
+  }
+  windowed.join();
+  auto w = decode_pprof(window);
+  ASSERT_TRUE(w) << "the window over the fold: " << w.error();
+  double in_window = 0;
+  for (const RecSample& s : w->samples) in_window += s.totals.alloc_bytes;
+  std::printf("  %d of %zu profiles changed by the fold, %d samples with a pid; window: %.0f bytes\n",
+              profiles_changed, before.size(), with_pids, in_window);
+  EXPECT_EQ(profiles_changed, 0)
+      << "a cumulative profile went down or changed when its processes were folded";
+  EXPECT_EQ(with_pids, 0) << "a folded stack kept its process's pid";
+  EXPECT_EQ(in_window, 0) << "a window over the fold counted what was allocated before it";
   auto metrics = client.Get("/metrics");
   ASSERT_TRUE(metrics && metrics->status == 200);
   double forgotten = metric(metrics->body, "allocscope_recording_events_total{name=\"cgroups_forgotten\"}");

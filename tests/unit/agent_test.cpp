@@ -19,10 +19,10 @@
 
 #include "agent/bridge.h"
 #include "agent/connection_queue.h"
+#include "agent/fold_groups.h"
 #include "agent/listen_address.h"
 #include "agent/metrics.h"
 #include "agent/pages.h"
-#include "agent/retired.h"
 #include "agent/targets.h"
 #include "host/process.h"
 #include "model/profile.h"
@@ -782,7 +782,7 @@ class FakeView : public LiveView {
   Recording snapshot(const InstanceSelector&, const Baseline*) override { return {}; }
   std::vector<std::pair<std::string, uint64_t>> counters() override { return {}; }
   std::pair<size_t, size_t> stack_table() const override { return {0, 1}; }
-  std::vector<ProcessTotals> forget_ended(uint64_t) override { return {}; }
+  std::vector<Folded> fold_ended(uint64_t, const FoldGrouping&, uint64_t) override { return {}; }
   std::vector<std::pair<std::string, uint64_t>> table_sizes() const override { return {}; }
   const std::string& cgroup_path(uint64_t) override { return none_; }
   size_t forget_removed_cgroups(uint64_t) override { return 0; }
@@ -1093,36 +1093,27 @@ TEST(CgroupV2Path, NoneIsEmpty) {
   EXPECT_EQ(cgroup_v2_path("\n\n"), "");
 }
 
-// --- RetiredTotals ---
+// --- FoldGroups ---
 
-// Forgotten processes' allocations stay with their program and cgroup,
-// found again by unit filters; past the capacity a new cgroup is merged
-// into its program's entry, never a program into "[other]" before twice
-// the capacity: a program's counter must not go down.
-TEST(RetiredTotals, KeepsProgramsWholePastTheCapacity) {
-  RetiredTotals r(2);
-  TargetLabels web = labels_from_cgroup("/system.slice/web.service");
-  r.add(totals(1, "web", 10, 100, true), web);
-  r.add(totals(2, "web", 10, 50, true), web);
-  r.add(totals(3, "db", 0, 30, true), labels_from_cgroup("/system.slice/db.service"));
-  r.add(totals(4, "web", 0, 7, true),
-        labels_from_cgroup("/system.slice/other.service"));  // full: into (web, "")
-  r.add(totals(5, "cron", 0, 5, true), labels_from_cgroup("/system.slice/cron.service"));  // into (cron, "")
-  EXPECT_EQ(r.processes(), 5u);
-  double web_total = 0;
-  for (const auto& [key, e] : r.entries()) {
-    EXPECT_TRUE(e.totals.process.ended);
-    EXPECT_EQ(e.totals.totals.live_bytes, 0) << "an ended process holds nothing";
-    if (key.first == "web") web_total += e.totals.totals.alloc_bytes;
-    if (key == std::pair<std::string, std::string>{"web", "/system.slice/web.service"}) {
-      EXPECT_EQ(e.totals.totals.alloc_bytes, 150);
-      EXPECT_TRUE(target_holds({TargetKind::Unit, "web.service"}, e.totals.process, e.labels));
-    }
-  }
-  EXPECT_EQ(web_total, 157);
-  EXPECT_EQ(r.entries().count({"cron", ""}), 1u);
-  r.add(totals(6, "more", 0, 1, true), {});  // twice the capacity: "[other]"
-  EXPECT_EQ(r.entries().count({"[other]", ""}), 1u);
+// Ended processes fold into their program's and cgroup's instance; past
+// the capacity a new cgroup's go to their program's (no cgroup), never a
+// program to "[other]" before twice the capacity: a program's profile must
+// not go down. Unit filters find the cgroup's.
+TEST(FoldGroups, KeepsProgramsWholePastTheCapacity) {
+  FoldGroups g(2);
+  const std::string web = "/system.slice/web.service";
+  EXPECT_EQ(g.key("web", web), (FoldKey{"web", web}));
+  EXPECT_EQ(g.key("web", web), (FoldKey{"web", web}));
+  EXPECT_EQ(g.key("db", "/system.slice/db.service"), (FoldKey{"db", "/system.slice/db.service"}));
+  EXPECT_EQ(g.key("web", "/system.slice/other.service"), (FoldKey{"web", ""}));  // full: the program's
+  EXPECT_EQ(g.key("cron", "/system.slice/cron.service"), (FoldKey{"cron", ""}));
+  EXPECT_EQ(g.key("web", web), (FoldKey{"web", web})) << "a cgroup already held stays";
+  EXPECT_EQ(g.key("more", ""), (FoldKey{"[other]", ""}));  // twice the capacity
+  EXPECT_EQ(g.processes(), 7u);
+  EXPECT_EQ(g.unnamed(), 3u);
+  EXPECT_EQ(g.size(), 5u);
+  EXPECT_TRUE(target_holds({TargetKind::Unit, "web.service"}, {.comm = "web", .ended = true, .folded = true},
+                           labels_from_cgroup(web)));
 }
 
 }  // namespace

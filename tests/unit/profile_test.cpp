@@ -281,6 +281,43 @@ TEST(Profile, ForgetKeepsTheRestWhole) {
   EXPECT_EQ(find(p, 20, AS_FN_MALLOC, b)->totals.samples, 2u);
 }
 
+// Folding ended processes' stacks into one instance: stacks of the same
+// code (the same new addresses) merge, their totals add up exactly; one
+// that lands on a stack the instance already holds joins it; the rest keep
+// their places in the index, and the stacks made are new serials.
+TEST(Profile, FoldMergesTheSameCodeAndKeepsTheTotals) {
+  Profile p(1, 8, kBig);
+  const std::vector<uint64_t> a1 = {0x7f0001000}, a2 = {0x7f0002000}, kept = {0x401000}, at_base = {0x1000};
+  alloc(p, 10, AS_FN_MALLOC, 0x1000, 8, a1);
+  alloc(p, 11, AS_FN_MALLOC, 0x2000, 16, a2);  // another run of the same code, elsewhere (ASLR)
+  alloc(p, 12, AS_FN_MALLOC, 0x3000, 32, kept);
+  alloc(p, 99, AS_FN_MALLOC, 0x4000, 64, at_base);  // the folded instance, folded into before
+  p.on_free(10, 0x1000);
+  uint64_t before = find(p, 99, AS_FN_MALLOC, at_base)->serial;
+
+  std::vector<std::optional<Profile::FoldTo>> into(4);
+  into[0] = Profile::FoldTo{99, at_base};
+  into[1] = Profile::FoldTo{99, at_base};
+  std::vector<uint32_t> remap = p.fold(into);
+  ASSERT_EQ(p.stacks().size(), 2u);
+  EXPECT_EQ(remap[0], remap[1]);
+  EXPECT_EQ(remap[0], remap[3]) << "folded onto the stack the instance held";
+  EXPECT_NE(remap[2], remap[0]);
+  const StackRecord* folded = find(p, 99, AS_FN_MALLOC, at_base);
+  ASSERT_NE(folded, nullptr);
+  EXPECT_EQ(folded->serial, before);
+  EXPECT_EQ(folded->totals.alloc_bytes, 8 + 16 + 64);
+  EXPECT_EQ(folded->totals.samples, 3u);
+  EXPECT_EQ(folded->totals.live_bytes, 16 + 64);
+  EXPECT_EQ(find(p, 10, AS_FN_MALLOC, a1), nullptr);
+  EXPECT_EQ(find(p, 12, AS_FN_MALLOC, kept)->totals.alloc_bytes, 32);
+  p.on_free(12, 0x3000);  // live samples still find their stacks
+  EXPECT_EQ(find(p, 12, AS_FN_MALLOC, kept)->totals.live_bytes, 0);
+  EXPECT_DOUBLE_EQ(p.live_bytes(), 16 + 64);
+  alloc(p, 12, AS_FN_MALLOC, 0x5000, 32, kept);  // the index still finds kept stacks
+  EXPECT_EQ(p.stacks().size(), 2u);
+}
+
 TEST(Metric, NamesRoundTrip) {
   for (Metric m : {Metric::AllocSpace, Metric::AllocObjects, Metric::InuseSpace, Metric::InuseObjects})
     EXPECT_EQ(parse_metric(metric_name(m)), m) << metric_name(m);

@@ -14,10 +14,10 @@
 #include <ctime>
 
 #include "agent/bridge.h"
+#include "agent/fold_groups.h"
 #include "agent/http_api.h"
 #include "agent/label_cache.h"
 #include "agent/listen_address.h"
-#include "agent/retired.h"
 #include "host/files.h"
 #include "probe/kernel_features.h"
 #include "record/clocks.h"
@@ -68,22 +68,27 @@ Result<std::string> read_token(const std::string& path) {
   return token;
 }
 
-// Ended processes' stacks are forgotten once they have been ended for the
-// retention (looked for every 10 s: finding them reads every stack), so
-// that memory follows the rate of new processes, not the uptime; all of
-// them at once when the stack table is half full, and then without waiting
-// 10 s past three quarters (fast churn fills a small table within 10 s).
-// Their totals live on as retired.
-void forget_ended(LiveView& view, LabelCache& labels, RetiredTotals& retired, uint64_t retention_ms,
-                  uint64_t& last_ms) {
+// Ended processes' stacks are folded into their program's and cgroup's
+// once they have been ended for the retention (looked for every 10 s:
+// finding them reads every stack), so that memory follows what is
+// distinct, not the uptime; all of them at once when the stack table is
+// half full, and then without waiting 10 s past three quarters (fast churn
+// fills a small table within 10 s).
+void fold_ended(LiveView& view, LabelCache& labels, FoldGroups& groups, const AgentConfig& config,
+                uint64_t& last_ms) {
   uint64_t now = now_ms();
   auto [used, capacity] = view.stack_table();
   if (now - last_ms < 10000 && used < capacity / 4 * 3) return;
   last_ms = now;
-  uint64_t before = used >= capacity / 2 ? now + 1 : now > retention_ms ? now - retention_ms : 0;
-  for (const ProcessTotals& p : view.forget_ended(before)) {
-    retired.add(p, labels.of(p.instance));
-    labels.forget(p.instance);
+  uint64_t retention = config.retention_ms;
+  uint64_t before = used >= capacity / 2 ? now + 1 : now > retention ? now - retention : 0;
+  auto group = [&](uint32_t instance, const ProcessInstance& p) {
+    return groups.key(p.comm, labels.of(instance).cgroup);
+  };
+  for (const Folded& f : view.fold_ended(before, group, uint64_t(config.max_seconds) * 1000)) {
+    if (f.made)
+      labels.set(f.into, view.process_table().instance(f.into).serial, labels_from_cgroup(f.key.group));
+    labels.forget(f.totals.instance);
   }
 }
 
@@ -127,8 +132,8 @@ int agent(const AgentConfig& config) {
   const uint64_t retention_ms = config.retention_ms;
   Bridge bridge(16);
   LabelCache labels(1 << 16);
-  RetiredTotals retired(4096);
-  uint64_t last_forget_ms = 0;
+  FoldGroups groups(1024);
+  uint64_t last_fold_ms = 0;
   bool started = false;
   bridge.set_tick([&](LiveView& view) {
     if (!started) {  // the first tick: every probe is in place
@@ -139,7 +144,7 @@ int agent(const AgentConfig& config) {
                    [&view](uint64_t id) -> const std::string& { return view.cgroup_path(id); });
     uint64_t now = now_ms();
     if (now > retention_ms) view.forget_removed_cgroups(now - retention_ms);
-    forget_ended(view, labels, retired, retention_ms, last_forget_ms);
+    fold_ended(view, labels, groups, config, last_fold_ms);
     if (g_hangup) {
       g_hangup = 0;
       if (!config.log_file.empty())
@@ -154,7 +159,7 @@ int agent(const AgentConfig& config) {
   sa.sa_handler = on_hangup;
   sigaction(SIGHUP, &sa, nullptr);
 
-  HttpApi api(config, bridge, labels, retired, token);
+  HttpApi api(config, bridge, labels, groups, token);
   if (auto ok = api.start(where->host, where->port); !ok) {
     log(3, "%s", ok.error().message.c_str());
     return 1;

@@ -39,21 +39,10 @@ InstanceSelector selector(const Target& t, const LabelCache& labels, bool& found
   };
 }
 
-// Whether a target's processes all ended and were forgotten: it is still
-// known (its totals are retired), so its profile is empty, not "no such
-// target": a program that runs now and then must not come and go. Read on
-// the recording's thread (the retired totals live there).
-bool retired_holds(const RetiredTotals& retired, const Target& t) {
-  for (const auto& [key, r] : retired.entries())
-    if (target_holds(t, r.totals.process, r.labels)) return true;
-  return false;
-}
-
 // Each sample named as backends name services: unit, container, pod, host.
-void add_labels(Recording& r, const ProcessTable& table, const LabelCache& labels, const std::string& host) {
+void add_labels(Recording& r, const LabelCache& labels, const std::string& host) {
   for (RecSample& s : r.samples) {
-    auto instance = table.latest(s.pid);
-    const TargetLabels& l = instance ? labels.of(*instance) : labels.of(UINT32_MAX);
+    const TargetLabels& l = labels.of(s.instance);
     s.labels = {{"unit", l.unit}, {"container", l.container}, {"pod", l.pod}, {"host", host}};
   }
 }
@@ -99,12 +88,12 @@ std::string local_host_name() {
 
 }  // namespace
 
-HttpApi::HttpApi(const AgentConfig& config, Bridge& bridge, LabelCache& labels, RetiredTotals& retired,
+HttpApi::HttpApi(const AgentConfig& config, Bridge& bridge, LabelCache& labels, FoldGroups& groups,
                  std::string token)
     : config_(config),
       bridge_(bridge),
       labels_(labels),
-      retired_(retired),
+      groups_(groups),
       token_(std::move(token)),
       host_name_(local_host_name()),
       server_(std::make_unique<AgentServer>()),
@@ -230,12 +219,7 @@ void HttpApi::profile(const Addressed& a, bool heap, const httplib::Request& req
       return error(res, 429,
                    "too many ?seconds= profiles at once (" + std::to_string(config_.max_deltas) + ")");
     }
-    bool ok = ran(
-        [&](LiveView& v) {
-          base = v.baseline(keep);
-          found = found || retired_holds(retired_, a.target);
-        },
-        res);
+    bool ok = ran([&](LiveView& v) { base = v.baseline(keep); }, res);
     window_start = std::chrono::duration_cast<std::chrono::nanoseconds>(
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();
@@ -250,8 +234,7 @@ void HttpApi::profile(const Addressed& a, bool heap, const httplib::Request& req
   bool ok = ran(
       [&](LiveView& v) {
         r = v.snapshot(keep, seconds ? &base : nullptr);
-        add_labels(r, v.process_table(), labels_, host_name_);
-        found = found || retired_holds(retired_, a.target);
+        add_labels(r, labels_, host_name_);
       },
       res);
   if (!ok) return;
@@ -277,13 +260,7 @@ void HttpApi::flamegraph(const Addressed& a, const httplib::Request& req, httpli
   bool found = false;
   InstanceSelector keep = selector(a.target, labels_, found);
   Recording r;
-  if (!ran(
-          [&](LiveView& v) {
-            r = v.snapshot(keep, nullptr);
-            found = found || retired_holds(retired_, a.target);
-          },
-          res))
-    return;
+  if (!ran([&](LiveView& v) { r = v.snapshot(keep, nullptr); }, res)) return;
   if (!found && a.target.kind != TargetKind::All) return error(res, 404, "no such target recorded");
   RenderOptions o;
   o.metric = *metric;
@@ -305,15 +282,11 @@ void HttpApi::metrics(const Addressed& a, httplib::Response& res) {
                 labels.push_back(labels_.of(p.instance));
                 all.push_back(std::move(p));
               }
-            for (const auto& [key, r] : retired_.entries())
-              if (target_holds(a.target, r.totals.process, r.labels)) {
-                labels.push_back(r.labels);
-                all.push_back(r.totals);
-              }
             in.counters = v.counters();
             in.tables = v.table_sizes();
             in.self.stacks = v.stack_table().first;
-            in.counters.emplace_back("agent_processes_forgotten", retired_.processes());
+            in.counters.emplace_back("agent_processes_forgotten", groups_.processes());
+            in.counters.emplace_back("agent_processes_folded_unnamed", groups_.unnamed());
             in.self.labels_dropped = labels_.dropped();
           },
           res))

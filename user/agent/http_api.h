@@ -11,8 +11,8 @@
 
 #include "agent/agent.h"
 #include "agent/bridge.h"
+#include "agent/fold_groups.h"
 #include "agent/label_cache.h"
-#include "agent/retired.h"
 #include "base/result.h"
 
 namespace httplib {
@@ -27,9 +27,9 @@ class SharedResponses;
 
 class HttpApi {
  public:
-  // `labels` and `retired` are read inside bridge jobs only (the recording's
+  // `labels` and `groups` are read inside bridge jobs only (the recording's
   // thread).
-  HttpApi(const AgentConfig& config, Bridge& bridge, LabelCache& labels, RetiredTotals& retired,
+  HttpApi(const AgentConfig& config, Bridge& bridge, LabelCache& labels, FoldGroups& groups,
           std::string token);
   ~HttpApi();
 
@@ -55,7 +55,7 @@ class HttpApi {
   const AgentConfig& config_;
   Bridge& bridge_;
   LabelCache& labels_;
-  RetiredTotals& retired_;
+  FoldGroups& groups_;
   std::string token_;
   std::string host_name_;
   std::unique_ptr<AgentServer> server_;

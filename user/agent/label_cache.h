@@ -26,6 +26,11 @@ class LabelCache {
   void refresh(const ProcessTable& table, const std::function<const std::string&(uint64_t)>& cgroup_path);
   // The instance's stacks are forgotten: its labels go too.
   void forget(uint32_t instance) { labels_.erase(instance); }
+  // Labels of an instance /proc and cgroups cannot tell (a folded one:
+  // LiveView::fold_ended), held as long as its serial is the table's.
+  void set(uint32_t instance, uint64_t serial, TargetLabels labels) {
+    labels_[instance] = {serial, std::move(labels)};
+  }
   const TargetLabels& of(uint32_t instance) const;
   uint64_t dropped() const { return dropped_; }
 

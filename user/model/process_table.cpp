@@ -7,17 +7,26 @@ uint32_t ProcessTable::current(uint32_t tgid, std::string_view comm, bool* made)
   bool make = it == latest_.end() || instances_[it->second].ended;
   if (made) *made = make;
   if (!make) return it->second;
-  uint32_t id;
-  if (free_.empty()) {
-    id = uint32_t(instances_.size());
-    instances_.emplace_back();
-  } else {
-    id = free_.back();
-    free_.pop_back();
-  }
+  uint32_t id = new_id();
   instances_[id] = {tgid, std::string(comm), false, false, ++made_};
   latest_[tgid] = id;
   ++running_;
+  return id;
+}
+
+uint32_t ProcessTable::add_folded(std::string_view comm) {
+  uint32_t id = new_id();
+  instances_[id] = {.comm = std::string(comm), .ended = true, .serial = ++made_, .folded = true};
+  return id;
+}
+
+uint32_t ProcessTable::new_id() {
+  if (free_.empty()) {
+    instances_.emplace_back();
+    return uint32_t(instances_.size() - 1);
+  }
+  uint32_t id = free_.back();
+  free_.pop_back();
   return id;
 }
 
@@ -62,7 +71,8 @@ size_t ProcessTable::release_ended(const std::vector<bool>& held) {
   for (uint32_t id = 0; id < instances_.size(); ++id) {
     ProcessInstance& p = instances_[id];
     if (!p.ended || p.serial == 0 || (id < held.size() && held[id])) continue;
-    if (auto it = latest_.find(p.tgid); it != latest_.end() && it->second == id) latest_.erase(it);
+    if (auto it = latest_.find(p.tgid); !p.folded && it != latest_.end() && it->second == id)
+      latest_.erase(it);
     p = {};
     free_.push_back(id);
     ++released;

@@ -29,6 +29,9 @@ struct ProcessInstance {
   uint64_t start_ns = 0;
   uint64_t exec_id = 0;
   uint64_t ended_ms = 0;  // when it ended, on the recording's clock
+  // Not a process: what ended instances of one program (in one group of the
+  // caller's, a cgroup say) left when their own stacks were forgotten.
+  bool folded = false;
   // Its namespace pid where outputs show one: only when it is not its pid.
   uint32_t shown_ns_pid() const { return ns_tgid != tgid ? ns_tgid : 0; }
 };
@@ -46,6 +49,8 @@ class ProcessTable {
   // `in_process`: it was sampled by its own sampler, not by allocator probes.
   std::optional<uint32_t> end(uint32_t tgid, bool in_process = false, uint64_t now_ms = 0);
   void reject(uint32_t id);
+  // A folded instance named `comm` (tgid 0, ended, never current).
+  uint32_t add_folded(std::string_view comm);
   void set_cgroup(uint32_t id, uint64_t cgroup) { instances_[id].cgroup = cgroup; }
   void set_start(uint32_t id, uint32_t ns_tgid, uint64_t start_ns, uint64_t exec_id) {
     instances_[id].ns_tgid = ns_tgid;
@@ -70,6 +75,8 @@ class ProcessTable {
   uint64_t ended_through_probes() const { return ended_through_probes_; }
 
  private:
+  uint32_t new_id();
+
   std::vector<ProcessInstance> instances_;
   std::vector<uint32_t> free_;                     // released ids
   std::unordered_map<uint32_t, uint32_t> latest_;  // tgid -> its latest instance

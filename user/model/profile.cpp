@@ -85,11 +85,16 @@ void subtract_window_base(StackTotals& t, const WindowBase& e) {
 Profile::Profile(uint64_t rate, size_t max_stacks, size_t max_live)
     : rate_(rate), max_stacks_(max_stacks), max_live_(max_live) {}
 
-std::optional<uint32_t> Profile::intern(uint32_t pid, uint16_t fn, std::span<const uint64_t> ips) {
+std::string Profile::key_of(uint32_t pid, uint16_t fn, std::span<const uint64_t> ips) {
   std::string key(sizeof pid + sizeof fn + ips.size_bytes(), '\0');
   std::memcpy(key.data(), &pid, sizeof pid);
   std::memcpy(key.data() + sizeof pid, &fn, sizeof fn);
   if (!ips.empty()) std::memcpy(key.data() + sizeof pid + sizeof fn, ips.data(), ips.size_bytes());
+  return key;
+}
+
+std::optional<uint32_t> Profile::intern(uint32_t pid, uint16_t fn, std::span<const uint64_t> ips) {
+  std::string key = key_of(pid, fn, ips);
   if (auto it = index_.find(key); it != index_.end()) return it->second;
   if (stacks_.size() >= max_stacks_) return std::nullopt;
   uint32_t id = static_cast<uint32_t>(stacks_.size());
@@ -216,6 +221,37 @@ std::vector<uint32_t> Profile::forget(const std::function<bool(const StackRecord
     it->second = remap[it->second];
     it = it->second == kGone ? index_.erase(it) : std::next(it);
   }
+  renumber_live(remap);
+  return remap;
+}
+
+std::vector<uint32_t> Profile::fold(const std::vector<std::optional<FoldTo>>& into) {
+  std::vector<uint32_t> remap(stacks_.size(), kGone);
+  std::vector<StackRecord> out;
+  std::unordered_map<std::string, uint32_t> index;
+  auto place = [&](StackRecord&& s) {
+    auto [it, made] = index.try_emplace(key_of(s.pid, s.fn, s.ips), uint32_t(out.size()));
+    if (made)
+      out.push_back(std::move(s));
+    else
+      out[it->second].totals.merge(s.totals);
+    return it->second;
+  };
+  auto moves = [&into](uint32_t i) { return i < into.size() && into[i]; };
+  // Those that stay are placed first: a stack folded onto one finds it.
+  for (uint32_t i = 0; i < stacks_.size(); ++i)
+    if (!moves(i)) remap[i] = place(std::move(stacks_[i]));
+  for (uint32_t i = 0; i < stacks_.size(); ++i)
+    if (moves(i))
+      remap[i] =
+          place({next_serial_++, into[i]->pid, stacks_[i].fn, into[i]->ips, std::move(stacks_[i].totals)});
+  stacks_ = std::move(out);
+  index_ = std::move(index);
+  renumber_live(remap);
+  return remap;
+}
+
+void Profile::renumber_live(const std::vector<uint32_t>& remap) {
   for (auto set = live_.begin(); set != live_.end();) {
     for (auto e = set->second.begin(); e != set->second.end();) {
       e->second.stack = remap[e->second.stack];
@@ -238,9 +274,8 @@ std::vector<uint32_t> Profile::forget(const std::function<bool(const StackRecord
   }
   std::unordered_map<uint32_t, std::vector<uint64_t>> times;
   for (auto& [stack, ts] : live_times_)
-    if (remap[stack] != kGone) times.emplace(remap[stack], std::move(ts));
+    if (remap[stack] != kGone) times[remap[stack]].insert(times[remap[stack]].end(), ts.begin(), ts.end());
   live_times_ = std::move(times);
-  return remap;
 }
 
 std::vector<DurationHistogram> Profile::live_ages(uint64_t now_ns) const {

@@ -123,6 +123,18 @@ class Profile {
   // Returns each old index's new one, kGone for the stacks forgotten.
   static constexpr uint32_t kGone = UINT32_MAX;
   std::vector<uint32_t> forget(const std::function<bool(const StackRecord&)>& drop);
+  // Where fold() moves a stack: to another process instance, with return
+  // addresses that may differ (the same code, named apart from its process).
+  struct FoldTo {
+    uint32_t pid = 0;
+    std::vector<uint64_t> ips;
+  };
+  // Moves each stack `into` names (indexed like stacks(); nullopt: it stays)
+  // to the stack of that process, allocator function and addresses, made
+  // when new: where several meet, their totals add up. A delta's memory
+  // bounded by what is distinct, not by processes. Returns each old index's
+  // new one (several may share one; none is kGone).
+  std::vector<uint32_t> fold(const std::vector<std::optional<FoldTo>>& into);
 
   // Keeps the in-use profile at the highest live estimate from now on.
   void keep_peak() { keep_peak_ = true; }
@@ -157,6 +169,9 @@ class Profile {
 
   // Live samples per process, so that an ended process drops its own at once.
   using LiveSet = std::unordered_map<uint64_t, LiveEntry>;  // address -> sample
+  static std::string key_of(uint32_t pid, uint16_t fn, std::span<const uint64_t> ips);
+  // After the stacks were renumbered: live samples, times and peaks follow.
+  void renumber_live(const std::vector<uint32_t>& remap);
   void unlive(const LiveEntry& e);
   void live_changing(uint32_t stack, double bytes_delta);
   std::vector<LiveSide> live_sides() const;

@@ -45,6 +45,9 @@ struct RecSample {
   // pod, host), in pprof's sample labels.
   std::vector<std::pair<std::string, std::string>> labels;
   uint32_t ns_pid = 0;  // pid in the process's own PID namespace, when it differs
+  // The recording's process instance (ProcessTable id) it came from, while
+  // it runs: how the agent labels it. Not written to files.
+  uint32_t instance = UINT32_MAX;
 };
 
 // The path a recording made without probing frees (--no-free) carries,

@@ -243,9 +243,14 @@ void EventSink::on_stack(std::span<const uint8_t> data) {
 }
 
 void EventSink::forget_stacks(std::span<const uint32_t> remap) {
-  std::vector<StackOrigin> kept;
-  for (size_t i = 0; i < origins_.size() && i < remap.size(); ++i)
-    if (remap[i] != Profile::kGone) kept.push_back(std::move(origins_[i]));
+  // Several stacks folded into one keep the first one's origin.
+  std::vector<StackOrigin> kept(profile_.stacks().size());
+  std::vector<bool> placed(kept.size());
+  for (size_t i = 0; i < origins_.size() && i < remap.size(); ++i) {
+    if (remap[i] == Profile::kGone || placed[remap[i]]) continue;
+    placed[remap[i]] = true;
+    kept[remap[i]] = std::move(origins_[i]);
+  }
   origins_ = std::move(kept);
   // Ended instances without a stack left (the kernel's are erased at the
   // end) give back their ids, mappings and binaries.

@@ -75,6 +75,13 @@ class EventSink {
   const std::vector<StackOrigin>& origins() const { return origins_; }
   // The profile forgot stacks (Profile::forget's remap): their origins go.
   void forget_stacks(std::span<const uint32_t> remap);
+  // A folded instance (ProcessTable::add_folded) for what ended instances leave.
+  uint32_t add_folded(std::string_view comm) { return processes_.add_folded(comm); }
+  // Moves the stacks of ended instances to folded ones (`into`, by
+  // instance), their addresses named at their files' offsets so that the
+  // same code of each run folds into one stack (Profile::fold). Returns
+  // each old stack index's new one.
+  std::vector<uint32_t> fold_stacks(const std::unordered_map<uint32_t, uint32_t>& into);
   const ProcessTable& processes() const { return processes_; }
   // Process instances with samples recorded (not filtered out).
   uint64_t recorded_processes() const { return processes_.made() - processes_.rejected(); }
@@ -145,6 +152,8 @@ class EventSink {
   StackOrigin origin(uint32_t tgid, const std::string& comm, uint16_t fn, std::span<const uint64_t> ips);
   std::optional<uint32_t> profile_stack(const KnownStack& s);
   void compact_mappings();
+  // A stack's addresses and origin as its folded instance `into` keeps them.
+  std::pair<Profile::FoldTo, StackOrigin> folded_stack(uint32_t stack, uint32_t into);
   void note_new_profile_stack(size_t stacks_before, const KnownStack& s);
   void add_exact_delta(const KnownStack& s, const as_exact_totals& now, const as_exact_totals& before);
 

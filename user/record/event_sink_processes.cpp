@@ -140,4 +140,39 @@ void EventSink::on_process(const as_proc_event& e) {
   }
 }
 
+std::vector<uint32_t> EventSink::fold_stacks(const std::unordered_map<uint32_t, uint32_t>& into) {
+  std::vector<std::optional<Profile::FoldTo>> moves(profile_.stacks().size());
+  for (uint32_t i = 0; i < moves.size(); ++i) {
+    auto to = into.find(profile_.stacks()[i].pid);
+    if (to == into.end()) continue;
+    auto [stack, origin] = folded_stack(i, to->second);
+    moves[i] = std::move(stack);
+    origins_[i] = std::move(origin);
+  }
+  std::vector<uint32_t> remap = profile_.fold(moves);
+  forget_stacks(remap);
+  return remap;
+}
+
+std::pair<Profile::FoldTo, StackOrigin> EventSink::folded_stack(uint32_t stack, uint32_t into) {
+  const StackRecord& s = profile_.stacks()[stack];
+  StackOrigin o = origins_[stack];
+  Profile::FoldTo to{into, s.ips};
+  // Each address as it is at its file's own base (Symbolizer::at_file_base).
+  auto move = [this](uint64_t& addr, uint32_t& mapping) {
+    const Mapping* m = symbolizer_.mapping(mapping);
+    if (!m || !m->is_file()) return;
+    uint64_t offset = addr - m->start;
+    mapping = symbolizer_.at_file_base(mapping);
+    addr = symbolizer_.mapping(mapping)->start + offset;
+  };
+  for (size_t f = 0; f < to.ips.size() && f < o.mappings.size(); ++f)
+    if (!Symbolizer::is_python_frame(to.ips[f]) && to.ips[f] != kTruncatedFrame)
+      move(to.ips[f], o.mappings[f]);
+  if (o.allocator_addr) move(o.allocator_addr, o.allocator_mapping);
+  o.pid = o.ns_pid = 0;  // no process: the program's
+  o.comm = processes_.instance(into).comm;
+  return {std::move(to), std::move(o)};
+}
+
 }  // namespace allocscope

@@ -24,6 +24,20 @@ struct ProcessTotals {
   StackTotals totals;
 };
 
+// Which folded instance an ended instance's stacks go to: equal keys, one.
+struct FoldKey {
+  std::string comm;   // the folded instance's name: its program's
+  std::string group;  // the observer's own (a cgroup's path, say)
+  auto operator<=>(const FoldKey&) const = default;
+};
+using FoldGrouping = std::function<FoldKey(uint32_t instance, const ProcessInstance&)>;
+struct Folded {
+  ProcessTotals totals;  // of the instance whose stacks moved
+  uint32_t into = 0;     // the folded instance that holds them now
+  FoldKey key;           // `into`'s
+  bool made = false;     // `into` was made for it
+};
+
 // Which process instances a view holds (by id in the process table).
 using InstanceSelector = std::function<bool(uint32_t instance, const ProcessInstance&)>;
 // Totals per stack (by serial) at one moment: the start of a delta.
@@ -54,11 +68,14 @@ class LiveView {
   // Entries in the recording's own tables now (stacks, process ids,
   // resolved mappings, open binaries): what its memory grows with.
   virtual std::vector<std::pair<std::string, uint64_t>> table_sizes() const = 0;
-  // Forgets the stacks of instances that ended before `ended_before_ms`
-  // (now_ms()'s clock), making room for new ones, and returns those
-  // instances' totals. In exact mode, only instances whose final totals
-  // were read from the kernel (a root kept to the end is not).
-  virtual std::vector<ProcessTotals> forget_ended(uint64_t ended_before_ms) = 0;
+  // Moves the stacks of instances that ended before `ended_before_ms`
+  // (now_ms()'s clock) to folded instances, one per key `group` gives
+  // (ProcessTable::add_folded): what is distinct stays, not each process,
+  // and no cumulative total goes down. In exact mode, only instances whose
+  // final totals were read from the kernel (a root kept to the end is not).
+  // Deltas up to `window_ms` long see through the folds.
+  virtual std::vector<Folded> fold_ended(uint64_t ended_before_ms, const FoldGrouping& group,
+                                         uint64_t window_ms) = 0;
 };
 
 class RecordObserver {

@@ -16,6 +16,7 @@
 #include "probe/bpf_session.h"
 #include "probe/table_loader.h"
 #include "record/event_sink.h"
+#include "record/folds.h"
 #include "record/launch_plan.h"
 #include "record/library_discovery.h"
 #include "record/live_view.h"
@@ -96,7 +97,8 @@ class Recorder final : public LiveView {
   std::pair<size_t, size_t> stack_table() const override {
     return {profile_.stacks().size(), config_.max_stacks};
   }
-  std::vector<ProcessTotals> forget_ended(uint64_t ended_before_ms) override;
+  std::vector<Folded> fold_ended(uint64_t ended_before_ms, const FoldGrouping& group,
+                                 uint64_t window_ms) override;
   NamedCounters table_sizes() const override;
 
  private:
@@ -136,6 +138,7 @@ class Recorder final : public LiveView {
   std::optional<Timeline> timeline_;  // --timeline
   int64_t start_wall_ns_ = 0;
   LaunchPlan plan_;  // a launched command: how its processes are sampled
+  Folds folds_{1 << 20};
 };
 
 }  // namespace allocscope

@@ -193,6 +193,7 @@ NamedCounters Recorder::counters() {
   c.emplace_back("cgroups_forgotten", cgroup_names_.forgotten());
   c.emplace_back("python_frames_table_full", symbolizer_.python_frames_full());
   c.emplace_back("debug_files_refused", Symbolizer::debug_files_refused());
+  if (folds_.size()) c.emplace_back("fold_journal_dropped", folds_.journal_dropped());
   if (config_.duty_period_ms) {
     c.emplace_back("duty_windows", duty_windows_ + 1);  // the first window began attached
     c.emplace_back("duty_probes_paused", parts_->session->paused());

@@ -31,22 +31,42 @@ NamedCounters Recorder::table_sizes() const {
           {"running_processes", table.running()},
           {"resolved_mappings", symbolizer_.resolved_mappings()},
           {"open_binaries", symbolizer_.modules()},
-          {"cgroup_names", cgroup_names_.size()}};
+          {"cgroup_names", cgroup_names_.size()},
+          {"folded_instances", folds_.size()},
+          {"fold_journal", folds_.journal_size()}};
 }
 
-std::vector<ProcessTotals> Recorder::forget_ended(uint64_t ended_before_ms) {
-  const EventSink& sink = parts_->sink;
+std::vector<Folded> Recorder::fold_ended(uint64_t ended_before_ms, const FoldGrouping& group,
+                                         uint64_t window_ms) {
+  uint64_t now = now_ms();
+  if (now > window_ms) folds_.prune(now - window_ms);
+  EventSink& sink = parts_->sink;
   const ProcessTable& table = sink.processes();
-  auto forgettable = [&](uint32_t instance) {
-    const ProcessInstance& p = table.instance(instance);
-    return p.ended && p.ended_ms < ended_before_ms &&
+  auto foldable = [&](const ProcessInstance& p, uint32_t instance) {
+    return p.ended && !p.folded && p.ended_ms < ended_before_ms &&
            !(exact_mode(config_) && sink.has_kernel_totals(instance));
   };
-  std::vector<ProcessTotals> ended = processes();
-  std::erase_if(ended, [&](const ProcessTotals& p) { return !forgettable(p.instance); });
-  if (ended.empty()) return ended;
-  parts_->sink.forget_stacks(profile_.forget([&](const StackRecord& s) { return forgettable(s.pid); }));
-  return ended;
+  std::vector<Folded> folded;
+  std::unordered_map<uint32_t, uint32_t> into;
+  for (ProcessTotals& p : processes()) {
+    if (!foldable(p.process, p.instance)) continue;
+    FoldKey key = group(p.instance, p.process);
+    auto id = folds_.find(key, table);
+    bool made = !id;
+    if (made) {
+      id = sink.add_folded(key.comm);
+      folds_.add(key, *id, table.instance(*id).serial);
+    }
+    into.emplace(p.instance, *id);
+    folded.push_back({std::move(p), *id, std::move(key), made});
+  }
+  if (folded.empty()) return folded;
+  std::vector<uint64_t> moved;  // serials of the stacks that move, by old index (0: stays)
+  for (const StackRecord& s : profile_.stacks()) moved.push_back(into.contains(s.pid) ? s.serial : 0);
+  std::vector<uint32_t> remap = sink.fold_stacks(into);
+  for (size_t i = 0; i < moved.size(); ++i)
+    if (moved[i]) folds_.journal(moved[i], profile_.stacks()[remap[i]].serial, now);
+  return folded;
 }
 
 std::vector<uint32_t> Recorder::stacks_of(const InstanceSelector& keep) const {
@@ -72,7 +92,9 @@ Baseline Recorder::baseline(const InstanceSelector& keep) {
 
 Recording Recorder::snapshot(const InstanceSelector& keep, const Baseline* since) {
   absorb_exact();
-  StackChoice choice{stacks_of(keep), since};
+  Baseline through;
+  if (since) through = folds_.through(*since);
+  StackChoice choice{stacks_of(keep), since ? &through : nullptr};
   uint64_t elapsed_ms = uint64_t(std::max<int64_t>(0, wall_ns() - start_wall_ns_) / 1000000);
   return build_recording(profile_, symbolizer_, meta(elapsed_ms), parts_->sink.origins(), &choice);
 }

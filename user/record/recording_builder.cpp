@@ -95,6 +95,7 @@ RecSample sample_of(Builder& b, const StackRecord& s, const StackOrigin& o, Stac
   RecSample sample;
   sample.pid = o.pid;
   sample.ns_pid = o.ns_pid;
+  sample.instance = s.pid;
   sample.comm = o.comm;
   sample.totals = std::move(totals);
   sample.locations.push_back(b.allocator(o.allocator_mapping, s.fn, o.allocator_addr));

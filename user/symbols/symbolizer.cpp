@@ -316,6 +316,7 @@ std::vector<uint32_t> Symbolizer::compact(const std::vector<bool>& used) {
       if (m.is_file() && m.executable) needed.insert(key_of(m));  // code that may yet be sampled
   std::erase_if(modules_, [&](const auto& e) { return !needed.contains(e.first); });
   std::erase_if(paths_, [&](const auto& e) { return !needed.contains(e.first); });
+  std::erase_if(file_bases_, [&](const auto& e) { return !needed.contains(e.first); });
   return remap;
 }
 
@@ -353,6 +354,17 @@ uint32_t Symbolizer::intern(pid_t pid, const Mapping& m) {
   auto [it, added] = mapping_ids_.try_emplace(key, uint32_t(mappings_.size()));
   if (added) mappings_.push_back(m);
   return it->second;
+}
+
+uint32_t Symbolizer::at_file_base(uint32_t id) {
+  if (id >= mappings_.size() || !mappings_[id].is_file()) return id;
+  Mapping m = mappings_[id];
+  auto [base, made] = file_bases_.try_emplace(key_of(m), next_file_base_ << 36);
+  // Below bit 62: never taken for a Python frame; 2^26 files before a wrap.
+  if (made) next_file_base_ = next_file_base_ % (uint64_t{1} << 26) + 1;
+  m.end = base->second + m.offset + (m.end - m.start);
+  m.start = base->second + m.offset;
+  return intern(0, m);
 }
 
 // Reads the process's perf map when first needed, and again when it grew

@@ -79,6 +79,13 @@ class Symbolizer {
   // (kNoMapping: dropped); ids held elsewhere must be rewritten with it.
   std::vector<uint32_t> compact(const std::vector<bool>& used);
 
+  // Resolved mapping `id` moved to an address of its file's own (a base
+  // per file, plus the file offset): the same code at the same addresses in
+  // every process that maps the file, wherever ASLR placed it; an address a
+  // of `id` is a - start + the result's start. Anonymous mappings (JIT
+  // code, named per process) stay as they are.
+  uint32_t at_file_base(uint32_t id);
+
   // The function holding return address `ip` of resolved mapping `id`, or
   // the Python frame `ip` stands for.
   FrameInfo describe(uint32_t mapping, uint64_t ip);
@@ -128,6 +135,9 @@ class Symbolizer {
   };
   std::unordered_map<pid_t, std::shared_ptr<PerfMap>> perf_maps_;
   std::unordered_map<uint32_t, std::shared_ptr<PerfMap>> jit_;
+  // at_file_base()'s bases, 64 GiB apart, while a mapping of the file is held.
+  std::map<ModuleKey, uint64_t> file_bases_;
+  uint64_t next_file_base_ = 1;
   std::vector<SourceFrame> python_;  // by python_frame()'s value, less the tag
   std::map<std::tuple<std::string, std::string, int64_t>, uint64_t> python_ids_;
   uint64_t python_frames_full_ = 0;
