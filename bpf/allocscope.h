@@ -451,10 +451,10 @@ struct as_proc_event {
   char name[32];    /* mmap: the file's name, truncated */
   as_u32 ended;     /* exec, exit: AS_ENDED_* of the program that ended */
   as_u32 ruled_out; /* exec: 1 when a filter rules the new program out: none of it sampled or held */
+  as_u32 fresh;     /* exec: 1 when its file was not seen before (examined, held if it could be) */
 };
 
-/* How a program that ended (as_proc_event.ended) was sampled. */
-#define AS_ENDED_IN_PROCESS 1 /* by its own sampler's probes (it carried AS_PROC_IN_PROCESS) */
+#define AS_ENDED_IN_PROCESS 1 /* as_proc_event.ended: sampled by its own probes (AS_PROC_IN_PROCESS) */
 
 /* known_files values: a file examined by userspace, or (a launched command's
  * C library, while every process that maps it samples in process) an
@@ -494,7 +494,7 @@ AS_STATIC_ASSERT(sizeof(struct as_py_process) == 72, "as_py_process layout");
 AS_STATIC_ASSERT(sizeof(struct as_py_frame) == 16, "as_py_frame layout");
 AS_STATIC_ASSERT(sizeof(struct as_table_event) == 8 + 40, "as_table_event layout");
 AS_STATIC_ASSERT(sizeof(struct as_deferred_walk) == 40, "as_deferred_walk layout");
-AS_STATIC_ASSERT(sizeof(struct as_proc_event) == 96, "as_proc_event layout");
+AS_STATIC_ASSERT(sizeof(struct as_proc_event) == 104, "as_proc_event layout");
 AS_STATIC_ASSERT(sizeof(struct as_exact_totals) == 32 + 4 * AS_LIFETIME_BUCKETS, "as_exact_totals layout");
 
 #endif

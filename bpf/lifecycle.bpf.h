@@ -101,11 +101,20 @@ static __always_inline struct as_proc_event *proc_event(__u32 kind, __u32 tgid, 
   return e;
 }
 
+/* Whether an event wakes the reader at once. Userspace must read a process
+ * while it lives when it maps a new file; a command's (-- CMD, -p) always,
+ * so that even its shortest processes are read at exec. Recording the whole
+ * machine, the other events wait for the reader's next round (100 ms): a
+ * process starting or ending pays no wakeup (an irq_work, often another
+ * CPU's interrupt) and meets no reader reading its /proc. */
+static __always_inline __u64 proc_wake(bool new_file) {
+  return new_file || !trace_unknown ? BPF_RB_FORCE_WAKEUP : submit_flags();
+}
+
 static __always_inline void emit_proc(__u32 kind, __u32 tgid, __u32 parent, const char *comm,
-                                      const struct file_id *file, __u64 addr, __u32 ended) {
+                                      const struct file_id *file, __u64 addr, __u32 ended, bool new_file) {
   struct as_proc_event *e = proc_event(kind, tgid, parent, comm, file, addr, ended);
-  /* Userspace must read the process while it lives: wake it now. */
-  if (e) bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+  if (e) bpf_ringbuf_submit(e, proc_wake(new_file));
 }
 
 /* The C library's _exit in a CPython process: the code objects its stacks
@@ -142,7 +151,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child) {
     if (bpf_map_update_elem(&processes, &ctgid, &copy, BPF_ANY) != 0) count(AS_CNT_PROC_TABLE_FULL);
   }
   if (wanted(v) && (follow_children || trace_unknown))
-    emit_proc(AS_EV_FORK, ctgid, ptgid, child->comm, 0, 0, 0);
+    emit_proc(AS_EV_FORK, ctgid, ptgid, child->comm, 0, 0, 0, false);
   /* A child shares its parent's mappings, CPython's library among them. */
   struct as_py_process *py = bpf_map_lookup_elem(&python_processes, &ptgid);
   if (py && bpf_map_update_elem(&python_processes, &ctgid, py, BPF_ANY) != 0) count(AS_CNT_PY_PROCESSES_FULL);
@@ -188,7 +197,8 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
   bool fresh = !ruled_out && bpf_map_update_elem(&known_files, &key, &known, BPF_NOEXIST) == 0;
   e->held = fresh && hold_current(p, tgid, 0);
   e->ruled_out = ruled_out;
-  bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+  e->fresh = fresh;
+  bpf_ringbuf_submit(e, proc_wake(fresh));
   return 0;
 }
 
@@ -209,7 +219,7 @@ int BPF_PROG(on_exit, struct task_struct *p) {
   bpf_map_delete_elem(&process_live, &tgid);
   bpf_map_delete_elem(&python_processes, &tgid);
   bpf_map_delete_elem(&held, &tgid); /* killed while held: nothing to continue */
-  if (want) emit_proc(AS_EV_EXIT, tgid, 0, p->comm, 0, 0, ended);
+  if (want) emit_proc(AS_EV_EXIT, tgid, 0, p->comm, 0, 0, ended, false);
   return 0;
 }
 
@@ -312,7 +322,7 @@ int BPF_PROG(on_syscall_exit, struct pt_regs *regs, long ret) {
   mark_in_process(tgid, &key);
   if (!ruled_out) note_python_library(tgid, &key, &id);
   if (ruled_out || !to_examine(tgid, &key)) return 0;
-  emit_proc(AS_EV_MMAP, tgid, hold_current(t, tgid, 0), t->comm, &id, ret, 0);
+  emit_proc(AS_EV_MMAP, tgid, hold_current(t, tgid, 0), t->comm, &id, ret, 0, true);
   return 0;
 }
 

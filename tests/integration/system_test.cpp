@@ -183,6 +183,11 @@ TEST(AllProcesses, PrivateCopyOfTheCLibraryIsSampled) {
   EXPECT_EQ(w.wait(), 0);
   rec.signal(SIGINT);
   ASSERT_EQ(rec.wait(), 0) << rec.err();
+  // The copy's loader, a file not seen before, held its process: how long is said.
+  EXPECT_NE(
+      rec.err().find("process(es) held for a file not seen before (stopped until it was examined): median "),
+      std::string::npos)
+      << rec.err();
 
   Folded f = read_folded(folded_path);
   Estimate total;

@@ -618,8 +618,12 @@ TEST(RenderMetrics, CountersAndTheAgentsOwnCost) {
   in.self.labels_dropped = 1;
   in.self.connection_queue_full = 3;
   in.tables = {{"stacks", 12}, {"process_ids", 5}};
+  in.holds = {.count = 3, .p50 = 41000000, .p99 = 180000000, .max = 2500000000};
   std::string text = render_metrics(in);
   expect_well_formed(text);
+  EXPECT_EQ(value_of(parse_exposition(text), "allocscope_hold_median_seconds"), 0.041);
+  EXPECT_EQ(value_of(parse_exposition(text), "allocscope_hold_p99_seconds"), 0.18);
+  EXPECT_EQ(value_of(parse_exposition(text), "allocscope_hold_longest_seconds"), 2.5);
   EXPECT_NE(text.find("allocscope_recording_events_total{name=\"samples\"} 7\n"), std::string::npos) << text;
   auto all = parse_exposition(text);
   EXPECT_EQ(value_of(all, "allocscope_recording_events_total", {{"name", "frees"}}), 123456789012.0);
@@ -782,6 +786,7 @@ class FakeView : public LiveView {
   Recording snapshot(const InstanceSelector&, const Baseline*) override { return {}; }
   std::vector<std::pair<std::string, uint64_t>> counters() override { return {}; }
   std::pair<size_t, size_t> stack_table() const override { return {0, 1}; }
+  HoldTimes hold_times() const override { return {}; }
   std::vector<Folded> fold_ended(uint64_t, const FoldGrouping&, uint64_t) override { return {}; }
   std::vector<std::pair<std::string, uint64_t>> table_sizes() const override { return {}; }
   const std::string& cgroup_path(uint64_t) override { return none_; }

@@ -192,7 +192,9 @@ TEST(EventSink, ARejectedProcessIsToldOnceAndItsSamplesLeaveTheKernel) {
 }
 
 // The program an exec ran is handed to the unwind tables at once (they hold
-// it open while the process may still be there to open it through).
+// it open while the process may still be there to open it through); its
+// files are examined only when the kernel saw its file for the first time
+// (a start of a known program costs it no read of its /proc).
 TEST(EventSink, ExecHandsTheNewProgramToTheTables) {
   Fixture f;
   as_proc_event e = process_event(AS_EV_EXEC, f.tgid);
@@ -201,6 +203,10 @@ TEST(EventSink, ExecHandsTheNewProgramToTheTables) {
   f.sink(bytes(e));
   EXPECT_EQ(f.unwind.execs,
             (std::vector<std::tuple<uint32_t, uint32_t, uint64_t>>{{f.tgid, (8 << 20) | 1, 4242}}));
+  EXPECT_TRUE(f.libraries.examined.empty());
+  e.fresh = 1;
+  f.sink(bytes(e));
+  EXPECT_EQ(f.libraries.examined, (std::vector<uint32_t>{f.tgid}));
 }
 
 // A process the kernel stopped at a new mapping goes on only after the file
@@ -233,7 +239,7 @@ TEST(EventSink, AHeldProgramTheFilterRulesOutGoesOnAtOnce) {
   Fixture f;
   f.verdicts.only = "wanted";
   as_proc_event e = process_event(AS_EV_EXEC, f.tgid);
-  e.held = 1;
+  e.held = e.fresh = 1;
   e.dev = (8 << 20) | 1;
   e.ino = 4242;
   std::memcpy(e.comm, "other", 6);
@@ -277,7 +283,8 @@ TEST(EventSink, AProgramTheKernelRulesOutEndsTheOldOneAndIsNotExamined) {
   EXPECT_TRUE(f.kernel.released.empty());
   EXPECT_TRUE(f.kernel.forgotten_files.empty());
 
-  e.ruled_out = 0;  // the same program, not ruled out: judged and examined
+  e.ruled_out = 0;  // the same program, not ruled out (and new): judged and examined
+  e.fresh = 1;
   f.sink(bytes(e));
   EXPECT_EQ(f.verdicts.judged, (std::vector<std::string>{"worker"}));
   EXPECT_EQ(f.libraries.examined, (std::vector<uint32_t>{f.tgid}));

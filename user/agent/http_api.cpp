@@ -285,6 +285,7 @@ void HttpApi::metrics(const Addressed& a, httplib::Response& res) {
             in.counters = v.counters();
             in.tables = v.table_sizes();
             in.self.stacks = v.stack_table().first;
+            in.holds = v.hold_times();
             in.counters.emplace_back("agent_processes_forgotten", groups_.processes());
             in.counters.emplace_back("agent_processes_folded_unnamed", groups_.unnamed());
             in.self.labels_dropped = labels_.dropped();

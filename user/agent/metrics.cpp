@@ -143,6 +143,15 @@ std::string render_metrics(const MetricsInput& in) {
                in.counters);
   named_family(out, "allocscope_agent_table_entries", "gauge",
                "Entries in the agent's own tables (what its memory grows with)", "table", in.tables);
+  // A file not seen before stops the process that maps it until examined.
+  scalar(out, "allocscope_hold_median_seconds", "gauge",
+         "Median time a process was held for a new file (of the last 4096 holds)",
+         double(in.holds.p50) / 1e9);
+  scalar(out, "allocscope_hold_p99_seconds", "gauge",
+         "99th percentile of the time a process was held for a new file (of the last 4096 holds)",
+         double(in.holds.p99) / 1e9);
+  scalar(out, "allocscope_hold_longest_seconds", "gauge", "The longest a process was held for a new file",
+         double(in.holds.max) / 1e9);
   scalar(out, "allocscope_agent_cpu_seconds_total", "counter",
          "CPU time the agent has used (user and system)", in.self.cpu_seconds);
   scalar(out, "allocscope_agent_resident_bytes", "gauge", "The agent's resident memory",

@@ -33,6 +33,7 @@ struct MetricsInput {
   std::vector<std::pair<std::string, uint64_t>> counters;
   std::vector<std::pair<std::string, uint64_t>> tables;  // entries per table of the agent's
   AgentSelf self;
+  HoldTimes holds;
   size_t max_series = 500;  // per level (process, program, cgroup): the largest by live bytes
 };
 

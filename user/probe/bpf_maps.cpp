@@ -198,11 +198,13 @@ std::vector<std::pair<as_live_key, as_live_value>> BpfSession::live_entries() co
   return all_entries<as_live_key, as_live_value>(bpf_map__fd(skel_->maps.live));
 }
 
-bool BpfSession::release_held(uint32_t tgid) { return hold_guard_ && hold_guard_->release(tgid); }
+bool BpfSession::release_held(uint32_t tgid) {
+  return hold_guard_ && hold_guard_->release(tgid, &hold_times_);
+}
 
 size_t BpfSession::release_held_before(uint64_t before_ns, const std::unordered_set<uint32_t>& waiting,
                                        uint64_t waiting_before_ns) {
-  return hold_guard_ ? hold_guard_->release_older(before_ns, waiting, waiting_before_ns) : 0;
+  return hold_guard_ ? hold_guard_->release_older(before_ns, waiting, waiting_before_ns, &hold_times_) : 0;
 }
 
 void BpfSession::forget_file(uint32_t kernel_dev, uint64_t ino) {

@@ -123,6 +123,8 @@ class BpfSession {
   // only when held since before `waiting_before_ns`. How many.
   size_t release_held_before(uint64_t before_ns, const std::unordered_set<uint32_t>& waiting = {},
                              uint64_t waiting_before_ns = 0);
+  // How long the processes continued so far were held (the last 4,096).
+  const RecentDurations& hold_times() const { return hold_times_; }
   // Loads the unwind table of the file the kernel's mappings name `key`
   // (replacing one it had) and clears the kernel's request for it.
   Result<void> load_unwind_table(const as_file_key& key, std::span<const as_unwind_row> rows);
@@ -218,6 +220,7 @@ class BpfSession {
   // BTF types of the unwind tables' template (libbpf frees it at load).
   uint32_t table_btf_key_ = 0, table_btf_value_ = 0;
   std::unique_ptr<HoldGuard> hold_guard_;  // with hold_new_files
+  RecentDurations hold_times_{4096};
   std::vector<Link> lifecycle_links_;
   std::vector<Link> entry_links_, return_links_;
   std::vector<UniqueFd> raw_links_;  // links made with bpf(2) directly, unknown to this libbpf

@@ -9,11 +9,23 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <ctime>
 
 namespace allocscope {
 
+namespace {
+
+void time_hold(RecentDurations& times, uint64_t since) {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  uint64_t ns = uint64_t(now.tv_sec) * 1000000000 + uint64_t(now.tv_nsec);
+  if (since <= ns) times.add(ns - since);
+}
+
+}  // namespace
+
 size_t release_every_held(int held_map, uint64_t before_ns, const std::unordered_set<uint32_t>* waiting,
-                          uint64_t waiting_before_ns) {
+                          uint64_t waiting_before_ns, RecentDurations* times) {
   size_t released = 0;
   uint32_t key = 0, next = 0;
   bool first = true;
@@ -28,6 +40,7 @@ size_t release_every_held(int held_map, uint64_t before_ns, const std::unordered
     // never a later process of the same id (its exit deleted the entry).
     if (bpf_map_delete_elem(held_map, &key) != 0) continue;
     kill(pid_t(key), SIGCONT);
+    if (times) time_hold(*times, since);
     ++released;
     first = true;  // the walk's position is gone with the key
   }
@@ -84,15 +97,18 @@ HoldGuard::~HoldGuard() {
   }
 }
 
-bool HoldGuard::release(uint32_t tgid) {
+bool HoldGuard::release(uint32_t tgid, RecentDurations* times) {
+  uint64_t since = UINT64_MAX;
+  bpf_map_lookup_elem(map_, &tgid, &since);
   if (bpf_map_delete_elem(map_, &tgid) != 0) return false;
   kill(pid_t(tgid), SIGCONT);
+  if (times) time_hold(*times, since);
   return true;
 }
 
 size_t HoldGuard::release_older(uint64_t before_ns, const std::unordered_set<uint32_t>& waiting,
-                                uint64_t waiting_before_ns) {
-  return release_every_held(map_, before_ns, &waiting, waiting_before_ns);
+                                uint64_t waiting_before_ns, RecentDurations* times) {
+  return release_every_held(map_, before_ns, &waiting, waiting_before_ns, times);
 }
 
 }  // namespace allocscope

@@ -14,6 +14,7 @@
 
 #include "base/result.h"
 #include "base/unique_fd.h"
+#include "stats/recent_durations.h"
 
 namespace allocscope {
 
@@ -26,12 +27,13 @@ class HoldGuard {
   // Continues every process still held, then lets the guard go.
   ~HoldGuard();
 
-  // Continues `tgid` if the kernel holds it: true when it did.
-  bool release(uint32_t tgid);
+  // Continues `tgid` if the kernel holds it: true when it did. How long it
+  // was held goes to `times`.
+  bool release(uint32_t tgid, RecentDurations* times = nullptr);
   // Continues those held since before `before_ns` (CLOCK_MONOTONIC), but
   // those in `waiting` only when held since before `waiting_before_ns`; how many.
   size_t release_older(uint64_t before_ns, const std::unordered_set<uint32_t>& waiting = {},
-                       uint64_t waiting_before_ns = 0);
+                       uint64_t waiting_before_ns = 0, RecentDurations* times = nullptr);
 
  private:
   HoldGuard(int held_map, UniqueFd pipe, pid_t guard)
@@ -44,9 +46,11 @@ class HoldGuard {
 // Continues every process in `held_map` held since before `before_ns`
 // (deleting each entry first, so that no process is continued twice); those
 // in `waiting`, when given, only if held since before `waiting_before_ns`.
-// Async-signal-safe without `waiting`. How many.
+// Async-signal-safe without `waiting` and `times` (how long each was held:
+// a hold of a process at its exit, stamped with its grace ahead, is not
+// timed). How many.
 size_t release_every_held(int held_map, uint64_t before_ns = UINT64_MAX,
                           const std::unordered_set<uint32_t>* waiting = nullptr,
-                          uint64_t waiting_before_ns = 0);
+                          uint64_t waiting_before_ns = 0, RecentDurations* times = nullptr);
 
 }  // namespace allocscope

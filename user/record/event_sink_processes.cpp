@@ -108,7 +108,10 @@ void EventSink::on_exec(const as_proc_event& e) {
     return;
   }
   symbolizer_.track(pid_t(e.tgid));  // the new program's file, while it runs
-  hooks_.libraries.on_exec(e.tgid);
+  // A file seen before was examined then: its mappings are not read again
+  // (recording the whole machine, the kernel does not even wake the reader
+  // for it: the start of a known program pays nothing for allocscope).
+  if (e.fresh) hooks_.libraries.on_exec(e.tgid);
   hooks_.unwind.on_exec(e.tgid, e.dev, e.ino);
   if (python_) python_->on_program(pid_t(e.tgid), e.dev, e.ino);  // before it goes on, when held
   if (e.held)

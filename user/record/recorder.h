@@ -100,6 +100,7 @@ class Recorder final : public LiveView {
   std::vector<Folded> fold_ended(uint64_t ended_before_ms, const FoldGrouping& group,
                                  uint64_t window_ms) override;
   NamedCounters table_sizes() const override;
+  HoldTimes hold_times() const override { return hold_figures(parts_->session->hold_times()); }
 
  private:
   Result<void> open_session();

@@ -7,6 +7,7 @@
 #include "base/units.h"
 #include "host/process.h"
 #include "model/loss.h"
+#include "output/table.h"
 #include "record/hints.h"
 #include "record/messages.h"
 #include "record/python_stacks.h"
@@ -173,6 +174,11 @@ void print_warnings(const RecordingState& s, const RecordConfig& config) {
                 " in-process samples were taken at another rate than --rate and not counted: record with "
                 "the rate of the process (its ALLOCSCOPE_RATE), or set it to this one" +
                 (exact_mode(config) ? " (exact mode needs ALLOCSCOPE_RATE=1)" : ""));
+  if (HoldTimes h = hold_figures(s.session.hold_times()); h.count)
+    print_error(std::to_string(h.count) +
+                " process(es) held for a file not seen before (stopped until it was examined): median " +
+                format_duration_ns(double(h.p50)) + ", 99th percentile " + format_duration_ns(double(h.p99)) +
+                ", longest " + format_duration_ns(double(h.max)));
   if (uint64_t n = k[AS_CNT_HOLD_REFUSED] + s.held_too_long)
     print_error("warning: " + std::to_string(n) +
                 " process(es) mapping a new file ran on before it was examined (the table of held "
@@ -192,6 +198,10 @@ void print_warnings(const RecordingState& s, const RecordConfig& config) {
 }
 
 }  // namespace
+
+HoldTimes hold_figures(const RecentDurations& holds) {
+  return {holds.count(), holds.quantile(0.5), holds.quantile(0.99), holds.max()};
+}
 
 NamedCounters recording_counters(const RecordingState& s) {
   Counters k = s.session.counters();

@@ -11,6 +11,7 @@
 #include "probe/bpf_session.h"
 #include "probe/table_loader.h"
 #include "record/event_sink.h"
+#include "record/live_view.h"
 #include "record/process_filter.h"
 #include "record/progress.h"
 #include "record/record.h"
@@ -37,6 +38,8 @@ struct RecordingState {
   std::string sampling;                   // a launched command: how its processes were sampled
   const PythonStacks* python = nullptr;   // Python frames: what was walked, read, refused
 };
+
+HoldTimes hold_figures(const RecentDurations& holds);
 
 // Every counter, by the name it has in the saved profile.
 NamedCounters recording_counters(const RecordingState& s);
