@@ -13,7 +13,6 @@ BENCHMARKS.md.
 """
 import argparse
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -21,21 +20,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def cgroup2_root():
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            fields = line.split()
-            if fields[fields.index("-") + 1] == "cgroup2":
-                return fields[4]
-    sys.exit("no cgroup v2 hierarchy mounted")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from agent_soak import cgroup2_root, free_port  # noqa: E402
 
 
 class Jobs:
