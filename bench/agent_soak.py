@@ -210,6 +210,16 @@ class Agent:
                              c.get("cgroups_forgotten", 0)))
 
 
+def job_cgroup(parent, serial):
+    """A new cgroup below `parent` (None: none) and the preexec_fn that joins it: the child joins
+    before its exec, so its first allocation is there."""
+    if not parent:
+        return None, None
+    cg = os.path.join(parent, f"job{serial}")
+    os.mkdir(cg)
+    return cg, lambda: open(os.path.join(cg, "cgroup.procs"), "w").write("0")
+
+
 class Churn:
     """Keeps `parallel` workload runs going, each in a new cgroup removed after it."""
 
@@ -234,13 +244,8 @@ class Churn:
         while len(self.running) < self.parallel:
             variant = random.choices(range(len(VARIANTS)), WEIGHTS)[0]
             program, argv = VARIANTS[variant]
-            cg = None
-            if self.parent:
-                self.serial += 1
-                cg = os.path.join(self.parent, f"job{self.serial}")
-                os.mkdir(cg)
-            # The child joins its cgroup before exec: its first allocation is there.
-            join = (lambda c=cg: open(os.path.join(c, "cgroup.procs"), "w").write("0")) if cg else None
+            self.serial += 1
+            cg, join = job_cgroup(self.parent, self.serial)
             p = subprocess.Popen([os.path.join(self.build, "tests", program), *argv], preexec_fn=join,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             self.running.append((p, cg))

@@ -21,7 +21,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agent_soak import cgroup2_root, free_port  # noqa: E402
+from agent_soak import cgroup2_root, free_port, job_cgroup  # noqa: E402
 
 
 class Jobs:
@@ -32,12 +32,8 @@ class Jobs:
         self.serial = 0
 
     def time_one(self, argv):
-        cg = None
-        if self.parent:
-            self.serial += 1
-            cg = os.path.join(self.parent, f"job{self.serial}")
-            os.mkdir(cg)
-        join = (lambda c=cg: open(os.path.join(c, "cgroup.procs"), "w").write("0")) if cg else None
+        self.serial += 1
+        cg, join = job_cgroup(self.parent, self.serial)
         start = time.perf_counter()
         status = subprocess.call(argv, preexec_fn=join, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         took = time.perf_counter() - start
