@@ -73,7 +73,9 @@ class EventSink {
   bool has_kernel_totals(uint32_t instance) const { return instance_stacks_.contains(instance); }
 
   const std::vector<StackOrigin>& origins() const { return origins_; }
-  // The profile forgot stacks (Profile::forget's remap): their origins go.
+  // The profile renumbered its stacks (Profile::forget's or fold's remap):
+  // origins follow, those of stacks gone go, and ended instances left
+  // without a stack give their ids back.
   void forget_stacks(std::span<const uint32_t> remap);
   // A folded instance (ProcessTable::add_folded) for what ended instances leave.
   uint32_t add_folded(std::string_view comm) { return processes_.add_folded(comm); }
