@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "symbols/demangle.h"
+#include "symbols/scope_index.h"
 
 namespace allocscope {
 namespace {
@@ -72,7 +73,7 @@ Location line_in_unit(Dwarf_Die* cu, Dwarf_Addr pc) {
   return {file ? file : "", file ? line : 0};
 }
 
-void build_unit_index(Dwarf* dw, UnitIndex& index) {
+void build_unit_index(Dwarf* dw, DwarfIndex& index) {
   index.built = true;
   Dwarf_CU* cu = nullptr;
   Dwarf_Die cudie;
@@ -84,14 +85,14 @@ void build_unit_index(Dwarf* dw, UnitIndex& index) {
       if (start < end) index.ranges.push_back({start, end, dwarf_dieoffset(&cudie)});
   }
   std::sort(index.ranges.begin(), index.ranges.end(),
-            [](const UnitIndex::Range& a, const UnitIndex::Range& b) { return a.low < b.low; });
+            [](const DwarfIndex::Range& a, const DwarfIndex::Range& b) { return a.low < b.low; });
 }
 
 // The unit holding DWARF address `pc`, through the index (built on first use).
-bool unit_at(Dwarf* dw, Dwarf_Addr pc, UnitIndex& index, Dwarf_Die* out) {
+bool unit_at(Dwarf* dw, Dwarf_Addr pc, DwarfIndex& index, Dwarf_Die* out) {
   if (!index.built) build_unit_index(dw, index);
   auto it = std::upper_bound(index.ranges.begin(), index.ranges.end(), pc,
-                             [](uint64_t v, const UnitIndex::Range& r) { return v < r.low; });
+                             [](uint64_t v, const DwarfIndex::Range& r) { return v < r.low; });
   if (it == index.ranges.begin() || pc >= std::prev(it)->high) return false;
   return dwarf_offdie(dw, std::prev(it)->unit, out) != nullptr;
 }
@@ -101,25 +102,42 @@ struct FreeScopes {
 };
 using Scopes = std::unique_ptr<Dwarf_Die, FreeScopes>;
 
-// The concrete scopes holding `pc`, innermost first, up to the CU.
+// libdw's own walk, for a unit the index finds no function in (a skeleton
+// unit's functions are in its split unit, which dwarf_getscopes follows).
 // dwarf_getscopes alone leaves an inlined instance for its abstract
 // definition's parents, which loses the callers it was inlined into; the
 // innermost DIE's own parents keep them (as eu-addr2line -i does).
-int concrete_scopes(Dwarf_Die* cu, Dwarf_Addr pc, Scopes* out) {
+std::vector<Dwarf_Die> chain_by_walk(Dwarf_Die* cu, Dwarf_Addr pc) {
+  std::vector<Dwarf_Die> chain;
   Dwarf_Die* raw = nullptr;
   int n = dwarf_getscopes(cu, pc, &raw);
   Scopes first(raw);
-  if (n <= 0) return 0;
+  if (n <= 0) return chain;
   Dwarf_Die innermost = raw[0];
   raw = nullptr;
   n = dwarf_getscopes_die(&innermost, &raw);
-  out->reset(raw);
-  return n > 0 ? n : 0;
+  Scopes scopes(raw);
+  for (int i = 0; i < n; ++i) {
+    if (!is_function(&raw[i])) continue;
+    chain.push_back(raw[i]);
+    if (dwarf_tag(&raw[i]) != DW_TAG_inlined_subroutine) break;
+  }
+  return chain;
+}
+
+// The function DIEs holding pc, innermost first, up to the concrete function.
+std::vector<Dwarf_Die> function_chain(Dwarf_Die* cu, Dwarf_Addr pc, DwarfIndex& index) {
+  std::unique_ptr<UnitScopes>& scopes = index.scopes[dwarf_dieoffset(cu)];
+  if (!scopes) scopes = std::make_unique<UnitScopes>(cu);
+  return scopes->empty() ? chain_by_walk(cu, pc) : scopes->chain(pc);
 }
 
 }  // namespace
 
-std::vector<SourceFrame> source_frames(Dwfl_Module* mod, uint64_t addr, UnitIndex& units) {
+DwarfIndex::DwarfIndex() = default;
+DwarfIndex::~DwarfIndex() = default;
+
+std::vector<SourceFrame> source_frames(Dwfl_Module* mod, uint64_t addr, DwarfIndex& index) {
   std::vector<SourceFrame> frames;
   Dwarf_Addr bias = 0;
   Dwarf_Die* cu = mod ? dwfl_module_addrdie(mod, addr, &bias) : nullptr;
@@ -128,22 +146,18 @@ std::vector<SourceFrame> source_frames(Dwfl_Module* mod, uint64_t addr, UnitInde
   if (cu) {
     at = line_at(mod, addr);
   } else if (Dwarf* dw = mod ? dwfl_module_getdwarf(mod, &bias) : nullptr;
-             dw && unit_at(dw, addr - bias, units, &indexed)) {
+             dw && unit_at(dw, addr - bias, index, &indexed)) {
     cu = &indexed;
     at = line_in_unit(cu, addr - bias);
   } else {
     return frames;
   }
-  Scopes scopes;
-  int n = concrete_scopes(cu, addr - bias, &scopes);
   Dwarf_Files* files = nullptr;
   if (dwarf_getsrcfiles(cu, &files, nullptr) != 0) files = nullptr;
-  for (int i = 0; i < n; ++i) {
-    Dwarf_Die* die = scopes.get() + i;
-    if (!is_function(die)) continue;
-    frames.push_back(function_frame(die, at));
-    if (dwarf_tag(die) != DW_TAG_inlined_subroutine) return frames;
-    at = call_site(die, files);
+  for (Dwarf_Die& die : function_chain(cu, addr - bias, index)) {
+    frames.push_back(function_frame(&die, at));
+    if (dwarf_tag(&die) != DW_TAG_inlined_subroutine) return frames;
+    at = call_site(&die, files);
   }
   // No concrete function around (a line table only, or an inline chain cut
   // short): the outer frame is left for the symbol table to name.

@@ -62,7 +62,7 @@ struct Symbolizer::Module {
   // Per ELF address: a recording asks for the same return addresses in many
   // stacks, and a DWARF scope walk is far dearer than a map lookup.
   std::unordered_map<uint64_t, std::vector<SourceFrame>> frames;
-  UnitIndex units;             // for DWARF without .debug_aranges
+  DwarfIndex dwarf_index;
   bool dwarf_refused = false;  // its own debug sections inflate past the bound: symbols only
 
   // Takes `fd`, opened on the binary (open_path names it in messages).
@@ -156,7 +156,7 @@ struct Symbolizer::Module {
     auto [it, added] = frames.try_emplace(vaddr);
     std::vector<SourceFrame>& f = it->second;
     if (!added) return f;
-    if (!dwarf_refused) f = source_frames(mod, vaddr + bias, units);
+    if (!dwarf_refused) f = source_frames(mod, vaddr + bias, dwarf_index);
     if (f.empty()) f.emplace_back();
     auto [name, system] = names_at(vaddr);
     if (!name.empty()) {
