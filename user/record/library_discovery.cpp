@@ -20,6 +20,8 @@
 #include "record/clocks.h"
 #include "record/messages.h"
 #include "record/scope.h"
+#include "symbols/elf_file.h"
+#include "symbols/go_build.h"
 
 namespace allocscope {
 namespace {
@@ -147,6 +149,7 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
     // symbols are read once; bounded, by forgetting (a file is read again).
     if (not_allocators_.size() >= kMaxRemembered) not_allocators_.clear();
     not_allocators_.insert(key);
+    if (targets.error().code == ENODATA) note_go_program(key, path, shown);
     return false;
   }
   if (!targets) return fail(targets.error());
@@ -189,6 +192,10 @@ Result<void> LibraryDiscovery::attach_process(pid_t pid) {
     probed += *ok;
     searched += (searched.empty() ? "" : ", ") + m->path;
   }
+  if (!probed && files.size() == 1 && go_files_.contains(file_key(*files.front())))
+    return fail("process " + std::to_string(pid) + " (" + read_comm(pid) + ") is a Go program (" +
+                go_files_[file_key(*files.front())] +
+                "): Go allocates from its own heap (runtime.mallocgc), which allocscope does not sample yet");
   if (!probed)
     return fail("process " + std::to_string(pid) + " (" + read_comm(pid) +
                 ") maps no allocator allocscope knows (looked for malloc, mallocx, je_malloc, tc_malloc and "
@@ -277,7 +284,8 @@ void LibraryDiscovery::on_exec(uint32_t tgid) {
   if (files.size() == 1) {  // no interpreter: a static program, whose allocator is its own or none
     auto ok = attach_file(pid_t(tgid), *files.front());
     if (!ok) print_error("warning: " + ok.error().message);
-    if (ok && !*ok && ++without_allocator_ <= 3) without_allocator_names_.push_back(files.front()->path);
+    if (ok && !*ok && !go_files_.contains(file_key(*files.front())) && ++without_allocator_ <= 3)
+      without_allocator_names_.push_back(files.front()->path);
     return;
   }
   // (A deferred allocator that it maps is reported by the kernel when it
@@ -344,6 +352,15 @@ uint64_t LibraryDiscovery::allocator_address(uint32_t tgid, int fn) {
     if (off >= m.offset && off < m.offset + (m.end - m.start)) return m.start + (off - m.offset);
   }
   return 0;
+}
+
+void LibraryDiscovery::note_go_program(FileKey key, const std::string& path, const std::string& shown) {
+  auto elf = ElfFile::open(path);
+  std::optional<GoBuild> go = elf ? go_build(*elf) : std::nullopt;
+  if (!go) return;
+  if (go_files_.size() >= kMaxRemembered) go_files_.clear();
+  std::string& version = go_files_[key] = go->version.empty() ? "go1.17 or older" : go->version;
+  if (++go_programs_ <= kMissedNamed) go_program_names_.push_back(shown + " (" + version + ")");
 }
 
 }  // namespace allocscope

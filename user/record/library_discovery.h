@@ -69,6 +69,10 @@ class LibraryDiscovery : public LibraryWatch {
   // allocscope knows (stripped ones), and the first few of their paths.
   uint64_t without_allocator() const { return without_allocator_; }
   const std::vector<std::string>& without_allocator_names() const { return without_allocator_names_; }
+  // Go programs that traced processes ran (Go allocates from its own heap,
+  // which is not sampled), and the first few, each with its Go release.
+  uint64_t go_programs() const { return go_programs_; }
+  const std::vector<std::string>& go_program_names() const { return go_program_names_; }
 
   void new_library(const as_proc_event& e) override;
   void on_exec(uint32_t tgid) override;
@@ -113,6 +117,8 @@ class LibraryDiscovery : public LibraryWatch {
   void attach_pending(const PendingLibrary& p, const Mapping& m);
   void give_up(const PendingLibrary& p, const std::string& why);
   void miss(const std::string& name, const std::string& why);
+  // Counts a file that defines no allocator if it is a Go program.
+  void note_go_program(FileKey key, const std::string& path, const std::string& shown);
 
   BpfSession& session_;
   Symbolizer& symbolizer_;
@@ -133,6 +139,9 @@ class LibraryDiscovery : public LibraryWatch {
   std::vector<std::string> missed_names_;
   uint64_t without_allocator_ = 0;
   std::vector<std::string> without_allocator_names_;
+  std::map<FileKey, std::string> go_files_;  // their Go release; bounded as not_allocators_ is
+  uint64_t go_programs_ = 0;
+  std::vector<std::string> go_program_names_;
 };
 
 }  // namespace allocscope

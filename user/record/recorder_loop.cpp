@@ -129,6 +129,8 @@ RecordingState Recorder::state() const {
           parts_->verdicts.verdicts_refused(),
           parts_->libraries.without_allocator(),
           parts_->libraries.without_allocator_names(),
+          parts_->libraries.go_programs(),
+          parts_->libraries.go_program_names(),
           parts_->libraries.missed_names(),
           held_too_long_,
           parts_->verdicts.rejected_loss(),

@@ -16,6 +16,14 @@
 namespace allocscope {
 namespace {
 
+// The first names of `count` things, ", " between, "and N more" after.
+std::string joined(const std::vector<std::string>& names, uint64_t count) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+  if (count > names.size()) s += " and " + std::to_string(count - names.size()) + " more";
+  return s;
+}
+
 // Samples the ring buffer lost, but for those of processes the filter then
 // rejected: never the recording's.
 uint64_t charged_ringbuf_drops(const Counters& k, const RecordingState& s) {
@@ -128,9 +136,11 @@ static void print_python_refusals(const RecordingState& s) {
 
 void print_warnings(const RecordingState& s, const RecordConfig& config) {
   print_python_refusals(s);
-  if (std::string hint =
-          few_samples_hint(s.session.counters()[AS_CNT_SAMPLES], config.rate, allocated_bytes(s));
-      !hint.empty())
+  // No sample of a Go program that allocates nothing through malloc: the
+  // warning about Go says why, another rate would not help.
+  uint64_t samples = s.session.counters()[AS_CNT_SAMPLES];
+  if (std::string hint = few_samples_hint(samples, config.rate, allocated_bytes(s));
+      !hint.empty() && !(samples == 0 && s.go_programs))
     print_error("note: " + hint);
   Counters k = s.session.counters();
   const ProfileCounters& p = s.profile.counters();
@@ -169,6 +179,11 @@ void print_warnings(const RecordingState& s, const RecordConfig& config) {
                 "recorded (no malloc, mallocx, je_malloc, tc_malloc or mi_malloc symbol: stripped?): " +
                 names);
   }
+  if (s.go_programs)
+    print_error("warning: " + std::to_string(s.go_programs) +
+                " Go program(s) ran: Go allocates from its own heap (runtime.mallocgc), which allocscope "
+                "does not sample yet; only their C allocations (cgo) are recorded: " +
+                joined(s.go_program_names, s.go_programs));
   if (uint64_t n = k[AS_CNT_USDT_RATE] + s.sink.other_rate())
     print_error("warning: " + std::to_string(n) +
                 " in-process samples were taken at another rate than --rate and not counted: record with "
@@ -260,6 +275,7 @@ NamedCounters recording_counters(const RecordingState& s) {
           {"python_frames", k[AS_CNT_PY_FRAMES]},
           {"python_stacks_cut", k[AS_CNT_PY_DEPTH]},
           {"cgroups_unnamed", k[AS_CNT_CGROUP_DROPS]},
+          {"go_programs", s.go_programs},
           {"python_programs", s.python ? s.python->counters().programs : 0},
           {"python_programs_refused", s.python ? s.python->counters().unsupported : 0},
           {"python_library_processes", s.python ? s.python->counters().library_processes : 0},
