@@ -30,6 +30,8 @@ class Target {
   Result<void> start();
   // Whether the process has exited (a launched child is reaped).
   bool exited();
+  // Readable once the process has exited; -1 when the kernel has no pidfds.
+  int exit_fd() const { return pidfd_.get(); }
   // Sends `sig` to a launched child that still runs, waits for it and returns
   // the shell-style status (128 + signal when killed).
   int finish(int sig);

@@ -433,6 +433,14 @@ Result<void> BpfSession::make_waker() {
   return {};
 }
 
+Result<void> BpfSession::wake_once_readable(int fd) {
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLONESHOT;  // a dead process's pidfd stays readable
+  ev.data.fd = fd;
+  if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) return fail_errno("watch a target's exit", errno);
+  return {};
+}
+
 void BpfSession::wake() {
   uint64_t one = 1;
   [[maybe_unused]] ssize_t n = write(wake_fd_.get(), &one, sizeof one);  // a full counter is awake already

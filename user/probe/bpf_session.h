@@ -157,6 +157,10 @@ class BpfSession {
 
   // Ends a poll() in progress (or the next one) at once; from any thread.
   void wake();
+  // Ends the first poll() after `fd` becomes readable (a target's pidfd,
+  // when it exits: the kernel's exit event comes before the process can be
+  // reaped, and the loop then waited out a whole poll). Once per fd.
+  Result<void> wake_once_readable(int fd);
   // Delivers pending events to the handler; waits up to timeout_ms for some.
   // The handler returning false stops the delivery (poll returns early:
   // a reader that lags still gets control back).

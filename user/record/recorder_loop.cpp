@@ -39,6 +39,9 @@ Result<LoopEnd> Recorder::loop(std::vector<Target>& targets) {
   l.start = l.interval_start = now_ms();
   // --top on a terminal redraws the screen: no progress line beside it.
   ProgressReporter progress(!config_.quiet && !(config_.top_every_ms && isatty(STDOUT_FILENO) == 1));
+  for (Target& t : targets)
+    if (t.exit_fd() >= 0)
+      if (auto ok = parts_->session->wake_once_readable(t.exit_fd()); !ok) return fail(ok.error());
   while (!stop_signal()) {
     uint64_t now = now_ms();
     if (config_.duration_ms && now - l.start >= config_.duration_ms) break;
