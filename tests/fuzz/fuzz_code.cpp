@@ -1,11 +1,14 @@
 // libFuzzer: machine code at an allocator's entry, as probe placement reads
 // it (capstone): where a uprobe may go and whether the kernel emulates the
-// instruction there.
+// instruction there. And the same bytes as Go's tables (its pclntab and
+// build information), which any program run under --all brings.
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
 #include "probe/probe_placement.h"
+#include "symbols/go_build.h"
+#include "symbols/go_pclntab.h"
 
 using namespace allocscope;
 
@@ -14,5 +17,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)place_probe(code, 0x401000, false);
   (void)place_probe(code, 0x401000, true);
   (void)kernel_emulates(code.first(size < 15 ? size : 15));
+  (void)parse_go_buildinfo(code);
+  if (auto table = GoPclntab::parse(code, 0x401000)) {
+    for (uint64_t pc = 0x400ff0; pc < 0x401100; pc += 7) (void)table->at(pc);
+    (void)table->entry("runtime.mallocgc");
+  }
   return 0;
 }

@@ -48,6 +48,24 @@ TEST(Go, ALaunchedGoProgramIsNamedAsGoNotAsStripped) {
   }
 }
 
+// A stripped cgo program's Go frames, above its C allocations, are named
+// from Go's own function table.
+TEST(Go, AStrippedProgramsGoFramesAreNamed) {
+  REQUIRE_BPF();
+  std::string out = temp_path("go.folded");
+  RunResult r = run({ALLOCSCOPE_BIN, "record", "--rate", "1", "-q", "-o", out, "--", kGo, "version"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  size_t go_frames = 0, unnamed = 0;
+  for (const auto& [frames, value] : read_folded(out))
+    for (const std::string& f : frames) {
+      go_frames += f.starts_with("runtime.");
+      unnamed += f.starts_with("go+0x");
+    }
+  EXPECT_GT(go_frames, 0u) << r.err;
+  EXPECT_EQ(unnamed, 0u);
+  std::remove(out.c_str());
+}
+
 TEST(Go, AttachingToAGoProgramWithoutCgoSaysWhy) {
   REQUIRE_BPF();
   std::string fifo = temp_path("gofmt.fifo");

@@ -19,6 +19,7 @@
 #include "host/process.h"
 #include "symbols/demangle.h"
 #include "symbols/elf_file.h"
+#include "symbols/go_pclntab.h"
 
 namespace allocscope {
 
@@ -63,6 +64,10 @@ struct Symbolizer::Module {
   // stacks, and a DWARF scope walk is far dearer than a map lookup.
   std::unordered_map<uint64_t, std::vector<SourceFrame>> frames;
   DwarfIndex dwarf_index;
+  // A Go program's own function table, for what neither DWARF nor a symbol
+  // names (a stripped Go program's code); read on first need.
+  std::optional<GoPclntab> go;
+  bool go_read = false;
   bool dwarf_refused = false;  // its own debug sections inflate past the bound: symbols only
 
   // Takes `fd`, opened on the binary (open_path names it in messages).
@@ -162,8 +167,18 @@ struct Symbolizer::Module {
     if (!name.empty()) {
       f.back().function = std::move(name);
       f.back().system_name = std::move(system);
+    } else if (auto pos = go_position(vaddr)) {
+      f.back() = {pos->function, pos->function, pos->file, pos->line};
     }
     return f;
+  }
+
+  std::optional<GoPosition> go_position(uint64_t vaddr) {
+    if (!go_read) {
+      go_read = true;
+      if (auto table = go_pclntab(elf)) go = std::move(*table);
+    }
+    return go ? go->at(vaddr) : std::nullopt;
   }
 
   std::string read_build_id() const {

@@ -1,0 +1,69 @@
+// A Go program's own table of its functions (the pclntab Go's runtime walks
+// its stacks with), which strip keeps: function names, entries, files and
+// lines of Go 1.18 and later, read without symbols or DWARF. What names the
+// Go frames of a stripped program and finds its runtime's functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "base/result.h"
+
+typedef struct Elf Elf;
+
+namespace allocscope {
+
+class ElfFile;
+
+struct GoPosition {
+  std::string function;  // the function the code is in ("main.main", "runtime.mallocgc")
+  std::string file;      // of the innermost code (an inlined call's own)
+  int64_t line = 0;      // likewise; 0 when unknown
+};
+
+class GoPclntab {
+ public:
+  // `table`: the bytes from the table's header on, which must outlive the
+  // result; `text`: where the program's text starts (the header's own field
+  // is a relocation's zero in a PIE file). Fails for another layout
+  // (before Go 1.18, or not a pclntab), naming it.
+  static Result<GoPclntab> parse(std::span<const uint8_t> table, uint64_t text);
+
+  // The function at ELF virtual address `vaddr` and its position there.
+  std::optional<GoPosition> at(uint64_t vaddr) const;
+  // The entry address of a function, by its name.
+  std::optional<uint64_t> entry(std::string_view function) const;
+  uint64_t functions() const { return nfunc_; }
+  // 118 (Go 1.18 and 1.19) or 120 (Go 1.20 on): the layout read.
+  int layout() const { return layout_; }
+
+ private:
+  GoPclntab() = default;
+  struct Func {
+    uint64_t entry;
+    uint32_t name_off, pcfile, pcln, cu;
+  };
+  std::optional<uint32_t> u32(uint64_t at) const;
+  std::optional<Func> func(uint64_t index) const;
+  std::optional<std::string_view> string_at(uint64_t at) const;
+  std::optional<int32_t> pc_value(uint32_t offset, uint64_t entry, uint64_t vaddr) const;
+  std::optional<uint64_t> index_of(uint64_t vaddr) const;
+
+  std::span<const uint8_t> t_;
+  int layout_ = 0;
+  uint8_t quantum_ = 1;
+  uint64_t nfunc_ = 0, text_ = 0;
+  uint64_t funcnames_ = 0, cutab_ = 0, filetab_ = 0, pctab_ = 0, functab_ = 0;
+  mutable std::unordered_map<std::string_view, uint64_t> by_name_;  // filled on first entry()
+};
+
+// The pclntab of a Go ELF file (its .gopclntab section), kept in the ELF's
+// mapping: `elf` must outlive it.
+Result<GoPclntab> go_pclntab(Elf* elf);
+Result<GoPclntab> go_pclntab(const ElfFile& elf);
+
+}  // namespace allocscope
