@@ -114,6 +114,11 @@ TEST(GoPclntab, ATableCutShortOrOfAnotherLayoutIsRefused) {
   bytes.resize(200);
   EXPECT_FALSE(GoPclntab::parse(bytes, 0x401000));  // 1000 functions do not fit in 128 bytes
   EXPECT_FALSE(GoPclntab::parse(std::span<const uint8_t>(bytes).first(40), 0x401000));
+  // A function table starting less than one entry from the end (found by
+  // the fuzzer: the bound underflowed, and 2^37 functions were walked).
+  offset = 195;
+  std::memcpy(&bytes[64], &offset, 8);
+  EXPECT_FALSE(GoPclntab::parse(bytes, 0x401000));
 }
 
 }  // namespace

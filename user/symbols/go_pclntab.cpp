@@ -44,7 +44,8 @@ Result<GoPclntab> GoPclntab::parse(std::span<const uint8_t> table, uint64_t text
   for (uint64_t off : {t.funcnames_, t.cutab_, t.filetab_, t.pctab_, t.functab_})
     if (off < kTableHeader || off >= table.size()) return fail("a Go pclntab whose tables lie outside it");
   // The function table: nfunc (entry, _func offset) pairs, then the end's.
-  if (t.nfunc_ == 0 || t.nfunc_ > (table.size() - t.functab_) / 8 - 1)
+  uint64_t slots = (table.size() - t.functab_) / 8;
+  if (t.nfunc_ == 0 || slots == 0 || t.nfunc_ > slots - 1)
     return fail("a Go pclntab whose function table lies outside it");
   return t;
 }
@@ -96,7 +97,7 @@ std::optional<uint64_t> GoPclntab::index_of(uint64_t vaddr) const {
 std::optional<int32_t> GoPclntab::pc_value(uint32_t offset, uint64_t entry, uint64_t vaddr) const {
   if (offset == 0) return std::nullopt;
   uint64_t p = pctab_ + offset, pc = entry;
-  int32_t value = -1;
+  uint32_t value = UINT32_MAX;  // -1; sums wrap, as Go's int32 does
   auto varint = [&]() -> std::optional<uint32_t> {
     uint32_t v = 0;
     for (int shift = 0; shift < 35 && p < t_.size(); shift += 7) {
@@ -110,11 +111,11 @@ std::optional<int32_t> GoPclntab::pc_value(uint32_t offset, uint64_t entry, uint
     auto delta = varint();
     // A zero delta ends the table, but at the entry (Go's own rule).
     if (!delta || (*delta == 0 && pc != entry)) return std::nullopt;
-    value += (*delta & 1) ? int32_t(~(*delta >> 1)) : int32_t(*delta >> 1);
+    value += (*delta & 1) ? ~(*delta >> 1) : *delta >> 1;
     auto advance = varint();
     if (!advance) return std::nullopt;
     pc += uint64_t(*advance) * quantum_;
-    if (vaddr < pc) return value;
+    if (vaddr < pc) return int32_t(value);
   }
   return std::nullopt;
 }
