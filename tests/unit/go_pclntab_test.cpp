@@ -1,18 +1,24 @@
 // Go's function table read without symbols, against Go's own addr2line on
-// the same addresses: Debian's gofmt (static, stripped) and go (cgo); a
-// table cut short or of another layout is refused.
+// the same addresses: Debian's gofmt (static, stripped) and go (cgo), and a
+// PIE built here both ways Go links one (its table in a section of its own,
+// or inside .data.rel.ro); a table cut short or of another layout is
+// refused.
 #include "symbols/go_pclntab.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "symbols/elf_file.h"
+#include "temp_dir.h"
 
 namespace allocscope {
 namespace {
@@ -92,6 +98,68 @@ void expect_same_as_go(const std::string& binary) {
 TEST(GoPclntab, AStrippedStaticProgramsFunctionsAreGosOwn) { expect_same_as_go("/usr/lib/go/bin/gofmt"); }
 
 TEST(GoPclntab, ACgoProgramsFunctionsAreGosOwn) { expect_same_as_go("/usr/lib/go/bin/go"); }
+
+// A small program built as a PIE, linked by Go itself or by the C linker
+// (cgo's way); the Go build cache is kept in the build tree.
+std::string build_pie(const TempDir& dir, const std::string& linkmode) {
+  std::string source = dir.path / "main.go", binary = dir.path / ("pie-" + linkmode);
+  std::ofstream(source)
+      << "package main\n\nimport \"fmt\"\n\nvar sink [][]byte\n\n"
+         "func main() {\n\tfor i := 0; i < 10; i++ {\n\t\tsink = append(sink, make([]byte, 4096))\n"
+         "\t}\n\tfmt.Println(len(sink))\n}\n";
+  std::string command =
+      "cd " + dir.path.string() + " && HOME=" + dir.path.string() +
+      " GOCACHE=" GO_CACHE_DIR
+      " GOFLAGS=-buildvcs=false GOTOOLCHAIN=local go build -buildmode=pie -ldflags=-linkmode=" +
+      linkmode + " -o " + binary + " main.go 2>&1";
+  EXPECT_EQ(std::system(command.c_str()), 0) << command;
+  return binary;
+}
+
+// The symbol table names assembly functions with their ABI (".abi0"),
+// and arrays of generated functions with their length ("[5]" where the
+// runtime's table says "[...]").
+bool same_function(const std::string& table_name, std::string symbol) {
+  if (symbol.ends_with(".abi0")) symbol.resize(symbol.size() - 5);
+  return table_name == std::regex_replace(symbol, std::regex("\\[[0-9]+\\]"), "[...]") ||
+         table_name == symbol;
+}
+
+// Go's addr2line finds no table in a PIE: its symbol table (not stripped
+// here) is the truth of each address's function.
+void expect_functions_of_symbols(const std::string& binary) {
+  auto elf = ElfFile::open(binary);
+  ASSERT_TRUE(elf) << elf.error().message;
+  auto table = go_pclntab(*elf);
+  ASSERT_TRUE(table) << table.error().message;
+  std::vector<ElfSymbol> symbols = elf->functions();
+  size_t compared = 0, differ = 0;
+  for (uint64_t a : spread(*elf, 3000)) {
+    auto s = std::find_if(symbols.begin(), symbols.end(),
+                          [&](const ElfSymbol& s) { return s.vaddr <= a && a < s.vaddr + s.size; });
+    if (s == symbols.end()) continue;
+    auto pos = table->at(a);
+    if (!pos) continue;  // C code the C linker added (_start, cgo's C functions) is not Go's
+    ++compared;
+    if (!same_function(pos->function, s->name) && ++differ <= 5)
+      ADD_FAILURE() << std::hex << "0x" << a << ": " << pos->function << ", the symbol " << s->name;
+  }
+  EXPECT_GT(compared, 1000u);
+  EXPECT_EQ(differ, 0u);
+  auto mallocgc = table->entry("runtime.mallocgc");
+  auto symbol = std::find_if(symbols.begin(), symbols.end(),
+                             [](const ElfSymbol& s) { return s.name == "runtime.mallocgc"; });
+  ASSERT_TRUE(mallocgc && symbol != symbols.end());
+  EXPECT_EQ(*mallocgc, symbol->vaddr);
+}
+
+TEST(GoPclntab, APiesFunctionsAreFoundWhereverTheLinkerPutThem) {
+  TempDir dir("allocscope-go-pie");
+  for (const char* linkmode : {"internal", "external"}) {
+    SCOPED_TRACE(linkmode);
+    expect_functions_of_symbols(build_pie(dir, linkmode));
+  }
+}
 
 TEST(GoPclntab, ATableCutShortOrOfAnotherLayoutIsRefused) {
   auto elf = ElfFile::open("/usr/lib/go/bin/gofmt");

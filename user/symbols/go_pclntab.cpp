@@ -35,7 +35,9 @@ Result<GoPclntab> GoPclntab::parse(std::span<const uint8_t> table, uint64_t text
   t.layout_ = magic == kPclnMagic118 ? 118 : 120;
   t.quantum_ = table[6];
   t.nfunc_ = le64(&table[8]);
-  t.text_ = text;
+  // The header's own text start where the file holds it (a C linker puts
+  // its start-up code before Go's), else .text's.
+  t.text_ = le64(&table[24]) ? le64(&table[24]) : text;
   t.funcnames_ = le64(&table[32]);
   t.cutab_ = le64(&table[40]);
   t.filetab_ = le64(&table[48]);
@@ -142,23 +144,46 @@ std::optional<uint64_t> GoPclntab::entry(std::string_view function) const {
   return it == by_name_.end() ? std::nullopt : std::optional<uint64_t>(it->second);
 }
 
+namespace {
+
+std::span<const uint8_t> section_bytes(Elf_Scn* scn) {
+  Elf_Data* data = elf_getdata(scn, nullptr);
+  if (!data || !data->d_buf) return {};
+  return {static_cast<const uint8_t*>(data->d_buf), data->d_size};
+}
+
+// An externally linked PIE keeps the table in .data.rel.ro, where only its
+// header tells it: the first pointer-aligned one that reads as a table.
+std::optional<GoPclntab> search_relro(std::span<const uint8_t> relro, uint64_t text) {
+  for (size_t at = 0; at + 8 <= relro.size(); at += 8) {
+    if (relro[at + 1] != 0xff || relro[at + 2] != 0xff || relro[at + 3] != 0xff) continue;
+    if (auto t = GoPclntab::parse(relro.subspan(at), text)) return std::move(*t);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+// The table is .gopclntab (an internally linked PIE: .data.rel.ro.gopclntab),
+// or inside .data.rel.ro (an externally linked PIE, cgo's usual build).
 Result<GoPclntab> go_pclntab(Elf* e) {
   size_t names = 0;
   if (!e || elf_getshdrstrndx(e, &names) != 0) return fail("no section headers");
-  std::span<const uint8_t> table;
+  std::span<const uint8_t> table, relro;
   uint64_t text = 0;
   for (Elf_Scn* scn = elf_nextscn(e, nullptr); scn; scn = elf_nextscn(e, scn)) {
     GElf_Shdr sh;
     const char* name = gelf_getshdr(scn, &sh) ? elf_strptr(e, names, sh.sh_name) : nullptr;
-    if (!name) continue;
-    if (std::strcmp(name, ".text") == 0) text = sh.sh_addr;
-    if (std::strcmp(name, ".gopclntab") != 0 || sh.sh_type == SHT_NOBITS) continue;
-    Elf_Data* data = elf_getdata(scn, nullptr);
-    if (data && data->d_buf) table = {static_cast<const uint8_t*>(data->d_buf), data->d_size};
+    if (!name || sh.sh_type == SHT_NOBITS) continue;
+    std::string_view n(name);
+    if (n == ".text") text = sh.sh_addr;
+    if (n == ".gopclntab" || n.ends_with(".gopclntab")) table = section_bytes(scn);
+    if (n == ".data.rel.ro") relro = section_bytes(scn);
   }
-  if (table.empty()) return fail("no .gopclntab section");
   if (!text) return fail("no .text section");
-  return GoPclntab::parse(table, text);
+  if (!table.empty()) return GoPclntab::parse(table, text);
+  if (auto found = search_relro(relro, text)) return std::move(*found);
+  return fail("no Go pclntab (no .gopclntab section, none in .data.rel.ro)");
 }
 
 Result<GoPclntab> go_pclntab(const ElfFile& elf) {

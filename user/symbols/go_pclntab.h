@@ -28,9 +28,9 @@ struct GoPosition {
 class GoPclntab {
  public:
   // `table`: the bytes from the table's header on, which must outlive the
-  // result; `text`: where the program's text starts (the header's own field
-  // is a relocation's zero in a PIE file). Fails for another layout
-  // (before Go 1.18, or not a pclntab), naming it.
+  // result; `text`: where the program's text starts, if the header's own
+  // field is zero (a relocation's place). Fails for another layout (before
+  // Go 1.18, or not a pclntab), naming it.
   static Result<GoPclntab> parse(std::span<const uint8_t> table, uint64_t text);
 
   // The function at ELF virtual address `vaddr` and its position there.
