@@ -192,9 +192,10 @@ Result<void> LibraryDiscovery::attach_process(pid_t pid) {
     probed += *ok;
     searched += (searched.empty() ? "" : ", ") + m->path;
   }
-  if (!probed && files.size() == 1 && go_files_.contains(file_key(*files.front())))
+  if (auto go = files.size() == 1 ? go_files_.find(file_key(*files.front())) : go_files_.end();
+      !probed && go != go_files_.end())
     return fail("process " + std::to_string(pid) + " (" + read_comm(pid) + ") is a Go program (" +
-                go_files_[file_key(*files.front())] +
+                go->second +
                 "): Go allocates from its own heap (runtime.mallocgc), which allocscope does not sample yet");
   if (!probed)
     return fail("process " + std::to_string(pid) + " (" + read_comm(pid) +

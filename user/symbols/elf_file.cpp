@@ -149,6 +149,17 @@ Result<std::vector<uint8_t>> ElfFile::read(uint64_t offset, size_t n) const {
 
 namespace allocscope {
 
+Elf_Scn* find_section(Elf* elf, const char* name) {
+  size_t strndx;
+  if (!elf || elf_getshdrstrndx(elf, &strndx) != 0) return nullptr;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr shdr;
+    const char* n = gelf_getshdr(scn, &shdr) ? elf_strptr(elf, strndx, shdr.sh_name) : nullptr;
+    if (n && std::strcmp(n, name) == 0 && shdr.sh_type != SHT_NOBITS) return scn;
+  }
+  return nullptr;
+}
+
 uint64_t largest_inflated_section(Elf* elf) {
   size_t strings = 0;
   if (!elf || elf_getshdrstrndx(elf, &strings) != 0) return 0;

@@ -12,6 +12,7 @@
 #include "host/files.h"
 
 typedef struct Elf Elf;
+typedef struct Elf_Scn Elf_Scn;
 
 namespace allocscope {
 
@@ -20,6 +21,9 @@ struct ElfSymbol {
   uint64_t vaddr = 0;
   uint64_t size = 0;
 };
+
+// The section of that name with bytes in the file (not SHT_NOBITS), or null.
+Elf_Scn* find_section(Elf* elf, const char* name);
 
 // ElfFile::largest_inflated_section of an ELF libelf has open (libdwfl's).
 uint64_t largest_inflated_section(Elf* elf);

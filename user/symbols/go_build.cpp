@@ -2,6 +2,7 @@
 
 #include <gelf.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "symbols/elf_file.h"
@@ -14,8 +15,9 @@ constexpr size_t kHeader = 32;
 constexpr uint8_t kInlineStrings = 2;  // Go 1.18 on: the version follows the header
 constexpr uint64_t kMaxVersion = 64;   // "go1.24.1 X:nocoverageredesign" is far shorter
 
-// Go's unsigned varint (binary.Uvarint); nullopt past the end or 10 bytes.
-std::optional<uint64_t> uvarint(std::span<const uint8_t> bytes, size_t* at) {
+}  // namespace
+
+std::optional<uint64_t> go_uvarint(std::span<const uint8_t> bytes, size_t* at) {
   uint64_t v = 0;
   for (int shift = 0; shift < 64 && *at < bytes.size(); shift += 7) {
     uint8_t b = bytes[(*at)++];
@@ -25,29 +27,22 @@ std::optional<uint64_t> uvarint(std::span<const uint8_t> bytes, size_t* at) {
   return std::nullopt;
 }
 
-}  // namespace
-
 std::optional<GoBuild> parse_go_buildinfo(std::span<const uint8_t> bytes) {
   if (bytes.size() < kHeader || std::memcmp(bytes.data(), kMagic, sizeof kMagic - 1) != 0)
     return std::nullopt;
   if (!(bytes[15] & kInlineStrings)) return GoBuild{};
   size_t at = kHeader;
-  auto n = uvarint(bytes, &at);
+  auto n = go_uvarint(bytes, &at);
   if (!n || *n > kMaxVersion || *n > bytes.size() - at) return std::nullopt;
   return GoBuild{std::string(reinterpret_cast<const char*>(bytes.data() + at), size_t(*n))};
 }
 
 std::optional<GoBuild> go_build(const ElfFile& elf) {
-  size_t names = 0;
-  if (!elf.elf() || elf_getshdrstrndx(elf.elf(), &names) != 0) return std::nullopt;
-  for (Elf_Scn* scn = elf_nextscn(elf.elf(), nullptr); scn; scn = elf_nextscn(elf.elf(), scn)) {
-    GElf_Shdr sh;
-    const char* name = gelf_getshdr(scn, &sh) ? elf_strptr(elf.elf(), names, sh.sh_name) : nullptr;
-    if (!name || std::strcmp(name, ".go.buildinfo") != 0 || sh.sh_type == SHT_NOBITS) continue;
-    auto bytes = elf.read(sh.sh_offset, size_t(std::min<uint64_t>(sh.sh_size, kHeader + 10 + kMaxVersion)));
-    return bytes ? parse_go_buildinfo(*bytes) : std::nullopt;
-  }
-  return std::nullopt;
+  Elf_Scn* scn = find_section(elf.elf(), ".go.buildinfo");
+  GElf_Shdr sh;
+  if (!scn || !gelf_getshdr(scn, &sh)) return std::nullopt;
+  auto bytes = elf.read(sh.sh_offset, size_t(std::min<uint64_t>(sh.sh_size, kHeader + 10 + kMaxVersion)));
+  return bytes ? parse_go_buildinfo(*bytes) : std::nullopt;
 }
 
 }  // namespace allocscope

@@ -17,6 +17,10 @@ struct GoBuild {
   std::string version;  // "go1.19.8"; "" for Go 1.17 and older, whose header points elsewhere
 };
 
+// Go's unsigned varint (binary.Uvarint) at *at, which it moves past;
+// nullopt past the end or 64 bits.
+std::optional<uint64_t> go_uvarint(std::span<const uint8_t> bytes, size_t* at);
+
 // The build information's bytes, from its 16-byte-aligned magic; nullopt
 // when they are not Go's. Pure.
 std::optional<GoBuild> parse_go_buildinfo(std::span<const uint8_t> bytes);

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "symbols/elf_file.h"
+#include "symbols/go_build.h"
 
 namespace allocscope {
 namespace {
@@ -98,16 +99,12 @@ std::optional<uint64_t> GoPclntab::index_of(uint64_t vaddr) const {
 // pairs of (zig-zag value delta, pc delta in quanta), both varints.
 std::optional<int32_t> GoPclntab::pc_value(uint32_t offset, uint64_t entry, uint64_t vaddr) const {
   if (offset == 0) return std::nullopt;
-  uint64_t p = pctab_ + offset, pc = entry;
+  size_t p = pctab_ + offset;
+  uint64_t pc = entry;
   uint32_t value = UINT32_MAX;  // -1; sums wrap, as Go's int32 does
   auto varint = [&]() -> std::optional<uint32_t> {
-    uint32_t v = 0;
-    for (int shift = 0; shift < 35 && p < t_.size(); shift += 7) {
-      uint8_t b = t_[p++];
-      v |= uint32_t(b & 0x7f) << shift;
-      if (!(b & 0x80)) return v;
-    }
-    return std::nullopt;
+    auto v = go_uvarint(t_, &p);
+    return v && *v <= UINT32_MAX ? std::optional<uint32_t>(uint32_t(*v)) : std::nullopt;
   };
   for (int step = 0; step < kMaxSteps; ++step) {
     auto delta = varint();
@@ -147,7 +144,7 @@ std::optional<uint64_t> GoPclntab::entry(std::string_view function) const {
 namespace {
 
 std::span<const uint8_t> section_bytes(Elf_Scn* scn) {
-  Elf_Data* data = elf_getdata(scn, nullptr);
+  Elf_Data* data = scn ? elf_getdata(scn, nullptr) : nullptr;
   if (!data || !data->d_buf) return {};
   return {static_cast<const uint8_t*>(data->d_buf), data->d_size};
 }
@@ -167,22 +164,14 @@ std::optional<GoPclntab> search_relro(std::span<const uint8_t> relro, uint64_t t
 // The table is .gopclntab (an internally linked PIE: .data.rel.ro.gopclntab),
 // or inside .data.rel.ro (an externally linked PIE, cgo's usual build).
 Result<GoPclntab> go_pclntab(Elf* e) {
-  size_t names = 0;
-  if (!e || elf_getshdrstrndx(e, &names) != 0) return fail("no section headers");
-  std::span<const uint8_t> table, relro;
-  uint64_t text = 0;
-  for (Elf_Scn* scn = elf_nextscn(e, nullptr); scn; scn = elf_nextscn(e, scn)) {
-    GElf_Shdr sh;
-    const char* name = gelf_getshdr(scn, &sh) ? elf_strptr(e, names, sh.sh_name) : nullptr;
-    if (!name || sh.sh_type == SHT_NOBITS) continue;
-    std::string_view n(name);
-    if (n == ".text") text = sh.sh_addr;
-    if (n == ".gopclntab" || n.ends_with(".gopclntab")) table = section_bytes(scn);
-    if (n == ".data.rel.ro") relro = section_bytes(scn);
-  }
-  if (!text) return fail("no .text section");
-  if (!table.empty()) return GoPclntab::parse(table, text);
-  if (auto found = search_relro(relro, text)) return std::move(*found);
+  GElf_Shdr text;
+  Elf_Scn* text_scn = find_section(e, ".text");
+  if (!text_scn || !gelf_getshdr(text_scn, &text)) return fail("no .text section");
+  Elf_Scn* table = find_section(e, ".gopclntab");
+  if (!table) table = find_section(e, ".data.rel.ro.gopclntab");
+  if (table) return GoPclntab::parse(section_bytes(table), text.sh_addr);
+  if (auto found = search_relro(section_bytes(find_section(e, ".data.rel.ro")), text.sh_addr))
+    return std::move(*found);
   return fail("no Go pclntab (no .gopclntab section, none in .data.rel.ro)");
 }
 

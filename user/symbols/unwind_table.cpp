@@ -39,22 +39,12 @@ std::optional<uint64_t> file_offset(const std::vector<Segment>& segs, uint64_t v
   return std::nullopt;
 }
 
-Elf_Scn* section(Elf* elf, const char* name, GElf_Shdr* shdr) {
-  size_t strndx;
-  if (elf_getshdrstrndx(elf, &strndx) != 0) return nullptr;
-  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
-    const char* n = gelf_getshdr(scn, shdr) ? elf_strptr(elf, strndx, shdr->sh_name) : nullptr;
-    if (n && std::strcmp(n, name) == 0 && shdr->sh_type != SHT_NOBITS) return scn;
-  }
-  return nullptr;
-}
-
 // FDE start addresses from .eh_frame_hdr's search table, in the encoding
 // every GNU and LLVM linker writes (sdata4 relative to the header).
 std::optional<std::vector<uint64_t>> eh_frame_hdr_starts(Elf* elf) {
+  Elf_Scn* scn = find_section(elf, ".eh_frame_hdr");
   GElf_Shdr sh;
-  Elf_Scn* scn = section(elf, ".eh_frame_hdr", &sh);
-  Elf_Data* d = scn ? elf_getdata(scn, nullptr) : nullptr;
+  Elf_Data* d = scn && gelf_getshdr(scn, &sh) ? elf_getdata(scn, nullptr) : nullptr;
   if (!d || d->d_size < 12) return std::nullopt;
   const auto* h = static_cast<const uint8_t*>(d->d_buf);
   constexpr uint8_t kUdata4 = 0x03, kSdata4 = 0x0b, kDatarelSdata4 = 0x3b;
@@ -74,8 +64,7 @@ std::optional<std::vector<uint64_t>> eh_frame_hdr_starts(Elf* elf) {
 // .debug_frame FDEs hold their start as a plain 8-byte address.
 std::vector<uint64_t> debug_frame_starts(Elf* elf) {
   std::vector<uint64_t> starts;
-  GElf_Shdr sh;
-  Elf_Scn* scn = section(elf, ".debug_frame", &sh);
+  Elf_Scn* scn = find_section(elf, ".debug_frame");
   Elf_Data* d = scn ? elf_getdata(scn, nullptr) : nullptr;
   const char* ident = elf_getident(elf, nullptr);
   if (!d || !ident) return starts;
@@ -222,14 +211,13 @@ Result<UnwindTable> build_unwind_table(const ElfFile& f) {
     return fail("unwind table of " + f.path() + ": not an x86-64 ELF file");
   std::vector<Segment> segs = code_segments(elf);
   UnwindTable t;
-  GElf_Shdr sh;
-  if (section(elf, ".eh_frame", &sh)) {
+  if (find_section(elf, ".eh_frame")) {
     std::unique_ptr<Dwarf_CFI, CfiCloser> cfi(dwarf_getcfi_elf(elf));
     if (cfi) {
       auto starts = eh_frame_hdr_starts(elf);
       add_rows(cfi.get(), starts ? *starts : symbol_starts(f), segs, t);
     }
-  } else if (section(elf, ".debug_frame", &sh)) {
+  } else if (find_section(elf, ".debug_frame")) {
     std::unique_ptr<Dwarf, DwarfCloser> dw(dwarf_begin_elf(elf, DWARF_C_READ, nullptr));
     if (Dwarf_CFI* cfi = dw ? dwarf_getcfi(dw.get()) : nullptr) {
       t.source = UnwindTable::Source::DebugFrame;
