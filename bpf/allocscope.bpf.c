@@ -272,9 +272,10 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, __u32 fn, __u64 size
     return;
   }
   __u64 id = stack->id;
-  bool live = track_live && !(flags & AS_EVF_LIVE_DROPPED);
+  bool collected = flags & AS_EVF_COLLECTED;
+  bool live = track_live && !collected && !(flags & AS_EVF_LIVE_DROPPED);
   if (!track_live) flags |= AS_EVF_UNTRACKED;
-  if (track_live && !live) {
+  if (track_live && !collected && !live) {
     count(AS_CNT_LIVE_FULL);
     count_bytes(AS_CNT_LIVE_FULL_BYTES, size);
   }
@@ -382,6 +383,7 @@ static __always_inline bool enter(struct pt_regs *ctx, __u64 code) {
     case AS_FN_EXIT:
       exit_called();
       return false;
+    case AS_FN_GO_MALLOC: /* a program of its own (go_malloc_*) */
     case AS_FN_COUNT:
       return false;
     case AS_FN_FREE:
@@ -393,6 +395,7 @@ static __always_inline bool enter(struct pt_regs *ctx, __u64 code) {
 
 // clang-format off
 #include "inprocess.bpf.h"
+#include "go.bpf.h"
 // clang-format on
 
 /* Uprobe session (kernel 6.13+): one program for every allocating entry

@@ -72,13 +72,15 @@ enum as_fn {
   /* Not an allocator: the C library's _exit, where a process whose Python
    * frames are walked is held until its code objects are read. */
   AS_FN_EXIT = 10,
-  AS_FN_COUNT = 11,
+  AS_FN_GO_MALLOC = 11, /* Go's runtime.mallocgc: size in rax; its collector frees, never a call */
+  AS_FN_COUNT = 12,
 };
 
 /* Entry codes (the attach cookie, and `fn` in events): the kind in the low
  * byte, how the arguments carry the size and pointer; above it, userspace's
  * index of the named entry point (0: the C library's own of that kind). */
 #define AS_FN_KIND_MASK 0xff
+#define AS_COOKIE_GO_STACK_CHECK (1ULL << 32) /* Go's probe is on its stack check's jbe (see go.bpf.h) */
 #define AS_FN_ENTRY_SHIFT 8
 #define as_fn_kind(code) ((enum as_fn)((code)&AS_FN_KIND_MASK))
 
@@ -87,7 +89,7 @@ enum as_fn {
 static inline const char *as_fn_name(int fn) {
   static const char *const names[AS_FN_COUNT] = {
       "malloc",   "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc",
-      "memalign", "valloc", "pvalloc", "free",         "_exit",
+      "memalign", "valloc", "pvalloc", "free",         "_exit",          "runtime.mallocgc",
   };
   return fn >= 0 && fn < AS_FN_COUNT ? names[fn] : "?";
 }
@@ -125,6 +127,7 @@ enum as_event_flags {
   AS_EVF_LIVE_DROPPED = 1, /* live map was full: this sample's free will not be seen */
   AS_EVF_UNTRACKED = 2,    /* live tracking is off (--no-free): no live entry, nothing dropped */
   AS_EVF_WEIGHTED = 4,     /* a USDT provider gave only a weight: `offset` holds it (weighted bytes) */
+  AS_EVF_COLLECTED = 8,    /* a garbage-collected block (Go): no address, no free; alloc metrics only */
 };
 
 /* In-process sampling (the preload library, or any program that fires the
@@ -182,8 +185,7 @@ enum as_counter {
   AS_CNT_PY_DEPTH = 40,     /* Python stacks cut at AS_MAX_PY_FRAMES */
   AS_CNT_CGROUP_DROPS = 41, /* cgroups made whose path the full ring buffer did not take */
   AS_CNT_NOT_DEFERRED = 42, /* walks short of a table sent cut short: the ring buffer was half full */
-  AS_CNT_PY_PROCESSES_FULL =
-      43, /* processes running CPython from a library not walked: python_processes full */
+  AS_CNT_PY_PROCESSES_FULL = 43, /* processes running a CPython library not walked: table full */
   AS_CNT_COUNT = 44,
 };
 
@@ -200,8 +202,7 @@ static inline as_u32 as_live_slot(as_u32 tgid, as_u64 addr) {
 
 /* Key of the live map: one sampled, not yet freed allocation. */
 struct as_live_key {
-  as_u32 tgid;
-  as_u32 pad;
+  as_u32 tgid, pad;
   as_u64 addr; /* address returned to the program */
 };
 
@@ -214,11 +215,11 @@ struct as_live_value {
 
 /* ---- Unwinding ----------------------------------------------------------
  * Userspace compiles each binary's call frame information (.eh_frame,
- * .debug_frame) into rows sorted by pc and loads them into the kernel,
- * which unwinds sampled stacks itself (bpf/unwind.h). On x86-64 the CFA of
- * code that calls is rsp or rbp plus an offset (or, in PLT entries and
- * realigned frames, a known expression of them), the return address sits at
- * CFA - 8 and the only register later CFAs need is rbp. */
+ * .debug_frame, Go's pclntab) into rows sorted by pc for the kernel, which
+ * unwinds sampled stacks itself (bpf/unwind.h). On x86-64 the CFA of code
+ * that calls is rsp or rbp plus an offset (or, in PLT entries and realigned
+ * frames, a known expression of them), the return address is at CFA - 8
+ * and the only register later CFAs need is rbp. */
 enum as_cfa_kind {
   AS_ROW_NONE = 0,      /* no unwind information here: the walk stops */
   AS_CFA_RSP = 1,       /* CFA = rsp + 8 * cfa_off */
@@ -229,7 +230,6 @@ enum as_cfa_kind {
 };
 
 #define AS_RBP_LOST (-128) /* as_unwind_row.rbp: the caller's rbp cannot be recovered */
-
 /* One row: the rule from `pc` up to the next row's pc. */
 struct as_unwind_row {
   as_u32 pc;      /* file offset of the first instruction it covers, bytes */

@@ -19,6 +19,7 @@
 
 #include "host/proc_maps.h"
 #include "probe/allocator_entries.h"
+#include "symbols/go_pclntab.h"
 
 namespace allocscope {
 namespace {
@@ -44,13 +45,14 @@ TEST(FnName, EveryEntryPoint) {
   EXPECT_STREQ(as_fn_name(AS_FN_COUNT), "?");
 }
 
+// The C library's entry points: Go's runtime.mallocgc is no C library's.
 TEST(SelectAllocatorSymbols, AllEntryPointsInEnumOrder) {
   std::vector<ElfSymbol> symbols;
   for (int fn = AS_FN_COUNT - 1; fn >= 0; --fn)  // reverse order on purpose
     symbols.push_back({as_fn_name(fn), 0x1000 + 0x100 * uint64_t(fn), 64});
   std::vector<ProbeTarget> targets = select_allocator_symbols(symbols, true);
-  ASSERT_EQ(targets.size(), size_t(AS_FN_COUNT));
-  for (int fn = 0; fn < AS_FN_COUNT; ++fn) {
+  ASSERT_EQ(targets.size(), size_t(AS_FN_EXIT + 1));
+  for (int fn = 0; fn <= AS_FN_EXIT; ++fn) {
     EXPECT_EQ(targets[fn].fn, fn);
     EXPECT_EQ(targets[fn].vaddr, 0x1000 + 0x100 * uint64_t(fn));
     EXPECT_EQ(targets[fn].offset, 0u);  // file offsets are find_allocator_probes' job
@@ -243,6 +245,26 @@ TEST(FindAllocatorProbes, ElfWithoutMallocIsAnError) {
   EXPECT_NE(targets.error().message.find(path), std::string::npos) << targets.error();
   EXPECT_NE(targets.error().message.find("no malloc"), std::string::npos) << targets.error();
   EXPECT_EQ(targets.error().code, ENODATA);  // not an allocator: skipped without a warning
+}
+
+// A Go program's allocator, found by its function table (gofmt is
+// stripped), probed where the kernel emulates the instruction, its size
+// register (rax) untouched before it.
+TEST(FindAllocatorProbes, GosMallocgcInAStrippedProgram) {
+  constexpr const char* kGofmt = "/usr/lib/go/bin/gofmt";
+  auto targets = find_allocator_probes(kGofmt);
+  ASSERT_TRUE(targets) << targets.error().message;
+  ASSERT_EQ(targets->size(), 1u);
+  const ProbeTarget& t = targets->front();
+  EXPECT_EQ(as_fn_kind(t.fn), AS_FN_GO_MALLOC);
+  auto elf = ElfFile::open(kGofmt);
+  ASSERT_TRUE(elf);
+  EXPECT_EQ(t.vaddr, *go_pclntab(*elf)->entry("runtime.mallocgc"));
+  // Go 1.19's prologue: the stack check (cmp, not emulated), then its branch.
+  EXPECT_TRUE(t.emulated) << t.instruction;
+  EXPECT_TRUE(t.instruction.starts_with("jbe")) << t.instruction;
+  EXPECT_EQ(t.placed_at, 4u) << t.instruction;
+  EXPECT_TRUE(t.at_stack_check);  // a taken branch restarts the call: the program counts the restart
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "go_programs.h"
 #include "symbols/elf_file.h"
 #include "temp_dir.h"
 
@@ -100,20 +101,14 @@ TEST(GoPclntab, AStrippedStaticProgramsFunctionsAreGosOwn) { expect_same_as_go("
 TEST(GoPclntab, ACgoProgramsFunctionsAreGosOwn) { expect_same_as_go("/usr/lib/go/bin/go"); }
 
 // A small program built as a PIE, linked by Go itself or by the C linker
-// (cgo's way); the Go build cache is kept in the build tree.
+// (cgo's way).
 std::string build_pie(const TempDir& dir, const std::string& linkmode) {
-  std::string source = dir.path / "main.go", binary = dir.path / ("pie-" + linkmode);
-  std::ofstream(source)
-      << "package main\n\nimport \"fmt\"\n\nvar sink [][]byte\n\n"
-         "func main() {\n\tfor i := 0; i < 10; i++ {\n\t\tsink = append(sink, make([]byte, 4096))\n"
-         "\t}\n\tfmt.Println(len(sink))\n}\n";
-  std::string command =
-      "cd " + dir.path.string() + " && HOME=" + dir.path.string() +
-      " GOCACHE=" GO_CACHE_DIR
-      " GOFLAGS=-buildvcs=false GOTOOLCHAIN=local go build -buildmode=pie -ldflags=-linkmode=" +
-      linkmode + " -o " + binary + " main.go 2>&1";
-  EXPECT_EQ(std::system(command.c_str()), 0) << command;
-  return binary;
+  return build_go_program(
+      dir, "pie-" + linkmode,
+      "package main\n\nimport \"fmt\"\n\nvar sink [][]byte\n\n"
+      "func main() {\n\tfor i := 0; i < 10; i++ {\n\t\tsink = append(sink, make([]byte, 4096))\n"
+      "\t}\n\tfmt.Println(len(sink))\n}\n",
+      "-buildmode=pie -ldflags=-linkmode=" + linkmode);
 }
 
 // The symbol table names assembly functions with their ABI (".abi0"),

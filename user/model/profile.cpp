@@ -104,12 +104,13 @@ std::optional<uint32_t> Profile::intern(uint32_t pid, uint16_t fn, std::span<con
 }
 
 void Profile::add_exact(uint32_t stack, const ExactDelta& d) {
-  live_changing(stack, double(d.alloc_bytes) - double(d.free_bytes));
   StackTotals& t = stacks_[stack].totals;
   t.alloc_objects += double(d.allocs);
   t.alloc_bytes += double(d.alloc_bytes);
   t.samples += d.allocs;
   t.alloc_stats.add_exact(d.allocs, d.alloc_bytes);
+  if (d.collected) return;
+  live_changing(stack, double(d.alloc_bytes) - double(d.free_bytes));
   t.live_objects += double(d.allocs) - double(d.frees);
   t.live_bytes += double(d.alloc_bytes) - double(d.free_bytes);
   t.live_samples = t.live_samples + d.allocs - std::min(d.frees, t.live_samples + d.allocs);

@@ -89,6 +89,7 @@ struct ExactDelta {
   uint64_t allocs = 0, alloc_bytes = 0;
   uint64_t frees = 0, free_bytes = 0;
   DurationHistogram lifetimes;  // of the frees
+  bool collected = false;       // a garbage collector frees the blocks: no live side is known
 };
 
 class Profile {

@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 #include <set>
 
 #include "host/proc_maps.h"
 #include "probe/allocator_entries.h"
 #include "probe/probe_placement.h"
+#include "symbols/go_build.h"
+#include "symbols/go_pclntab.h"
 
 namespace allocscope {
 
@@ -15,7 +18,7 @@ namespace {
 std::vector<ProbeTarget> c_library_symbols(const std::vector<ElfSymbol>& symbols) {
   std::vector<ProbeTarget> targets;
   std::set<uint64_t> taken;
-  for (int fn = 0; fn < AS_FN_COUNT; ++fn) {
+  for (int fn = 0; fn <= AS_FN_EXIT; ++fn) {  // the C library's own names (Go's allocator is not one)
     auto sym = std::find_if(symbols.begin(), symbols.end(),
                             [&](const ElfSymbol& s) { return s.name == as_fn_name(fn); });
     if (sym != symbols.end() && taken.insert(sym->vaddr).second)
@@ -39,6 +42,21 @@ std::vector<ProbeTarget> named_symbols(const std::vector<ElfSymbol>& symbols) {
   return targets;
 }
 
+// Go's allocator in a Go program of 1.18 or later (whose function table
+// allocscope reads, and whose register ABI passes the size in rax): by its
+// symbol, or, stripped, by the function table.
+std::optional<ProbeTarget> go_allocator(const ElfFile& elf, const std::vector<ElfSymbol>& symbols) {
+  if (!go_build(elf)) return std::nullopt;
+  auto table = go_pclntab(elf);
+  if (!table) return std::nullopt;  // before Go 1.18: the stack ABI, a table not read
+  auto sym = std::find_if(symbols.begin(), symbols.end(),
+                          [](const ElfSymbol& s) { return s.name == as_fn_name(AS_FN_GO_MALLOC); });
+  std::optional<uint64_t> entry =
+      sym != symbols.end() ? sym->vaddr : table->entry(as_fn_name(AS_FN_GO_MALLOC));
+  if (!entry) return std::nullopt;
+  return ProbeTarget{uint16_t(AS_FN_GO_MALLOC), *entry, 0, 0, false, ""};
+}
+
 }  // namespace
 
 std::vector<ProbeTarget> select_allocator_symbols(const std::vector<ElfSymbol>& symbols, bool c_library) {
@@ -52,8 +70,10 @@ Result<std::vector<ProbeTarget>> find_allocator_probes(const std::string& path, 
                                                        const std::string& name, const Emulation& emulation) {
   auto elf = ElfFile::open(path);
   if (!elf) return fail(elf.error());
+  std::vector<ElfSymbol> symbols = elf->functions();
   std::vector<ProbeTarget> targets =
-      select_allocator_symbols(elf->functions(), is_c_library_name(name.empty() ? path : name));
+      select_allocator_symbols(symbols, is_c_library_name(name.empty() ? path : name));
+  if (auto go = go_allocator(*elf, symbols)) targets.push_back(*go);
   if (targets.empty())
     return fail(path + " defines no malloc, mallocx, je_malloc, tc_malloc or mi_malloc: not an allocator",
                 ENODATA);
@@ -62,12 +82,19 @@ Result<std::vector<ProbeTarget>> find_allocator_probes(const std::string& path, 
     if (!off) return fail(off.error());
     auto code = elf->read(*off, 512);
     if (!code) return fail(code.error());
-    // Allocating calls need their return seen, which takes the entry.
-    Placement at = place_probe(*code, t.vaddr, naive || as_fn_kind(t.fn) != AS_FN_FREE, emulation);
+    // Allocating calls need their return seen, which takes the entry; free
+    // and mallocgc read one argument, which may be read later on.
+    as_fn kind = as_fn_kind(t.fn);
+    Placement at =
+        place_probe(*code, t.vaddr, naive || (kind != AS_FN_FREE && kind != AS_FN_GO_MALLOC), emulation,
+                    kind == AS_FN_GO_MALLOC ? ProbedArgument::GoFirst : ProbedArgument::CFirst);
     t.offset = *off + at.offset;
     t.placed_at = at.offset;
     t.emulated = at.emulated;
     t.instruction = at.instruction;
+    // Go's prologue compares the stack pointer with the goroutine's guard
+    // and branches to morestack, which enters the function again.
+    t.at_stack_check = kind == AS_FN_GO_MALLOC && at.offset > 0 && at.instruction.starts_with("jbe");
   }
   return targets;
 }

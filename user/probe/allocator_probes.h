@@ -13,12 +13,17 @@
 namespace allocscope {
 
 struct ProbeTarget {
-  uint16_t fn;              // entry code: as_fn_kind(fn), and the entry point named (allocator_entries.h)
-  uint64_t vaddr = 0;       // the function's entry
-  uint64_t offset = 0;      // file offset of the probe, what the kernel's uprobe takes
-  uint64_t placed_at = 0;   // bytes after the entry where the probe sits
-  bool emulated = false;    // the kernel emulates the probed instruction
-  std::string instruction;  // the probed instruction, e.g. "push rbp"
+  uint16_t fn;                  // entry code: as_fn_kind(fn), and the entry point named (allocator_entries.h)
+  uint64_t vaddr = 0;           // the function's entry
+  uint64_t offset = 0;          // file offset of the probe, what the kernel's uprobe takes
+  uint64_t placed_at = 0;       // bytes after the entry where the probe sits
+  bool emulated = false;        // the kernel emulates the probed instruction
+  std::string instruction;      // the probed instruction, e.g. "push rbp"
+  bool at_stack_check = false;  // Go: on the stack check's branch (see AS_COOKIE_GO_STACK_CHECK)
+
+  // What the kernel hands the probe's program: the entry code, and how to
+  // read the place.
+  uint64_t cookie() const { return fn | (at_stack_check ? AS_COOKIE_GO_STACK_CHECK : 0); }
 };
 
 // One target per entry point the symbols define, each address once. In a C

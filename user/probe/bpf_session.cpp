@@ -90,6 +90,8 @@ bpf_program* entry_program(allocscope_bpf* s, as_fn fn) {
       return s->progs.free_enter;
     case AS_FN_EXIT:
       return s->progs.exit_enter;
+    case AS_FN_GO_MALLOC:
+      return s->progs.go_malloc_classic;
     case AS_FN_COUNT:
       break;
   }
@@ -129,7 +131,9 @@ void BpfSession::configure_programs() {
   if (mode_ == ProbeMode::Session) {
     enable(config_.null_probes ? p.null_session : p.alloc_session, kTraceUprobeSession);
     if (!config_.null_probes) enable(p.malloc_session, kTraceUprobeSession);
-    if (!config_.no_free) enable(config_.null_probes ? p.null_multi : p.free_multi, kTraceUprobeMulti);
+    if (!config_.no_free || config_.null_probes)  // the null program serves Go's probes too
+      enable(config_.null_probes ? p.null_multi : p.free_multi, kTraceUprobeMulti);
+    if (!config_.null_probes) enable(p.go_malloc_multi, kTraceUprobeMulti);
   } else if (config_.null_probes) {
     enable(p.null_classic, 0);
   } else {
@@ -320,14 +324,15 @@ Error attach_error(const std::string& what, pid_t pid, int err) {
 // entry points (cookie = entry code) and a uprobe_multi link for the frees.
 Result<void> BpfSession::attach_session(pid_t pid, const std::string& path,
                                         const std::vector<ProbeTarget>& targets) {
-  std::vector<uint64_t> offsets, cookies, malloc_offsets, malloc_cookies, free_offsets, free_cookies;
+  std::vector<uint64_t> offsets, cookies, malloc_offsets, malloc_cookies, free_offsets, free_cookies,
+      go_offsets, go_cookies;
   for (const ProbeTarget& t : targets) {
-    bool frees = as_fn_kind(t.fn) == AS_FN_FREE;
+    bool frees = as_fn_kind(t.fn) == AS_FN_FREE, go = as_fn_kind(t.fn) == AS_FN_GO_MALLOC;
     bool own = frees || t.fn == AS_FN_MALLOC;
-    auto& o = frees ? free_offsets : own ? malloc_offsets : offsets;
-    auto& c = frees ? free_cookies : own ? malloc_cookies : cookies;
+    auto& o = go ? go_offsets : frees ? free_offsets : own ? malloc_offsets : offsets;
+    auto& c = go ? go_cookies : frees ? free_cookies : own ? malloc_cookies : cookies;
     o.push_back(t.offset);
-    c.push_back(t.fn);
+    c.push_back(t.cookie());
   }
   auto& p = skel_->progs;
   struct Part {
@@ -344,6 +349,8 @@ Result<void> BpfSession::attach_session(pid_t pid, const std::string& path,
        "allocator session probes"},
       {config_.null_probes ? p.null_multi : p.free_multi, kTraceUprobeMulti, free_offsets, free_cookies,
        "free probe"},
+      {config_.null_probes ? p.null_multi : p.go_malloc_multi, kTraceUprobeMulti, go_offsets, go_cookies,
+       "Go allocator probe"},
   };
   std::vector<UniqueFd> made;  // all or nothing: free without malloc's links, or the reverse, would mislead
   for (const Part& part : parts) {
@@ -364,11 +371,12 @@ Result<void> BpfSession::attach_classic(pid_t pid, const std::string& path,
   for (bool retprobe : {true, false}) {
     if (retprobe && config_.null_probes) continue;
     for (const ProbeTarget& t : targets) {
-      if (retprobe && (as_fn_kind(t.fn) == AS_FN_FREE || as_fn_kind(t.fn) == AS_FN_EXIT)) continue;
+      as_fn kind = as_fn_kind(t.fn);
+      if (retprobe && (kind == AS_FN_FREE || kind == AS_FN_EXIT || kind == AS_FN_GO_MALLOC)) continue;
       bpf_program* prog = config_.null_probes ? skel_->progs.null_classic
                           : retprobe          ? skel_->progs.alloc_return
                                               : entry_program(skel_.get(), as_fn_kind(t.fn));
-      LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = t.fn, .retprobe = retprobe);
+      LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = t.cookie(), .retprobe = retprobe);
       bpf_link* link = bpf_program__attach_uprobe_opts(prog, pid ? pid : -1, path.c_str(), t.offset, &opts);
       if (!link)
         return fail(attach_error(std::string("attach ") + (retprobe ? "uretprobe " : "uprobe ") +

@@ -27,18 +27,20 @@ struct Insns {
   }
 };
 
-// The probe read away from the entry (a free's) reads only the pointer in
-// the first argument register: a probe placed after an instruction that
-// writes it would read a changed argument. Scratch registers, the stack and
-// memory may change before it.
-bool writes_pointer_argument(csh h, const cs_insn& insn) {
+// The probe read away from the entry (a free's, mallocgc's) reads only its
+// first argument register: a probe placed after an instruction that writes
+// it would read a changed argument. Scratch registers, the stack and memory
+// may change before it.
+bool writes_argument(csh h, const cs_insn& insn, ProbedArgument argument) {
   cs_regs read, written;
   uint8_t nread = 0, nwritten = 0;
   if (cs_regs_access(h, &insn, read, &nread, written, &nwritten) != CS_ERR_OK) return true;
-  static const x86_reg pointer[] = {X86_REG_RDI, X86_REG_EDI, X86_REG_DI, X86_REG_DIL};
+  static const x86_reg rdi[] = {X86_REG_RDI, X86_REG_EDI, X86_REG_DI, X86_REG_DIL};
+  static const x86_reg rax[] = {X86_REG_RAX, X86_REG_EAX, X86_REG_AX, X86_REG_AL};
+  const x86_reg* names = argument == ProbedArgument::GoFirst ? rax : rdi;
   for (uint8_t i = 0; i < nwritten; ++i)
-    for (x86_reg a : pointer)
-      if (written[i] == a) return true;
+    for (int k = 0; k < 4; ++k)
+      if (written[i] == names[k]) return true;
   return false;
 }
 
@@ -83,7 +85,7 @@ bool kernel_emulates(std::span<const uint8_t> b, const Emulation& emulation) {
 }
 
 Placement place_probe(std::span<const uint8_t> code, uint64_t address, bool entry_only,
-                      const Emulation& emulation) {
+                      const Emulation& emulation, ProbedArgument argument) {
   Handle h;
   Insns d;
   if (h.h) d.count = cs_disasm(h.h, code.data(), code.size(), address, 24, &d.insn);
@@ -110,7 +112,7 @@ Placement place_probe(std::span<const uint8_t> code, uint64_t address, bool entr
     }
     if (emulated) return {insn.address - address, true, describe(insn)};
     if (cs_insn_group(h.h, &insn, CS_GRP_JUMP) || cs_insn_group(h.h, &insn, CS_GRP_CALL) ||
-        cs_insn_group(h.h, &insn, CS_GRP_RET) || writes_pointer_argument(h.h, insn))
+        cs_insn_group(h.h, &insn, CS_GRP_RET) || writes_argument(h.h, insn, argument))
       break;
   }
   return exit_branch.value_or(entry);

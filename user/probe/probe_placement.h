@@ -29,13 +29,17 @@ struct Placement {
   std::string instruction;  // e.g. "push rbp"
 };
 
+// The register whose value the probe reads: the C ABI's first argument
+// (free's pointer), or Go's register ABI's first (mallocgc's size).
+enum class ProbedArgument { CFirst, GoFirst };
+
 // `code` holds the function's first bytes (a few hundred, so that branch
 // targets can be followed), `address` the virtual address of code[0]. When
 // `entry_only`, only offset 0 is considered (return probes need the return
 // address at the top of the stack, as it is on entry).
 // `emulation` is what the kernel emulates (default: the newest kernels).
 Placement place_probe(std::span<const uint8_t> code, uint64_t address, bool entry_only,
-                      const Emulation& emulation = {});
+                      const Emulation& emulation = {}, ProbedArgument argument = ProbedArgument::CFirst);
 
 // Whether the kernel's uprobe emulates this instruction (no single-step).
 bool kernel_emulates(std::span<const uint8_t> instruction, const Emulation& emulation = {});

@@ -345,7 +345,7 @@ void EventSink::on_alloc(std::span<const uint8_t> data) {
                      .size = e.size,
                      .offset = offset,
                      .ts_ns = e.ts_ns,
-                     .live_tracked = !(e.flags & (AS_EVF_LIVE_DROPPED | AS_EVF_UNTRACKED)),
+                     .live_tracked = !(e.flags & (AS_EVF_LIVE_DROPPED | AS_EVF_UNTRACKED | AS_EVF_COLLECTED)),
                      .ips = s.ips});
   note_new_profile_stack(before, s);
   const ProfileCounters& now = profile_.counters();
@@ -358,7 +358,7 @@ void EventSink::on_alloc(std::span<const uint8_t> data) {
 // A sample the kernel tracks live but this side does not (filtered out, or a
 // table full): its kernel entry would outlive the process.
 void EventSink::forget_untracked(uint32_t tgid, uint64_t addr, uint16_t flags) {
-  if (!(flags & (AS_EVF_LIVE_DROPPED | AS_EVF_UNTRACKED)))
+  if (!(flags & (AS_EVF_LIVE_DROPPED | AS_EVF_UNTRACKED | AS_EVF_COLLECTED)))
     hooks_.kernel.forget_live(tgid, std::span<const uint64_t>(&addr, 1));
 }
 
@@ -390,9 +390,9 @@ void EventSink::add_exact_delta(const KnownStack& s, const as_exact_totals& now,
   if (now.allocs == before.allocs && now.frees == before.frees) return;
   auto id = profile_stack(s);
   if (!id) return;
-  profile_.add_exact(
-      *id, {now.allocs - before.allocs, now.alloc_bytes - before.alloc_bytes, now.frees - before.frees,
-            now.free_bytes - before.free_bytes, lifetimes_of(now, before)});
+  profile_.add_exact(*id, {now.allocs - before.allocs, now.alloc_bytes - before.alloc_bytes,
+                           now.frees - before.frees, now.free_bytes - before.free_bytes,
+                           lifetimes_of(now, before), as_fn_kind(s.fn) == AS_FN_GO_MALLOC});
 }
 
 void EventSink::absorb_exact(std::span<const ExactEntry> totals) {

@@ -5,6 +5,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -123,7 +124,10 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
     return false;
   }
   auto targets = find_allocator_probes(path, naive_placement_, shown, emulation_of(session_.kernel()));
-  if (targets && defers_for(pid, assume_in_process)) {
+  bool go = targets && std::any_of(targets->begin(), targets->end(),
+                                   [](const ProbeTarget& t) { return as_fn_kind(t.fn) == AS_FN_GO_MALLOC; });
+  // Go's heap is never sampled in process: its probes wait for nothing.
+  if (targets && !go && defers_for(pid, assume_in_process)) {
     // Probed once a process that samples no other way maps it: the kernel
     // reports that mapping again (and holds its process until then).
     if (auto ok = session_.defer_file(kernel_dev(key), key.second); !ok) return fail(ok.error());
@@ -149,7 +153,7 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
     // symbols are read once; bounded, by forgetting (a file is read again).
     if (not_allocators_.size() >= kMaxRemembered) not_allocators_.clear();
     not_allocators_.insert(key);
-    if (targets.error().code == ENODATA) note_go_program(key, path, shown);
+    if (targets.error().code == ENODATA) note_go_program(key, path, shown, false);
     return false;
   }
   if (!targets) return fail(targets.error());
@@ -163,6 +167,7 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
   }
   auto& entries = allocator_offsets_[key];
   for (const ProbeTarget& t : *targets) entries[t.fn] = t.offset - t.placed_at;
+  if (go) note_go_program(key, path, shown, true);
   return true;
 }
 
@@ -194,9 +199,10 @@ Result<void> LibraryDiscovery::attach_process(pid_t pid) {
   }
   if (auto go = files.size() == 1 ? go_files_.find(file_key(*files.front())) : go_files_.end();
       !probed && go != go_files_.end())
-    return fail("process " + std::to_string(pid) + " (" + read_comm(pid) + ") is a Go program (" +
-                go->second +
-                "): Go allocates from its own heap (runtime.mallocgc), which allocscope does not sample yet");
+    return fail(
+        "process " + std::to_string(pid) + " (" + read_comm(pid) + ") is a Go program (" + go->second +
+        "), whose heap allocscope cannot sample: it reads Go 1.18 and later (their function table and "
+        "register ABI)");
   if (!probed)
     return fail("process " + std::to_string(pid) + " (" + read_comm(pid) +
                 ") maps no allocator allocscope knows (looked for malloc, mallocx, je_malloc, tc_malloc and "
@@ -355,13 +361,15 @@ uint64_t LibraryDiscovery::allocator_address(uint32_t tgid, int fn) {
   return 0;
 }
 
-void LibraryDiscovery::note_go_program(FileKey key, const std::string& path, const std::string& shown) {
+void LibraryDiscovery::note_go_program(FileKey key, const std::string& path, const std::string& shown,
+                                       bool sampled) {
   auto elf = ElfFile::open(path);
   std::optional<GoBuild> go = elf ? go_build(*elf) : std::nullopt;
   if (!go) return;
   if (go_files_.size() >= kMaxRemembered) go_files_.clear();
   std::string& version = go_files_[key] = go->version.empty() ? "go1.17 or older" : go->version;
-  if (++go_programs_ <= kMissedNamed) go_program_names_.push_back(shown + " (" + version + ")");
+  GoPrograms& counted = sampled ? go_sampled_ : go_unsampled_;
+  if (++counted.count <= kMissedNamed) counted.names.push_back(shown + " (" + version + ")");
 }
 
 }  // namespace allocscope

@@ -69,10 +69,15 @@ class LibraryDiscovery : public LibraryWatch {
   // allocscope knows (stripped ones), and the first few of their paths.
   uint64_t without_allocator() const { return without_allocator_; }
   const std::vector<std::string>& without_allocator_names() const { return without_allocator_names_; }
-  // Go programs that traced processes ran (Go allocates from its own heap,
-  // which is not sampled), and the first few, each with its Go release.
-  uint64_t go_programs() const { return go_programs_; }
-  const std::vector<std::string>& go_program_names() const { return go_program_names_; }
+  // Go programs that traced processes ran, and the first few of each kind
+  // with their Go release: those whose heap (runtime.mallocgc) is sampled,
+  // and those of releases allocscope cannot read (before 1.18).
+  struct GoPrograms {
+    uint64_t count = 0;
+    std::vector<std::string> names;
+  };
+  const GoPrograms& go_sampled() const { return go_sampled_; }
+  const GoPrograms& go_unsampled() const { return go_unsampled_; }
 
   void new_library(const as_proc_event& e) override;
   void on_exec(uint32_t tgid) override;
@@ -117,8 +122,8 @@ class LibraryDiscovery : public LibraryWatch {
   void attach_pending(const PendingLibrary& p, const Mapping& m);
   void give_up(const PendingLibrary& p, const std::string& why);
   void miss(const std::string& name, const std::string& why);
-  // Counts a file that defines no allocator if it is a Go program.
-  void note_go_program(FileKey key, const std::string& path, const std::string& shown);
+  // Counts the file if it is a Go program, its heap `sampled` or not.
+  void note_go_program(FileKey key, const std::string& path, const std::string& shown, bool sampled);
 
   BpfSession& session_;
   Symbolizer& symbolizer_;
@@ -140,8 +145,7 @@ class LibraryDiscovery : public LibraryWatch {
   uint64_t without_allocator_ = 0;
   std::vector<std::string> without_allocator_names_;
   std::map<FileKey, std::string> go_files_;  // their Go release; bounded as not_allocators_ is
-  uint64_t go_programs_ = 0;
-  std::vector<std::string> go_program_names_;
+  GoPrograms go_sampled_, go_unsampled_;
 };
 
 }  // namespace allocscope

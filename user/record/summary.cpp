@@ -181,9 +181,15 @@ void print_warnings(const RecordingState& s, const RecordConfig& config) {
   }
   if (s.go_programs)
     print_error("warning: " + std::to_string(s.go_programs) +
-                " Go program(s) ran: Go allocates from its own heap (runtime.mallocgc), which allocscope "
-                "does not sample yet; only their C allocations (cgo) are recorded: " +
+                " Go program(s) ran whose heap allocscope cannot sample (Go allocates from its own heap, "
+                "runtime.mallocgc; allocscope reads Go 1.18 and later): only their C allocations (cgo) are "
+                "recorded: " +
                 joined(s.go_program_names, s.go_programs));
+  if (s.go_sampled)
+    print_error("note: " + std::to_string(s.go_sampled) +
+                " Go program(s) ran, their heap sampled at runtime.mallocgc: allocated bytes and objects "
+                "only, in use not measured (Go's collector frees without a call allocscope sees): " +
+                joined(s.go_sampled_names, s.go_sampled));
   if (uint64_t n = k[AS_CNT_USDT_RATE] + s.sink.other_rate())
     print_error("warning: " + std::to_string(n) +
                 " in-process samples were taken at another rate than --rate and not counted: record with "
@@ -276,6 +282,7 @@ NamedCounters recording_counters(const RecordingState& s) {
           {"python_stacks_cut", k[AS_CNT_PY_DEPTH]},
           {"cgroups_unnamed", k[AS_CNT_CGROUP_DROPS]},
           {"go_programs", s.go_programs},
+          {"go_programs_sampled", s.go_sampled},
           {"python_programs", s.python ? s.python->counters().programs : 0},
           {"python_programs_refused", s.python ? s.python->counters().unsupported : 0},
           {"python_library_processes", s.python ? s.python->counters().library_processes : 0},

@@ -32,8 +32,10 @@ struct RecordingState {
   uint64_t verdicts_refused = 0;   // process verdicts the full kernel table refused
   uint64_t without_allocator = 0;  // static programs run with no allocator allocscope knows
   std::vector<std::string> without_allocator_names;
-  uint64_t go_programs = 0;  // Go programs run (their own heap is not sampled)
+  uint64_t go_programs = 0;  // Go programs run whose heap could not be sampled (before Go 1.18)
   std::vector<std::string> go_program_names;
+  uint64_t go_sampled = 0;  // Go programs run whose heap was sampled (runtime.mallocgc)
+  std::vector<std::string> go_sampled_names;
   std::vector<std::string> missed_names;  // the first files not probed, each with its reason
   uint64_t held_too_long = 0;             // held processes continued by the bound on the wait
   RejectedLoss rejected_loss;             // ring buffer losses of processes the filter then rejected

@@ -69,14 +69,15 @@ std::optional<std::string_view> GoPclntab::string_at(uint64_t at) const {
 }
 
 // _func: entryOff, nameOff, args, deferreturn, pcsp, pcfile, pcln, npcdata,
-// cuOffset (u32 each), then Go 1.20's startLine, then bytes.
+// cuOffset (u32 each), then Go 1.20's startLine, then funcID and flag bytes.
 std::optional<GoPclntab::Func> GoPclntab::func(uint64_t index) const {
   auto off = u32(functab_ + index * 8 + 4);
   if (!off) return std::nullopt;
   uint64_t at = functab_ + *off;
-  auto entry = u32(at), name = u32(at + 4), pcfile = u32(at + 20), pcln = u32(at + 24), cu = u32(at + 32);
-  if (!entry || !name || !pcfile || !pcln || !cu) return std::nullopt;
-  return Func{text_ + *entry, *name, *pcfile, *pcln, *cu};
+  auto entry = u32(at), name = u32(at + 4), pcsp = u32(at + 16), pcfile = u32(at + 20), pcln = u32(at + 24),
+       cu = u32(at + 32), ids = u32(at + (layout_ == 118 ? 36 : 40));
+  if (!entry || !name || !pcsp || !pcfile || !pcln || !cu || !ids) return std::nullopt;
+  return Func{text_ + *entry, *name, *pcsp, *pcfile, *pcln, *cu, uint8_t(*ids >> 8)};
 }
 
 std::optional<uint64_t> GoPclntab::index_of(uint64_t vaddr) const {
@@ -96,9 +97,11 @@ std::optional<uint64_t> GoPclntab::index_of(uint64_t vaddr) const {
 }
 
 // A pc-value table (Go's runtime.pcvalue): from value -1 at the entry,
-// pairs of (zig-zag value delta, pc delta in quanta), both varints.
-std::optional<int32_t> GoPclntab::pc_value(uint32_t offset, uint64_t entry, uint64_t vaddr) const {
-  if (offset == 0) return std::nullopt;
+// pairs of (zig-zag value delta, pc delta in quanta), both varints, ended
+// by a zero value delta (but at the entry, Go's own rule).
+template <typename Visit>
+bool GoPclntab::each_pc_value(uint32_t offset, uint64_t entry, Visit&& visit) const {
+  if (offset == 0) return false;
   size_t p = pctab_ + offset;
   uint64_t pc = entry;
   uint32_t value = UINT32_MAX;  // -1; sums wrap, as Go's int32 does
@@ -108,15 +111,43 @@ std::optional<int32_t> GoPclntab::pc_value(uint32_t offset, uint64_t entry, uint
   };
   for (int step = 0; step < kMaxSteps; ++step) {
     auto delta = varint();
-    // A zero delta ends the table, but at the entry (Go's own rule).
-    if (!delta || (*delta == 0 && pc != entry)) return std::nullopt;
+    if (!delta) return false;
+    if (*delta == 0 && pc != entry) return true;
     value += (*delta & 1) ? ~(*delta >> 1) : *delta >> 1;
     auto advance = varint();
-    if (!advance) return std::nullopt;
-    pc += uint64_t(*advance) * quantum_;
-    if (vaddr < pc) return int32_t(value);
+    if (!advance) return false;
+    uint64_t next = pc + uint64_t(*advance) * quantum_;
+    if (!visit(pc, next, int32_t(value))) return true;
+    pc = next;
   }
-  return std::nullopt;
+  return false;
+}
+
+std::optional<int32_t> GoPclntab::pc_value(uint32_t offset, uint64_t entry, uint64_t vaddr) const {
+  std::optional<int32_t> found;
+  bool ok = each_pc_value(offset, entry, [&](uint64_t, uint64_t end, int32_t value) {
+    if (vaddr < end) found = value;
+    return !found;
+  });
+  return ok ? found : std::nullopt;
+}
+
+std::vector<GoSpRun> GoPclntab::sp_runs() const {
+  std::vector<GoSpRun> runs;
+  size_t kept = 0;
+  for (uint64_t i = 0; i < nfunc_; ++i) {
+    auto f = func(i);
+    if (!f) continue;
+    bool ok = each_pc_value(f->pcsp, f->entry, [&](uint64_t start, uint64_t end, int32_t sp) {
+      if (end > start) runs.push_back({start, end, sp, f->flag});
+      return true;
+    });
+    if (ok)
+      kept = runs.size();
+    else
+      runs.resize(kept);  // a malformed table: none of its runs
+  }
+  return runs;
 }
 
 std::optional<GoPosition> GoPclntab::at(uint64_t vaddr) const {

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "base/result.h"
 
@@ -25,6 +26,18 @@ struct GoPosition {
   int64_t line = 0;      // likewise; 0 when unknown
 };
 
+// A run of a Go function's stack-pointer table (its pcsp): over [start, end)
+// the function's frame holds `sp` bytes below the stack pointer it was
+// entered with (the return address not counted). What Go's own traceback
+// unwinds by.
+struct GoSpRun {
+  uint64_t start, end;  // ELF virtual addresses
+  int32_t sp;
+  uint8_t flag;  // the function's funcFlag: kGoTopFrame, kGoSpWrite
+};
+inline constexpr uint8_t kGoTopFrame = 1;  // the outermost frame of its stack (goexit, mstart, rt0_go)
+inline constexpr uint8_t kGoSpWrite = 2;   // writes the stack pointer (switches stacks): sp is not known
+
 class GoPclntab {
  public:
   // `table`: the bytes from the table's header on, which must outlive the
@@ -38,6 +51,9 @@ class GoPclntab {
   // The entry address of a function, by its name.
   std::optional<uint64_t> entry(std::string_view function) const;
   uint64_t functions() const { return nfunc_; }
+  // Every function's stack-pointer runs, in address order; a function
+  // whose table cannot be read is left out.
+  std::vector<GoSpRun> sp_runs() const;
   // 118 (Go 1.18 and 1.19) or 120 (Go 1.20 on): the layout read.
   int layout() const { return layout_; }
 
@@ -45,8 +61,13 @@ class GoPclntab {
   GoPclntab() = default;
   struct Func {
     uint64_t entry;
-    uint32_t name_off, pcfile, pcln, cu;
+    uint32_t name_off, pcsp, pcfile, pcln, cu;
+    uint8_t flag;
   };
+  // Calls visit(start, end, value) for each run of a pc-value table, in
+  // order, until it returns false; false if the table is malformed.
+  template <typename Visit>
+  bool each_pc_value(uint32_t offset, uint64_t entry, Visit&& visit) const;
   std::optional<uint32_t> u32(uint64_t at) const;
   std::optional<Func> func(uint64_t index) const;
   std::optional<std::string_view> string_at(uint64_t at) const;

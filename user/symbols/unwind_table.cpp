@@ -11,6 +11,9 @@
 #include <memory>
 #include <optional>
 
+#include "symbols/go_build.h"
+#include "symbols/go_pclntab.h"
+
 namespace allocscope {
 namespace {
 
@@ -202,6 +205,63 @@ void add_rows(Dwarf_CFI* cfi, const std::vector<uint64_t>& starts, const std::ve
   }
 }
 
+// The row of a run of a Go function's stack-pointer table: CFA = rsp + sp
+// + 8; a function with a frame has saved the caller's rbp just below the
+// return address (Go keeps frame pointers on x86-64; none is saved before
+// the frame is made). Where Go's own traceback stops, so does the walk: at
+// the outermost frame, and at code that moves the stack pointer itself.
+as_unwind_row go_row(const GoSpRun& run) {
+  if (run.flag & kGoTopFrame) return {0, 0, AS_ROW_END, 0};
+  if ((run.flag & kGoSpWrite) || run.sp < 0 || run.sp % 8 != 0 || (int64_t(run.sp) + 8) / 8 > INT16_MAX)
+    return {0, 0, AS_ROW_NONE, 0};
+  return {0, int16_t((run.sp + 8) / 8), AS_CFA_RSP, int8_t(run.sp > 0 ? -2 : 0)};
+}
+
+// Go's functions described by their own table, the rest of the rows (a cgo
+// program's C code, by .eh_frame) kept outside them. Go's compiler writes
+// no .eh_frame, and its .debug_frame goes with strip; the pclntab stays.
+void add_go_rows(const GoPclntab& go, const std::vector<Segment>& segs, UnwindTable& t) {
+  std::vector<as_unwind_row> others = std::move(t.rows), rows;
+  std::sort(others.begin(), others.end(),
+            [](const as_unwind_row& a, const as_unwind_row& b) { return a.pc < b.pc; });
+  std::vector<std::pair<uint64_t, uint64_t>> spans;  // file offsets Go's rows cover, sorted
+  for (const GoSpRun& run : go.sp_runs()) {
+    auto start = file_offset(segs, run.start), last = file_offset(segs, run.end - 1);
+    if (!start || !last || *last > UINT32_MAX || *last - *start != run.end - 1 - run.start) continue;
+    as_unwind_row row = go_row(run);
+    row.pc = uint32_t(*start);
+    rows.push_back(row);
+    if (!spans.empty() && spans.back().second == *start)
+      spans.back().second = *last + 1;
+    else
+      spans.emplace_back(*start, *last + 1);
+  }
+  auto inside = [&](uint64_t pc) {
+    auto it = std::upper_bound(spans.begin(), spans.end(), std::pair{pc, UINT64_MAX});
+    return it != spans.begin() && pc < (it - 1)->second;
+  };
+  for (const as_unwind_row& r : others)
+    if (!inside(r.pc)) rows.push_back(r);
+  for (const auto& [start, end] : spans)  // past a span, what the other rows say there
+    if (!inside(end) && end <= UINT32_MAX) {
+      const as_unwind_row* before = find_row(others, end);
+      as_unwind_row r = before ? *before : as_unwind_row{0, 0, AS_ROW_NONE, 0};
+      r.pc = uint32_t(end);
+      rows.push_back(r);
+    }
+  t.go_runs = rows.size() - others.size();
+  t.rows = std::move(rows);
+  t.source = UnwindTable::Source::GoPclntab;
+}
+
+// Consecutive rows of one rule are one row.
+void merge_equal_rows(std::vector<as_unwind_row>& rows) {
+  auto last = std::unique(rows.begin(), rows.end(), [](const as_unwind_row& a, const as_unwind_row& b) {
+    return a.kind == b.kind && a.cfa_off == b.cfa_off && a.rbp == b.rbp;
+  });
+  rows.erase(last, rows.end());
+}
+
 }  // namespace
 
 Result<UnwindTable> build_unwind_table(const ElfFile& f) {
@@ -217,7 +277,11 @@ Result<UnwindTable> build_unwind_table(const ElfFile& f) {
       auto starts = eh_frame_hdr_starts(elf);
       add_rows(cfi.get(), starts ? *starts : symbol_starts(f), segs, t);
     }
-  } else if (find_section(elf, ".debug_frame")) {
+  }
+  auto go = go_build(f) ? go_pclntab(f) : Result<GoPclntab>(fail("not Go"));
+  if (go) {
+    add_go_rows(*go, segs, t);
+  } else if (t.rows.empty() && find_section(elf, ".debug_frame")) {
     std::unique_ptr<Dwarf, DwarfCloser> dw(dwarf_begin_elf(elf, DWARF_C_READ, nullptr));
     if (Dwarf_CFI* cfi = dw ? dwarf_getcfi(dw.get()) : nullptr) {
       t.source = UnwindTable::Source::DebugFrame;
@@ -228,8 +292,9 @@ Result<UnwindTable> build_unwind_table(const ElfFile& f) {
     t.source = UnwindTable::Source::FramePointers;
     t.rows.push_back({0, 2, AS_CFA_RBP, -2});
   }
-  std::sort(t.rows.begin(), t.rows.end(),
-            [](const as_unwind_row& a, const as_unwind_row& b) { return a.pc < b.pc; });
+  std::stable_sort(t.rows.begin(), t.rows.end(),
+                   [](const as_unwind_row& a, const as_unwind_row& b) { return a.pc < b.pc; });
+  if (go) merge_equal_rows(t.rows);
   // Code at the entry point that no FDE describes (the dynamic loader's
   // _start and _dl_start_user) is the process's first frame: nothing called it.
   if (auto entry = file_offset(segs, eh.e_entry)) {
@@ -277,6 +342,8 @@ const char* source_name(UnwindTable::Source s) {
       return ".debug_frame";
     case UnwindTable::Source::FramePointers:
       return "frame pointers";
+    case UnwindTable::Source::GoPclntab:
+      return "Go's pclntab";
   }
   return "?";
 }

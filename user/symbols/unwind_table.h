@@ -19,7 +19,10 @@ namespace allocscope {
 
 struct UnwindTable {
   std::vector<as_unwind_row> rows;  // sorted by pc, consecutive rows differ
-  enum class Source { EhFrame, DebugFrame, FramePointers } source = Source::EhFrame;
+  // GoPclntab: a Go program's functions by Go's own table (the rest, a cgo
+  // program's C code, by its .eh_frame).
+  enum class Source { EhFrame, DebugFrame, FramePointers, GoPclntab } source = Source::EhFrame;
+  uint64_t go_runs = 0;      // rows from Go's table
   uint64_t fdes = 0;         // frame description entries read
   uint64_t unsupported = 0;  // rules the kernel cannot follow (rows that stop a walk)
 };

@@ -1,0 +1,69 @@
+// Known allocation sites in Go, for allocscope's tests: each site makes byte
+// slices of one size class (the last a large object, a span of its own)
+// into a package-level ring, so that every one escapes to the heap; frames
+// main.main;main.outer;main.site_*. Prints each site's calls and size, then
+// "done". Usage: go_sites [ITERATIONS]
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+)
+
+const ring = 64
+
+type site struct {
+	name  string
+	size  int
+	every int // called once every `every` iterations
+	calls int
+}
+
+var (
+	small, medium, large, huge [ring][]byte
+	sites                      = []*site{{"site_small", 48, 1, 0}, {"site_medium", 1024, 4, 0},
+		{"site_large", 8192, 32, 0}, {"site_huge", 40960, 128, 0}}
+)
+
+//go:noinline
+func site_small(i int) { small[i%ring] = make([]byte, 48) }
+
+//go:noinline
+func site_medium(i int) { medium[i%ring] = make([]byte, 1024) }
+
+//go:noinline
+func site_large(i int) { large[i%ring] = make([]byte, 8192) }
+
+//go:noinline
+func site_huge(i int) { huge[i%ring] = make([]byte, 40960) }
+
+//go:noinline
+func outer(i int) {
+	calls := []func(int){site_small, site_medium, site_large, site_huge}
+	for k, s := range sites {
+		if i%s.every == 0 {
+			calls[k](i)
+			s.calls++
+		}
+	}
+}
+
+func main() {
+	iterations := 400000
+	if len(os.Args) > 1 {
+		n, err := strconv.Atoi(os.Args[1])
+		if err != nil || n <= 0 {
+			fmt.Fprintln(os.Stderr, "usage: go_sites [ITERATIONS]")
+			os.Exit(2)
+		}
+		iterations = n
+	}
+	for i := 0; i < iterations; i++ {
+		outer(i)
+	}
+	for _, s := range sites {
+		fmt.Printf("main.%s %d %d\n", s.name, s.calls, s.size)
+	}
+	fmt.Println("done")
+}
