@@ -97,6 +97,11 @@ void add_sampling_options(CLI::App* app, RecordConfig& c, OptionText& t) {
                 "With --all or --children: never stop a process that maps or runs a file not seen before (by "
                 "default it is stopped, for the milliseconds that probing the file takes, so that none "
                 "of its allocations is missed; debugged processes and a shell's jobs never are)");
+  app->add_flag(
+      "--no-go-heap", c.no_go_heap,
+      "Leave Go programs' own heap (runtime.mallocgc) unprobed: each of their allocations otherwise "
+      "traps into the kernel, about a microsecond, sampled or not; their C allocations (cgo) are "
+      "still recorded");
   app->add_flag("-v,--verbose", c.verbose, "Print probe placement, kernel counters and libbpf's messages");
 }
 

@@ -90,6 +90,21 @@ TEST(Go, EverySitesAllocatedBytesAgreeWithTheTruth) {
     }
 }
 
+// --no-go-heap leaves mallocgc unprobed, and says so.
+TEST(Go, NoGoHeapLeavesItUnprobed) {
+  REQUIRE_BPF();
+  std::string out = temp_path("no-go.json");
+  RunResult r = run({ALLOCSCOPE_BIN, "record", "--no-go-heap", "-o", out, "--", GO_SITES_BIN, "1000"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("heap was not sampled (Go allocates from its own heap, runtime.mallocgc; --no-go-heap "
+                       "left it unprobed)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(counters_of(out)["samples"], 0);
+  EXPECT_EQ(counters_of(out)["go_programs"], 1);
+  std::remove(out.c_str());
+}
+
 TEST(Go, ALaunchedGoProgramIsNamedAsGoNotAsStripped) {
   REQUIRE_BPF();
   std::string release = go_release(kGofmt);

@@ -58,7 +58,8 @@ fi
 # go tool pprof, a killed recorder leaving no probe, a seccomp-confined target,
 # Python frames of Debian's python3.11 (and its processes held at exit), of
 # pyenv's libpython interpreters (entered at their library's mapping) and of a
-# program embedding libpython3.11, an overlay root's unwind tables.
+# program embedding libpython3.11, an overlay root's unwind tables, Go's heap
+# (mallocgc's probe, frames by Go's own table).
 tests=(
   # /0: alloc_space, /2: inuse_space (the object counts come from the same recordings)
   'Metrics/ExactMode.*/0'
@@ -93,6 +94,8 @@ tests=(
   Python.SampledSitesOfAnAttachedInterpreter
   PythonLibraries.TheWholeMachineWalksLibraryRuntimesStartedAnyTime
   PythonLibraries.AProgramEmbeddingLibpythonIsExact
+  Go.EverySitesAllocatedBytesAgreeWithTheTruth
+  Go.AttachingToARunningGoProgramSamplesItsHeap
 )
 filter=$(IFS=:; echo "${tests[*]}")
 cd /tmp || exit 1

@@ -55,6 +55,7 @@ LibraryDiscovery::LibraryDiscovery(const RecordConfig& config, InProcessUse use,
       symbolizer_(symbolizer),
       system_wide_(system_wide(config)),
       naive_placement_(config.naive_placement),
+      no_go_heap_(config.no_go_heap),
       verbose_(config.verbose),
       use_(use),
       max_files_(config.max_allocator_files) {
@@ -124,8 +125,10 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
     return false;
   }
   auto targets = find_allocator_probes(path, naive_placement_, shown, emulation_of(session_.kernel()));
-  bool go = targets && std::any_of(targets->begin(), targets->end(),
-                                   [](const ProbeTarget& t) { return as_fn_kind(t.fn) == AS_FN_GO_MALLOC; });
+  auto is_go = [](const ProbeTarget& t) { return as_fn_kind(t.fn) == AS_FN_GO_MALLOC; };
+  if (targets && no_go_heap_ && std::erase_if(*targets, is_go) && targets->empty())
+    targets = fail(shown + ": a Go program, its heap left unprobed (--no-go-heap)", ENODATA);
+  bool go = targets && std::any_of(targets->begin(), targets->end(), is_go);
   // Go's heap is never sampled in process: its probes wait for nothing.
   if (targets && !go && defers_for(pid, assume_in_process)) {
     // Probed once a process that samples no other way maps it: the kernel

@@ -127,7 +127,7 @@ class LibraryDiscovery : public LibraryWatch {
 
   BpfSession& session_;
   Symbolizer& symbolizer_;
-  bool system_wide_, naive_placement_, verbose_;
+  bool system_wide_, naive_placement_, no_go_heap_, verbose_;
   InProcessUse use_;
   size_t max_files_;
   bool warned_full_ = false;

@@ -180,11 +180,12 @@ void print_warnings(const RecordingState& s, const RecordConfig& config) {
                 names);
   }
   if (s.go_programs)
-    print_error("warning: " + std::to_string(s.go_programs) +
-                " Go program(s) ran whose heap allocscope cannot sample (Go allocates from its own heap, "
-                "runtime.mallocgc; allocscope reads Go 1.18 and later): only their C allocations (cgo) are "
-                "recorded: " +
-                joined(s.go_program_names, s.go_programs));
+    print_error(
+        "warning: " + std::to_string(s.go_programs) +
+        " Go program(s) ran whose heap was not sampled (Go allocates from its own heap, "
+        "runtime.mallocgc; " +
+        (config.no_go_heap ? "--no-go-heap left it unprobed" : "allocscope reads Go 1.18 and later") +
+        "): only their C allocations (cgo) are recorded: " + joined(s.go_program_names, s.go_programs));
   if (s.go_sampled)
     print_error("note: " + std::to_string(s.go_sampled) +
                 " Go program(s) ran, their heap sampled at runtime.mallocgc: allocated bytes and objects "

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""What sampling Go's heap costs a Go program: runtime.mallocgc's probe, one
+trap per allocation. Two programs, each untraced and under
+`allocscope record` taken in turn, round after round, so that every ratio is
+of runs measured seconds apart on one machine:
+
+  * go_sites (tests/workloads/go_sites.go): an allocation loop, its own
+    loop time (what the probe adds, allocscope's start and end left out);
+  * Debian's gofmt -l over two trees of Go's own sources: a real program's
+    wall time, allocscope's start (about 0.4 s) included.
+
+Prints markdown for BENCHMARKS.md.
+
+  sudo bench/go_heap_bench.py --build build           # 5 rounds
+  sudo bench/go_heap_bench.py --build build --rounds 1 --iterations 100000
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+GOFMT = "/usr/lib/go/bin/gofmt"
+GO_TREES = ["/usr/lib/go/src/net", "/usr/lib/go/src/runtime"]  # no test data that fails to parse
+
+
+def timed(argv, own_time):
+    """Seconds: the loop's own figure (stderr "loop N ns") or the wall time."""
+    start = time.perf_counter()
+    r = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - start
+    if r.returncode != 0:
+        sys.exit(f"{argv} failed ({r.returncode}): {r.stderr[-2000:]}")
+    if not own_time:
+        return wall
+    m = re.search(r"^loop (\d+) ns$", r.stderr, re.M)
+    if not m:
+        sys.exit(f"{argv}: no loop time in its output")
+    return int(m.group(1)) / 1e9
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--iterations", type=int, default=400000, help="go_sites' loop (400000: 516,000 allocations)")
+    ap.add_argument("--rate", default="512KiB")
+    args = ap.parse_args()
+    allocscope = os.path.join(args.build, "allocscope")
+    sites = os.path.join(args.build, "tests", "go_sites")
+    for f in (allocscope, sites, GOFMT):
+        if not os.access(f, os.X_OK):
+            sys.exit(f"{f} missing: build first (cmake --build {args.build}), install golang-go")
+    out = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"go-heap-bench-{os.getpid()}.folded")
+    record = [allocscope, "record", "-q", "--rate", args.rate, "-o", out, "--"]
+    programs = [
+        ("go_sites, loop time", [sites, str(args.iterations)], True),
+        ("gofmt -l net runtime (Go's sources), wall time", [GOFMT, "-l"] + GO_TREES, False),
+    ]
+    print(f"| program | untraced (median of {args.rounds}) | allocscope record | ratio |")
+    print("|---|---|---|---|")
+    for name, argv, own in programs:
+        plain, traced = [], []
+        for _ in range(args.rounds):
+            plain.append(timed(argv, own))
+            traced.append(timed(record + argv, own))
+        p, t = statistics.median(plain), statistics.median(traced)
+        print(f"| {name} | {p:.3f} s | {t:.3f} s | {t / p:.2f}x |")
+    if os.path.exists(out):
+        os.remove(out)
+
+
+if __name__ == "__main__":
+    main()
