@@ -156,6 +156,85 @@ TEST(GoPclntab, APiesFunctionsAreFoundWhereverTheLinkerPutThem) {
   }
 }
 
+// A program that prints its own stack as Go's runtime expands it: frames
+// the compiler inlined (inner into middle into outer) share one pc.
+constexpr const char* kInlinedSource = R"(package main
+
+import (
+	"fmt"
+	"reflect"
+	"runtime"
+)
+
+//go:noinline
+func leaf() []uintptr { pcs := make([]uintptr, 16); return pcs[:runtime.Callers(1, pcs)] }
+func inner() []uintptr  { return leaf() }
+func middle() []uintptr { return inner() }
+
+//go:noinline
+func outer() []uintptr { return middle() }
+
+func main() {
+	fmt.Printf("%d main.main\n", reflect.ValueOf(main).Pointer())
+	frames := runtime.CallersFrames(outer())
+	for {
+		f, more := frames.Next()
+		fmt.Printf("%d %s\n", f.PC, f.Function)
+		if !more {
+			break
+		}
+	}
+}
+)";
+
+// Go's own expansion of the stack, innermost first: each frame's pc and
+// function (the frames one physical frame inlined have pcs of their own, at
+// their call sites); and where main.main was loaded (a PIE's load address
+// is the kernel's choice).
+std::vector<std::pair<uint64_t, std::string>> go_frames(const std::string& binary, uint64_t* main_at) {
+  std::vector<std::pair<uint64_t, std::string>> out;
+  if (FILE* p = popen(binary.c_str(), "r")) {
+    unsigned long long pc;
+    char function[4096];
+    if (std::fscanf(p, "%llu main.main", &pc) == 1) *main_at = pc;
+    while (std::fscanf(p, "%llu %4095s", &pc, function) == 2) out.emplace_back(pc, function);
+    pclose(p);
+  }
+  return out;
+}
+
+// The inline trees of stripped programs (found through their unnamed
+// moduledata; in a PIE, through its relocations) against Go's own frames.
+TEST(GoPclntab, InlinedCallsAreExpandedAsGoExpandsThem) {
+  TempDir dir("allocscope-go-inline");
+  for (const char* flags : {"", "-ldflags='-s -w'", "-buildmode=pie -ldflags='-s -w'",
+                            "-buildmode=pie -ldflags='-linkmode=external -s -w'"}) {
+    SCOPED_TRACE(flags);
+    std::string binary = build_go_program(dir, "inlined", kInlinedSource, flags);
+    uint64_t main_at = 0;
+    auto expected = go_frames(binary, &main_at);
+    ASSERT_GE(expected.size(), 3u);
+    auto elf = ElfFile::open(binary);
+    ASSERT_TRUE(elf);
+    auto table = go_pclntab(*elf);
+    ASSERT_TRUE(table) << table.error().message;
+    EXPECT_TRUE(table->has_func_data());
+    auto main_entry = table->entry("main.main");
+    ASSERT_TRUE(main_entry && main_at);
+    // The frames read at each physical frame's pc are the next ones Go printed.
+    size_t inlined = 0;
+    for (size_t i = 0; i < expected.size();) {
+      std::vector<GoPosition> got = table->frames(expected[i].first - main_at + *main_entry);
+      ASSERT_FALSE(got.empty()) << expected[i].second;
+      for (size_t k = 0; k < got.size(); ++k)
+        EXPECT_EQ(i + k < expected.size() ? expected[i + k].second : "(none)", got[k].function);
+      inlined += got.size() - 1;
+      i += got.size();
+    }
+    EXPECT_GE(inlined, 2u);  // inner and middle, in outer
+  }
+}
+
 TEST(GoPclntab, ATableCutShortOrOfAnotherLayoutIsRefused) {
   auto elf = ElfFile::open("/usr/lib/go/bin/gofmt");
   ASSERT_TRUE(elf);

@@ -2,7 +2,9 @@
 
 #include <gelf.h>
 
+#include <algorithm>
 #include <cstring>
+#include <unordered_map>
 
 #include "symbols/elf_file.h"
 #include "symbols/go_build.h"
@@ -75,9 +77,9 @@ std::optional<GoPclntab::Func> GoPclntab::func(uint64_t index) const {
   if (!off) return std::nullopt;
   uint64_t at = functab_ + *off;
   auto entry = u32(at), name = u32(at + 4), pcsp = u32(at + 16), pcfile = u32(at + 20), pcln = u32(at + 24),
-       cu = u32(at + 32), ids = u32(at + (layout_ == 118 ? 36 : 40));
-  if (!entry || !name || !pcsp || !pcfile || !pcln || !cu || !ids) return std::nullopt;
-  return Func{text_ + *entry, *name, *pcsp, *pcfile, *pcln, *cu, uint8_t(*ids >> 8)};
+       npcdata = u32(at + 28), cu = u32(at + 32), ids = u32(at + (layout_ == 118 ? 36 : 40));
+  if (!entry || !name || !pcsp || !pcfile || !pcln || !npcdata || !cu || !ids) return std::nullopt;
+  return Func{text_ + *entry, *name, *pcsp, *pcfile, *pcln, *cu, uint8_t(*ids >> 8), at, *npcdata};
 }
 
 std::optional<uint64_t> GoPclntab::index_of(uint64_t vaddr) const {
@@ -150,17 +152,67 @@ std::vector<GoSpRun> GoPclntab::sp_runs() const {
   return runs;
 }
 
+GoPosition GoPclntab::position(const Func& f, std::string_view name, uint64_t vaddr) const {
+  GoPosition pos{std::string(name), "", 0};
+  if (auto line = pc_value(f.pcln, f.entry, vaddr); line && *line > 0) pos.line = *line;
+  if (auto fileno = pc_value(f.pcfile, f.entry, vaddr); fileno && *fileno >= 0)
+    if (auto file_off = u32(cutab_ + (uint64_t(f.cu) + uint32_t(*fileno)) * 4))
+      if (auto file = string_at(filetab_ + *file_off)) pos.file = *file;
+  return pos;
+}
+
 std::optional<GoPosition> GoPclntab::at(uint64_t vaddr) const {
   auto index = index_of(vaddr);
   auto f = index ? func(*index) : std::nullopt;
   auto name = f ? string_at(funcnames_ + f->name_off) : std::nullopt;
   if (!name) return std::nullopt;
-  GoPosition pos{std::string(*name), "", 0};
-  if (auto line = pc_value(f->pcln, f->entry, vaddr); line && *line > 0) pos.line = *line;
-  if (auto fileno = pc_value(f->pcfile, f->entry, vaddr); fileno && *fileno >= 0)
-    if (auto file_off = u32(cutab_ + (uint64_t(f->cu) + uint32_t(*fileno)) * 4))
-      if (auto file = string_at(filetab_ + *file_off)) pos.file = *file;
-  return pos;
+  return position(*f, *name, vaddr);
+}
+
+// The inline tree is the function's data slot 3 (_FUNCDATA_InlTree), an
+// offset from go:func.*; the index into it at each pc is its pc-value
+// table 2 (_PCDATA_InlTreeIndex). The _func's fixed fields end with
+// nfuncdata, a byte: 40 bytes, 44 from Go 1.20 (startLine).
+std::optional<uint64_t> GoPclntab::inline_tree(const Func& f) const {
+  uint64_t fixed = layout_ == 118 ? 40 : 44;
+  if (gofunc_.empty() || f.npcdata <= 2 || f.at + fixed > t_.size() || t_[f.at + fixed - 1] <= 3)
+    return std::nullopt;
+  auto off = u32(f.at + fixed + uint64_t(f.npcdata) * 4 + 3 * 4);
+  if (!off || *off == UINT32_MAX || *off >= gofunc_.size()) return std::nullopt;
+  return *off;
+}
+
+// An inlinedCall: Go 1.18-1.19 {parent i16, funcID u8, pad, file i32,
+// line i32, nameOff i32, parentPc i32}, 20 bytes; Go 1.20 on {funcID u8,
+// pad[3], nameOff i32, parentPc i32, startLine i32}, 16 bytes. Each call's
+// site is the position of the instruction at parentPc, in the caller.
+std::vector<GoPosition> GoPclntab::frames(uint64_t vaddr) const {
+  std::vector<GoPosition> out;
+  auto index = index_of(vaddr);
+  auto f = index ? func(*index) : std::nullopt;
+  auto name = f ? string_at(funcnames_ + f->name_off) : std::nullopt;
+  if (!name) return out;
+  auto tree = inline_tree(*f);
+  auto ix_at = [&](uint64_t pc) -> int32_t {
+    auto slot = u32(f->at + (layout_ == 118 ? 40 : 44) + 2 * 4);
+    auto ix = tree && slot ? pc_value(*slot, f->entry, pc) : std::nullopt;
+    return ix ? *ix : -1;
+  };
+  const uint64_t size = layout_ == 118 ? 20 : 16, name_at = layout_ == 118 ? 12 : 4, parent_at = name_at + 4;
+  uint64_t pc = vaddr;
+  for (int32_t ix = ix_at(pc); ix >= 0 && out.size() < 64; ix = ix_at(pc)) {
+    uint64_t call = *tree + uint64_t(ix) * size;
+    if (call + size > gofunc_.size()) break;
+    int32_t name_off, parent_pc;
+    std::memcpy(&name_off, &gofunc_[call + name_at], 4);
+    std::memcpy(&parent_pc, &gofunc_[call + parent_at], 4);
+    auto callee = string_at(funcnames_ + uint32_t(name_off));
+    if (!callee || parent_pc < 0) break;
+    out.push_back(position(*f, *callee, pc));
+    pc = f->entry + uint64_t(parent_pc);
+  }
+  out.push_back(position(*f, *name, pc));
+  return out;
 }
 
 std::optional<uint64_t> GoPclntab::entry(std::string_view function) const {
@@ -182,12 +234,71 @@ std::span<const uint8_t> section_bytes(Elf_Scn* scn) {
 
 // An externally linked PIE keeps the table in .data.rel.ro, where only its
 // header tells it: the first pointer-aligned one that reads as a table.
-std::optional<GoPclntab> search_relro(std::span<const uint8_t> relro, uint64_t text) {
+// Gives its offset there.
+std::optional<std::pair<GoPclntab, uint64_t>> search_relro(std::span<const uint8_t> relro, uint64_t text) {
   for (size_t at = 0; at + 8 <= relro.size(); at += 8) {
     if (relro[at + 1] != 0xff || relro[at + 2] != 0xff || relro[at + 3] != 0xff) continue;
-    if (auto t = GoPclntab::parse(relro.subspan(at), text)) return std::move(*t);
+    if (auto t = GoPclntab::parse(relro.subspan(at), text)) return std::pair{std::move(*t), uint64_t(at)};
   }
   return std::nullopt;
+}
+
+// The bytes of the allocated section holding `vaddr`, from there on.
+std::span<const uint8_t> bytes_at(Elf* e, uint64_t vaddr) {
+  for (Elf_Scn* scn = elf_nextscn(e, nullptr); scn; scn = elf_nextscn(e, scn)) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || !(sh.sh_flags & SHF_ALLOC)) continue;
+    if (vaddr < sh.sh_addr || vaddr - sh.sh_addr >= sh.sh_size) continue;
+    return section_bytes(scn).subspan(std::min<uint64_t>(vaddr - sh.sh_addr, section_bytes(scn).size()));
+  }
+  return {};
+}
+
+// A PIE's pointers are zero in the file, each set at load by a RELATIVE
+// relocation whose addend is the value: these, by place.
+std::unordered_map<uint64_t, uint64_t> relative_relocations(Elf* e) {
+  std::unordered_map<uint64_t, uint64_t> out;
+  Elf_Scn* rela = find_section(e, ".rela.dyn");
+  Elf_Data* data = rela ? elf_getdata(rela, nullptr) : nullptr;
+  for (size_t i = 0; data && i < data->d_size / sizeof(Elf64_Rela); ++i) {
+    GElf_Rela r;
+    if (gelf_getrela(data, int(i), &r) && GELF_R_TYPE(r.r_info) == R_X86_64_RELATIVE)
+      out.emplace(r.r_offset, uint64_t(r.r_addend));
+  }
+  return out;
+}
+
+// Go's runtime finds a function's data through its module's moduledata
+// (runtime.firstmoduledata), which strip leaves unnamed: it is the one
+// whose first word points at the table and whose function table's length
+// is the table's, and its `gofunc` field (after the table's slices and 19
+// words; Go 1.20 added two) says where go:func.* starts.
+void find_func_data(Elf* e, GoPclntab& table, uint64_t table_vaddr) {
+  auto relocs = relative_relocations(e);
+  auto word = [&](uint64_t vaddr) -> std::optional<uint64_t> {
+    if (auto r = relocs.find(vaddr); r != relocs.end()) return r->second;
+    std::span<const uint8_t> b = bytes_at(e, vaddr);
+    return b.size() >= 8 ? std::optional<uint64_t>(le64(b.data())) : std::nullopt;
+  };
+  const uint64_t ftab_len = 136, gofunc = table.layout() == 118 ? 304 : 320;
+  auto try_module = [&](uint64_t vaddr) {
+    auto len = word(vaddr + ftab_len), data = word(vaddr + gofunc);
+    if (!len || *len != table.functions() + 1 || !data) return false;
+    std::span<const uint8_t> bytes = bytes_at(e, *data);
+    if (bytes.empty()) return false;
+    table.set_func_data(bytes, *data);
+    return true;
+  };
+  for (const auto& [place, value] : relocs)
+    if (value == table_vaddr && try_module(place)) return;
+  for (const char* name : {".noptrdata", ".data", ".data.rel.ro"}) {
+    Elf_Scn* scn = find_section(e, name);
+    GElf_Shdr sh;
+    if (!scn || !gelf_getshdr(scn, &sh)) continue;
+    std::span<const uint8_t> b = section_bytes(scn);
+    for (size_t at = 0; at + 8 <= b.size(); at += 8)
+      if (le64(&b[at]) == table_vaddr && try_module(sh.sh_addr + at)) return;
+  }
 }
 
 }  // namespace
@@ -198,12 +309,22 @@ Result<GoPclntab> go_pclntab(Elf* e) {
   GElf_Shdr text;
   Elf_Scn* text_scn = find_section(e, ".text");
   if (!text_scn || !gelf_getshdr(text_scn, &text)) return fail("no .text section");
-  Elf_Scn* table = find_section(e, ".gopclntab");
-  if (!table) table = find_section(e, ".data.rel.ro.gopclntab");
-  if (table) return GoPclntab::parse(section_bytes(table), text.sh_addr);
-  if (auto found = search_relro(section_bytes(find_section(e, ".data.rel.ro")), text.sh_addr))
-    return std::move(*found);
-  return fail("no Go pclntab (no .gopclntab section, none in .data.rel.ro)");
+  Elf_Scn* scn = find_section(e, ".gopclntab");
+  if (!scn) scn = find_section(e, ".data.rel.ro.gopclntab");
+  std::optional<std::pair<GoPclntab, uint64_t>> found;
+  if (scn) {
+    auto parsed = GoPclntab::parse(section_bytes(scn), text.sh_addr);
+    if (!parsed) return fail(parsed.error());
+    found.emplace(std::move(*parsed), 0);
+  } else {
+    scn = find_section(e, ".data.rel.ro");
+    found = search_relro(section_bytes(scn), text.sh_addr);
+  }
+  GElf_Shdr sh;
+  if (!found || !gelf_getshdr(scn, &sh))
+    return fail("no Go pclntab (no .gopclntab section, none in .data.rel.ro)");
+  find_func_data(e, found->first, sh.sh_addr + found->second);
+  return std::move(found->first);
 }
 
 Result<GoPclntab> go_pclntab(const ElfFile& elf) {

@@ -48,6 +48,17 @@ class GoPclntab {
 
   // The function at ELF virtual address `vaddr` and its position there.
   std::optional<GoPosition> at(uint64_t vaddr) const;
+  // The frames at `vaddr`, innermost first: the calls the compiler inlined
+  // there (each at its own position), then the function itself at the
+  // outermost call's site. Just at()'s frame without the inline trees.
+  std::vector<GoPosition> frames(uint64_t vaddr) const;
+  // Where the functions' data (their inline trees) lies: the bytes from
+  // Go's go:func.* symbol on (moduledata.gofunc), at `vaddr`.
+  void set_func_data(std::span<const uint8_t> bytes, uint64_t vaddr) {
+    gofunc_ = bytes;
+    gofunc_vaddr_ = vaddr;
+  }
+  bool has_func_data() const { return !gofunc_.empty(); }
   // The entry address of a function, by its name.
   std::optional<uint64_t> entry(std::string_view function) const;
   uint64_t functions() const { return nfunc_; }
@@ -63,7 +74,12 @@ class GoPclntab {
     uint64_t entry;
     uint32_t name_off, pcsp, pcfile, pcln, cu;
     uint8_t flag;
+    uint64_t at = 0;       // the _func's offset in the table
+    uint32_t npcdata = 0;  // its pc-value tables after the fixed fields, then its data offsets
   };
+  GoPosition position(const Func& f, std::string_view name, uint64_t vaddr) const;
+  // The index into the function's inline tree at vaddr (-1: none), and the tree.
+  std::optional<uint64_t> inline_tree(const Func& f) const;
   // Calls visit(start, end, value) for each run of a pc-value table, in
   // order, until it returns false; false if the table is malformed.
   template <typename Visit>
@@ -74,7 +90,8 @@ class GoPclntab {
   std::optional<int32_t> pc_value(uint32_t offset, uint64_t entry, uint64_t vaddr) const;
   std::optional<uint64_t> index_of(uint64_t vaddr) const;
 
-  std::span<const uint8_t> t_;
+  std::span<const uint8_t> t_, gofunc_;
+  uint64_t gofunc_vaddr_ = 0;
   int layout_ = 0;
   uint8_t quantum_ = 1;
   uint64_t nfunc_ = 0, text_ = 0;

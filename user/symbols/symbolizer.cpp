@@ -167,18 +167,19 @@ struct Symbolizer::Module {
     if (!name.empty()) {
       f.back().function = std::move(name);
       f.back().system_name = std::move(system);
-    } else if (auto pos = go_position(vaddr)) {
-      f.back() = {pos->function, pos->function, pos->file, pos->line};
+    } else if (std::vector<GoPosition> go_frames = go_frames_at(vaddr); !go_frames.empty()) {
+      f.clear();  // Go's table has the inlined calls DWARF would have had
+      for (GoPosition& p : go_frames) f.push_back({p.function, p.function, std::move(p.file), p.line});
     }
     return f;
   }
 
-  std::optional<GoPosition> go_position(uint64_t vaddr) {
+  std::vector<GoPosition> go_frames_at(uint64_t vaddr) {
     if (!go_read) {
       go_read = true;
       if (auto table = go_pclntab(elf)) go = std::move(*table);
     }
-    return go ? go->at(vaddr) : std::nullopt;
+    return go ? go->frames(vaddr) : std::vector<GoPosition>();
   }
 
   std::string read_build_id() const {
