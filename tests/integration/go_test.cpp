@@ -5,9 +5,12 @@
 // named as Go in the summary and counters; -p on a running Go program. Real
 // BPF.
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -167,6 +170,56 @@ TEST(Go, AttachingToARunningGoProgramSamplesItsHeap) {
   EXPECT_GT(parser, 0u) << recorder.err();
   std::remove(fifo.c_str());
   std::remove(out.c_str());
+}
+
+// A real Go service from Debian under the agent: Prometheus (stripped,
+// cgo) scraping itself. Its allocations' stacks are named whole (Go's table,
+// inlined calls expanded), its Go code's at the top; the agent's memory
+// stays bounded.
+TEST(Go, AServiceUnderTheAgentHasItsStacksNamed) {
+  REQUIRE_BPF();
+  int port = free_port(), prom_port = free_port();
+  Child agent({ALLOCSCOPE_BIN, "agent", "--listen", "127.0.0.1:" + std::to_string(port), "--comm",
+               "^prometheus$", "--rate", "64KiB"});
+  ASSERT_TRUE(agent.wait_for_line("recording: probes attached", 60000, true)) << agent.err();
+  std::string dir = temp_path("go-service");
+  std::filesystem::create_directories(dir + "/data");
+  std::ofstream(dir + "/prometheus.yml")
+      << "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: self\n"
+         "    static_configs:\n      - targets: ['127.0.0.1:"
+      << prom_port << "']\n";
+  Child prometheus({"prometheus", "--config.file=" + dir + "/prometheus.yml",
+                    "--storage.tsdb.path=" + dir + "/data",
+                    "--web.listen-address=127.0.0.1:" + std::to_string(prom_port)});
+  usleep(8000000);  // start-up, then a few scrapes of itself
+  std::string profile = temp_path("go-service.pb.gz");
+  httplib::Client client("127.0.0.1", port);
+  auto res = client.Get("/debug/pprof/allocs?pid=" + std::to_string(prometheus.pid()));
+  ASSERT_TRUE(res && res->status == 200) << (res ? res->body : httplib::to_string(res.error()));
+  std::ofstream(profile, std::ios::binary) << res->body;
+  RunResult traces = run({"env", "HOME=" + dir, "go", "tool", "pprof", "-traces", profile}, 120000);
+  ASSERT_EQ(traces.status, 0) << traces.err;
+  size_t samples = 0, unnamed = 0, service = 0, inlined = 0;
+  std::istringstream in(traces.out);
+  for (std::string line; std::getline(in, line);) {
+    samples += line.find("runtime.mallocgc") != std::string::npos;
+    unnamed += line.find("prometheus+0x") != std::string::npos;
+    service += line.find("github.com/prometheus/") != std::string::npos;
+    inlined += line.find("(inline)") != std::string::npos;
+  }
+  EXPECT_GT(samples, 5u) << traces.out;
+  EXPECT_EQ(unnamed, 0u) << traces.out;
+  EXPECT_GT(service, 0u) << traces.out;
+  EXPECT_GT(inlined, 0u) << traces.out;
+  if (!kSanitized) {
+    EXPECT_LT(rss_kib(agent.pid()), 256u * 1024) << "the agent's resident memory";
+  }
+  prometheus.signal(SIGTERM);
+  prometheus.wait();
+  agent.signal(SIGTERM);
+  EXPECT_EQ(agent.wait(), 0) << agent.err();
+  std::filesystem::remove_all(dir);
+  std::remove(profile.c_str());
 }
 
 }  // namespace
