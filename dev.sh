@@ -75,13 +75,23 @@ require_build_packages() {
   return 1
 }
 
+# The newest Debian release's Go (trixie's), fetched once into a cache: the
+# tests build their Go programs with it beside bookworm's golang-go.
+NEWER_GO_VERSION=1.24
+newer_go() {
+  local home=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}
+  tests/go/fetch.sh "$NEWER_GO_VERSION" "${ALLOCSCOPE_GO_CACHE:-${XDG_CACHE_HOME:-$home/.cache}/allocscope/go}"
+}
+
 # Line tables only (-g1: backtraces, perf and inlined frames, no variables),
 # a quarter less compile time than -g; `cmake -DCMAKE_CXX_FLAGS_RELWITHDEBINFO=
 # "-O2 -g"` in $BUILD for a debugger's whole view.
 build() {
+  local go
+  go=$(newer_go) || return
   cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DALLOCSCOPE_WERROR=ON -DBUILD_TESTING=ON \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
-    -DALLOCSCOPE_BENCH=ON >/dev/null || return
+    -DALLOCSCOPE_BENCH=ON -DALLOCSCOPE_NEWER_GO="$go" >/dev/null || return
   cmake --build "$BUILD" -j"$(nproc)"
 }
 
@@ -226,9 +236,11 @@ PACED_TESTS+='|Python\.(PreloadCountsCPythons|ExactSitesOfDebian13|EveryInterpre
 # new/delete pairs, so their sites vanish.
 sanitized() {
   # No -Werror: GCC 12 warns falsely (-Wrestrict) in code the sanitizers instrument.
+  local go
+  go=$(newer_go) || return
   cmake -S . -B "$BUILD-sanitize" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
-    -DALLOCSCOPE_SANITIZE=ON -DALLOCSCOPE_WERROR=OFF >/dev/null || return
+    -DALLOCSCOPE_SANITIZE=ON -DALLOCSCOPE_WERROR=OFF -DALLOCSCOPE_NEWER_GO="$go" >/dev/null || return
   cmake --build "$BUILD-sanitize" -j"$(nproc)" || return
   echo "dev.sh: unit and integration tests under AddressSanitizer and UBSan"
   local reports status=0

@@ -10,29 +10,9 @@ suite=$1 package=$2 cache=$3
 here=$(cd "$(dirname "$0")" && pwd)
 
 # The cache is written as root: it must be ours alone.
-(umask 077 && mkdir -p "$cache")
-if [ -L "$cache" ] || [ "$(stat -c %u "$cache")" != "$(id -u)" ] || [ -n "$(find "$cache" -maxdepth 0 -perm /022)" ]; then
-  echo "fetch.sh: $cache is not a directory of this user's alone; refusing to use it" >&2
-  exit 1
-fi
-
-apt_dir=$cache/apt-$suite
-mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$apt_dir/etc"
-{
-  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $suite main"
-  # A release's security suite (backports have none).
-  case $suite in
-    *-*) ;;
-    *) echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian-security $suite-security main" ;;
-  esac
-} >"$apt_dir/etc/sources.list"
-apt_opts=(-o "Dir::Etc::SourceList=$apt_dir/etc/sources.list" -o "Dir::Etc::SourceParts=/nonexistent"
-  -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache" -o "Dir::State::status=/dev/null"
-  -o "APT::Sandbox::User=root" -o "Debug::NoLocking=1")
-# Lists younger than a day are used as they are.
-if [ -z "$(find "$apt_dir/lists" -maxdepth 1 -name '*Packages*' -mmin -1440 2>/dev/null | head -n 1)" ]; then
-  apt-get "${apt_opts[@]}" -qq update >&2
-fi
+source "$here/../debian_suite.sh"
+own_cache "$cache"
+suite_apt "$suite" "$cache/apt-$suite"
 
 # The metapackage names the versioned package it installs today (a versioned
 # package names itself).

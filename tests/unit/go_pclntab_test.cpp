@@ -205,12 +205,20 @@ std::vector<std::pair<uint64_t, std::string>> go_frames(const std::string& binar
 
 // The inline trees of stripped programs (found through their unnamed
 // moduledata; in a PIE, through its relocations) against Go's own frames.
+// Every way with the machine's Go (1.19); the newer Go's table layout (1.20
+// on), statically and as a stripped PIE.
 TEST(GoPclntab, InlinedCallsAreExpandedAsGoExpandsThem) {
   TempDir dir("allocscope-go-inline");
+  std::vector<std::pair<std::string, std::string>> builds;  // go, flags
   for (const char* flags : {"", "-ldflags='-s -w'", "-buildmode=pie -ldflags='-s -w'",
-                            "-buildmode=pie -ldflags='-linkmode=external -s -w'"}) {
-    SCOPED_TRACE(flags);
-    std::string binary = build_go_program(dir, "inlined", kInlinedSource, flags);
+                            "-buildmode=pie -ldflags='-linkmode=external -s -w'"})
+    builds.emplace_back("go", flags);
+  for (const std::string& go : go_toolchains())
+    if (go != "go")
+      for (const char* flags : {"", "-buildmode=pie -ldflags='-s -w'"}) builds.emplace_back(go, flags);
+  for (const auto& [go, flags] : builds) {
+    SCOPED_TRACE(go + " " + flags);
+    std::string binary = build_go_program(dir, "inlined", kInlinedSource, flags, go);
     uint64_t main_at = 0;
     auto expected = go_frames(binary, &main_at);
     ASSERT_GE(expected.size(), 3u);

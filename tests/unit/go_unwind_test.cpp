@@ -34,10 +34,11 @@ std::optional<int64_t> debug_frame_cfa(Dwarf_CFI* cfi, uint64_t pc) {
   return int64_t(ops[0].number2);
 }
 
-TEST(GoUnwind, TheStackPointerRunsAgreeWithGosDebugFrame) {
+// Each run's CFA against the .debug_frame of an unstripped build by `go`.
+void expect_runs_as_debug_frame(const std::string& go) {
   TempDir dir("allocscope-go-unwind");
   std::string binary = build_go_program(
-      dir, "frames", "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"frames\") }\n", "");
+      dir, "frames", "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"frames\") }\n", "", go);
   auto elf = ElfFile::open(binary);
   ASSERT_TRUE(elf) << elf.error().message;
   auto table = go_pclntab(*elf);
@@ -59,6 +60,13 @@ TEST(GoUnwind, TheStackPointerRunsAgreeWithGosDebugFrame) {
   }
   EXPECT_GT(compared, 5000u);
   EXPECT_EQ(differ, 0u);
+}
+
+TEST(GoUnwind, TheStackPointerRunsAgreeWithGosDebugFrame) {
+  for (const std::string& go : go_toolchains()) {
+    SCOPED_TRACE(go);
+    expect_runs_as_debug_frame(go);
+  }
 }
 
 TEST(GoUnwind, AStrippedProgramsRowsComeFromItsFunctionTable) {

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# fetch.sh VERSION CACHE: Debian's Go VERSION (golang-VERSION-go and -src of
+# trixie, the newest Debian release), downloaded through an apt
+# configuration of its own (tests/debian_suite.sh), unpacked into CACHE
+# once, and its go command's path printed. The tests build their Go
+# workloads with it beside the machine's own Go (bookworm's 1.19): Go's
+# tables and prologues change between releases.
+set -euo pipefail
+version=$1 cache=$2
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../debian_suite.sh"
+own_cache "$cache"
+suite_apt trixie "$cache/apt-trixie"
+packages=("golang-$version-go" "golang-$version-src")
+release=$(apt-cache "${apt_opts[@]}" show "${packages[0]}" | awk '$1 == "Version:" { print $2; exit }')
+[ -n "$release" ] || { echo "fetch.sh: trixie has no ${packages[0]}" >&2; exit 1; }
+tree=$cache/go-$version-$release
+if [ ! -f "$tree/ready" ]; then
+  rm -rf "$tree" "$cache/download"
+  mkdir -p "$cache/download" "$tree"
+  (cd "$cache/download" && apt-get "${apt_opts[@]}" -qq download "${packages[@]/%/=$release}" >&2)
+  for deb in "$cache"/download/*.deb; do dpkg-deb -x "$deb" "$tree"; done
+  rm -rf "$cache/download"
+  touch "$tree/ready"
+fi
+go=$tree/usr/lib/go-$version/bin/go
+"$go" version >/dev/null
+echo "$go"
