@@ -6,6 +6,7 @@
 // BPF.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -97,6 +98,25 @@ TEST(Go, EverySitesAllocatedBytesAgreeWithTheTruth) {
       std::remove(folded.c_str());
       std::remove(json.c_str());
     }
+}
+
+// --all: a Go program started while the whole machine is recorded is held
+// at its exec until its allocator is probed: exact from its first call.
+TEST(Go, AProgramStartedDuringAllIsExactFromItsStart) {
+  REQUIRE_BPF();
+  std::string folded = temp_path("go-all.folded");
+  // "go_sites_stripp": a process's name is its program's first 15 bytes.
+  Child recorder({ALLOCSCOPE_BIN, "record", "--all", "--comm", "^go_sites", "--rate", "1", "-o", folded});
+  ASSERT_TRUE(recorder.wait_for_line("recording every process", 60000, true)) << recorder.err();
+  RunResult r = run({GO_SITES_STRIPPED_BIN, "100000"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  recorder.signal(SIGINT);
+  ASSERT_EQ(recorder.wait(60000), 0) << recorder.err();
+  std::vector<GoSite> sites = go_sites_said(r.out);
+  ASSERT_EQ(sites.size(), 4u) << r.out;
+  Folded f = read_folded(folded);
+  for (const GoSite& s : sites) EXPECT_EQ(go_site_bytes(f, s.function), s.calls * s.size) << s.function;
+  std::remove(folded.c_str());
 }
 
 // --no-go-heap leaves mallocgc unprobed, and says so.
