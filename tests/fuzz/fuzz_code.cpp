@@ -21,6 +21,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (auto table = GoPclntab::parse(code, 0x401000)) {
     for (uint64_t pc = 0x400ff0; pc < 0x401100; pc += 7) (void)table->at(pc);
     (void)table->entry("runtime.mallocgc");
+    (void)table->sp_runs();
+    table->set_func_data(code, 0x500000);  // inline trees read from the same bytes
+    for (uint64_t pc = 0x400ff0; pc < 0x401100; pc += 13) (void)table->frames(pc);
   }
   return 0;
 }

@@ -12,9 +12,12 @@ source "$here/../debian_suite.sh"
 own_cache "$cache"
 suite_apt trixie "$cache/apt-trixie"
 packages=("golang-$version-go" "golang-$version-src")
-release=$(apt-cache "${apt_opts[@]}" show "${packages[0]}" | awk '$1 == "Version:" { print $2; exit }')
+release=$(apt-cache "${apt_opts[@]}" show "${packages[0]}" 2>/dev/null | awk '$1 == "Version:" && !v { v = $2 } END { print v }' || true)
 [ -n "$release" ] || { echo "fetch.sh: trixie has no ${packages[0]}" >&2; exit 1; }
 tree=$cache/go-$version-$release
+# One fetch at a time (two builds may share the cache).
+exec 9>"$cache/lock"
+flock 9
 if [ ! -f "$tree/ready" ]; then
   rm -rf "$tree" "$cache/download"
   mkdir -p "$cache/download" "$tree"
@@ -22,6 +25,8 @@ if [ ! -f "$tree/ready" ]; then
   for deb in "$cache"/download/*.deb; do dpkg-deb -x "$deb" "$tree"; done
   rm -rf "$cache/download"
   touch "$tree/ready"
+  # Older releases of this Go are no longer used.
+  for old in "$cache"/go-"$version"-*; do [ "$old" = "$tree" ] || rm -rf "$old"; done
 fi
 go=$tree/usr/lib/go-$version/bin/go
 "$go" version >/dev/null

@@ -119,6 +119,18 @@ TEST(Go, AProgramStartedDuringAllIsExactFromItsStart) {
   std::remove(folded.c_str());
 }
 
+// A program run by several processes is one Go program in the summary.
+TEST(Go, AProgramRunTwiceIsCountedOnce) {
+  REQUIRE_BPF();
+  std::string out = temp_path("go-twice.json");
+  std::string twice = std::string(GO_SITES_BIN) + " 1000 && " + GO_SITES_BIN + " 1000";
+  RunResult r = run({ALLOCSCOPE_BIN, "record", "-o", out, "--", "/bin/sh", "-c", twice});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("note: 1 Go program(s) ran"), std::string::npos) << r.err;
+  EXPECT_EQ(counters_of(out)["go_programs_sampled"], 1);
+  std::remove(out.c_str());
+}
+
 // --no-go-heap leaves mallocgc unprobed, and says so.
 TEST(Go, NoGoHeapLeavesItUnprobed) {
   REQUIRE_BPF();

@@ -366,6 +366,7 @@ uint64_t LibraryDiscovery::allocator_address(uint32_t tgid, int fn) {
 
 void LibraryDiscovery::note_go_program(FileKey key, const std::string& path, const std::string& shown,
                                        bool sampled) {
+  if (go_files_.contains(key)) return;  // counted once a file, whatever the processes running it
   auto elf = ElfFile::open(path);
   std::optional<GoBuild> go = elf ? go_build(*elf) : std::nullopt;
   if (!go) return;

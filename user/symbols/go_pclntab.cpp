@@ -134,20 +134,26 @@ std::optional<int32_t> GoPclntab::pc_value(uint32_t offset, uint64_t entry, uint
   return ok ? found : std::nullopt;
 }
 
+// Each function's runs end where the next function starts: a table that
+// says otherwise (or a file whose functions share one table) describes no
+// more than the code. A budget of steps bounds the whole read.
 std::vector<GoSpRun> GoPclntab::sp_runs() const {
+  constexpr uint64_t kMaxRunSteps = 1 << 24;  // far above any real program's
   std::vector<GoSpRun> runs;
-  size_t kept = 0;
-  for (uint64_t i = 0; i < nfunc_; ++i) {
+  auto end = u32(functab_ + nfunc_ * 8);
+  uint64_t steps = 0;
+  for (uint64_t i = 0; i < nfunc_ && end && steps < kMaxRunSteps; ++i) {
     auto f = func(i);
-    if (!f) continue;
-    bool ok = each_pc_value(f->pcsp, f->entry, [&](uint64_t start, uint64_t end, int32_t sp) {
-      if (end > start) runs.push_back({start, end, sp, f->flag});
+    auto next = i + 1 < nfunc_ ? u32(functab_ + (i + 1) * 8) : end;
+    if (!f || !next) continue;
+    uint64_t limit = std::max(text_ + *next, f->entry);
+    size_t kept = runs.size();
+    bool ok = each_pc_value(f->pcsp, f->entry, [&](uint64_t start, uint64_t stop, int32_t sp) {
+      if (start >= limit || ++steps >= kMaxRunSteps) return false;
+      if (stop > start) runs.push_back({start, std::min(stop, limit), sp, f->flag});
       return true;
     });
-    if (ok)
-      kept = runs.size();
-    else
-      runs.resize(kept);  // a malformed table: none of its runs
+    if (!ok) runs.resize(kept);  // a malformed table: none of its runs
   }
   return runs;
 }

@@ -231,6 +231,7 @@ void add_go_rows(const GoPclntab& go, const std::vector<Segment>& segs, UnwindTa
     as_unwind_row row = go_row(run);
     row.pc = uint32_t(*start);
     rows.push_back(row);
+    ++t.go_runs;
     if (!spans.empty() && spans.back().second == *start)
       spans.back().second = *last + 1;
     else
@@ -249,7 +250,6 @@ void add_go_rows(const GoPclntab& go, const std::vector<Segment>& segs, UnwindTa
       r.pc = uint32_t(end);
       rows.push_back(r);
     }
-  t.go_runs = rows.size() - others.size();
   t.rows = std::move(rows);
   t.source = UnwindTable::Source::GoPclntab;
 }
