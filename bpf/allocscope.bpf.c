@@ -162,22 +162,12 @@ static __always_inline bool alloc_enter(__u32 fn, __u64 size, __u64 memptr) {
     return always_return;
   }
   st->pending = 0;
-  if (sample_rate <= 1) {
-    st->pending_offset = 0;
-  } else {
-    if (!st->initialized) {
-      st->countdown = draw_countdown();
-      st->initialized = 1;
-    }
-    if (st->countdown >= size) {
-      st->countdown -= size;
-      if (always_return) st->depth = 1;
-      return always_return;
-    }
-    /* Memoryless: a fresh draw for the bytes after this allocation. */
-    st->pending_offset = st->countdown;
-    st->countdown = draw_countdown();
+  __u64 offset = 0;
+  if (sample_rate > 1 && !countdown_fires(st, size, &offset)) {
+    if (always_return) st->depth = 1;
+    return always_return;
   }
+  st->pending_offset = offset;
   if (!process_traced(bpf_get_current_pid_tgid() >> 32, false)) {
     count(AS_CNT_FILTERED);
     if (always_return) st->depth = 1;

@@ -21,18 +21,7 @@ static __always_inline void go_malloc(struct pt_regs *ctx, __u64 cookie) {
   if ((cookie & AS_COOKIE_GO_STACK_CHECK) && (ctx->flags & 0x41)) return;
   struct thread_state *st = thread_state(true);
   if (!st) return;
-  if (sample_rate > 1) {
-    if (!st->initialized) {
-      st->countdown = draw_countdown();
-      st->initialized = 1;
-    }
-    if (st->countdown >= size) {
-      st->countdown -= size;
-      return;
-    }
-    offset = st->countdown;
-    st->countdown = draw_countdown();
-  }
+  if (sample_rate > 1 && !countdown_fires(st, size, &offset)) return;
   /* Never sampled in process: a process whose C allocations are is traced here. */
   if (!process_traced(bpf_get_current_pid_tgid() >> 32, true)) {
     count(AS_CNT_FILTERED);

@@ -368,6 +368,23 @@ static __always_inline __u64 draw_countdown(void) {
   return as_countdown_from(norm, msb, log2_table[i], log2_table[i + 1], sample_rate);
 }
 
+/* The thread's byte countdown over an allocation of `size` bytes: true when
+ * it holds the sampled byte, `*offset` the bytes before it; then a fresh
+ * draw for the bytes after it (memoryless). */
+static __always_inline bool countdown_fires(struct thread_state *st, __u64 size, __u64 *offset) {
+  if (!st->initialized) {
+    st->countdown = draw_countdown();
+    st->initialized = 1;
+  }
+  if (st->countdown >= size) {
+    st->countdown -= size;
+    return false;
+  }
+  *offset = st->countdown;
+  st->countdown = draw_countdown();
+  return true;
+}
+
 static __always_inline struct thread_state *thread_state(bool create) {
   struct thread_state *st = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0,
                                                  create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
