@@ -246,7 +246,7 @@ static __always_inline void count_dropped(__u32 tgid, __u64 size) {
  * stack's totals counted). `flags` may already say the block is not to be
  * tracked (AS_EVF_LIVE_DROPPED: its free will not be seen). */
 static __always_inline void emit_alloc(struct pt_regs *ctx, __u32 fn, __u64 size, __u64 offset, __u64 addr,
-                                       __u16 flags, __u32 own_frames) {
+                                       __u16 flags, const struct own_frames *own) {
   __u64 pid_tgid = bpf_get_current_pid_tgid();
   __u32 tgid = pid_tgid >> 32;
   __u64 now = bpf_ktime_get_ns();
@@ -254,7 +254,7 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, __u32 fn, __u64 size
   /* A USDT probe fires inside the sampler's code: its frames are not the
    * program's (the leaf is named by fn). A uprobe's sample is taken at the
    * return, where the first pc is already the caller's. */
-  struct walk_scratch *w = walk_stack(ctx, fn, own_frames);
+  struct walk_scratch *w = walk_stack(ctx, fn, own);
   if (w) walk_python(w);
   struct as_stack_event *stack = w ? &w->ev : 0;
   if (!w || !(stack->stop == AS_STOP_NO_TABLE && may_defer() ? send_deferred(w) : send_stack(stack))) {
@@ -318,7 +318,8 @@ static __always_inline int alloc_exit(struct pt_regs *ctx) {
     count(AS_CNT_FAILED_ALLOCS);
     return 0;
   }
-  emit_alloc(ctx, st->pending_fn, st->pending_size, st->pending_offset, addr, 0, 0);
+  struct own_frames none = {};
+  emit_alloc(ctx, st->pending_fn, st->pending_size, st->pending_offset, addr, 0, &none);
   return 0;
 }
 
@@ -373,7 +374,9 @@ static __always_inline bool enter(struct pt_regs *ctx, __u64 code) {
     case AS_FN_EXIT:
       exit_called();
       return false;
-    case AS_FN_GO_MALLOC: /* a program of its own (go_malloc_*) */
+    case AS_FN_GO_MALLOC: /* programs of their own (go.bpf.h) */
+    case AS_FN_GO_PROFILE:
+    case AS_FN_GO_FREE:
     case AS_FN_COUNT:
       return false;
     case AS_FN_FREE:

@@ -72,8 +72,10 @@ enum as_fn {
   /* Not an allocator: the C library's _exit, where a process whose Python
    * frames are walked is held until its code objects are read. */
   AS_FN_EXIT = 10,
-  AS_FN_GO_MALLOC = 11, /* Go's runtime.mallocgc: size in rax; its collector frees, never a call */
-  AS_FN_COUNT = 12,
+  AS_FN_GO_MALLOC = 11,  /* Go's runtime.mallocgc: size in rax; its collector frees, never a call */
+  AS_FN_GO_PROFILE = 12, /* Go's runtime.mProf_Malloc: a block its runtime sampled (as_go_profile) */
+  AS_FN_GO_FREE = 13,    /* Go's runtime.freeSpecial: a sampled block's record freed by its sweeper */
+  AS_FN_COUNT = 14,
 };
 
 /* Entry codes (the attach cookie, and `fn` in events): the kind in the low
@@ -81,19 +83,9 @@ enum as_fn {
  * index of the named entry point (0: the C library's own of that kind). */
 #define AS_FN_KIND_MASK 0xff
 #define AS_COOKIE_GO_STACK_CHECK (1ULL << 32) /* Go's probe is on its stack check's jbe (see go.bpf.h) */
+#define AS_COOKIE_GO_SHIFT 40 /* Go profile: its go_profiles slot; Go free: the kind, then its offset */
 #define AS_FN_ENTRY_SHIFT 8
 #define as_fn_kind(code) ((enum as_fn)((code)&AS_FN_KIND_MASK))
-
-#ifndef __bpf__
-/* The C name of an enum as_fn entry point; "?" for a value out of range. */
-static inline const char *as_fn_name(int fn) {
-  static const char *const names[AS_FN_COUNT] = {
-      "malloc",   "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc",
-      "memalign", "valloc", "pvalloc", "free",         "_exit",          "runtime.mallocgc",
-  };
-  return fn >= 0 && fn < AS_FN_COUNT ? names[fn] : "?";
-}
-#endif
 
 enum as_event_kind {
   AS_EV_ALLOC = 1,        /* a sampled allocation returned: struct as_alloc_event */
@@ -128,6 +120,7 @@ enum as_event_flags {
   AS_EVF_UNTRACKED = 2,    /* live tracking is off (--no-free): no live entry, nothing dropped */
   AS_EVF_WEIGHTED = 4,     /* a USDT provider gave only a weight: `offset` holds it (weighted bytes) */
   AS_EVF_COLLECTED = 8,    /* a garbage-collected block (Go): no address, no free; alloc metrics only */
+  AS_EVF_NO_OFFSET = 16,   /* the sampler (Go's runtime) did not say where its sampled byte was */
 };
 
 /* In-process sampling (the preload library, or any program that fires the
@@ -186,7 +179,8 @@ enum as_counter {
   AS_CNT_CGROUP_DROPS = 41, /* cgroups made whose path the full ring buffer did not take */
   AS_CNT_NOT_DEFERRED = 42, /* walks short of a table sent cut short: the ring buffer was half full */
   AS_CNT_PY_PROCESSES_FULL = 43, /* processes running a CPython library not walked: table full */
-  AS_CNT_COUNT = 44,
+  AS_CNT_GO_RATE = 44, /* blocks Go's runtime sampled at a MemProfileRate not the session's: not counted */
+  AS_CNT_COUNT = 45,
 };
 
 /* The live filter: counters of live samples per hash slot, which lets a
@@ -271,6 +265,12 @@ enum as_stop {
 };
 
 #define AS_COMM_LEN 16
+/* A Go program whose runtime samples its heap, in its file's addresses: mProf_Malloc's probe (the pc
+ * less it is the load bias), MemProfileRate, mallocgc (its caller starts a stack); args 1: (mp, p, size). */
+#define AS_GO_MAX_PROGRAMS 256
+struct as_go_profile {
+  as_u64 probe, rate, mallocgc, mallocgc_end, args;
+};
 #define AS_MAX_HELD 1024 /* processes stopped at once while the files they map are examined */
 /* Distinct mappings a stack's frames may lie in. */
 #define AS_MAX_VMAS 16
@@ -410,6 +410,10 @@ struct as_deferred_walk {
   as_u64 stack_end;  /* end of the thread's stack mapping */
   as_u32 bp_lost;    /* as struct as_unwind_regs */
   as_u32 len;        /* stack bytes copied from sp (they follow) */
+  /* Frames still to leave out, the stopped one first: `skip` of them, or (until_end != 0) every one
+   * up to the first whose call lies in [until, until_end) (runtime addresses), that one included. */
+  as_u64 until, until_end;
+  as_u32 skip, pad;
 };
 
 /* An unwind met a file mapping without a table: userspace builds one from
@@ -473,12 +477,6 @@ struct as_exact_totals {
   as_u32 lifetimes[AS_LIFETIME_BUCKETS]; /* freed allocations by lifetime (log2 buckets) */
 };
 
-/* Linux values the programs use. */
-#define AS_EBUSY 16
-#define AS_SYS_MMAP 9
-#define AS_PROT_EXEC 4
-#define AS_VM_EXEC 0x4
-
 AS_STATIC_ASSERT(sizeof(struct as_live_key) == 16, "as_live_key layout");
 AS_STATIC_ASSERT(sizeof(struct as_live_value) == 24, "as_live_value layout");
 AS_STATIC_ASSERT(sizeof(struct as_unwind_row) == 8, "as_unwind_row layout");
@@ -492,8 +490,9 @@ AS_STATIC_ASSERT(sizeof(struct as_stack_event) ==
 AS_STATIC_ASSERT(sizeof(struct as_py_layout) == 64, "as_py_layout layout");
 AS_STATIC_ASSERT(sizeof(struct as_py_process) == 72, "as_py_process layout");
 AS_STATIC_ASSERT(sizeof(struct as_py_frame) == 16, "as_py_frame layout");
+AS_STATIC_ASSERT(sizeof(struct as_go_profile) == 40, "as_go_profile layout");
 AS_STATIC_ASSERT(sizeof(struct as_table_event) == 8 + 40, "as_table_event layout");
-AS_STATIC_ASSERT(sizeof(struct as_deferred_walk) == 40, "as_deferred_walk layout");
+AS_STATIC_ASSERT(sizeof(struct as_deferred_walk) == 64, "as_deferred_walk layout");
 AS_STATIC_ASSERT(sizeof(struct as_proc_event) == 104, "as_proc_event layout");
 AS_STATIC_ASSERT(sizeof(struct as_exact_totals) == 32 + 4 * AS_LIFETIME_BUCKETS, "as_exact_totals layout");
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Go's heap: entry probes on runtime.mallocgc. A part of allocscope.bpf.c's
+/* Go's heap: entry probes on runtime.mallocgc, or, in a program whose
+ * runtime samples its own heap, on what that sampling calls. A part of allocscope.bpf.c's
  * one translation unit, included there after the allocator programs. */
 #pragma once
 
@@ -27,7 +28,8 @@ static __always_inline void go_malloc(struct pt_regs *ctx, __u64 cookie) {
     count(AS_CNT_FILTERED);
     return;
   }
-  emit_alloc(ctx, fn, size, offset, 0, AS_EVF_COLLECTED, 1);
+  struct own_frames own = {.count = 1};
+  emit_alloc(ctx, fn, size, offset, 0, AS_EVF_COLLECTED, &own);
 }
 
 SEC("uprobe")
@@ -42,5 +44,87 @@ SEC("uprobe")
 int go_malloc_multi(struct pt_regs *ctx) {
   as_no_private_stack(ctx, tail_multi);
   go_malloc(ctx, bpf_get_attach_cookie(ctx));
+  return 0;
+}
+
+/* The Go programs whose runtime's own samples are taken (userspace fills
+ * a slot per program; the probes' cookies name it). */
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, AS_GO_MAX_PROGRAMS);
+  __type(key, __u32);
+  __type(value, struct as_go_profile);
+} go_profiles SEC(".maps");
+
+/* Entry of runtime.mProf_Malloc: Go's runtime sampled block p of `size`
+ * bytes, at MemProfileRate (a countdown per P of the same law as ours), and
+ * records it for its heap profile; its sweeper calls freeSpecial when the
+ * block is collected. Each such block is taken as sampled here at the
+ * session's rate when MemProfileRate equals it, or (MemProfileRate 1: every
+ * block) when the thread's countdown fires; another rate is counted out. No
+ * per-call cost: only sampled blocks reach this. The walk leaves out the
+ * runtime's frames down to mallocgc's (named by the code). */
+static __always_inline void go_profile(struct pt_regs *ctx, __u64 cookie) {
+  if ((cookie & AS_COOKIE_GO_STACK_CHECK) && (ctx->flags & 0x41)) return; /* restarts: see go_malloc */
+  __u32 slot = (cookie >> AS_COOKIE_GO_SHIFT) & 0xffff;
+  struct as_go_profile *g = bpf_map_lookup_elem(&go_profiles, &slot);
+  if (!g || !g->probe) return;
+  __u64 bias = ctx->ip - g->probe, rate = 0, offset = 0;
+  __u64 ax = ctx->ax, bx = ctx->bx, cx = ctx->cx;
+  barrier_var(ax); /* read each: a pointer chosen into the context is refused */
+  barrier_var(bx);
+  barrier_var(cx);
+  __u64 p = g->args ? bx : ax, size = g->args ? cx : bx;
+  if (!p || !size || bpf_probe_read_user(&rate, sizeof(rate), (void *)(bias + g->rate)) != 0) return;
+  if (rate == 1 && sample_rate > 1) {
+    struct thread_state *st = thread_state(true);
+    if (!st || !countdown_fires(st, size, &offset)) return;
+  } else if (rate != sample_rate) {
+    count(AS_CNT_GO_RATE);
+    return;
+  }
+  if (!process_traced(bpf_get_current_pid_tgid() >> 32, true)) {
+    count(AS_CNT_FILTERED);
+    return;
+  }
+  struct own_frames own = {.until = bias + g->mallocgc, .until_end = bias + g->mallocgc_end};
+  emit_alloc(ctx, AS_FN_GO_MALLOC, size, offset, p, rate == 1 ? 0 : AS_EVF_NO_OFFSET, &own);
+}
+
+/* Entry of runtime.freeSpecial(s, p, size): a special record of block p
+ * is freed with it; a profile record's block was sampled by the runtime.
+ * The cookie holds that kind's value and the byte offset of special.kind. */
+static __always_inline void go_free(struct pt_regs *ctx, __u64 cookie) {
+  __u8 kind = 0;
+  __u64 s = ctx->ax, at = (cookie >> (AS_COOKIE_GO_SHIFT + 8)) & 0xff;
+  if (bpf_probe_read_user(&kind, 1, (void *)(s + at)) != 0) return;
+  if (kind == ((cookie >> AS_COOKIE_GO_SHIFT) & 0xff)) free_address(ctx->bx);
+}
+
+SEC("uprobe")
+int go_profile_classic(struct pt_regs *ctx) {
+  as_no_private_stack(ctx, tail_classic);
+  go_profile(ctx, bpf_get_attach_cookie(ctx));
+  return 0;
+}
+
+SEC("uprobe")
+int go_profile_multi(struct pt_regs *ctx) {
+  as_no_private_stack(ctx, tail_multi);
+  go_profile(ctx, bpf_get_attach_cookie(ctx));
+  return 0;
+}
+
+SEC("uprobe")
+int go_free_classic(struct pt_regs *ctx) {
+  as_no_private_stack(ctx, tail_classic);
+  go_free(ctx, bpf_get_attach_cookie(ctx));
+  return 0;
+}
+
+SEC("uprobe")
+int go_free_multi(struct pt_regs *ctx) {
+  as_no_private_stack(ctx, tail_multi);
+  go_free(ctx, bpf_get_attach_cookie(ctx));
   return 0;
 }

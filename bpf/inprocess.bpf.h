@@ -20,7 +20,7 @@ int usdt_alloc(struct pt_regs *ctx) {
   __u32 fn = AS_FN_MALLOC;
   __u64 offset = 0;
   __u16 flags = 0;
-  __u32 own_frames = AS_USDT_OWN_FRAMES;
+  struct own_frames own = {.count = AS_USDT_OWN_FRAMES};
   if (!addr) return 0;
   if (!process_traced(bpf_get_current_pid_tgid() >> 32, true)) {
     count(AS_CNT_FILTERED);
@@ -37,7 +37,7 @@ int usdt_alloc(struct pt_regs *ctx) {
     fn = code & 0xffff;
     if (code & AS_USDT_UNTRACKED) flags |= AS_EVF_LIVE_DROPPED;
     offset = usdt_arg(ctx, 4);
-    own_frames = AS_USDT_OWN_FRAMES_FULL;
+    own.count = AS_USDT_OWN_FRAMES_FULL;
   } else {
     /* Only a weight: userspace checks it against the session's rate.
      * Exact mode cannot use such samples. */
@@ -48,7 +48,7 @@ int usdt_alloc(struct pt_regs *ctx) {
     flags |= AS_EVF_WEIGHTED;
     offset = weight;
   }
-  emit_alloc(ctx, fn, size, offset, addr, flags, own_frames);
+  emit_alloc(ctx, fn, size, offset, addr, flags, &own);
   return 0;
 }
 

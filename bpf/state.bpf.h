@@ -3,6 +3,12 @@
  * part of allocscope.bpf.c's one translation unit, included there first. */
 #pragma once
 
+/* Linux values the programs use (vmlinux.h has no macros). */
+#define AS_EBUSY 16
+#define AS_SYS_MMAP 9
+#define AS_PROT_EXEC 4
+#define AS_VM_EXEC 0x4
+
 /* Set by userspace before load. */
 const volatile __u64 sample_rate = 512 * 1024; /* mean bytes between samples; 1 = every allocation */
 const volatile __u64 log2_table[AS_LOG2_TABLE_SIZE];
@@ -233,7 +239,8 @@ struct walk_scratch {
   __u32 skip;                 /* first frames unwound but not recorded (a USDT probe's sampler) */
   __u32 steps;                /* frames unwound so far */
   __u32 pad;
-  __u64 stack_limit; /* this walk's bound on the stack: stack_end, or a guess */
+  __u64 until, until_end; /* until_end != 0: frames are not recorded up to the one whose call is in range */
+  __u64 stack_limit;      /* this walk's bound on the stack: stack_end, or a guess */
   /* The Python walk (bpf/python.bpf.h): its program's layout, the thread
    * state searched for, the frame being read and a copy of its fields. */
   struct as_py_layout py;

@@ -185,6 +185,8 @@ struct walk_ctx {
   struct stack_window *window;
 };
 
+#define AS_MAX_OWN_FRAMES 8 /* see struct own_frames */
+
 /* One frame of the walk: records its pc and moves to its caller. The frame
  * number is read from the event, not taken from the loop, so that the
  * verifier sees one frame, not 127 different ones. */
@@ -229,7 +231,14 @@ static long walk_frame(__u64 unused, void *data) {
       c->row = w->row;
     }
   }
-  if (w->skip) {
+  if (w->until_end) {
+    if (w->steps > 0 && at >= w->until && at < w->until_end)
+      w->until_end = 0; /* the last frame left out */
+    else if (w->steps >= AS_MAX_OWN_FRAMES) {
+      w->stop = AS_STOP_BAD_FRAME;
+      return 1;
+    }
+  } else if (w->skip) {
     w->skip--;
   } else {
     ev->frames[n] = ip;
@@ -250,7 +259,17 @@ static long walk_frame(__u64 unused, void *data) {
  * gives the stack's id; NULL when there is no scratch. */
 #define STACK_GUESS (8ULL << 20) /* glibc's default thread stack */
 
-static __always_inline struct walk_scratch *walk_stack(struct pt_regs *ctx, __u16 fn, __u32 skip) {
+/* The first frames of a walk that are not the program's: `count` of them,
+ * or (until_end != 0) every one up to the first whose call lies in
+ * [until, until_end), that one included (Go's runtime sampling inside
+ * mallocgc), found within AS_MAX_OWN_FRAMES. */
+struct own_frames {
+  __u32 count;
+  __u64 until, until_end;
+};
+
+static __always_inline struct walk_scratch *walk_stack(struct pt_regs *ctx, __u16 fn,
+                                                       const struct own_frames *own) {
   __u64 ip = ctx->ip, sp = ctx->sp, bp = ctx->bp;
   struct task_struct *task = bpf_get_current_task_btf();
   struct walk_scratch *w = bpf_task_storage_get(&walks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -291,7 +310,9 @@ static __always_inline struct walk_scratch *walk_stack(struct pt_regs *ctx, __u1
     w->stop = AS_STOP_NONE;
     w->restart = 0;
     w->misses = 0;
-    w->skip = skip;
+    w->skip = own->count;
+    w->until = own->until;
+    w->until_end = own->until_end;
     w->steps = 0;
     bpf_loop(AS_MAX_FRAMES, walk_frame, &wc, 0);
     if (!w->restart) break;
@@ -348,6 +369,10 @@ static __always_inline void fill_deferred(struct as_stack_event *to, struct as_d
   walk->sp = w->regs.sp;
   walk->bp = w->regs.bp;
   walk->bp_lost = w->regs.bp_lost;
+  walk->skip = w->skip;
+  walk->until = w->until;
+  walk->until_end = w->until_end;
+  walk->pad = 0;
   walk->stack_end = w->stack_limit;
 }
 

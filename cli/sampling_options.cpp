@@ -102,6 +102,12 @@ void add_sampling_options(CLI::App* app, RecordConfig& c, OptionText& t) {
       "Leave Go programs' own heap (runtime.mallocgc) unprobed: each of their allocations otherwise "
       "traps into the kernel, about a microsecond, sampled or not; their C allocations (cgo) are "
       "still recorded");
+  app->add_flag("--go-heap-calls", c.go_heap_calls,
+                "Sample Go programs' heap at every runtime.mallocgc call, at --rate (allocated bytes only; "
+                "about a microsecond a call), rather than from their runtime's own sampling (allocated and "
+                "in use, no cost a call; used where the program links runtime/pprof and --rate is Go's "
+                "MemProfileRate, 512 KiB)")
+      ->excludes("--no-go-heap");
   app->add_flag("-v,--verbose", c.verbose, "Print probe placement, kernel counters and libbpf's messages");
 }
 

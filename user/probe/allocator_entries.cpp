@@ -134,6 +134,26 @@ constexpr std::string_view kAllocatorMarks[] = {"malloc", "mallocx", "je_malloc"
 
 }  // namespace
 
+const char* as_fn_name(int fn) {
+  static const char* const names[AS_FN_COUNT] = {
+      "malloc",
+      "calloc",
+      "realloc",
+      "reallocarray",
+      "posix_memalign",
+      "aligned_alloc",
+      "memalign",
+      "valloc",
+      "pvalloc",
+      "free",
+      "_exit",
+      "runtime.mallocgc",
+      "runtime.mProf_Malloc",
+      "runtime.freeSpecial",
+  };
+  return fn >= 0 && fn < AS_FN_COUNT ? names[fn] : "?";
+}
+
 const AllocatorEntry* allocator_entry(std::string_view symbol) {
   static const std::unordered_map<std::string_view, const AllocatorEntry*> by_name = [] {
     std::unordered_map<std::string_view, const AllocatorEntry*> m;

@@ -23,6 +23,9 @@ struct AllocatorEntry {
 // | kind. Code 0's entries (a plain kind) are the C library's own.
 const AllocatorEntry* allocator_entry(std::string_view symbol);
 uint16_t entry_code(const AllocatorEntry& e);
+// The C name of an enum as_fn entry point ("malloc", "runtime.mallocgc");
+// "?" for a value out of range.
+const char* as_fn_name(int fn);
 // "malloc", "tc_malloc", "operator new(unsigned long)": the leaf frame's name.
 std::string entry_name(uint16_t code);
 // Whether the symbol makes its file an allocator (it defines a malloc-kind

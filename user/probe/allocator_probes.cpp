@@ -7,6 +7,7 @@
 
 #include "host/proc_maps.h"
 #include "probe/allocator_entries.h"
+#include "probe/go_runtime.h"
 #include "probe/probe_placement.h"
 #include "symbols/go_build.h"
 #include "symbols/go_pclntab.h"
@@ -22,7 +23,7 @@ std::vector<ProbeTarget> c_library_symbols(const std::vector<ElfSymbol>& symbols
     auto sym = std::find_if(symbols.begin(), symbols.end(),
                             [&](const ElfSymbol& s) { return s.name == as_fn_name(fn); });
     if (sym != symbols.end() && taken.insert(sym->vaddr).second)
-      targets.push_back({uint16_t(fn), sym->vaddr, 0, 0, false, ""});
+      targets.push_back({.fn = uint16_t(fn), .vaddr = sym->vaddr});
   }
   return targets;
 }
@@ -38,23 +39,42 @@ std::vector<ProbeTarget> named_symbols(const std::vector<ElfSymbol>& symbols) {
   std::vector<ProbeTarget> targets;
   std::set<uint64_t> taken;
   for (auto [code, vaddr] : found)
-    if (taken.insert(vaddr).second) targets.push_back({code, vaddr, 0, 0, false, ""});
+    if (taken.insert(vaddr).second) targets.push_back({.fn = code, .vaddr = vaddr});
   return targets;
 }
 
 // Go's allocator in a Go program of 1.18 or later (whose function table
 // allocscope reads, and whose register ABI passes the size in rax): by its
-// symbol, or, stripped, by the function table.
-std::optional<ProbeTarget> go_allocator(const ElfFile& elf, const std::vector<ElfSymbol>& symbols) {
-  if (!go_build(elf)) return std::nullopt;
+// symbol, or, stripped, by the function table. Then, when they can be read,
+// the runtime's own sampling and its frees (the caller picks one way).
+std::vector<ProbeTarget> go_allocator(const ElfFile& elf, const std::vector<ElfSymbol>& symbols) {
+  auto build = go_build(elf);
+  if (!build) return {};
   auto table = go_pclntab(elf);
-  if (!table) return std::nullopt;  // before Go 1.18: the stack ABI, a table not read
+  if (!table) return {};  // before Go 1.18: the stack ABI, a table not read
   auto sym = std::find_if(symbols.begin(), symbols.end(),
                           [](const ElfSymbol& s) { return s.name == as_fn_name(AS_FN_GO_MALLOC); });
   std::optional<uint64_t> entry =
       sym != symbols.end() ? sym->vaddr : table->entry(as_fn_name(AS_FN_GO_MALLOC));
-  if (!entry) return std::nullopt;
-  return ProbeTarget{uint16_t(AS_FN_GO_MALLOC), *entry, 0, 0, false, ""};
+  if (!entry) return {};
+  std::vector<ProbeTarget> targets{{.fn = uint16_t(AS_FN_GO_MALLOC), .vaddr = *entry}};
+  auto sampling = go_runtime_sampling(elf, *table, build->version, symbols);
+  if (!sampling) {
+    targets[0].go_no_profile = sampling.error().message;
+    return targets;
+  }
+  const GoRuntimeSampling& s = *sampling;
+  ProbeTarget profile{.fn = uint16_t(AS_FN_GO_PROFILE), .vaddr = s.mprof_malloc};
+  profile.go_profile = as_go_profile{0, s.rate, s.mallocgc, s.mallocgc_end, s.layout.mp_first ? 1u : 0u};
+  ProbeTarget free{.fn = uint16_t(AS_FN_GO_FREE), .vaddr = s.free_special};
+  free.go_cookie = (uint64_t(s.layout.kind) | uint64_t(s.layout.kind_offset) << 8) << AS_COOKIE_GO_SHIFT;
+  targets.push_back(profile);
+  targets.push_back(free);
+  return targets;
+}
+
+bool is_go(as_fn kind) {
+  return kind == AS_FN_GO_MALLOC || kind == AS_FN_GO_PROFILE || kind == AS_FN_GO_FREE;
 }
 
 }  // namespace
@@ -66,6 +86,27 @@ std::vector<ProbeTarget> select_allocator_symbols(const std::vector<ElfSymbol>& 
   return c_library ? c_library_symbols(symbols) : named_symbols(symbols);
 }
 
+GoHeapChoice pick_go_heap(std::vector<ProbeTarget>& targets, uint64_t rate, bool calls, bool off) {
+  auto at = std::find_if(targets.begin(), targets.end(),
+                         [](const ProbeTarget& t) { return as_fn_kind(t.fn) == AS_FN_GO_MALLOC; });
+  if (at == targets.end()) return {};
+  GoHeapChoice c{.route = GoHeapRoute::Calls, .why_calls = at->go_no_profile};
+  if (c.why_calls.empty())
+    c.why_calls = calls                       ? "--go-heap-calls"
+                  : rate <= 1                 ? "exact mode counts every call"
+                  : rate != kGoMemProfileRate ? "--rate is not Go's MemProfileRate, 512 KiB"
+                                              : "";
+  if (c.why_calls.empty()) c.route = GoHeapRoute::Runtime;
+  if (off) c.route = GoHeapRoute::None;
+  std::erase_if(targets, [&](const ProbeTarget& t) {
+    as_fn kind = as_fn_kind(t.fn);
+    bool runtime = kind == AS_FN_GO_PROFILE || kind == AS_FN_GO_FREE;
+    return (kind == AS_FN_GO_MALLOC && c.route != GoHeapRoute::Calls) ||
+           (runtime && c.route != GoHeapRoute::Runtime);
+  });
+  return c;
+}
+
 Result<std::vector<ProbeTarget>> find_allocator_probes(const std::string& path, bool naive,
                                                        const std::string& name, const Emulation& emulation) {
   auto elf = ElfFile::open(path);
@@ -73,7 +114,7 @@ Result<std::vector<ProbeTarget>> find_allocator_probes(const std::string& path, 
   std::vector<ElfSymbol> symbols = elf->functions();
   std::vector<ProbeTarget> targets =
       select_allocator_symbols(symbols, is_c_library_name(name.empty() ? path : name));
-  if (auto go = go_allocator(*elf, symbols)) targets.push_back(*go);
+  for (ProbeTarget& go : go_allocator(*elf, symbols)) targets.push_back(std::move(go));
   if (targets.empty())
     return fail(path + " defines no malloc, mallocx, je_malloc, tc_malloc or mi_malloc: not an allocator",
                 ENODATA);
@@ -85,16 +126,16 @@ Result<std::vector<ProbeTarget>> find_allocator_probes(const std::string& path, 
     // Allocating calls need their return seen, which takes the entry; free
     // and mallocgc read one argument, which may be read later on.
     as_fn kind = as_fn_kind(t.fn);
-    Placement at =
-        place_probe(*code, t.vaddr, naive || (kind != AS_FN_FREE && kind != AS_FN_GO_MALLOC), emulation,
-                    kind == AS_FN_GO_MALLOC ? ProbedArgument::GoFirst : ProbedArgument::CFirst);
+    Placement at = place_probe(*code, t.vaddr, naive || (kind != AS_FN_FREE && !is_go(kind)), emulation,
+                               is_go(kind) ? ProbedArgument::GoFirst : ProbedArgument::CFirst);
     t.offset = *off + at.offset;
     t.placed_at = at.offset;
     t.emulated = at.emulated;
     t.instruction = at.instruction;
     // Go's prologue compares the stack pointer with the goroutine's guard
     // and branches to morestack, which enters the function again.
-    t.at_stack_check = kind == AS_FN_GO_MALLOC && at.offset > 0 && at.instruction.starts_with("jbe");
+    t.at_stack_check = is_go(kind) && at.offset > 0 && at.instruction.starts_with("jbe");
+    if (t.go_profile) t.go_profile->probe = t.vaddr + at.offset;
   }
   return targets;
 }

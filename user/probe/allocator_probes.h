@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,17 +14,25 @@
 namespace allocscope {
 
 struct ProbeTarget {
-  uint16_t fn;                  // entry code: as_fn_kind(fn), and the entry point named (allocator_entries.h)
-  uint64_t vaddr = 0;           // the function's entry
-  uint64_t offset = 0;          // file offset of the probe, what the kernel's uprobe takes
-  uint64_t placed_at = 0;       // bytes after the entry where the probe sits
-  bool emulated = false;        // the kernel emulates the probed instruction
-  std::string instruction;      // the probed instruction, e.g. "push rbp"
-  bool at_stack_check = false;  // Go: on the stack check's branch (see AS_COOKIE_GO_STACK_CHECK)
+  uint16_t fn;             // entry code: as_fn_kind(fn), and the entry point named (allocator_entries.h)
+  uint64_t vaddr = 0;      // the function's entry
+  uint64_t offset = 0;     // file offset of the probe, what the kernel's uprobe takes
+  uint64_t placed_at = 0;  // bytes after the entry where the probe sits
+  bool emulated = false;   // the kernel emulates the probed instruction
+  std::string instruction = {};  // the probed instruction, e.g. "push rbp"
+  bool at_stack_check = false;   // Go: on the stack check's branch (see AS_COOKIE_GO_STACK_CHECK)
+  // Go's runtime sampling: its program (on the AS_FN_GO_PROFILE target; the
+  // session gives it a slot, and the probe's own address is filled in), and
+  // what the AS_FN_GO_FREE probe reads, above AS_COOKIE_GO_SHIFT.
+  std::optional<as_go_profile> go_profile = {};
+  uint64_t go_cookie = 0;
+  // On the runtime.mallocgc target: why the runtime's own sampling cannot be
+  // read instead (empty: it can, and the two targets above are there).
+  std::string go_no_profile = {};
 
   // What the kernel hands the probe's program: the entry code, and how to
   // read the place.
-  uint64_t cookie() const { return fn | (at_stack_check ? AS_COOKIE_GO_STACK_CHECK : 0); }
+  uint64_t cookie() const { return fn | (at_stack_check ? AS_COOKIE_GO_STACK_CHECK : 0) | go_cookie; }
 };
 
 // One target per entry point the symbols define, each address once. In a C
@@ -44,5 +53,19 @@ std::vector<ProbeTarget> select_allocator_symbols(const std::vector<ElfSymbol>& 
 Result<std::vector<ProbeTarget>> find_allocator_probes(const std::string& path, bool naive = false,
                                                        const std::string& name = "",
                                                        const Emulation& emulation = {});
+
+// A Go program's heap is read one way, chosen among its targets (the others
+// are erased): from its runtime's own sampling (alloc and in use, at
+// MemProfileRate, no cost per call), or at every runtime.mallocgc call
+// (alloc only, at any rate).
+enum class GoHeapRoute { None, Runtime, Calls };
+struct GoHeapChoice {
+  GoHeapRoute route = GoHeapRoute::None;
+  std::string why_calls;  // Calls: why not the runtime's sampling
+};
+// Go's default MemProfileRate: the runtime's samples serve a session at it.
+inline constexpr uint64_t kGoMemProfileRate = 512 * 1024;
+// `calls`: asked for (--go-heap-calls); `off`: no Go probe (--no-go-heap).
+GoHeapChoice pick_go_heap(std::vector<ProbeTarget>& targets, uint64_t rate, bool calls, bool off);
 
 }  // namespace allocscope

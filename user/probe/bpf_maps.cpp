@@ -261,4 +261,23 @@ Counters BpfSession::counters() const {
   return total;
 }
 
+// One slot per distinct Go program: the probes of each process running it
+// share it (their cookies name it).
+Result<void> BpfSession::place_go_profile(ProbeTarget& t) {
+  if (!t.go_profile || config_.null_probes) return {};
+  const as_go_profile& g = *t.go_profile;
+  std::array<uint64_t, 5> key{g.probe, g.rate, g.mallocgc, g.mallocgc_end, g.args};
+  auto [it, made] = go_slots_.try_emplace(key, uint32_t(go_slots_.size()));
+  if (made && it->second >= AS_GO_MAX_PROGRAMS) {
+    go_slots_.erase(it);
+    return fail("Go programs whose runtime sampling is read: table full (" +
+                std::to_string(AS_GO_MAX_PROGRAMS) + " programs)");
+  }
+  if (made &&
+      bpf_map__update_elem(skel_->maps.go_profiles, &it->second, sizeof(uint32_t), &g, sizeof g, 0) != 0)
+    return fail_errno("set up Go's runtime sampling", errno);
+  t.go_cookie = uint64_t(it->second) << AS_COOKIE_GO_SHIFT;
+  return {};
+}
+
 }  // namespace allocscope

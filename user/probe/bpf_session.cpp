@@ -92,6 +92,10 @@ bpf_program* entry_program(allocscope_bpf* s, as_fn fn) {
       return s->progs.exit_enter;
     case AS_FN_GO_MALLOC:
       return s->progs.go_malloc_classic;
+    case AS_FN_GO_PROFILE:
+      return s->progs.go_profile_classic;
+    case AS_FN_GO_FREE:
+      return s->progs.go_free_classic;
     case AS_FN_COUNT:
       break;
   }
@@ -133,7 +137,9 @@ void BpfSession::configure_programs() {
     if (!config_.null_probes) enable(p.malloc_session, kTraceUprobeSession);
     if (!config_.no_free || config_.null_probes)  // the null program serves Go's probes too
       enable(config_.null_probes ? p.null_multi : p.free_multi, kTraceUprobeMulti);
-    if (!config_.null_probes) enable(p.go_malloc_multi, kTraceUprobeMulti);
+    if (!config_.null_probes)
+      for (bpf_program* go : {p.go_malloc_multi, p.go_profile_multi, p.go_free_multi})
+        enable(go, kTraceUprobeMulti);
   } else if (config_.null_probes) {
     enable(p.null_classic, 0);
   } else {
@@ -256,8 +262,11 @@ Result<void> BpfSession::attach(pid_t pid, const std::string& library_path,
     as_fn kind = as_fn_kind(t.fn);
     // _exit holds processes: only where holding is on, never for the floor.
     bool exits = kind == AS_FN_EXIT && config_.hold_new_files && !config_.null_probes;
-    if (kind == AS_FN_EXIT ? exits : kind != AS_FN_FREE || !config_.no_free) wanted.push_back(t);
+    bool frees = kind == AS_FN_FREE || kind == AS_FN_GO_FREE;
+    if (kind == AS_FN_EXIT ? exits : !frees || !config_.no_free) wanted.push_back(t);
   }
+  for (ProbeTarget& t : wanted)
+    if (auto ok = place_go_profile(t); !ok) return ok;
   if (auto ok = remember(pid, library_path, wanted, false); !ok) return ok;
   if (!paused_)
     if (auto ok = attach_now(pid, library_path, wanted); !ok) {
@@ -325,12 +334,13 @@ Error attach_error(const std::string& what, pid_t pid, int err) {
 Result<void> BpfSession::attach_session(pid_t pid, const std::string& path,
                                         const std::vector<ProbeTarget>& targets) {
   std::vector<uint64_t> offsets, cookies, malloc_offsets, malloc_cookies, free_offsets, free_cookies,
-      go_offsets, go_cookies;
+      go_offsets[3], go_cookies[3];
   for (const ProbeTarget& t : targets) {
-    bool frees = as_fn_kind(t.fn) == AS_FN_FREE, go = as_fn_kind(t.fn) == AS_FN_GO_MALLOC;
-    bool own = frees || t.fn == AS_FN_MALLOC;
-    auto& o = go ? go_offsets : frees ? free_offsets : own ? malloc_offsets : offsets;
-    auto& c = go ? go_cookies : frees ? free_cookies : own ? malloc_cookies : cookies;
+    as_fn kind = as_fn_kind(t.fn);
+    bool frees = kind == AS_FN_FREE, own = frees || t.fn == AS_FN_MALLOC;
+    int go = kind == AS_FN_GO_MALLOC ? 0 : kind == AS_FN_GO_PROFILE ? 1 : kind == AS_FN_GO_FREE ? 2 : -1;
+    auto& o = go >= 0 ? go_offsets[go] : frees ? free_offsets : own ? malloc_offsets : offsets;
+    auto& c = go >= 0 ? go_cookies[go] : frees ? free_cookies : own ? malloc_cookies : cookies;
     o.push_back(t.offset);
     c.push_back(t.cookie());
   }
@@ -349,8 +359,12 @@ Result<void> BpfSession::attach_session(pid_t pid, const std::string& path,
        "allocator session probes"},
       {config_.null_probes ? p.null_multi : p.free_multi, kTraceUprobeMulti, free_offsets, free_cookies,
        "free probe"},
-      {config_.null_probes ? p.null_multi : p.go_malloc_multi, kTraceUprobeMulti, go_offsets, go_cookies,
-       "Go allocator probe"},
+      {config_.null_probes ? p.null_multi : p.go_malloc_multi, kTraceUprobeMulti, go_offsets[0],
+       go_cookies[0], "Go allocator probe"},
+      {config_.null_probes ? p.null_multi : p.go_profile_multi, kTraceUprobeMulti, go_offsets[1],
+       go_cookies[1], "Go heap profile probe"},
+      {config_.null_probes ? p.null_multi : p.go_free_multi, kTraceUprobeMulti, go_offsets[2], go_cookies[2],
+       "Go heap profile free probe"},
   };
   std::vector<UniqueFd> made;  // all or nothing: free without malloc's links, or the reverse, would mislead
   for (const Part& part : parts) {
@@ -372,7 +386,9 @@ Result<void> BpfSession::attach_classic(pid_t pid, const std::string& path,
     if (retprobe && config_.null_probes) continue;
     for (const ProbeTarget& t : targets) {
       as_fn kind = as_fn_kind(t.fn);
-      if (retprobe && (kind == AS_FN_FREE || kind == AS_FN_EXIT || kind == AS_FN_GO_MALLOC)) continue;
+      bool entry_only = kind == AS_FN_FREE || kind == AS_FN_EXIT || kind == AS_FN_GO_MALLOC ||
+                        kind == AS_FN_GO_PROFILE || kind == AS_FN_GO_FREE;
+      if (retprobe && entry_only) continue;
       bpf_program* prog = config_.null_probes ? skel_->progs.null_classic
                           : retprobe          ? skel_->progs.alloc_return
                                               : entry_program(skel_.get(), as_fn_kind(t.fn));

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -197,6 +198,8 @@ class BpfSession {
   Result<void> attach_classic(pid_t pid, const std::string& path, const std::vector<ProbeTarget>& targets);
   Result<void> attach_now(pid_t pid, const std::string& path, const std::vector<ProbeTarget>& targets);
   Result<void> attach_in_process_now(pid_t pid, const std::string& path);
+  // The Go program's slot in go_profiles (made when new), in its cookie.
+  Result<void> place_go_profile(ProbeTarget& t);
   Result<void> remember(pid_t pid, const std::string& path, std::vector<ProbeTarget> targets,
                         bool in_process);
 
@@ -229,6 +232,8 @@ class BpfSession {
   std::vector<Link> entry_links_, return_links_;
   std::vector<UniqueFd> raw_links_;  // links made with bpf(2) directly, unknown to this libbpf
   std::vector<std::pair<std::string, VerifierStats>> stats_;
+  // go_profiles' slots, one per distinct Go program (as_go_profile's fields).
+  std::map<std::array<uint64_t, 5>, uint32_t> go_slots_;
 };
 
 }  // namespace allocscope

@@ -2,8 +2,10 @@
 
 #include <capstone/capstone.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace allocscope {
@@ -36,11 +38,11 @@ bool writes_argument(csh h, const cs_insn& insn, ProbedArgument argument) {
   uint8_t nread = 0, nwritten = 0;
   if (cs_regs_access(h, &insn, read, &nread, written, &nwritten) != CS_ERR_OK) return true;
   static const x86_reg rdi[] = {X86_REG_RDI, X86_REG_EDI, X86_REG_DI, X86_REG_DIL};
-  static const x86_reg rax[] = {X86_REG_RAX, X86_REG_EAX, X86_REG_AX, X86_REG_AL};
-  const x86_reg* names = argument == ProbedArgument::GoFirst ? rax : rdi;
+  static const x86_reg go[] = {X86_REG_RAX, X86_REG_EAX, X86_REG_AX,  X86_REG_AL,  X86_REG_RBX, X86_REG_EBX,
+                               X86_REG_BX,  X86_REG_BL,  X86_REG_RCX, X86_REG_ECX, X86_REG_CX,  X86_REG_CL};
+  std::span<const x86_reg> names = argument == ProbedArgument::GoFirst ? std::span<const x86_reg>(go) : rdi;
   for (uint8_t i = 0; i < nwritten; ++i)
-    for (int k = 0; k < 4; ++k)
-      if (written[i] == names[k]) return true;
+    if (std::find(names.begin(), names.end(), written[i]) != names.end()) return true;
   return false;
 }
 

@@ -29,8 +29,9 @@ struct Placement {
   std::string instruction;  // e.g. "push rbp"
 };
 
-// The register whose value the probe reads: the C ABI's first argument
-// (free's pointer), or Go's register ABI's first (mallocgc's size).
+// The registers whose values the probe reads: the C ABI's first argument
+// (free's pointer), or Go's register ABI's first three (mallocgc's size,
+// mProf_Malloc's block and size, freeSpecial's record and block).
 enum class ProbedArgument { CFirst, GoFirst };
 
 // `code` holds the function's first bytes (a few hundred, so that branch

@@ -335,6 +335,8 @@ void EventSink::on_alloc(std::span<const uint8_t> data) {
       return;
     }
     offset = expected_offset(e.size, profile_.rate());
+  } else if (e.flags & AS_EVF_NO_OFFSET) {  // Go's runtime sampled it, with a countdown of the same law
+    offset = expected_offset(e.size, profile_.rate());
   }
   const KnownStack& s = it->second;
   size_t before = profile_.stacks().size();

@@ -56,7 +56,9 @@ LibraryDiscovery::LibraryDiscovery(const RecordConfig& config, InProcessUse use,
       system_wide_(system_wide(config)),
       naive_placement_(config.naive_placement),
       no_go_heap_(config.no_go_heap),
+      go_heap_calls_(config.go_heap_calls),
       verbose_(config.verbose),
+      rate_(config.rate),
       use_(use),
       max_files_(config.max_allocator_files) {
   // allocscope's own allocator (linked in) is never probed: it records nothing.
@@ -125,10 +127,11 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
     return false;
   }
   auto targets = find_allocator_probes(path, naive_placement_, shown, emulation_of(session_.kernel()));
-  auto is_go = [](const ProbeTarget& t) { return as_fn_kind(t.fn) == AS_FN_GO_MALLOC; };
-  if (targets && no_go_heap_ && std::erase_if(*targets, is_go) && targets->empty())
+  GoHeapChoice go_heap;
+  if (targets) go_heap = pick_go_heap(*targets, rate_, go_heap_calls_, no_go_heap_);
+  if (targets && targets->empty())
     targets = fail(shown + ": a Go program, its heap left unprobed (--no-go-heap)", ENODATA);
-  bool go = targets && std::any_of(targets->begin(), targets->end(), is_go);
+  bool go = go_heap.route != GoHeapRoute::None;
   // Go's heap is never sampled in process: its probes wait for nothing.
   if (targets && !go && defers_for(pid, assume_in_process)) {
     // Probed once a process that samples no other way maps it: the kernel
@@ -156,7 +159,7 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
     // symbols are read once; bounded, by forgetting (a file is read again).
     if (not_allocators_.size() >= kMaxRemembered) not_allocators_.clear();
     not_allocators_.insert(key);
-    if (targets.error().code == ENODATA) note_go_program(key, path, shown, false);
+    if (targets.error().code == ENODATA) note_go_program(key, path, shown, go_heap);
     return false;
   }
   if (!targets) return fail(targets.error());
@@ -170,7 +173,7 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
   }
   auto& entries = allocator_offsets_[key];
   for (const ProbeTarget& t : *targets) entries[t.fn] = t.offset - t.placed_at;
-  if (go) note_go_program(key, path, shown, true);
+  if (go) note_go_program(key, path, shown, go_heap);
   return true;
 }
 
@@ -365,15 +368,18 @@ uint64_t LibraryDiscovery::allocator_address(uint32_t tgid, int fn) {
 }
 
 void LibraryDiscovery::note_go_program(FileKey key, const std::string& path, const std::string& shown,
-                                       bool sampled) {
+                                       const GoHeapChoice& c) {
   if (go_files_.contains(key)) return;  // counted once a file, whatever the processes running it
   auto elf = ElfFile::open(path);
   std::optional<GoBuild> go = elf ? go_build(*elf) : std::nullopt;
   if (!go) return;
   if (go_files_.size() >= kMaxRemembered) go_files_.clear();
   std::string& version = go_files_[key] = go->version.empty() ? "go1.17 or older" : go->version;
-  GoPrograms& counted = sampled ? go_sampled_ : go_unsampled_;
-  if (++counted.count <= kMissedNamed) counted.names.push_back(shown + " (" + version + ")");
+  GoPrograms& counted = c.route == GoHeapRoute::Runtime ? go_profiled_
+                        : c.route == GoHeapRoute::Calls ? go_sampled_
+                                                        : go_unsampled_;
+  std::string why = c.route == GoHeapRoute::Calls ? ": " + c.why_calls : "";
+  if (++counted.count <= kMissedNamed) counted.names.push_back(shown + " (" + version + why + ")");
 }
 
 }  // namespace allocscope

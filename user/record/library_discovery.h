@@ -70,12 +70,14 @@ class LibraryDiscovery : public LibraryWatch {
   uint64_t without_allocator() const { return without_allocator_; }
   const std::vector<std::string>& without_allocator_names() const { return without_allocator_names_; }
   // Go programs that traced processes ran, and the first few of each kind
-  // with their Go release: those whose heap (runtime.mallocgc) is sampled,
-  // and those of releases allocscope cannot read (before 1.18).
+  // with their Go release: those whose heap is read from their runtime's
+  // own sampling, those sampled at runtime.mallocgc (with why), and those
+  // not sampled (--no-go-heap, or releases before 1.18).
   struct GoPrograms {
     uint64_t count = 0;
     std::vector<std::string> names;
   };
+  const GoPrograms& go_profiled() const { return go_profiled_; }
   const GoPrograms& go_sampled() const { return go_sampled_; }
   const GoPrograms& go_unsampled() const { return go_unsampled_; }
 
@@ -123,11 +125,12 @@ class LibraryDiscovery : public LibraryWatch {
   void give_up(const PendingLibrary& p, const std::string& why);
   void miss(const std::string& name, const std::string& why);
   // Counts the file if it is a Go program, its heap `sampled` or not.
-  void note_go_program(FileKey key, const std::string& path, const std::string& shown, bool sampled);
+  void note_go_program(FileKey key, const std::string& path, const std::string& shown, const GoHeapChoice& c);
 
   BpfSession& session_;
   Symbolizer& symbolizer_;
-  bool system_wide_, naive_placement_, no_go_heap_, verbose_;
+  bool system_wide_, naive_placement_, no_go_heap_, go_heap_calls_, verbose_;
+  uint64_t rate_;
   InProcessUse use_;
   size_t max_files_;
   bool warned_full_ = false;
@@ -145,7 +148,7 @@ class LibraryDiscovery : public LibraryWatch {
   uint64_t without_allocator_ = 0;
   std::vector<std::string> without_allocator_names_;
   std::map<FileKey, std::string> go_files_;  // their Go release; bounded as not_allocators_ is
-  GoPrograms go_sampled_, go_unsampled_;
+  GoPrograms go_profiled_, go_sampled_, go_unsampled_;
 };
 
 }  // namespace allocscope

@@ -134,6 +134,8 @@ RecordingState Recorder::state() const {
           parts_->libraries.without_allocator_names(),
           parts_->libraries.go_unsampled().count,
           parts_->libraries.go_unsampled().names,
+          parts_->libraries.go_profiled().count,
+          parts_->libraries.go_profiled().names,
           parts_->libraries.go_sampled().count,
           parts_->libraries.go_sampled().names,
           parts_->libraries.missed_names(),

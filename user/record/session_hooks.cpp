@@ -15,10 +15,14 @@ int SessionUnwind::finish_walk(uint32_t tgid, const as_deferred_walk& w, std::sp
   size_t known = ips.size();
   int stop = continue_walk({w.ip, w.sp, w.bp, w.bp_lost, 0}, w.stack_end, rows, mem, ips);
   std::optional<as_file_key> file = rows.waits_for();
-  if (!file) return stop;
-  if (!may_wait) return AS_STOP_NO_TABLE;  // cut where the table was not in yet
-  ips.resize(known);                       // done again from the start once the table is in
-  constexpr size_t kMaxProcesses = 4096;   // beyond: forgotten (an exec then cuts its walks at once)
+  if (!file || !may_wait) {
+    // The kernel was still leaving out the sampler's own frames (its stopped frame among them).
+    bool own = w.skip || w.until_end;
+    if (own && !leave_out_own_frames(ips, known - 1, w.skip, w.until, w.until_end)) stop = AS_STOP_BAD_FRAME;
+    return file ? AS_STOP_NO_TABLE : stop;  // no table: cut where it was not in yet
+  }
+  ips.resize(known);                      // done again from the start once the table is in
+  constexpr size_t kMaxProcesses = 4096;  // beyond: forgotten (an exec then cuts its walks at once)
   if (waits_.size() >= kMaxProcesses && !waits_.contains(tgid)) waits_.clear();
   std::vector<as_file_key>& files = waits_[tgid];
   if (files.size() < 16) files.push_back(*file);

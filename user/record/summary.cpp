@@ -186,11 +186,20 @@ void print_warnings(const RecordingState& s, const RecordConfig& config) {
         "runtime.mallocgc; " +
         (config.no_go_heap ? "--no-go-heap left it unprobed" : "allocscope reads Go 1.18 and later") +
         "): only their C allocations (cgo) are recorded: " + joined(s.go_program_names, s.go_programs));
+  if (s.go_profiled)
+    print_error("note: " + std::to_string(s.go_profiled) +
+                " Go program(s) ran, their heap read from their runtime's own sampling (MemProfileRate): "
+                "allocated and in use, as of their last collection: " +
+                joined(s.go_profiled_names, s.go_profiled));
   if (s.go_sampled)
     print_error("note: " + std::to_string(s.go_sampled) +
                 " Go program(s) ran, their heap sampled at runtime.mallocgc: allocated bytes and objects "
-                "only, in use not measured (Go's collector frees without a call allocscope sees): " +
+                "only, in use not measured: " +
                 joined(s.go_sampled_names, s.go_sampled));
+  if (k[AS_CNT_GO_RATE])
+    print_error("warning: " + std::to_string(k[AS_CNT_GO_RATE]) +
+                " blocks Go runtimes sampled at a MemProfileRate their program set (not 512 KiB) were not "
+                "counted: record such programs with --go-heap-calls");
   if (uint64_t n = k[AS_CNT_USDT_RATE] + s.sink.other_rate())
     print_error("warning: " + std::to_string(n) +
                 " in-process samples were taken at another rate than --rate and not counted: record with "
@@ -284,6 +293,8 @@ NamedCounters recording_counters(const RecordingState& s) {
           {"cgroups_unnamed", k[AS_CNT_CGROUP_DROPS]},
           {"go_programs", s.go_programs},
           {"go_programs_sampled", s.go_sampled},
+          {"go_programs_profiled", s.go_profiled},
+          {"go_samples_other_rate", k[AS_CNT_GO_RATE]},
           {"python_programs", s.python ? s.python->counters().programs : 0},
           {"python_programs_refused", s.python ? s.python->counters().unsupported : 0},
           {"python_library_processes", s.python ? s.python->counters().library_processes : 0},

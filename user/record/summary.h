@@ -34,7 +34,9 @@ struct RecordingState {
   std::vector<std::string> without_allocator_names;
   uint64_t go_programs = 0;  // Go programs run whose heap could not be sampled (before Go 1.18)
   std::vector<std::string> go_program_names;
-  uint64_t go_sampled = 0;  // Go programs run whose heap was sampled (runtime.mallocgc)
+  uint64_t go_profiled = 0;  // Go programs run whose heap was read from their runtime's sampling
+  std::vector<std::string> go_profiled_names;
+  uint64_t go_sampled = 0;  // Go programs run whose heap was sampled at runtime.mallocgc (alloc only)
   std::vector<std::string> go_sampled_names;
   std::vector<std::string> missed_names;  // the first files not probed, each with its reason
   uint64_t held_too_long = 0;             // held processes continued by the bound on the wait

@@ -230,6 +230,14 @@ std::optional<uint64_t> GoPclntab::entry(std::string_view function) const {
   return it == by_name_.end() ? std::nullopt : std::optional<uint64_t>(it->second);
 }
 
+std::optional<std::pair<uint64_t, uint64_t>> GoPclntab::range(std::string_view function) const {
+  auto start = entry(function);
+  auto index = start ? index_of(*start) : std::nullopt;
+  auto end = index ? u32(functab_ + (*index + 1) * 8) : std::nullopt;  // entry nfunc: the end of the text
+  if (!end || text_ + *end <= *start) return std::nullopt;
+  return std::pair{*start, text_ + *end};
+}
+
 namespace {
 
 std::span<const uint8_t> section_bytes(Elf_Scn* scn) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -61,6 +62,8 @@ class GoPclntab {
   bool has_func_data() const { return !gofunc_.empty(); }
   // The entry address of a function, by its name.
   std::optional<uint64_t> entry(std::string_view function) const;
+  // Its code: [entry, the next function's entry).
+  std::optional<std::pair<uint64_t, uint64_t>> range(std::string_view function) const;
   uint64_t functions() const { return nfunc_; }
   // Every function's stack-pointer runs, in address order; a function
   // whose table cannot be read is left out.

@@ -1,5 +1,6 @@
 #include "symbols/stack_walk.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace allocscope {
@@ -23,6 +24,24 @@ int continue_walk(as_unwind_regs regs, uint64_t stack_end, RowLookup& rows, Unwi
     if (!row) return AS_STOP_BAD_IP;
     ips.push_back(regs.ip);
   }
+}
+
+bool leave_out_own_frames(std::vector<uint64_t>& ips, size_t from, uint32_t skip, uint64_t until,
+                          uint64_t until_end) {
+  if (from > ips.size()) return true;
+  auto first = ips.begin() + ptrdiff_t(from);
+  if (until_end == 0) {
+    ips.erase(first, first + ptrdiff_t(std::min<size_t>(skip, ips.size() - from)));
+    return true;
+  }
+  constexpr size_t kMaxOwnFrames = 8;  // as the kernel's walk (AS_MAX_OWN_FRAMES)
+  for (size_t i = from; i < ips.size() && i < from + kMaxOwnFrames; ++i)
+    if (ips[i] - 1 >= until && ips[i] - 1 < until_end) {
+      ips.erase(first, ips.begin() + ptrdiff_t(i + 1));
+      return true;
+    }
+  ips.erase(first, ips.end());
+  return false;
 }
 
 }  // namespace allocscope

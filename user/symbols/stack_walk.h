@@ -41,4 +41,11 @@ class StackCopy : public UnwindMemory {
 int continue_walk(as_unwind_regs regs, uint64_t stack_end, RowLookup& rows, UnwindMemory& mem,
                   std::vector<uint64_t>& ips, size_t max_frames = AS_MAX_FRAMES);
 
+// A walk the kernel deferred while it was still leaving out the first
+// frames (as_deferred_walk's skip, until and until_end): removes them from
+// ips[from...]. False when no frame's call lies in [until, until_end)
+// within the first 8 (every frame from `from` on is then removed).
+bool leave_out_own_frames(std::vector<uint64_t>& ips, size_t from, uint32_t skip, uint64_t until,
+                          uint64_t until_end);
+
 }  // namespace allocscope

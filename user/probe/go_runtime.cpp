@@ -1,0 +1,122 @@
+#include "probe/go_runtime.h"
+
+#include <capstone/capstone.h>
+
+#include <algorithm>
+#include <charconv>
+#include <iterator>
+#include <set>
+
+#include "symbols/go_pclntab.h"
+
+namespace allocscope {
+
+std::optional<GoProfileLayout> go_profile_layout(std::string_view version) {
+  int major = 0, minor = 0;
+  if (!version.starts_with("go")) return std::nullopt;
+  const char *p = version.data() + 2, *end = version.data() + version.size();
+  auto r = std::from_chars(p, end, major);
+  if (r.ec != std::errc() || r.ptr == end || *r.ptr != '.') return std::nullopt;
+  if (std::from_chars(r.ptr + 1, end, minor).ec != std::errc() || major != 1) return std::nullopt;
+  // Read in Go's sources: mProf_Malloc gained mp in 1.23, which also made
+  // the profile record kind 3 (weak handles took 2); 1.24 widened
+  // special.offset from uint16 to uintptr.
+  if (minor < 18 || minor > 24) return std::nullopt;
+  return GoProfileLayout{.mp_first = minor >= 23,
+                         .kind = uint8_t(minor >= 23 ? 3 : 2),
+                         .kind_offset = uint8_t(minor >= 24 ? 16 : 10)};
+}
+
+std::vector<uint64_t> rip_targets(std::span<const uint8_t> code, uint64_t address) {
+  std::vector<uint64_t> out;
+  csh h = 0;
+  if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK) return out;
+  cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
+  cs_option(h, CS_OPT_SKIPDATA, CS_OPT_ON);  // past bytes that are no instruction (Go pads with int3)
+  cs_insn* insn = cs_malloc(h);
+  const uint8_t* at = code.data();
+  size_t left = code.size();
+  uint64_t pc = address;
+  while (insn && cs_disasm_iter(h, &at, &left, &pc, insn)) {
+    if (!insn->detail) continue;
+    const cs_x86& x = insn->detail->x86;
+    for (uint8_t i = 0; i < x.op_count; ++i)
+      if (x.operands[i].type == X86_OP_MEM && x.operands[i].mem.base == X86_REG_RIP)
+        out.push_back(insn->address + insn->size + uint64_t(x.operands[i].mem.disp));
+  }
+  if (insn) cs_free(insn, 1);
+  cs_close(&h);
+  return out;
+}
+
+namespace {
+
+std::optional<uint64_t> symbol(const std::vector<ElfSymbol>& symbols, std::string_view name) {
+  auto it = std::find_if(symbols.begin(), symbols.end(), [&](const ElfSymbol& s) { return s.name == name; });
+  return it == symbols.end() ? std::nullopt : std::optional<uint64_t>(it->vaddr);
+}
+
+std::set<uint64_t> targets_of(const ElfFile& elf, const GoPclntab& table, std::string_view function) {
+  auto range = table.range(function);
+  if (!range || range->second - range->first > (1u << 20)) return {};
+  auto off = elf.vaddr_to_offset(range->first);
+  if (!off) return {};
+  auto code = elf.read(*off, range->second - range->first);
+  if (!code) return {};
+  std::vector<uint64_t> found = rip_targets(*code, range->first);
+  return {found.begin(), found.end()};
+}
+
+// Stripped: the one variable both the sampler's reset (profilealloc) and a
+// new mcache's first countdown (allocmcache) read, checked in Go 1.19 (where
+// it lies in .bss, set by the runtime's init) and 1.24 (in .data).
+Result<uint64_t> memprofilerate(const ElfFile& elf, const GoPclntab& table) {
+  std::set<uint64_t> a = targets_of(elf, table, "runtime.profilealloc"),
+                     b = targets_of(elf, table, "runtime.allocmcache"), both;
+  std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::inserter(both, both.end()));
+  if (both.size() != 1)
+    return fail("runtime.MemProfileRate was not found (a stripped program of a new layout)");
+  return *both.begin();
+}
+
+}  // namespace
+
+Result<GoRuntimeSampling> go_runtime_sampling(const ElfFile& elf, const GoPclntab& table,
+                                              std::string_view version,
+                                              const std::vector<ElfSymbol>& functions) {
+  auto layout = go_profile_layout(version);
+  if (!layout)
+    return fail(std::string(version.empty() ? "its Go release" : version) +
+                "'s runtime records are not read by allocscope (Go 1.18 to 1.24 are)");
+  // The linker sets runtime.disableMemoryProfiling, and the runtime's rate to
+  // 0, when nothing can read the profile (MemProfile before 1.23,
+  // memProfileInternal since): no runtime/pprof in the program.
+  if (!table.entry("runtime.MemProfile") && !table.entry("runtime.memProfileInternal"))
+    return fail("its runtime samples nothing (memory profiling linked out: no runtime/pprof)");
+  GoRuntimeSampling s{.layout = *layout};
+  auto find = [&](std::string_view name) {
+    auto v = symbol(functions, name);
+    return v ? v : table.entry(name);
+  };
+  auto mprof = find("runtime.mProf_Malloc"), free = find("runtime.freeSpecial");
+  auto mallocgc = table.range("runtime.mallocgc");
+  if (!mprof || !free || !mallocgc)
+    return fail(std::string("runtime.") +
+                (!mprof  ? "mProf_Malloc"
+                 : !free ? "freeSpecial"
+                         : "mallocgc") +
+                " was not found");
+  s.mprof_malloc = *mprof;
+  s.free_special = *free;
+  std::tie(s.mallocgc, s.mallocgc_end) = *mallocgc;
+  if (auto rate = symbol(elf.objects(), "runtime.MemProfileRate")) {
+    s.rate = *rate;
+  } else {
+    auto found = memprofilerate(elf, table);
+    if (!found) return fail(found.error());
+    s.rate = *found;
+  }
+  return s;
+}
+
+}  // namespace allocscope

@@ -1,0 +1,52 @@
+// What it takes to read a Go program's own heap sampling from outside: its
+// runtime samples blocks at MemProfileRate (runtime.mProf_Malloc) and its
+// sweeper frees their records when the blocks are collected
+// (runtime.freeSpecial). Found by symbol or, stripped, by the pclntab; the
+// layouts of those calls are per Go release.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "symbols/elf_file.h"
+
+namespace allocscope {
+
+class GoPclntab;
+
+// How one Go release passes and keeps what the probes read.
+struct GoProfileLayout {
+  bool mp_first = false;    // mProf_Malloc(mp, p, size) (1.23 on), else (p, size)
+  uint8_t kind = 0;         // _KindSpecialProfile
+  uint8_t kind_offset = 0;  // of special.kind (after next and offset)
+};
+
+// The layout of the release named by a build version ("go1.19.8"); nullopt
+// for a release allocscope has not read (before 1.18, after 1.24). Pure.
+std::optional<GoProfileLayout> go_profile_layout(std::string_view version);
+
+// Where the runtime keeps its sampling, in the file's virtual addresses.
+struct GoRuntimeSampling {
+  uint64_t mprof_malloc = 0, free_special = 0;  // entries
+  uint64_t rate = 0;                            // runtime.MemProfileRate
+  uint64_t mallocgc = 0, mallocgc_end = 0;
+  GoProfileLayout layout;
+};
+
+// The program's runtime sampling, or why it cannot be read, in words that
+// finish "its heap in use is not measured: ..." (memory profiling linked
+// out, a release not read, a function not found).
+Result<GoRuntimeSampling> go_runtime_sampling(const ElfFile& elf, const GoPclntab& table,
+                                              std::string_view version,
+                                              const std::vector<ElfSymbol>& functions);
+
+// The addresses of memory a function's code reads or writes relative to
+// rip (`code` at virtual address `address`). Pure.
+std::vector<uint64_t> rip_targets(std::span<const uint8_t> code, uint64_t address);
+
+}  // namespace allocscope
