@@ -96,6 +96,7 @@ tests=(
   PythonLibraries.AProgramEmbeddingLibpythonIsExact
   Go.EverySitesAllocatedBytesAgreeWithTheTruth
   Go.AttachingToARunningGoProgramSamplesItsHeap
+  GoHeap.EverySitesBytesInUseAgreeWithTheTruth
 )
 filter=$(IFS=:; echo "${tests[*]}")
 cd /tmp || exit 1

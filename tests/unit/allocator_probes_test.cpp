@@ -41,6 +41,9 @@ TEST(FnName, EveryEntryPoint) {
   EXPECT_STREQ(as_fn_name(AS_FN_PVALLOC), "pvalloc");
   EXPECT_STREQ(as_fn_name(AS_FN_FREE), "free");
   EXPECT_STREQ(as_fn_name(AS_FN_EXIT), "_exit");  // the C library's only: CPython processes held there
+  EXPECT_STREQ(as_fn_name(AS_FN_GO_MALLOC), "runtime.mallocgc");
+  EXPECT_STREQ(as_fn_name(AS_FN_GO_PROFILE), "runtime.mProf_Malloc");
+  EXPECT_STREQ(as_fn_name(AS_FN_GO_FREE), "runtime.freeSpecial");
   EXPECT_STREQ(as_fn_name(-1), "?");
   EXPECT_STREQ(as_fn_name(AS_FN_COUNT), "?");
 }

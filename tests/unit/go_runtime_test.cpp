@@ -1,0 +1,172 @@
+// Go's own heap sampling found in Go programs: each release's layout, the
+// runtime's functions and MemProfileRate by symbol and, stripped or PIE,
+// without; the choice between it and mallocgc's calls; the frames a
+// deferred walk still leaves out.
+#include "probe/go_runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "go_programs.h"
+#include "probe/allocator_entries.h"
+#include "probe/allocator_probes.h"
+#include "symbols/go_pclntab.h"
+#include "symbols/stack_walk.h"
+
+namespace allocscope {
+namespace {
+
+TEST(GoProfileLayout, EachReleaseAsItsSourcesHaveIt) {
+  for (const char* v : {"go1.18", "go1.19.8", "go1.22.12"}) {
+    auto l = go_profile_layout(v);
+    ASSERT_TRUE(l) << v;
+    EXPECT_FALSE(l->mp_first) << v;
+    EXPECT_EQ(l->kind, 2) << v;
+    EXPECT_EQ(l->kind_offset, 10) << v;
+  }
+  auto l23 = go_profile_layout("go1.23.4"), l24 = go_profile_layout("go1.24.4");
+  ASSERT_TRUE(l23 && l24);
+  EXPECT_TRUE(l23->mp_first && l24->mp_first);
+  EXPECT_EQ(l23->kind, 3);
+  EXPECT_EQ(l24->kind, 3);
+  EXPECT_EQ(l23->kind_offset, 10);
+  EXPECT_EQ(l24->kind_offset, 16);  // special.offset became a uintptr
+  for (const char* v : {"", "go1.17.13", "go1.25.0", "go2.0", "devel go1.24", "go1.x"})
+    EXPECT_FALSE(go_profile_layout(v)) << v;
+}
+
+TEST(RipTargets, AddressesRelativeToTheNextInstruction) {
+  // mov rax, [rip+0x10]; nop; lea rcx, [rip-0x20]; mov [rax], rbx
+  const uint8_t code[] = {0x48, 0x8b, 0x05, 0x10, 0x00, 0x00, 0x00, 0x90, 0x48,
+                          0x8d, 0x0d, 0xe0, 0xff, 0xff, 0xff, 0x48, 0x89, 0x18};
+  EXPECT_EQ(rip_targets(code, 0x1000), (std::vector<uint64_t>{0x1017, 0x1000 + 15 - 0x20}));
+}
+
+std::string workload_source(const char* name) {
+  std::ifstream in(std::string(WORKLOADS_DIR) + "/" + name);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The same program built as Go builds it, stripped, and as a stripped PIE:
+// the same functions, and MemProfileRate found without symbols where the
+// symbol table has it.
+TEST(GoRuntimeSampling, FoundByTheFunctionTableAsByTheSymbols) {
+  TempDir dir;
+  std::string source = workload_source("go_heap.go");
+  for (const std::string& go : go_toolchains()) {
+    SCOPED_TRACE(go);
+    std::string plain = build_go_program(dir, "plain", source, "", go);
+    auto elf = ElfFile::open(plain);
+    ASSERT_TRUE(elf);
+    auto table = go_pclntab(*elf);
+    ASSERT_TRUE(table) << table.error().message;
+    std::vector<ElfSymbol> functions = elf->functions(), objects = elf->objects();
+    auto rate = std::find_if(objects.begin(), objects.end(),
+                             [](const ElfSymbol& s) { return s.name == "runtime.MemProfileRate"; });
+    ASSERT_NE(rate, objects.end());
+    auto by_symbols = go_runtime_sampling(*elf, *table, go == "go" ? "go1.19.8" : "go1.24.4", functions);
+    ASSERT_TRUE(by_symbols) << by_symbols.error().message;
+    EXPECT_EQ(by_symbols->rate, rate->vaddr);
+    EXPECT_EQ(by_symbols->mprof_malloc, *table->entry("runtime.mProf_Malloc"));
+    EXPECT_EQ(by_symbols->free_special, *table->entry("runtime.freeSpecial"));
+    EXPECT_EQ(by_symbols->mallocgc, *table->entry("runtime.mallocgc"));
+    EXPECT_GT(by_symbols->mallocgc_end, by_symbols->mallocgc + 64);
+    // The same file read without its symbols: the code finds the variable.
+    auto without = go_runtime_sampling(*elf, *table, go == "go" ? "go1.19.8" : "go1.24.4", {});
+    ASSERT_TRUE(without) << without.error().message;
+    EXPECT_EQ(without->rate, rate->vaddr);
+    for (const char* flags : {"-ldflags=-s\\ -w", "-buildmode=pie -ldflags=-s\\ -w"}) {
+      SCOPED_TRACE(flags);
+      auto targets = find_allocator_probes(build_go_program(dir, "stripped", source, flags, go));
+      ASSERT_TRUE(targets) << targets.error().message;
+      std::vector<uint16_t> kinds;
+      for (const ProbeTarget& t : *targets) kinds.push_back(as_fn_kind(t.fn));
+      EXPECT_EQ(kinds, (std::vector<uint16_t>{AS_FN_GO_MALLOC, AS_FN_GO_PROFILE, AS_FN_GO_FREE}));
+      for (const ProbeTarget& t : *targets) {
+        EXPECT_TRUE(t.at_stack_check) << as_fn_name(t.fn) << ": " << t.instruction;  // on the jbe
+        if (t.go_profile) {
+          EXPECT_EQ(t.go_profile->probe, t.vaddr + t.placed_at);
+        }
+      }
+      EXPECT_EQ((*targets)[1].go_profile->args, go == "go" ? 0u : 1u);
+      EXPECT_EQ((*targets)[2].go_cookie >> AS_COOKIE_GO_SHIFT,
+                go == "go" ? (2u | 10u << 8) : (3u | 16u << 8));
+    }
+  }
+}
+
+TEST(GoRuntimeSampling, AProgramWithoutRuntimePprofSamplesNothing) {
+  TempDir dir;
+  auto targets = find_allocator_probes(
+      build_go_program(dir, "sites", workload_source("go_sites.go"), "-ldflags=-s\\ -w"));
+  ASSERT_TRUE(targets) << targets.error().message;
+  ASSERT_EQ(targets->size(), 1u);
+  EXPECT_EQ(as_fn_kind(targets->front().fn), AS_FN_GO_MALLOC);
+  EXPECT_NE(targets->front().go_no_profile.find("memory profiling linked out"), std::string::npos)
+      << targets->front().go_no_profile;
+}
+
+std::vector<ProbeTarget> three_targets(const std::string& why_not = "") {
+  std::vector<ProbeTarget> t = {{.fn = AS_FN_MALLOC, .vaddr = 1},
+                                {.fn = AS_FN_GO_MALLOC, .vaddr = 2},
+                                {.fn = AS_FN_GO_PROFILE, .vaddr = 3},
+                                {.fn = AS_FN_GO_FREE, .vaddr = 4}};
+  t[1].go_no_profile = why_not;
+  if (!why_not.empty()) t.resize(2);
+  return t;
+}
+
+std::vector<uint64_t> vaddrs(const std::vector<ProbeTarget>& targets) {
+  std::vector<uint64_t> out;
+  for (const ProbeTarget& t : targets) out.push_back(t.vaddr);
+  return out;
+}
+
+TEST(PickGoHeap, TheRuntimesSamplingWhereItServesElseMallocgcsCalls) {
+  auto t = three_targets();
+  GoHeapChoice c = pick_go_heap(t, kGoMemProfileRate, false, false);
+  EXPECT_EQ(c.route, GoHeapRoute::Runtime);
+  EXPECT_EQ(vaddrs(t), (std::vector<uint64_t>{1, 3, 4}));
+  struct Case {
+    uint64_t rate;
+    bool calls;
+    std::string why_not, said;
+  };
+  for (const Case& k : {Case{64 * 1024, false, "", "--rate is not"}, Case{1, false, "", "exact mode"},
+                        Case{kGoMemProfileRate, true, "", "--go-heap-calls"},
+                        Case{kGoMemProfileRate, false, "linked out", "linked out"}}) {
+    t = three_targets(k.why_not);
+    c = pick_go_heap(t, k.rate, k.calls, false);
+    EXPECT_EQ(c.route, GoHeapRoute::Calls) << k.said;
+    EXPECT_NE(c.why_calls.find(k.said), std::string::npos) << c.why_calls;
+    EXPECT_EQ(vaddrs(t), (std::vector<uint64_t>{1, 2})) << k.said;
+  }
+  t = three_targets();
+  EXPECT_EQ(pick_go_heap(t, kGoMemProfileRate, false, true).route, GoHeapRoute::None);
+  EXPECT_EQ(vaddrs(t), (std::vector<uint64_t>{1}));
+  std::vector<ProbeTarget> c_only = {{.fn = AS_FN_MALLOC, .vaddr = 1}};
+  EXPECT_EQ(pick_go_heap(c_only, kGoMemProfileRate, false, false).route, GoHeapRoute::None);
+  EXPECT_EQ(c_only.size(), 1u);
+}
+
+TEST(LeaveOutOwnFrames, ACountOrUpToTheFrameInRange) {
+  std::vector<uint64_t> ips = {10, 20, 30, 40};
+  EXPECT_TRUE(leave_out_own_frames(ips, 1, 2, 0, 0));
+  EXPECT_EQ(ips, (std::vector<uint64_t>{10, 40}));
+  ips = {100, 201, 301, 401, 501};  // calls at 200, 300, ...: mallocgc is [300, 400)
+  EXPECT_TRUE(leave_out_own_frames(ips, 0, 0, 300, 400));
+  EXPECT_EQ(ips, (std::vector<uint64_t>{401, 501}));
+  ips = {100, 201, 301};
+  EXPECT_FALSE(leave_out_own_frames(ips, 0, 0, 1000, 1100));  // not found: nothing is the program's
+  EXPECT_TRUE(ips.empty());
+  ips = {1, 2, 3};
+  EXPECT_TRUE(leave_out_own_frames(ips, 2, 5, 0, 0));  // more to skip than there is
+  EXPECT_EQ(ips, (std::vector<uint64_t>{1, 2}));
+}
+
+}  // namespace
+}  // namespace allocscope
