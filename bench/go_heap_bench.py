@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
-"""What sampling Go's heap costs a Go program: runtime.mallocgc's probe, one
-trap per allocation. Two programs, each untraced and under
-`allocscope record` taken in turn, round after round, so that every ratio is
-of runs measured seconds apart on one machine:
+"""What sampling Go's heap costs a Go program, each way allocscope reads it:
+from the runtime's own sampling (probes on runtime.mProf_Malloc and
+runtime.freeSpecial, met once per sampled block: programs that link
+runtime/pprof), or at every runtime.mallocgc call (one trap per allocation:
+--go-heap-calls, and programs with memory profiling linked out). Each
+program untraced and under `allocscope record` each way, taken in turn,
+round after round, so that every ratio is of runs measured seconds apart
+on one machine:
 
-  * go_sites (tests/workloads/go_sites.go): an allocation loop, its own
-    loop time (what the probe adds, allocscope's start and end left out);
+  * go_heap (tests/workloads/go_heap.go, links runtime/pprof) and go_sites
+    (tests/workloads/go_sites.go, does not): allocation loops, their own
+    loop time (what the probes add, allocscope's start and end left out);
   * Debian's gofmt -l over two trees of Go's own sources: a real program's
     wall time, allocscope's start (about 0.4 s) included.
 
@@ -45,29 +50,36 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build")
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--iterations", type=int, default=400000, help="go_sites' loop (400000: 516,000 allocations)")
+    ap.add_argument("--iterations", type=int, default=400000, help="go_sites. loop (400000: 516,000 allocations); go_heap runs half as many")
     ap.add_argument("--rate", default="512KiB")
     args = ap.parse_args()
     allocscope = os.path.join(args.build, "allocscope")
     sites = os.path.join(args.build, "tests", "go_sites")
-    for f in (allocscope, sites, GOFMT):
+    heap = os.path.join(args.build, "tests", "go_heap")
+    for f in (allocscope, sites, heap, GOFMT):
         if not os.access(f, os.X_OK):
             sys.exit(f"{f} missing: build first (cmake --build {args.build}), install golang-go")
     out = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"go-heap-bench-{os.getpid()}.folded")
-    record = [allocscope, "record", "-q", "--rate", args.rate, "-o", out, "--"]
-    programs = [
-        ("go_sites, loop time", [sites, str(args.iterations)], True),
-        ("gofmt -l net runtime (Go's sources), wall time", [GOFMT, "-l"] + GO_TREES, False),
+    record = [allocscope, "record", "-q", "--rate", args.rate, "-o", out]
+    runtime_way, calls_way = record + ["--"], record + ["--go-heap-calls", "--"]
+    programs = [  # name, argv, its own loop time, the runtime's sampling readable
+        ("go_heap, loop time", [heap, str(args.iterations // 2)], True, True),
+        ("go_sites, loop time", [sites, str(args.iterations)], True, False),
+        ("gofmt -l net runtime (Go's sources), wall time", [GOFMT, "-l"] + GO_TREES, False, False),
     ]
-    print(f"| program | untraced (median of {args.rounds}) | allocscope record | ratio |")
-    print("|---|---|---|---|")
-    for name, argv, own in programs:
-        plain, traced = [], []
+    print(f"| program | untraced (median of {args.rounds}) | runtime's sampling | ratio | mallocgc calls | ratio |")
+    print("|---|---|---|---|---|---|")
+    for name, argv, own, profiled in programs:
+        plain, runtime, calls = [], [], []
         for _ in range(args.rounds):
             plain.append(timed(argv, own))
-            traced.append(timed(record + argv, own))
-        p, t = statistics.median(plain), statistics.median(traced)
-        print(f"| {name} | {p:.3f} s | {t:.3f} s | {t / p:.2f}x |")
+            if profiled:
+                runtime.append(timed(runtime_way + argv, own))
+            calls.append(timed(calls_way + argv, own))
+        p, c = statistics.median(plain), statistics.median(calls)
+        r = f"{statistics.median(runtime):.3f} s | {statistics.median(runtime) / p:.2f}x" if profiled else \
+            "(memory profiling linked out) | -"
+        print(f"| {name} | {p:.3f} s | {r} | {c:.3f} s | {c / p:.2f}x |")
     if os.path.exists(out):
         os.remove(out)
 

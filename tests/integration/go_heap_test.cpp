@@ -5,6 +5,7 @@
 // written at the same moment; which way each program's heap was read is
 // said and counted. Go 1.19 and 1.24, stripped or not, PIE. Real BPF.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <cmath>
 #include <cstdio>
@@ -141,6 +142,39 @@ TEST(GoHeap, AgreesWithTheProgramsOwnHeapProfile) {
             << s.function << " " << what << ": " << a << " vs Go's " << b;
     }
   }
+}
+
+// --all: a Go program started while the whole machine is recorded is held
+// at its exec until its probes are in: every block its runtime samples is
+// taken, so its sites agree with its own heap profile as a launched one's
+// do (a stripped PIE: its load bias found by the probe).
+TEST(GoHeap, AProgramStartedDuringAllAgreesWithItsOwnProfile) {
+  REQUIRE_BPF();
+  std::string pprof = temp_path("go-heap-all.pb.gz"), own = temp_path("go-heap-all-own.pb.gz");
+  // "go_heap_newer_p": a process's name is its program's first 15 bytes.
+  Child recorder({ALLOCSCOPE_BIN, "record", "--all", "--comm", "^go_heap", "-o", pprof});
+  ASSERT_TRUE(recorder.wait_for_line("recording every process", 60000, true)) << recorder.err();
+  // Still running when the recording ends: its blocks are still in use.
+  Child program({std::string(GO_HEAP_BIN) + "_pie", "200000", own, "wait"});
+  ASSERT_TRUE(program.wait_for_line("done", 60000)) << program.err();
+  recorder.signal(SIGINT);
+  ASSERT_EQ(recorder.wait(60000), 0) << recorder.err();
+  program.signal(SIGTERM);
+  ASSERT_EQ(program.wait(60000), 0) << program.err();
+  RunResult r{0, program.out(), program.err()};
+  std::vector<HeapSite> sites = heap_sites_said(r.out);
+  ASSERT_EQ(sites.size(), 4u) << r.out;
+  Recording ours = read_pprof(pprof), theirs = read_pprof(own);
+  for (const HeapSite& s : sites) {
+    StackTotals o = site_totals(ours, s.function), t = site_totals(theirs, s.function);
+    EXPECT_LE(std::abs(o.live_bytes - t.live_bytes), 0.001 * t.live_bytes + 2) << s.function;
+    EXPECT_LE(std::abs(o.alloc_bytes - t.alloc_bytes), 0.001 * t.alloc_bytes + 2) << s.function;
+  }
+  EXPECT_NE(
+      recorder.err().find("note: 1 Go program(s) ran, their heap read from their runtime's own sampling"),
+      std::string::npos)
+      << recorder.err();
+  for (const std::string& f : {pprof, own}) std::remove(f.c_str());
 }
 
 // Where the runtime's samples cannot serve, mallocgc's calls do (allocated

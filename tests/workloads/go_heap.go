@@ -6,15 +6,18 @@
 // main.main;main.outer;main.site_*. At the end: a full collection, the
 // program's own heap profile written to PROFILE (when given), then each
 // site's "main.site_X calls size kept" and "done"; "loop N ns" on stderr.
-// Usage: go_heap [ITERATIONS [PROFILE]]
+// With "wait", it then waits for SIGTERM or SIGINT (its heap as it was).
+// Usage: go_heap [ITERATIONS [PROFILE [wait]]]
 package main
 
 import (
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -70,7 +73,7 @@ func main() {
 	if len(os.Args) > 1 {
 		n, err := strconv.Atoi(os.Args[1])
 		if err != nil || n <= 0 {
-			fmt.Fprintln(os.Stderr, "usage: go_heap [ITERATIONS [PROFILE]]")
+			fmt.Fprintln(os.Stderr, "usage: go_heap [ITERATIONS [PROFILE [wait]]]")
 			os.Exit(2)
 		}
 		iterations = n
@@ -84,7 +87,7 @@ func main() {
 		s.recent = [ring][]byte{}
 	}
 	runtime.GC() // sweeps too: every dropped block's record is freed
-	if len(os.Args) > 2 {
+	if len(os.Args) > 2 && os.Args[2] != "" {
 		f, err := os.Create(os.Args[2])
 		if err == nil {
 			err = pprof.WriteHeapProfile(f)
@@ -99,5 +102,10 @@ func main() {
 		fmt.Printf("main.%s %d %d %d\n", s.name, s.calls, s.size, len(s.kept))
 	}
 	fmt.Println("done")
+	if len(os.Args) > 3 && os.Args[3] == "wait" {
+		stop := make(chan os.Signal, 1)
+		signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+		<-stop
+	}
 	runtime.KeepAlive(sites)
 }
