@@ -356,6 +356,8 @@ static void print_paths(const RecordingState& s) {
   for (const auto& [name, value] : s.session.paths())
     line += (line.empty() ? "" : ", ") + name + (name == "kernel" ? " " : ": ") + value;
   if (!s.sampling.empty()) line += ", sampling: " + s.sampling;
+  // A Go heap is read by probes whatever the C allocations' path.
+  if (s.sampling.starts_with("in process") && (s.go_profiled || s.go_sampled)) line += ", Go's heap: probes";
   std::fprintf(stderr, "allocscope: %s\n", line.c_str());
   if (s.python)
     for (const auto& [name, value] : s.python->paths())
