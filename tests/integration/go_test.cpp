@@ -10,12 +10,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "harness.h"
+#include "output/pprof.h"
 
 namespace allocscope::test {
 namespace {
@@ -215,14 +217,17 @@ TEST(Go, AttachingToARunningGoProgramSamplesItsHeap) {
 }
 
 // A real Go service from Debian under the agent: Prometheus (stripped,
-// cgo) scraping itself. Its allocations' stacks are named whole (Go's table,
-// inlined calls expanded), its Go code's at the top; the agent's memory
-// stays bounded.
+// cgo, links runtime/pprof: its heap read from its runtime's sampling)
+// scraping itself. Its allocations' stacks are named whole (Go's table,
+// inlined calls expanded), its Go code's at the top; its heap in use is
+// there (about 13 MiB at 512 KiB: some 26 samples expected, so that none
+// under its own frames has a chance below 1e-9); the agent's memory stays
+// bounded.
 TEST(Go, AServiceUnderTheAgentHasItsStacksNamed) {
   REQUIRE_BPF();
   int port = free_port(), prom_port = free_port();
-  Child agent({ALLOCSCOPE_BIN, "agent", "--listen", "127.0.0.1:" + std::to_string(port), "--comm",
-               "^prometheus$", "--rate", "64KiB"});
+  Child agent(
+      {ALLOCSCOPE_BIN, "agent", "--listen", "127.0.0.1:" + std::to_string(port), "--comm", "^prometheus$"});
   ASSERT_TRUE(agent.wait_for_line("recording: probes attached", 60000, true)) << agent.err();
   std::string dir = temp_path("go-service");
   std::filesystem::create_directories(dir + "/data");
@@ -253,6 +258,20 @@ TEST(Go, AServiceUnderTheAgentHasItsStacksNamed) {
   EXPECT_EQ(unnamed, 0u) << traces.out;
   EXPECT_GT(service, 0u) << traces.out;
   EXPECT_GT(inlined, 0u) << traces.out;
+  auto heap = client.Get("/debug/pprof/heap?pid=" + std::to_string(prometheus.pid()));
+  ASSERT_TRUE(heap && heap->status == 200) << (heap ? heap->body : httplib::to_string(heap.error()));
+  auto rec = decode_pprof(heap->body);
+  ASSERT_TRUE(rec) << rec.error().message;
+  double live = 0, own_live = 0;
+  for (const RecSample& s : rec->samples) {
+    std::vector<std::string> names = frame_names(*rec, s);
+    live += s.totals.live_bytes;
+    if (std::any_of(names.begin(), names.end(),
+                    [](const std::string& n) { return n.starts_with("github.com/prometheus/"); }))
+      own_live += s.totals.live_bytes;
+  }
+  EXPECT_GT(live, 1 << 20);
+  EXPECT_GT(own_live, 0);
   if (!kSanitized) {
     EXPECT_LT(rss_kib(agent.pid()), 256u * 1024) << "the agent's resident memory";
   }
