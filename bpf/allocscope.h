@@ -269,7 +269,7 @@ enum as_stop {
  * less it is the load bias), MemProfileRate, mallocgc (its caller starts a stack); args 1: (mp, p, size). */
 #define AS_GO_MAX_PROGRAMS 256
 struct as_go_profile {
-  as_u64 probe, rate, mallocgc, mallocgc_end, args;
+  as_u64 probe, rate, mallocgc, mallocgc_end, args, calls; /* calls: the probe's, counted by it */
 };
 #define AS_MAX_HELD 1024 /* processes stopped at once while the files they map are examined */
 /* Distinct mappings a stack's frames may lie in. */
@@ -413,7 +413,8 @@ struct as_deferred_walk {
   /* Frames still to leave out, the stopped one first: `skip` of them, or (until_end != 0) every one
    * up to the first whose call lies in [until, until_end) (runtime addresses), that one included. */
   as_u64 until, until_end;
-  as_u32 skip, pad;
+  as_u32 skip;
+  as_u32 steps; /* frames unwound before the stopped one (0: its pc is the probe's, not a return address) */
 };
 
 /* An unwind met a file mapping without a table: userspace builds one from
@@ -490,7 +491,7 @@ AS_STATIC_ASSERT(sizeof(struct as_stack_event) ==
 AS_STATIC_ASSERT(sizeof(struct as_py_layout) == 64, "as_py_layout layout");
 AS_STATIC_ASSERT(sizeof(struct as_py_process) == 72, "as_py_process layout");
 AS_STATIC_ASSERT(sizeof(struct as_py_frame) == 16, "as_py_frame layout");
-AS_STATIC_ASSERT(sizeof(struct as_go_profile) == 40, "as_go_profile layout");
+AS_STATIC_ASSERT(sizeof(struct as_go_profile) == 48, "as_go_profile layout");
 AS_STATIC_ASSERT(sizeof(struct as_table_event) == 8 + 40, "as_table_event layout");
 AS_STATIC_ASSERT(sizeof(struct as_deferred_walk) == 64, "as_deferred_walk layout");
 AS_STATIC_ASSERT(sizeof(struct as_proc_event) == 104, "as_proc_event layout");

@@ -69,6 +69,7 @@ static __always_inline void go_profile(struct pt_regs *ctx, __u64 cookie) {
   __u32 slot = (cookie >> AS_COOKIE_GO_SHIFT) & 0xffff;
   struct as_go_profile *g = bpf_map_lookup_elem(&go_profiles, &slot);
   if (!g || !g->probe) return;
+  __sync_fetch_and_add(&g->calls, 1);
   __u64 bias = ctx->ip - g->probe, rate = 0, offset = 0;
   __u64 ax = ctx->ax, bx = ctx->bx, cx = ctx->cx;
   barrier_var(ax); /* read each: a pointer chosen into the context is refused */
@@ -83,10 +84,15 @@ static __always_inline void go_profile(struct pt_regs *ctx, __u64 cookie) {
     count(AS_CNT_GO_RATE);
     return;
   }
-  if (!process_traced(bpf_get_current_pid_tgid() >> 32, true)) {
+  __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+  if (!process_traced(tgid, true)) {
     count(AS_CNT_FILTERED);
     return;
   }
+  /* A call entered twice (a probe on the entry, before the stack check:
+   * morestack restarts it) is one block: the first entry tracks it. */
+  struct as_live_key key = {.tgid = tgid, .addr = p};
+  if (bpf_map_lookup_elem(&live, &key)) return;
   struct own_frames own = {.until = bias + g->mallocgc, .until_end = bias + g->mallocgc_end};
   emit_alloc(ctx, AS_FN_GO_MALLOC, size, offset, p, rate == 1 ? 0 : AS_EVF_NO_OFFSET, &own);
 }

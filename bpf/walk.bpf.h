@@ -372,7 +372,7 @@ static __always_inline void fill_deferred(struct as_stack_event *to, struct as_d
   walk->skip = w->skip;
   walk->until = w->until;
   walk->until_end = w->until_end;
-  walk->pad = 0;
+  walk->steps = w->steps;
   walk->stack_end = w->stack_limit;
 }
 

@@ -207,6 +207,22 @@ TEST(GoHeap, EachProgramsWayIsSaidWithItsReason) {
   }
 }
 
+// A program whose rate is not the session's has its runtime's samples
+// counted out, and said so: Go 1.24 samples once more on each P when its
+// rate changes (here to 0, by GODEBUG), and that sample shows the new rate.
+TEST(GoHeap, ARateTheProgramSetsIsCountedOutAndSaid) {
+  REQUIRE_BPF();
+  std::string newer = NEWER_GO_HEAP_BIN;
+  ASSERT_FALSE(newer.empty()) << "configure with -DALLOCSCOPE_NEWER_GO (./dev.sh does)";
+  std::string json = temp_path("go-rate.json");
+  RunResult r =
+      run({"env", "GODEBUG=memprofilerate=0", ALLOCSCOPE_BIN, "record", "-o", json, "--", newer, "20000"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("sampled at a MemProfileRate their program set"), std::string::npos) << r.err;
+  EXPECT_GT(counters_in(json)["go_samples_other_rate"], 0);
+  std::remove(json.c_str());
+}
+
 // --no-go-heap leaves the runtime's sampling unprobed as well.
 TEST(GoHeap, NoGoHeapLeavesTheRuntimesSamplingUnprobed) {
   REQUIRE_BPF();

@@ -85,15 +85,15 @@ TEST(GoRuntimeSampling, FoundByTheFunctionTableAsByTheSymbols) {
       ASSERT_TRUE(targets) << targets.error().message;
       std::vector<uint16_t> kinds;
       for (const ProbeTarget& t : *targets) kinds.push_back(as_fn_kind(t.fn));
-      EXPECT_EQ(kinds, (std::vector<uint16_t>{AS_FN_GO_MALLOC, AS_FN_GO_PROFILE, AS_FN_GO_FREE}));
+      EXPECT_EQ(kinds, (std::vector<uint16_t>{AS_FN_GO_MALLOC, AS_FN_GO_FREE, AS_FN_GO_PROFILE}));
       for (const ProbeTarget& t : *targets) {
         EXPECT_TRUE(t.at_stack_check) << as_fn_name(t.fn) << ": " << t.instruction;  // on the jbe
         if (t.go_profile) {
           EXPECT_EQ(t.go_profile->probe, t.vaddr + t.placed_at);
         }
       }
-      EXPECT_EQ((*targets)[1].go_profile->args, go == "go" ? 0u : 1u);
-      EXPECT_EQ((*targets)[2].go_cookie >> AS_COOKIE_GO_SHIFT,
+      EXPECT_EQ((*targets)[2].go_profile->args, go == "go" ? 0u : 1u);
+      EXPECT_EQ((*targets)[1].go_cookie >> AS_COOKIE_GO_SHIFT,
                 go == "go" ? (2u | 10u << 8) : (3u | 16u << 8));
     }
   }
@@ -155,16 +155,30 @@ TEST(PickGoHeap, TheRuntimesSamplingWhereItServesElseMallocgcsCalls) {
 
 TEST(LeaveOutOwnFrames, ACountOrUpToTheFrameInRange) {
   std::vector<uint64_t> ips = {10, 20, 30, 40};
-  EXPECT_TRUE(leave_out_own_frames(ips, 1, 2, 0, 0));
+  as_deferred_walk skip2{};
+  skip2.skip = 2;
+  EXPECT_TRUE(leave_out_own_frames(ips, 1, skip2));
   EXPECT_EQ(ips, (std::vector<uint64_t>{10, 40}));
+  as_deferred_walk w{};
+  w.until = 300;
+  w.until_end = 400;
   ips = {100, 201, 301, 401, 501};  // calls at 200, 300, ...: mallocgc is [300, 400)
-  EXPECT_TRUE(leave_out_own_frames(ips, 0, 0, 300, 400));
+  EXPECT_TRUE(leave_out_own_frames(ips, 0, w));
   EXPECT_EQ(ips, (std::vector<uint64_t>{401, 501}));
-  ips = {100, 201, 301};
-  EXPECT_FALSE(leave_out_own_frames(ips, 0, 0, 1000, 1100));  // not found: nothing is the program's
-  EXPECT_TRUE(ips.empty());
+  ips = {300, 350, 501};  // frame 0's pc is the probe's, not a return address: in range, not the call
+  EXPECT_TRUE(leave_out_own_frames(ips, 0, w));
+  EXPECT_EQ(ips, (std::vector<uint64_t>{501}));
+  ips = {7, 100, 201, 301};  // the walk stopped at its 8th frame (steps 7) and still finds it
+  w.steps = 7;
+  EXPECT_FALSE(leave_out_own_frames(ips, 1, w));  // 201 would be the 9th: past the bound
+  EXPECT_EQ(ips, (std::vector<uint64_t>{7}));
+  ips = {7, 301, 100};
+  EXPECT_TRUE(leave_out_own_frames(ips, 1, w));  // the 8th frame's call is in range
+  EXPECT_EQ(ips, (std::vector<uint64_t>{7, 100}));
+  w = {};
+  w.skip = 5;
   ips = {1, 2, 3};
-  EXPECT_TRUE(leave_out_own_frames(ips, 2, 5, 0, 0));  // more to skip than there is
+  EXPECT_TRUE(leave_out_own_frames(ips, 2, w));  // more to skip than there is
   EXPECT_EQ(ips, (std::vector<uint64_t>{1, 2}));
 }
 

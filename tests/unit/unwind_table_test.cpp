@@ -128,7 +128,7 @@ class Walker {
       return w;
     }
     w.ips.push_back(c.ip);
-    w.stop = continue_walk({c.ip, c.sp, c.bp, 0, 0}, c.stack_end, rows_, mem, w.ips);
+    w.stop = continue_walk({c.ip, c.sp, c.bp, 0, 0}, c.stack_end, rows_, mem, w.ips, true);
     return w;
   }
 

@@ -65,11 +65,11 @@ std::vector<ProbeTarget> go_allocator(const ElfFile& elf, const std::vector<ElfS
   }
   const GoRuntimeSampling& s = *sampling;
   ProbeTarget profile{.fn = uint16_t(AS_FN_GO_PROFILE), .vaddr = s.mprof_malloc};
-  profile.go_profile = as_go_profile{0, s.rate, s.mallocgc, s.mallocgc_end, s.layout.mp_first ? 1u : 0u};
+  profile.go_profile = as_go_profile{0, s.rate, s.mallocgc, s.mallocgc_end, s.layout.mp_first ? 1u : 0u, 0};
   ProbeTarget free{.fn = uint16_t(AS_FN_GO_FREE), .vaddr = s.free_special};
   free.go_cookie = (uint64_t(s.layout.kind) | uint64_t(s.layout.kind_offset) << 8) << AS_COOKIE_GO_SHIFT;
+  targets.push_back(free);  // attached first: no sample's free is missed in between
   targets.push_back(profile);
-  targets.push_back(free);
   return targets;
 }
 

@@ -261,6 +261,15 @@ Counters BpfSession::counters() const {
   return total;
 }
 
+uint64_t BpfSession::go_profile_calls(const as_go_profile& g) const {
+  auto it = go_slots_.find({g.probe, g.rate, g.mallocgc, g.mallocgc_end, g.args});
+  as_go_profile now{};
+  if (it == go_slots_.end() ||
+      bpf_map__lookup_elem(skel_->maps.go_profiles, &it->second, sizeof(uint32_t), &now, sizeof now, 0) != 0)
+    return 0;
+  return now.calls;
+}
+
 // One slot per distinct Go program: the probes of each process running it
 // share it (their cookies name it).
 Result<void> BpfSession::place_go_profile(ProbeTarget& t) {
@@ -271,7 +280,8 @@ Result<void> BpfSession::place_go_profile(ProbeTarget& t) {
   if (made && it->second >= AS_GO_MAX_PROGRAMS) {
     go_slots_.erase(it);
     return fail("Go programs whose runtime sampling is read: table full (" +
-                std::to_string(AS_GO_MAX_PROGRAMS) + " programs)");
+                    std::to_string(AS_GO_MAX_PROGRAMS) + " programs)",
+                ENOSPC);
   }
   if (made &&
       bpf_map__update_elem(skel_->maps.go_profiles, &it->second, sizeof(uint32_t), &g, sizeof g, 0) != 0)

@@ -361,10 +361,10 @@ Result<void> BpfSession::attach_session(pid_t pid, const std::string& path,
        "free probe"},
       {config_.null_probes ? p.null_multi : p.go_malloc_multi, kTraceUprobeMulti, go_offsets[0],
        go_cookies[0], "Go allocator probe"},
+      {config_.null_probes ? p.null_multi : p.go_free_multi, kTraceUprobeMulti, go_offsets[2], go_cookies[2],
+       "Go heap profile free probe"},  // before its samples' probe: no sample's free is missed
       {config_.null_probes ? p.null_multi : p.go_profile_multi, kTraceUprobeMulti, go_offsets[1],
        go_cookies[1], "Go heap profile probe"},
-      {config_.null_probes ? p.null_multi : p.go_free_multi, kTraceUprobeMulti, go_offsets[2], go_cookies[2],
-       "Go heap profile free probe"},
   };
   std::vector<UniqueFd> made;  // all or nothing: free without malloc's links, or the reverse, would mislead
   for (const Part& part : parts) {

@@ -70,6 +70,9 @@ class BpfSession {
   using Handler = std::function<bool(std::span<const uint8_t>)>;
 
   static Result<std::unique_ptr<BpfSession>> open(const SessionConfig& config, Handler handler);
+  // How many blocks a Go program's runtime sampled (its probe's entries),
+  // by the program's as_go_profile; 0 for one never attached.
+  uint64_t go_profile_calls(const as_go_profile& g) const;
   BpfSession(const BpfSession&) = delete;
   BpfSession& operator=(const BpfSession&) = delete;
   ~BpfSession();
@@ -198,7 +201,8 @@ class BpfSession {
   Result<void> attach_classic(pid_t pid, const std::string& path, const std::vector<ProbeTarget>& targets);
   Result<void> attach_now(pid_t pid, const std::string& path, const std::vector<ProbeTarget>& targets);
   Result<void> attach_in_process_now(pid_t pid, const std::string& path);
-  // The Go program's slot in go_profiles (made when new), in its cookie.
+  // The Go program's slot in go_profiles (made when new), in its cookie;
+  // fails with ENOSPC when the table is full.
   Result<void> place_go_profile(ProbeTarget& t);
   Result<void> remember(pid_t pid, const std::string& path, std::vector<ProbeTarget> targets,
                         bool in_process);

@@ -127,6 +127,7 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
     return false;
   }
   auto targets = find_allocator_probes(path, naive_placement_, shown, emulation_of(session_.kernel()));
+  std::vector<ProbeTarget> found = targets ? *targets : std::vector<ProbeTarget>{};
   GoHeapChoice go_heap;
   if (targets) go_heap = pick_go_heap(*targets, rate_, go_heap_calls_, no_go_heap_);
   if (targets && targets->empty())
@@ -164,7 +165,15 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
   }
   if (!targets) return fail(targets.error());
   if (verbose_) print_placement(shown, *targets, session_.mode());
-  if (auto ok = session_.attach(system_wide_ ? 0 : pid, path, *targets); !ok) return fail(ok.error());
+  auto attached = session_.attach(system_wide_ ? 0 : pid, path, *targets);
+  if (!attached && attached.error().code == ENOSPC && go_heap.route == GoHeapRoute::Runtime) {
+    // Go programs' table full: this one's heap by mallocgc's calls.
+    *targets = found;
+    go_heap = pick_go_heap(*targets, rate_, true, false);
+    go_heap.why_calls = attached.error().message;
+    attached = session_.attach(system_wide_ ? 0 : pid, path, *targets);
+  }
+  if (!attached) return fail(attached.error());
   if (deferred_.erase(key)) {
     session_.know_file(kernel_dev(key), key.second);
     if (verbose_)
@@ -173,6 +182,9 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
   }
   auto& entries = allocator_offsets_[key];
   for (const ProbeTarget& t : *targets) entries[t.fn] = t.offset - t.placed_at;
+  for (const ProbeTarget& t : found)  // the runtime's samples are named at mallocgc too
+    if (as_fn_kind(t.fn) == AS_FN_GO_MALLOC) entries[t.fn] = t.offset - t.placed_at;
+  if (go_heap.route == GoHeapRoute::Runtime) remember_go_runtime(key, shown, *targets);
   if (go) note_go_program(key, path, shown, go_heap);
   return true;
 }
@@ -380,6 +392,21 @@ void LibraryDiscovery::note_go_program(FileKey key, const std::string& path, con
                                                         : go_unsampled_;
   std::string why = c.route == GoHeapRoute::Calls ? ": " + c.why_calls : "";
   if (++counted.count <= kMissedNamed) counted.names.push_back(shown + " (" + version + why + ")");
+}
+
+void LibraryDiscovery::remember_go_runtime(FileKey key, const std::string& shown,
+                                           const std::vector<ProbeTarget>& targets) {
+  for (const ProbeTarget& t : targets)
+    if (t.go_profile && go_runtime_files_.size() < kMaxRemembered)
+      go_runtime_files_.try_emplace(key, shown, *t.go_profile);
+}
+
+LibraryDiscovery::GoPrograms LibraryDiscovery::go_unsampled_by_runtime() const {
+  GoPrograms quiet;
+  for (const auto& [key, program] : go_runtime_files_)
+    if (session_.go_profile_calls(program.second) == 0 && ++quiet.count <= kMissedNamed)
+      quiet.names.push_back(program.first);
+  return quiet;
 }
 
 }  // namespace allocscope

@@ -80,6 +80,9 @@ class LibraryDiscovery : public LibraryWatch {
   const GoPrograms& go_profiled() const { return go_profiled_; }
   const GoPrograms& go_sampled() const { return go_sampled_; }
   const GoPrograms& go_unsampled() const { return go_unsampled_; }
+  // Of those read by their runtime's sampling, the ones whose runtime
+  // sampled nothing (MemProfileRate 0, or under one rate's bytes allocated).
+  GoPrograms go_unsampled_by_runtime() const;
 
   void new_library(const as_proc_event& e) override;
   void on_exec(uint32_t tgid) override;
@@ -125,6 +128,7 @@ class LibraryDiscovery : public LibraryWatch {
   void give_up(const PendingLibrary& p, const std::string& why);
   void miss(const std::string& name, const std::string& why);
   // Counts the file if it is a Go program, its heap `sampled` or not.
+  void remember_go_runtime(FileKey key, const std::string& shown, const std::vector<ProbeTarget>& targets);
   void note_go_program(FileKey key, const std::string& path, const std::string& shown, const GoHeapChoice& c);
 
   BpfSession& session_;
@@ -149,6 +153,7 @@ class LibraryDiscovery : public LibraryWatch {
   std::vector<std::string> without_allocator_names_;
   std::map<FileKey, std::string> go_files_;  // their Go release; bounded as not_allocators_ is
   GoPrograms go_profiled_, go_sampled_, go_unsampled_;
+  std::map<FileKey, std::pair<std::string, as_go_profile>> go_runtime_files_;  // shown name, its program
 };
 
 }  // namespace allocscope

@@ -136,6 +136,8 @@ RecordingState Recorder::state() const {
           parts_->libraries.go_unsampled().names,
           parts_->libraries.go_profiled().count,
           parts_->libraries.go_profiled().names,
+          parts_->libraries.go_unsampled_by_runtime().count,
+          parts_->libraries.go_unsampled_by_runtime().names,
           parts_->libraries.go_sampled().count,
           parts_->libraries.go_sampled().names,
           parts_->libraries.missed_names(),

@@ -13,12 +13,12 @@ int SessionUnwind::finish_walk(uint32_t tgid, const as_deferred_walk& w, std::sp
   ProcessRows rows(tables_, pid_t(tgid), symbolizer_.maps(pid_t(tgid)));
   StackCopy mem(w.sp, stack);
   size_t known = ips.size();
-  int stop = continue_walk({w.ip, w.sp, w.bp, w.bp_lost, 0}, w.stack_end, rows, mem, ips);
+  int stop = continue_walk({w.ip, w.sp, w.bp, w.bp_lost, 0}, w.stack_end, rows, mem, ips, w.steps == 0);
   std::optional<as_file_key> file = rows.waits_for();
   if (!file || !may_wait) {
     // The kernel was still leaving out the sampler's own frames (its stopped frame among them).
     bool own = w.skip || w.until_end;
-    if (own && !leave_out_own_frames(ips, known - 1, w.skip, w.until, w.until_end)) stop = AS_STOP_BAD_FRAME;
+    if (own && !leave_out_own_frames(ips, known - 1, w)) stop = AS_STOP_BAD_FRAME;
     return file ? AS_STOP_NO_TABLE : stop;  // no table: cut where it was not in yet
   }
   ips.resize(known);                      // done again from the start once the table is in

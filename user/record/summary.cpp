@@ -191,6 +191,12 @@ void print_warnings(const RecordingState& s, const RecordConfig& config) {
                 " Go program(s) ran, their heap read from their runtime's own sampling (MemProfileRate): "
                 "allocated and in use, as of their last collection: " +
                 joined(s.go_profiled_names, s.go_profiled));
+  if (s.go_quiet)
+    print_error("note: " + std::to_string(s.go_quiet) +
+                " of them had no block sampled by their runtime: each allocated less than about 512 KiB, "
+                "or its MemProfileRate was 0 (GODEBUG=memprofilerate=0, or set so by the program; "
+                "--go-heap-calls samples every call): " +
+                joined(s.go_quiet_names, s.go_quiet));
   if (s.go_sampled)
     print_error("note: " + std::to_string(s.go_sampled) +
                 " Go program(s) ran, their heap sampled at runtime.mallocgc: allocated bytes and objects "
@@ -198,8 +204,8 @@ void print_warnings(const RecordingState& s, const RecordConfig& config) {
                 joined(s.go_sampled_names, s.go_sampled));
   if (k[AS_CNT_GO_RATE])
     print_error("warning: " + std::to_string(k[AS_CNT_GO_RATE]) +
-                " blocks Go runtimes sampled at a MemProfileRate their program set (not 512 KiB) were not "
-                "counted: record such programs with --go-heap-calls");
+                " blocks Go runtimes sampled at a MemProfileRate their program set (not 512 KiB; 0 stops "
+                "their sampling) were not counted: record such programs with --go-heap-calls");
   if (uint64_t n = k[AS_CNT_USDT_RATE] + s.sink.other_rate())
     print_error("warning: " + std::to_string(n) +
                 " in-process samples were taken at another rate than --rate and not counted: record with "
@@ -294,6 +300,7 @@ NamedCounters recording_counters(const RecordingState& s) {
           {"go_programs", s.go_programs},
           {"go_programs_sampled", s.go_sampled},
           {"go_programs_profiled", s.go_profiled},
+          {"go_programs_profiled_quiet", s.go_quiet},
           {"go_samples_other_rate", k[AS_CNT_GO_RATE]},
           {"python_programs", s.python ? s.python->counters().programs : 0},
           {"python_programs_refused", s.python ? s.python->counters().unsupported : 0},

@@ -36,6 +36,8 @@ struct RecordingState {
   std::vector<std::string> go_program_names;
   uint64_t go_profiled = 0;  // Go programs run whose heap was read from their runtime's sampling
   std::vector<std::string> go_profiled_names;
+  uint64_t go_quiet = 0;  // ... of them, those whose runtime sampled nothing
+  std::vector<std::string> go_quiet_names;
   uint64_t go_sampled = 0;  // Go programs run whose heap was sampled at runtime.mallocgc (alloc only)
   std::vector<std::string> go_sampled_names;
   std::vector<std::string> missed_names;  // the first files not probed, each with its reason

@@ -12,10 +12,10 @@ int StackCopy::read(uint64_t addr, uint64_t* out) {
 }
 
 int continue_walk(as_unwind_regs regs, uint64_t stack_end, RowLookup& rows, UnwindMemory& mem,
-                  std::vector<uint64_t>& ips, size_t max_frames) {
+                  std::vector<uint64_t>& ips, bool first, size_t max_frames) {
   // A return address: the call is before it. Frame 0's pc, the allocator's
   // return into its caller, is where that caller resumes.
-  std::optional<as_unwind_row> row = rows.row(ips.size() == 1 ? regs.ip : regs.ip - 1);
+  std::optional<as_unwind_row> row = rows.row(first ? regs.ip : regs.ip - 1);
   if (!row) return AS_STOP_BAD_IP;
   for (;;) {
     if (int stop = as_unwind_step(&*row, &regs, stack_end, &mem); stop != AS_STOP_NONE) return stop;
@@ -26,17 +26,16 @@ int continue_walk(as_unwind_regs regs, uint64_t stack_end, RowLookup& rows, Unwi
   }
 }
 
-bool leave_out_own_frames(std::vector<uint64_t>& ips, size_t from, uint32_t skip, uint64_t until,
-                          uint64_t until_end) {
+bool leave_out_own_frames(std::vector<uint64_t>& ips, size_t from, const as_deferred_walk& w) {
   if (from > ips.size()) return true;
   auto first = ips.begin() + ptrdiff_t(from);
-  if (until_end == 0) {
-    ips.erase(first, first + ptrdiff_t(std::min<size_t>(skip, ips.size() - from)));
+  if (w.until_end == 0) {
+    ips.erase(first, first + ptrdiff_t(std::min<size_t>(w.skip, ips.size() - from)));
     return true;
   }
   constexpr size_t kMaxOwnFrames = 8;  // as the kernel's walk (AS_MAX_OWN_FRAMES)
-  for (size_t i = from; i < ips.size() && i < from + kMaxOwnFrames; ++i)
-    if (ips[i] - 1 >= until && ips[i] - 1 < until_end) {
+  for (size_t i = from, step = w.steps; i < ips.size() && step < kMaxOwnFrames; ++i, ++step)
+    if (uint64_t at = step == 0 ? ips[i] : ips[i] - 1; step > 0 && at >= w.until && at < w.until_end) {
       ips.erase(first, ips.begin() + ptrdiff_t(i + 1));
       return true;
     }

@@ -37,15 +37,16 @@ class StackCopy : public UnwindMemory {
 // Walks on from the frame whose registers are `regs` (already the last of
 // `ips`, which holds the frames found so far, innermost first), appending
 // callers until the walk ends or `ips` holds max_frames; returns why it
-// ended (enum as_stop, never AS_STOP_NONE).
+// ended (enum as_stop, never AS_STOP_NONE). `first`: that frame's pc is
+// where the walk began (a probe's), not a return address.
 int continue_walk(as_unwind_regs regs, uint64_t stack_end, RowLookup& rows, UnwindMemory& mem,
-                  std::vector<uint64_t>& ips, size_t max_frames = AS_MAX_FRAMES);
+                  std::vector<uint64_t>& ips, bool first, size_t max_frames = AS_MAX_FRAMES);
 
 // A walk the kernel deferred while it was still leaving out the first
-// frames (as_deferred_walk's skip, until and until_end): removes them from
-// ips[from...]. False when no frame's call lies in [until, until_end)
-// within the first 8 (every frame from `from` on is then removed).
-bool leave_out_own_frames(std::vector<uint64_t>& ips, size_t from, uint32_t skip, uint64_t until,
-                          uint64_t until_end);
+// frames (as_deferred_walk's skip, until, until_end and steps): removes
+// them from ips[from...], ips[from] being frame `steps` of the walk. False
+// when no frame's call lies in [until, until_end) within the walk's first
+// 8 (every frame from `from` on is then removed).
+bool leave_out_own_frames(std::vector<uint64_t>& ips, size_t from, const as_deferred_walk& w);
 
 }  // namespace allocscope
