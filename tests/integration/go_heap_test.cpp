@@ -151,11 +151,14 @@ TEST(GoHeap, AgreesWithTheProgramsOwnHeapProfile) {
 TEST(GoHeap, AProgramStartedDuringAllAgreesWithItsOwnProfile) {
   REQUIRE_BPF();
   std::string pprof = temp_path("go-heap-all.pb.gz"), own = temp_path("go-heap-all-own.pb.gz");
-  // "go_heap_newer_p": a process's name is its program's first 15 bytes.
-  Child recorder({ALLOCSCOPE_BIN, "record", "--all", "--comm", "^go_heap", "-o", pprof});
+  // A name of its own: the other tests' go_heap processes may run meanwhile.
+  std::string binary = temp_path("gh_all_pie");
+  std::filesystem::copy_file(std::string(GO_HEAP_BIN) + "_pie", binary,
+                             std::filesystem::copy_options::overwrite_existing);
+  Child recorder({ALLOCSCOPE_BIN, "record", "--all", "--comm", "^gh_all_pie$", "-o", pprof});
   ASSERT_TRUE(recorder.wait_for_line("recording every process", 60000, true)) << recorder.err();
   // Still running when the recording ends: its blocks are still in use.
-  Child program({std::string(GO_HEAP_BIN) + "_pie", "200000", own, "wait"});
+  Child program({binary, "200000", own, "wait"});
   ASSERT_TRUE(program.wait_for_line("done", 60000)) << program.err();
   recorder.signal(SIGINT);
   ASSERT_EQ(recorder.wait(60000), 0) << recorder.err();
@@ -174,7 +177,7 @@ TEST(GoHeap, AProgramStartedDuringAllAgreesWithItsOwnProfile) {
       recorder.err().find("note: 1 Go program(s) ran, their heap read from their runtime's own sampling"),
       std::string::npos)
       << recorder.err();
-  for (const std::string& f : {pprof, own}) std::remove(f.c_str());
+  for (const std::string& f : {pprof, own, binary}) std::remove(f.c_str());
 }
 
 // Where the runtime's samples cannot serve, mallocgc's calls do (allocated
