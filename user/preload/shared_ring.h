@@ -1,0 +1,130 @@
+/* A ring of records in memory shared by the processes of a traced program
+ * (written by the preload library at sampled trials, in the process and its
+ * forked children) and read by allocscope: the way in for a recording
+ * without BPF. Many writers, one reader; records of any length up to half
+ * the ring, 8-byte aligned, each with its writer's process id.
+ *
+ * A writer never waits: it takes the reservation lock only if it is free
+ * (another writer is placing a record: a few instructions), and a record
+ * that finds the lock taken or the ring full is counted lost. A reserved
+ * record is busy until committed; the reader stops at a busy record, and
+ * skips it only once its writer is known to be gone (as_ring_skip_busy).
+ * A record that would cross the ring's end is preceded by a padding record
+ * filling the rest. Positions are byte counts that only grow (64 bits: no
+ * wrap in practice). Plain C with GCC's __atomic builtins, compiled into the
+ * preload library and the unit tests. */
+#ifndef ALLOCSCOPE_SHARED_RING_H
+#define ALLOCSCOPE_SHARED_RING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define AS_RING_BUSY (1u << 31)    /* reserved, not committed yet */
+#define AS_RING_PADDING (1u << 30) /* not a record: skipped by the reader */
+#define AS_RING_LEN_MASK (AS_RING_PADDING - 1)
+#define AS_RING_HEADER_BYTES 4096 /* the data follow a page of header */
+
+/* The ring's header, at the start of the shared mapping. `size` (a power
+ * of two, the data's bytes) is set by the reader before any writer maps it. */
+struct as_ring_header {
+  uint64_t size;
+  uint64_t producer; /* next byte to reserve */
+  uint64_t consumer; /* next byte to read: written by the reader only */
+  uint32_t lock;     /* writers' reservation lock: 0 free */
+  uint32_t pad;
+  uint64_t lost, lost_bytes; /* records no room or a taken lock refused, and their payload bytes */
+};
+
+struct as_ring_record {
+  uint32_t len_flags; /* payload bytes, AS_RING_BUSY, AS_RING_PADDING */
+  uint32_t tgid;      /* the writer's process */
+};
+
+static inline uint8_t *as_ring_data(struct as_ring_header *h) { return (uint8_t *)h + AS_RING_HEADER_BYTES; }
+
+static inline uint64_t as_ring_span(uint32_t len) {
+  return sizeof(struct as_ring_record) + (((uint64_t)len + 7) & ~7ULL);
+}
+
+static inline void as_ring_count_lost(struct as_ring_header *h, uint32_t len) {
+  __atomic_fetch_add(&h->lost, 1, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&h->lost_bytes, len, __ATOMIC_RELAXED);
+}
+
+/* Room for a record of `len` payload bytes, its payload to be written then
+ * committed (as_ring_commit); NULL when it cannot be placed now (counted). */
+static inline void *as_ring_reserve(struct as_ring_header *h, uint32_t len, uint32_t tgid) {
+  uint64_t size = h->size, need = as_ring_span(len);
+  uint32_t free_lock = 0;
+  if (len > AS_RING_LEN_MASK || need > size / 2 ||
+      !__atomic_compare_exchange_n(&h->lock, &free_lock, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+    as_ring_count_lost(h, len);
+    return NULL;
+  }
+  uint64_t at = h->producer, read = __atomic_load_n(&h->consumer, __ATOMIC_ACQUIRE);
+  uint64_t offset = at & (size - 1), tail = size - offset, skip = tail < need ? tail : 0;
+  if (at + skip + need - read > size) {
+    __atomic_store_n(&h->lock, 0, __ATOMIC_RELEASE);
+    as_ring_count_lost(h, len);
+    return NULL;
+  }
+  uint8_t *data = as_ring_data(h);
+  if (skip) { /* the rest of the ring, then from its start */
+    struct as_ring_record *p = (struct as_ring_record *)(data + offset);
+    p->tgid = tgid;
+    __atomic_store_n(&p->len_flags, (uint32_t)(tail - sizeof *p) | AS_RING_PADDING, __ATOMIC_RELEASE);
+    offset = 0;
+  }
+  struct as_ring_record *r = (struct as_ring_record *)(data + offset);
+  r->tgid = tgid;
+  __atomic_store_n(&r->len_flags, len | AS_RING_BUSY, __ATOMIC_RELAXED);
+  __atomic_store_n(&h->producer, at + skip + need, __ATOMIC_RELEASE);
+  __atomic_store_n(&h->lock, 0, __ATOMIC_RELEASE);
+  return r + 1;
+}
+
+/* The record whose payload as_ring_reserve gave is complete. */
+static inline void as_ring_commit(void *payload) {
+  struct as_ring_record *r = (struct as_ring_record *)payload - 1;
+  uint32_t len = __atomic_load_n(&r->len_flags, __ATOMIC_RELAXED) & AS_RING_LEN_MASK;
+  __atomic_store_n(&r->len_flags, len, __ATOMIC_RELEASE);
+}
+
+/* Reader: the next committed record's payload, length and writer, or NULL
+ * when there is none yet or the next is busy (*busy_tgid: its writer). */
+static inline const void *as_ring_peek(struct as_ring_header *h, uint32_t *len, uint32_t *tgid,
+                                       uint32_t *busy_tgid) {
+  *busy_tgid = 0;
+  for (;;) {
+    uint64_t at = h->consumer;
+    if (at >= __atomic_load_n(&h->producer, __ATOMIC_ACQUIRE)) return NULL;
+    struct as_ring_record *r = (struct as_ring_record *)(as_ring_data(h) + (at & (h->size - 1)));
+    uint32_t lf = __atomic_load_n(&r->len_flags, __ATOMIC_ACQUIRE);
+    if (lf & AS_RING_BUSY) {
+      *busy_tgid = r->tgid;
+      return NULL;
+    }
+    if (lf & AS_RING_PADDING) {
+      __atomic_store_n(&h->consumer, at + sizeof *r + (lf & AS_RING_LEN_MASK), __ATOMIC_RELEASE);
+      continue;
+    }
+    *len = lf;
+    *tgid = r->tgid;
+    return r + 1;
+  }
+}
+
+/* Reader: done with the record as_ring_peek gave; its room is free again. */
+static inline void as_ring_release(struct as_ring_header *h) {
+  struct as_ring_record *r = (struct as_ring_record *)(as_ring_data(h) + (h->consumer & (h->size - 1)));
+  uint32_t lf = __atomic_load_n(&r->len_flags, __ATOMIC_ACQUIRE);
+  __atomic_store_n(&h->consumer, h->consumer + as_ring_span(lf & AS_RING_LEN_MASK), __ATOMIC_RELEASE);
+}
+
+/* Reader: passes the busy record at the front, whose writer is gone (it
+ * would otherwise stop the ring for good). Only then: a live writer may
+ * still be filling it. */
+static inline void as_ring_skip_busy(struct as_ring_header *h) { as_ring_release(h); }
+
+#endif
