@@ -96,7 +96,7 @@ tests=(
   PythonLibraries.AProgramEmbeddingLibpythonIsExact
   Go.EverySitesAllocatedBytesAgreeWithTheTruth
   Go.AttachingToARunningGoProgramSamplesItsHeap
-  GoHeap.EverySitesBytesInUseAgreeWithTheTruth
+  GoHeap.AProgramStartedDuringAllAgreesWithItsOwnProfile
 )
 filter=$(IFS=:; echo "${tests[*]}")
 cd /tmp || exit 1

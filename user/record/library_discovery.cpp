@@ -126,7 +126,13 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
     not_allocators_.insert(key);
     return false;
   }
-  auto targets = find_allocator_probes(path, naive_placement_, shown, emulation_of(session_.kernel()));
+  // A file probed before (held open, so its inode is not reused) is read
+  // once: per-process attach meets it in each process, and a Go program's
+  // tables take a while to read.
+  auto known = probed_targets_.find(key);
+  auto targets = known != probed_targets_.end()
+                     ? Result<std::vector<ProbeTarget>>(known->second)
+                     : find_allocator_probes(path, naive_placement_, shown, emulation_of(session_.kernel()));
   std::vector<ProbeTarget> found = targets ? *targets : std::vector<ProbeTarget>{};
   GoHeapChoice go_heap;
   if (targets) go_heap = pick_go_heap(*targets, rate_, go_heap_calls_, no_go_heap_);
@@ -185,6 +191,7 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
   for (const ProbeTarget& t : found)  // the runtime's samples are named at mallocgc too
     if (as_fn_kind(t.fn) == AS_FN_GO_MALLOC) entries[t.fn] = t.offset - t.placed_at;
   if (go_heap.route == GoHeapRoute::Runtime) remember_go_runtime(key, shown, *targets);
+  probed_targets_.try_emplace(key, std::move(found));  // bounded as the files probed are
   if (go) note_go_program(key, path, shown, go_heap);
   return true;
 }

@@ -153,7 +153,9 @@ class LibraryDiscovery : public LibraryWatch {
   std::vector<std::string> without_allocator_names_;
   std::map<FileKey, std::string> go_files_;  // their Go release; bounded as not_allocators_ is
   GoPrograms go_profiled_, go_sampled_, go_unsampled_;
-  std::map<FileKey, std::pair<std::string, as_go_profile>> go_runtime_files_;  // shown name, its program
+  std::map<FileKey, std::pair<std::string, as_go_profile>> go_runtime_files_;
+  std::map<FileKey, std::vector<ProbeTarget>>
+      probed_targets_;  // as found, before a Go route's choice  // shown name, its program
 };
 
 }  // namespace allocscope
