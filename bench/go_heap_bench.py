@@ -24,7 +24,9 @@ import os
 import re
 import statistics
 import subprocess
+import shutil
 import sys
+import tempfile
 import time
 
 GOFMT = "/usr/lib/go/bin/gofmt"
@@ -59,7 +61,8 @@ def main():
     for f in (allocscope, sites, heap, GOFMT):
         if not os.access(f, os.X_OK):
             sys.exit(f"{f} missing: build first (cmake --build {args.build}), install golang-go")
-    out = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"go-heap-bench-{os.getpid()}.folded")
+    scratch = tempfile.mkdtemp(prefix="go-heap-bench-")  # root writes here: no name another user could plant
+    out = os.path.join(scratch, "out.folded")
     record = [allocscope, "record", "-q", "--rate", args.rate, "-o", out]
     runtime_way, calls_way = record + ["--"], record + ["--go-heap-calls", "--"]
     programs = [  # name, argv, its own loop time, the runtime's sampling readable
@@ -80,8 +83,7 @@ def main():
         r = f"{statistics.median(runtime):.3f} s | {statistics.median(runtime) / p:.2f}x" if profiled else \
             "(memory profiling linked out) | -"
         print(f"| {name} | {p:.3f} s | {r} | {c:.3f} s | {c / p:.2f}x |")
-    if os.path.exists(out):
-        os.remove(out)
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":

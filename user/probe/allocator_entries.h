@@ -26,6 +26,10 @@ uint16_t entry_code(const AllocatorEntry& e);
 // The C name of an enum as_fn entry point ("malloc", "runtime.mallocgc");
 // "?" for a value out of range.
 const char* as_fn_name(int fn);
+// Go's runtime entry points: mallocgc, mProf_Malloc, freeSpecial.
+inline bool is_go_entry(as_fn kind) {
+  return kind == AS_FN_GO_MALLOC || kind == AS_FN_GO_PROFILE || kind == AS_FN_GO_FREE;
+}
 // "malloc", "tc_malloc", "operator new(unsigned long)": the leaf frame's name.
 std::string entry_name(uint16_t code);
 // Whether the symbol makes its file an allocator (it defines a malloc-kind

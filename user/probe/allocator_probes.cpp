@@ -73,10 +73,6 @@ std::vector<ProbeTarget> go_allocator(const ElfFile& elf, const std::vector<ElfS
   return targets;
 }
 
-bool is_go(as_fn kind) {
-  return kind == AS_FN_GO_MALLOC || kind == AS_FN_GO_PROFILE || kind == AS_FN_GO_FREE;
-}
-
 }  // namespace
 
 std::vector<ProbeTarget> select_allocator_symbols(const std::vector<ElfSymbol>& symbols, bool c_library) {
@@ -126,15 +122,15 @@ Result<std::vector<ProbeTarget>> find_allocator_probes(const std::string& path, 
     // Allocating calls need their return seen, which takes the entry; free
     // and mallocgc read one argument, which may be read later on.
     as_fn kind = as_fn_kind(t.fn);
-    Placement at = place_probe(*code, t.vaddr, naive || (kind != AS_FN_FREE && !is_go(kind)), emulation,
-                               is_go(kind) ? ProbedArgument::GoFirst : ProbedArgument::CFirst);
+    Placement at = place_probe(*code, t.vaddr, naive || (kind != AS_FN_FREE && !is_go_entry(kind)), emulation,
+                               is_go_entry(kind) ? ProbedArgument::GoFirst : ProbedArgument::CFirst);
     t.offset = *off + at.offset;
     t.placed_at = at.offset;
     t.emulated = at.emulated;
     t.instruction = at.instruction;
     // Go's prologue compares the stack pointer with the goroutine's guard
     // and branches to morestack, which enters the function again.
-    t.at_stack_check = is_go(kind) && at.offset > 0 && at.instruction.starts_with("jbe");
+    t.at_stack_check = is_go_entry(kind) && at.offset > 0 && at.instruction.starts_with("jbe");
     if (t.go_profile) t.go_profile->probe = t.vaddr + at.offset;
   }
   return targets;

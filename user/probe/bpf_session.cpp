@@ -386,9 +386,7 @@ Result<void> BpfSession::attach_classic(pid_t pid, const std::string& path,
     if (retprobe && config_.null_probes) continue;
     for (const ProbeTarget& t : targets) {
       as_fn kind = as_fn_kind(t.fn);
-      bool entry_only = kind == AS_FN_FREE || kind == AS_FN_EXIT || kind == AS_FN_GO_MALLOC ||
-                        kind == AS_FN_GO_PROFILE || kind == AS_FN_GO_FREE;
-      if (retprobe && entry_only) continue;
+      if (retprobe && (kind == AS_FN_FREE || kind == AS_FN_EXIT || is_go_entry(kind))) continue;
       bpf_program* prog = config_.null_probes ? skel_->progs.null_classic
                           : retprobe          ? skel_->progs.alloc_return
                                               : entry_program(skel_.get(), as_fn_kind(t.fn));

@@ -328,16 +328,14 @@ void EventSink::on_alloc(std::span<const uint8_t> data) {
     return;
   }
   uint64_t offset = e.offset;
-  if (e.flags & AS_EVF_WEIGHTED) {  // a weight in place of the offset: the rate must be the session's
-    if (!weight_fits_rate(e.size, e.offset, profile_.rate())) {
-      ++other_rate_;
-      forget_untracked(e.tgid, e.addr, e.flags);
-      return;
-    }
-    offset = expected_offset(e.size, profile_.rate());
-  } else if (e.flags & AS_EVF_NO_OFFSET) {  // Go's runtime sampled it, with a countdown of the same law
-    offset = expected_offset(e.size, profile_.rate());
+  // A weight in place of the offset: the rate must be the session's.
+  if ((e.flags & AS_EVF_WEIGHTED) && !weight_fits_rate(e.size, e.offset, profile_.rate())) {
+    ++other_rate_;
+    forget_untracked(e.tgid, e.addr, e.flags);
+    return;
   }
+  // No offset said (a weight; Go's runtime, whose countdown has the same law): its mean.
+  if (e.flags & (AS_EVF_WEIGHTED | AS_EVF_NO_OFFSET)) offset = expected_offset(e.size, profile_.rate());
   const KnownStack& s = it->second;
   size_t before = profile_.stacks().size();
   ProfileCounters counted = profile_.counters();
