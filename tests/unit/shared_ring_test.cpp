@@ -34,7 +34,7 @@ struct Ring {
 bool put(as_ring_header* h, uint32_t tgid, const std::vector<uint8_t>& payload) {
   void* p = as_ring_reserve(h, uint32_t(payload.size()), tgid);
   if (!p) return false;
-  std::memcpy(p, payload.data(), payload.size());
+  if (!payload.empty()) std::memcpy(p, payload.data(), payload.size());  // data() of empty may be null
   as_ring_commit(p);
   return true;
 }
@@ -122,13 +122,6 @@ TEST(SharedRing, ManyWritersLoseOnlyWhatTheyCount) {
   constexpr uint32_t kPerWriter = 20000;
   std::atomic<bool> done{false};
   std::vector<Record> got;
-  std::thread reader([&] {
-    while (!done.load()) {
-      for (Record& rec : drain(r.h)) got.push_back(std::move(rec));
-      std::this_thread::yield();
-    }
-    for (Record& rec : drain(r.h)) got.push_back(std::move(rec));
-  });
   auto write = [&](uint32_t writer) {
     for (uint32_t i = 0; i < kPerWriter; ++i) {
       std::vector<uint8_t> payload = bytes_of(8 + i % 200, uint8_t(i));
@@ -137,11 +130,20 @@ TEST(SharedRing, ManyWritersLoseOnlyWhatTheyCount) {
         std::this_thread::yield();  // the test's writers retry; the preload drops
     }
   };
+  // Fork before any thread starts: a child forked from threads may find
+  // the allocator's locks held (ASan's are not fork-safe).
   pid_t child = fork();
   if (child == 0) {
     write(100);
     _exit(0);
   }
+  std::thread reader([&] {
+    while (!done.load()) {
+      for (Record& rec : drain(r.h)) got.push_back(std::move(rec));
+      std::this_thread::yield();
+    }
+    for (Record& rec : drain(r.h)) got.push_back(std::move(rec));
+  });
   std::vector<std::thread> writers;
   for (uint32_t w = 1; w <= 4; ++w) writers.emplace_back(write, w);
   for (std::thread& t : writers) t.join();
