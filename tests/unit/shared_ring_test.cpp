@@ -66,8 +66,8 @@ TEST(SharedRing, RecordsComeOutWholeAndInOrderAcrossTheEnd) {
   std::vector<Record> want;
   for (int round = 0; round < 50; ++round) {  // 50 rounds of ~1.3 KiB: the end is crossed many times
     for (uint32_t n : {0u, 1u, 13u, 300u, 1000u}) {
-      want.push_back({uint32_t(round), bytes_of(n, uint8_t(round + n))});
-      ASSERT_TRUE(put(r.h, uint32_t(round), want.back().payload)) << round << " " << n;
+      want.push_back({uint32_t(round + 1), bytes_of(n, uint8_t(round + n))});
+      ASSERT_TRUE(put(r.h, uint32_t(round + 1), want.back().payload)) << round << " " << n;
     }
     std::vector<Record> got = drain(r.h);
     ASSERT_EQ(got.size(), 5u);
@@ -91,13 +91,18 @@ TEST(SharedRing, AFullRingCountsItsRecordsLostAndFreesOnRead) {
   EXPECT_TRUE(put(r.h, 1, bytes_of(500, 1)));
 }
 
-TEST(SharedRing, AWriterNeverWaitsForTheLock) {
+TEST(SharedRing, AWriterWaitsForTheLockOnlyBriefly) {
   Ring r(4096);
-  r.h->lock = 1;  // another writer placing its record
+  r.h->lock = 99;  // a writer that died placing its record
   EXPECT_FALSE(put(r.h, 1, bytes_of(8, 1)));
   EXPECT_EQ(r.h->lost, 1u);
-  r.h->lock = 0;
+  EXPECT_EQ(as_ring_lock_holder(r.h), 99u);
+  as_ring_break_dead_lock(r.h, 98);  // not the holder: nothing broken
+  EXPECT_EQ(as_ring_lock_holder(r.h), 99u);
+  as_ring_break_dead_lock(r.h, 99);
+  EXPECT_EQ(as_ring_lock_holder(r.h), 0u);
   EXPECT_TRUE(put(r.h, 1, bytes_of(8, 1)));
+  EXPECT_EQ(as_ring_lock_holder(r.h), 0u) << "released after the reservation";
 }
 
 TEST(SharedRing, ABusyRecordStopsTheReaderUntilItsWriterIsKnownGone) {

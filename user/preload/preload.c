@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #define _SDT_HAS_SEMAPHORES 1
 /* Arguments in registers (or constants): the forms every USDT reader knows
@@ -34,8 +35,11 @@
 
 #include "allocscope.h"
 #include "countdown.h"
+#include "preload/boot_arena.h"
 #include "preload/entry_codes.h"
+#include "preload/ring_channel.h"
 #include "preload/sampled_set.h"
+#include "preload/trial_record.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
@@ -57,8 +61,14 @@ struct thread_sampler {
   uint64_t rng;       /* splitmix64 state */
   uint32_t depth;     /* interposed calls in progress on this thread */
   uint32_t seeded;
+  uint64_t stack_lo, stack_hi; /* the thread's stack, once a trial needed it (hi 1: unknown) */
 };
 static __thread struct thread_sampler tls __attribute__((tls_model("initial-exec")));
+
+/* Without BPF: the ring allocscope reads the trials from, and the process
+ * id its records carry (a forked child writes into its parent's ring). */
+static struct as_ring_header *ring;
+static uint32_t ring_pid;
 
 /* A page-aligned set in pages of its own: the child of a fork empties it. */
 static struct as_sampled_set sampled __attribute__((aligned(4096)));
@@ -79,29 +89,6 @@ struct next_fns {
 };
 static struct next_fns next;
 static __thread int resolving __attribute__((tls_model("initial-exec")));
-
-/* Allocations made while dlsym looks the next definitions up: from a
- * static arena, never freed. Each block has its size in front (realloc). */
-#define BOOT_ARENA (256 * 1024)
-static char boot_arena[BOOT_ARENA] __attribute__((aligned(64)));
-static size_t boot_used;
-
-static void *boot_alloc(size_t size, size_t align) {
-  if (align < 16) align = 16;
-  for (;;) {
-    size_t used = __atomic_load_n(&boot_used, __ATOMIC_RELAXED);
-    size_t start = (used + 16 + align - 1) & ~(align - 1);
-    if (start + size < start || start + size > BOOT_ARENA) return NULL;
-    if (__atomic_compare_exchange_n(&boot_used, &used, start + size, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
-      memcpy(boot_arena + start - sizeof(size_t), &size, sizeof(size_t));
-      return boot_arena + start;
-    }
-  }
-}
-
-static int is_boot(const void *p) {
-  return (const char *)p >= boot_arena && (const char *)p < boot_arena + BOOT_ARENA;
-}
 
 static void *lookup(const char *name) { return dlsym(RTLD_NEXT, name); }
 
@@ -164,6 +151,20 @@ static void seed(struct thread_sampler *t) {
   t->seeded = 1;
 }
 
+/* Where the stack holding sp ends; 0 (copy nothing) when sp is not on the
+ * thread's own stack (a signal stack, a coroutine's): the copy must never
+ * read past a mapping. */
+static uint64_t stack_end_of(uint64_t sp) {
+  struct thread_sampler *t = &tls;
+  if (!t->stack_hi) {
+    ++t->depth; /* the main thread's bounds are read with an allocation */
+    as_thread_stack(&t->stack_lo, &t->stack_hi);
+    --t->depth;
+    if (!t->stack_hi) t->stack_hi = 1;
+  }
+  return sp >= t->stack_lo && sp < t->stack_hi ? t->stack_hi : 0;
+}
+
 /* The sampled allocation leaves the process: remembered, then probed. One
  * probe site for every entry point (each site is a uprobe to attach, and to
  * remove: ~0.1 s each), in a function the entry point calls: the tracer
@@ -174,6 +175,20 @@ __attribute__((noinline, cold)) static void fire_alloc(void *p, uint64_t size, u
   if (sample_rate > 1) weight = (uint64_t)llround((double)size / -expm1(-(double)size / (double)sample_rate));
   if (!as_set_insert(&sampled, (uint64_t)(uintptr_t)p)) code |= AS_USDT_UNTRACKED;
   uint64_t rate = sample_rate;
+  if (ring) {
+    struct as_trial_alloc t = {.tid = (uint32_t)gettid(),
+                               .addr = (uint64_t)(uintptr_t)p,
+                               .size = size,
+                               .weight = weight,
+                               .offset = offset,
+                               .rate = rate,
+                               .code = code};
+    AS_CAPTURE_REGS(t.walk.ip, t.walk.sp, t.walk.bp);
+    t.walk.skip = AS_USDT_OWN_FRAMES_FULL;
+    t.walk.stack_end = stack_end_of(t.walk.sp);
+    as_trial_write_alloc(ring, ring_pid, &t);
+    return;
+  }
   STAP_PROBE6(otel_memory, alloc, p, size, weight, code, offset, rate);
 }
 
@@ -182,7 +197,7 @@ __attribute__((noinline, cold)) static void fire_alloc(void *p, uint64_t size, u
  * another interposed call (an allocator calling itself) are the outer
  * call's, and not counted again. */
 ALWAYS_INLINE void count_allocation(struct thread_sampler *t, void *p, size_t size, uint32_t code) {
-  if (__builtin_expect(!otel_memory_alloc_semaphore, 1) || !p || t->depth || !sampler_ready) return;
+  if (__builtin_expect(!otel_memory_alloc_semaphore && !ring, 1) || !p || t->depth || !sampler_ready) return;
   if (__builtin_expect(t->countdown >= size && t->seeded, 1)) {
     t->countdown -= size;
     return;
@@ -203,7 +218,12 @@ ALWAYS_INLINE void count_allocation(struct thread_sampler *t, void *p, size_t si
   fire_alloc(p, size, offset, code);
 }
 
-__attribute__((noinline, cold)) static void fire_free(void *p) { STAP_PROBE1(otel_memory, free, p); }
+__attribute__((noinline, cold)) static void fire_free(void *p) {
+  if (ring)
+    as_trial_write_free(ring, ring_pid, (uint32_t)gettid(), (uint64_t)(uintptr_t)p);
+  else
+    STAP_PROBE1(otel_memory, free, p);
+}
 
 /* Before a block is freed (and its address can be handed out again). */
 ALWAYS_INLINE void release(void *p) {
@@ -219,7 +239,7 @@ static void leave_call(uint32_t **depth) { --**depth; }
 /* ---- The C family -------------------------------------------------------- */
 
 EXPORT void *malloc(size_t size) {
-  if (UNLIKELY(!next.malloc) && !resolve()) return boot_alloc(size, 16);
+  if (UNLIKELY(!next.malloc) && !resolve()) return as_boot_alloc(size, 16);
   struct thread_sampler *t = &tls;
   void *p;
   {
@@ -233,7 +253,7 @@ EXPORT void *malloc(size_t size) {
 EXPORT void *calloc(size_t n, size_t size) {
   if (UNLIKELY(!next.calloc) && !resolve()) {
     size_t total;
-    return __builtin_mul_overflow(n, size, &total) ? NULL : boot_alloc(total, 16); /* the arena is zero */
+    return __builtin_mul_overflow(n, size, &total) ? NULL : as_boot_alloc(total, 16); /* the arena is zero */
   }
   struct thread_sampler *t = &tls;
   void *p;
@@ -247,7 +267,7 @@ EXPORT void *calloc(size_t n, size_t size) {
 }
 
 EXPORT void free(void *p) {
-  if (UNLIKELY(is_boot(p))) return;
+  if (UNLIKELY(as_is_boot(p))) return;
   if (UNLIKELY(!next.free) && !resolve()) return;
   release(p);
   next.free(p);
@@ -255,8 +275,7 @@ EXPORT void free(void *p) {
 
 /* A boot block grown: copied into a real one. */
 static void *grow_boot_block(void *old, size_t size) {
-  size_t had;
-  memcpy(&had, (char *)old - sizeof(size_t), sizeof(size_t));
+  size_t had = as_boot_size(old);
   void *p = malloc(size);
   if (p) memcpy(p, old, had < size ? had : size);
   return p;
@@ -266,8 +285,8 @@ static void *grow_boot_block(void *old, size_t size) {
  * failed realloc that keeps it is a rare error accepted) and allocates the
  * new size. */
 EXPORT void *realloc(void *old, size_t size) {
-  if (UNLIKELY(is_boot(old))) return grow_boot_block(old, size);
-  if (UNLIKELY(!next.realloc) && !resolve()) return boot_alloc(size, 16);
+  if (UNLIKELY(as_is_boot(old))) return grow_boot_block(old, size);
+  if (UNLIKELY(!next.realloc) && !resolve()) return as_boot_alloc(size, 16);
   struct thread_sampler *t = &tls;
   release(old);
   void *p;
@@ -283,8 +302,8 @@ EXPORT void *reallocarray(void *old, size_t n, size_t size) {
   size_t total;
   if (__builtin_mul_overflow(n, size, &total))
     return next.reallocarray ? next.reallocarray(old, n, size) : NULL;
-  if (UNLIKELY(is_boot(old))) return grow_boot_block(old, total);
-  if (UNLIKELY(!next.realloc) && !resolve()) return boot_alloc(total, 16);
+  if (UNLIKELY(as_is_boot(old))) return grow_boot_block(old, total);
+  if (UNLIKELY(!next.realloc) && !resolve()) return as_boot_alloc(total, 16);
   struct thread_sampler *t = &tls;
   release(old);
   void *p;
@@ -298,7 +317,7 @@ EXPORT void *reallocarray(void *old, size_t n, size_t size) {
 
 EXPORT int posix_memalign(void **out, size_t align, size_t size) {
   if (UNLIKELY(!next.posix_memalign) && !resolve()) {
-    *out = boot_alloc(size, align);
+    *out = as_boot_alloc(size, align);
     return *out ? 0 : 12 /* ENOMEM */;
   }
   struct thread_sampler *t = &tls;
@@ -312,18 +331,18 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size) {
 }
 
 /* aligned_alloc, memalign, valloc and pvalloc: one shape. */
-#define ALIGNED_ENTRY(name, kind, params, args, size_arg, boot_align)                \
-  EXPORT void *name params {                                                         \
-    if (UNLIKELY(!next.name) && !resolve()) return boot_alloc(size_arg, boot_align); \
-    if (UNLIKELY(!next.name)) return NULL;                                           \
-    struct thread_sampler *t = &tls;                                                 \
-    void *p;                                                                         \
-    {                                                                                \
-      IN_CALL(t);                                                                    \
-      p = next.name args;                                                            \
-    }                                                                                \
-    count_allocation(t, p, size_arg, kind);                                          \
-    return p;                                                                        \
+#define ALIGNED_ENTRY(name, kind, params, args, size_arg, boot_align)                   \
+  EXPORT void *name params {                                                            \
+    if (UNLIKELY(!next.name) && !resolve()) return as_boot_alloc(size_arg, boot_align); \
+    if (UNLIKELY(!next.name)) return NULL;                                              \
+    struct thread_sampler *t = &tls;                                                    \
+    void *p;                                                                            \
+    {                                                                                   \
+      IN_CALL(t);                                                                       \
+      p = next.name args;                                                               \
+    }                                                                                   \
+    count_allocation(t, p, size_arg, kind);                                             \
+    return p;                                                                           \
   }
 ALIGNED_ENTRY(aligned_alloc, AS_FN_ALIGNED_ALLOC, (size_t align, size_t size), (align, size), size, align)
 ALIGNED_ENTRY(memalign, AS_FN_MEMALIGN, (size_t align, size_t size), (align, size), size, align)
@@ -441,6 +460,7 @@ DELETE_OPERATOR(_ZdaPvSt11align_val_tRKSt9nothrow_t, delete_aligned_nothrow_fn,
  * none of the parent's sampled blocks (the tracer keys them by process). */
 static void after_fork_in_child(void) {
   tls.seeded = 0;
+  ring_pid = (uint32_t)getpid();
   madvise(&sampled, sizeof(sampled), MADV_DONTNEED);
 }
 
@@ -459,6 +479,11 @@ __attribute__((constructor(101))) static void start(void) {
   for (int i = 0; i < AS_LOG2_TABLE_SIZE; i++)
     log2_table[i] = (uint64_t)llround(log2(1.0 + (double)i / (1 << AS_LOG2_TABLE_BITS)) * 4294967296.0);
   pthread_atfork(NULL, NULL, after_fork_in_child);
+  const char *socket_path = getenv(AS_CHANNEL_ENV);
+  if (socket_path && *socket_path) {
+    ring_pid = (uint32_t)getpid();
+    ring = as_channel_connect(socket_path);
+  }
   wrap_python_domains();
   __atomic_store_n(&sampler_ready, 1, __ATOMIC_RELEASE);
 }

@@ -4,9 +4,12 @@
  * without BPF. Many writers, one reader; records of any length up to half
  * the ring, 8-byte aligned, each with its writer's process id.
  *
- * A writer never waits: it takes the reservation lock only if it is free
- * (another writer is placing a record: a few instructions), and a record
- * that finds the lock taken or the ring full is counted lost. A reserved
+ * A writer waits only briefly: the reservation lock is held for a few
+ * instructions, so a writer spins a bounded number of times for it (an
+ * exact recording of many threads must not lose records to each other),
+ * and a record that still finds it taken, or the ring full, is counted
+ * lost. The lock holds its holder's process id: a lock whose holder died
+ * is broken by the reader (as_ring_break_dead_lock). A reserved
  * record is busy until committed; the reader stops at a busy record, and
  * skips it only once its writer is known to be gone (as_ring_skip_busy).
  * A record that would cross the ring's end is preceded by a padding record
@@ -16,14 +19,19 @@
 #ifndef ALLOCSCOPE_SHARED_RING_H
 #define ALLOCSCOPE_SHARED_RING_H
 
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #define AS_RING_BUSY (1u << 31)    /* reserved, not committed yet */
 #define AS_RING_PADDING (1u << 30) /* not a record: skipped by the reader */
 #define AS_RING_LEN_MASK (AS_RING_PADDING - 1)
 #define AS_RING_HEADER_BYTES 4096 /* the data follow a page of header */
+#define AS_RING_SPINS 64          /* tries for a taken lock, then it yields... */
+#define AS_RING_WAIT_NS \
+  (20 * 1000000L) /* ...for this long (its holder preempted?) before the record is lost */
 
 /* The ring's header, at the start of the shared mapping. `size` (a power
  * of two, the data's bytes) is set by the reader before any writer maps it. */
@@ -31,7 +39,7 @@ struct as_ring_header {
   uint64_t size;
   uint64_t producer; /* next byte to reserve */
   uint64_t consumer; /* next byte to read: written by the reader only */
-  uint32_t lock;     /* writers' reservation lock: 0 free */
+  uint32_t lock;     /* writers' reservation lock: 0 free, else its holder's process id */
   uint32_t pad;
   uint64_t lost, lost_bytes; /* records no room or a taken lock refused, and their payload bytes */
 };
@@ -52,13 +60,38 @@ static inline void as_ring_count_lost(struct as_ring_header *h, uint32_t len) {
   __atomic_fetch_add(&h->lost_bytes, len, __ATOMIC_RELAXED);
 }
 
+static inline long as_ring_now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t); /* the vDSO's: no system call */
+  return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+/* Takes the reservation lock for process `tgid` (never 0), waiting a
+ * bounded time. A holder is a few instructions from releasing it, but may
+ * be preempted there or take a page fault on the ring's fresh pages. */
+static inline bool as_ring_lock(struct as_ring_header *h, uint32_t tgid) {
+  long deadline = 0;
+  for (int i = 0;; ++i) {
+    uint32_t free_lock = 0;
+    if (__atomic_load_n(&h->lock, __ATOMIC_RELAXED) == 0 &&
+        __atomic_compare_exchange_n(&h->lock, &free_lock, tgid, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+      return true;
+    if (i < AS_RING_SPINS) {
+      __builtin_ia32_pause();
+      continue;
+    }
+    long now = as_ring_now_ns();
+    if (!deadline) deadline = now + AS_RING_WAIT_NS;
+    if (now > deadline) return false;
+    sched_yield();
+  }
+}
+
 /* Room for a record of `len` payload bytes, its payload to be written then
  * committed (as_ring_commit); NULL when it cannot be placed now (counted). */
 static inline void *as_ring_reserve(struct as_ring_header *h, uint32_t len, uint32_t tgid) {
   uint64_t size = h->size, need = as_ring_span(len);
-  uint32_t free_lock = 0;
-  if (len > AS_RING_LEN_MASK || need > size / 2 ||
-      !__atomic_compare_exchange_n(&h->lock, &free_lock, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+  if (len > AS_RING_LEN_MASK || need > size / 2 || tgid == 0 || !as_ring_lock(h, tgid)) {
     as_ring_count_lost(h, len);
     return NULL;
   }
@@ -126,5 +159,16 @@ static inline void as_ring_release(struct as_ring_header *h) {
  * would otherwise stop the ring for good). Only then: a live writer may
  * still be filling it. */
 static inline void as_ring_skip_busy(struct as_ring_header *h) { as_ring_release(h); }
+
+/* Reader: the process holding the reservation lock, 0 when free. */
+static inline uint32_t as_ring_lock_holder(struct as_ring_header *h) {
+  return __atomic_load_n(&h->lock, __ATOMIC_ACQUIRE);
+}
+
+/* Reader: frees the lock `holder` took and died holding (every writer would
+ * otherwise lose every record). Only then: a live holder is reserving. */
+static inline void as_ring_break_dead_lock(struct as_ring_header *h, uint32_t holder) {
+  __atomic_compare_exchange_n(&h->lock, &holder, 0, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
 
 #endif

@@ -1,0 +1,152 @@
+// A recording without BPF, end to end but for the recorder: a real program
+// runs with the preload library, which connects to PreloadChannel and
+// writes every allocation (rate 1) with its registers and stack into its
+// ring; the test reads them, unwinds each in userspace with the program's
+// own tables, and checks every site's calls and live blocks against
+// alloc_sites' exact truth.
+#include "probe/preload_channel.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "host/process.h"
+#include "preload/ring_channel.h"
+#include "preload/trial_record.h"
+#include "self_rows.h"
+#include "symbols/stack_walk.h"
+#include "symbols/symbolizer.h"
+#include "workload_spec.h"
+
+namespace allocscope {
+namespace {
+
+struct Record {
+  uint32_t tgid;
+  std::vector<uint8_t> bytes;
+};
+
+// Runs alloc_sites --hold under the preload library; its stdout is a pipe.
+pid_t start_alloc_sites(const std::string& socket, int& out) {
+  int p[2];
+  EXPECT_EQ(pipe2(p, O_CLOEXEC), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(p[1], 1);
+    setenv("LD_PRELOAD", PRELOAD_LIB, 1);
+    setenv("ALLOCSCOPE_RATE", "1", 1);
+    setenv(AS_CHANNEL_ENV, socket.c_str(), 1);
+    execl(ALLOC_SITES_BIN, ALLOC_SITES_BIN, "--scale-pct", "1", "--threads", "2", "--hold", nullptr);
+    _exit(127);
+  }
+  close(p[1]);
+  out = p[0];
+  return pid;
+}
+
+// Reads records until the program says "done" (and then what is left).
+std::vector<Record> read_until_done(PreloadChannel& channel, int out) {
+  std::vector<Record> got;
+  auto keep = [&](uint32_t tgid, std::span<const uint8_t> b) { got.push_back({tgid, {b.begin(), b.end()}}); };
+  std::string said;
+  while (said.find("done\n") == std::string::npos) {
+    pollfd fds[2] = {{channel.fd(), POLLIN, 0}, {out, POLLIN, 0}};
+    if (poll(fds, 2, 1) < 0) break;  // the rings do not wake poll: read them each ms
+    channel.accept_waiting();
+    channel.drain(keep);
+    if (fds[1].revents) {
+      char buf[256];
+      ssize_t n = read(out, buf, sizeof buf);
+      if (n <= 0) break;
+      said.append(buf, size_t(n));
+    }
+  }
+  channel.drain(keep);
+  return got;
+}
+
+// The function the allocation was made in: the first frame after the
+// sampler's own.
+std::vector<std::string> callers(pid_t pid, const std::vector<const as_trial_alloc*>& trials) {
+  auto maps = read_maps(pid);
+  EXPECT_TRUE(maps.has_value());
+  SelfRows rows(*maps);
+  std::vector<uint64_t> site_ips;
+  for (const as_trial_alloc* t : trials) {
+    const as_deferred_walk& w = t->walk;
+    StackCopy mem(w.sp, {reinterpret_cast<const uint8_t*>(t + 1), w.len});
+    std::vector<uint64_t> ips{w.ip};
+    continue_walk({w.ip, w.sp, w.bp, 0, 0}, w.stack_end, rows, mem, ips, true);
+    site_ips.push_back(ips.size() > w.skip ? ips[w.skip] : 0);
+  }
+  Symbolizer sym;
+  std::vector<uint32_t> m = sym.resolve(pid, site_ips);
+  std::vector<std::string> names;
+  for (size_t i = 0; i < site_ips.size(); ++i) names.push_back(sym.describe(m[i], site_ips[i]).function);
+  return names;
+}
+
+TEST(PreloadChannel, EverySitesCallsAndLiveBlocksAreTheTruth) {
+  auto channel = PreloadChannel::open(uint64_t(1) << 27);
+  ASSERT_TRUE(channel.has_value()) << channel.error();
+  int out = -1;
+  pid_t pid = start_alloc_sites(channel->socket_path(), out);
+  std::vector<Record> records = read_until_done(*channel, out);
+
+  std::vector<const as_trial_alloc*> allocs;
+  std::map<uint64_t, size_t> live;  // address -> its alloc's index
+  for (const Record& r : records) {
+    ASSERT_EQ(r.tgid, uint32_t(pid));
+    uint32_t kind;
+    std::memcpy(&kind, r.bytes.data(), sizeof kind);
+    if (kind == AS_TRIAL_ALLOC) {
+      const auto* t = reinterpret_cast<const as_trial_alloc*>(r.bytes.data());
+      EXPECT_EQ(t->rate, 1u);
+      EXPECT_EQ(t->walk.skip, uint32_t(AS_USDT_OWN_FRAMES_FULL));
+      live[t->addr] = allocs.size();
+      allocs.push_back(t);
+    } else {
+      ASSERT_EQ(kind, uint32_t(AS_TRIAL_FREE));
+      const auto* f = reinterpret_cast<const as_trial_free*>(r.bytes.data());
+      live.erase(f->addr);
+    }
+  }
+  std::vector<std::string> sites = callers(pid, allocs);
+  kill(pid, SIGUSR1);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(out);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  PreloadChannel::Counts c = channel->counts();
+  EXPECT_EQ(c.rings, 1u);
+  ASSERT_EQ(c.lost, 0u) << "the ring holds the whole run" << c.lost_bytes;
+
+  std::map<std::string, uint64_t> calls, kept;
+  for (size_t i = 0; i < allocs.size(); ++i) ++calls[sites[i]];
+  for (const auto& [addr, i] : live) ++kept[sites[i]];
+  for (const site_spec& s : kSites) {
+    uint32_t n = site_count(&s, 1);
+    EXPECT_EQ(calls[s.function], 2 * n) << s.function;
+    EXPECT_EQ(kept[s.function], 2 * site_kept(&s, n)) << s.function;
+  }
+}
+
+TEST(PreloadChannel, AProcessWithoutAnAnswerRunsUntraced) {
+  EXPECT_EQ(as_channel_connect("/nonexistent/allocscope/socket"), nullptr);
+  auto channel = PreloadChannel::open(4096);
+  ASSERT_TRUE(channel.has_value());
+  EXPECT_EQ(channel->socket_path().find("/allocscope-"), channel->socket_path().rfind("/allocscope-"));
+  EXPECT_FALSE(PreloadChannel::open(5000).has_value()) << "not a power of two";
+}
+
+}  // namespace
+}  // namespace allocscope

@@ -1,0 +1,86 @@
+/* See ring_channel.h. System calls only: no allocation, no stdio. */
+#define _GNU_SOURCE
+#include "preload/ring_channel.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+/* The descriptor passed with the one byte allocscope sends; -1 if none. */
+static int receive_fd(int sock) {
+  struct pollfd p = {.fd = sock, .events = POLLIN};
+  int n;
+  do n = poll(&p, 1, AS_CHANNEL_TIMEOUT_MS);
+  while (n < 0 && errno == EINTR);
+  if (n <= 0) return -1;
+  char byte;
+  struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+  union {
+    char buf[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+  } control;
+  struct msghdr msg = {
+      .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = sizeof control.buf};
+  ssize_t got;
+  do got = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+  while (got < 0 && errno == EINTR);
+  struct cmsghdr *c = got == 1 ? CMSG_FIRSTHDR(&msg) : NULL;
+  if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int)))
+    return -1;
+  int fd;
+  memcpy(&fd, CMSG_DATA(c), sizeof fd);
+  return fd;
+}
+
+/* Maps the ring if the memfd is one: a header whose size is a power of two
+ * and a file exactly that long. */
+static struct as_ring_header *map_ring(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= AS_RING_HEADER_BYTES) return NULL;
+  void *p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return NULL;
+  struct as_ring_header *h = (struct as_ring_header *)p;
+  uint64_t size = __atomic_load_n(&h->size, __ATOMIC_ACQUIRE);
+  if (size == 0 || (size & (size - 1)) || size + AS_RING_HEADER_BYTES != (uint64_t)st.st_size) {
+    munmap(p, (size_t)st.st_size);
+    return NULL;
+  }
+  return h;
+}
+
+struct as_ring_header *as_channel_connect(const char *socket_path) {
+  struct sockaddr_un addr = {.sun_family = AF_UNIX};
+  if (!socket_path || !*socket_path || strlen(socket_path) >= sizeof addr.sun_path) return NULL;
+  strcpy(addr.sun_path, socket_path);
+  int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (sock < 0) return NULL;
+  struct as_ring_header *h = NULL;
+  if (connect(sock, (struct sockaddr *)&addr, sizeof addr) == 0) {
+    int fd = receive_fd(sock);
+    if (fd >= 0) {
+      h = map_ring(fd);
+      close(fd);
+    }
+  }
+  close(sock);
+  return h;
+}
+
+void as_thread_stack(uint64_t *lo, uint64_t *hi) {
+  *lo = *hi = 0;
+  pthread_attr_t a;
+  if (pthread_getattr_np(pthread_self(), &a) != 0) return;
+  void *base;
+  size_t size;
+  if (pthread_attr_getstack(&a, &base, &size) == 0) {
+    *lo = (uint64_t)(uintptr_t)base;
+    *hi = *lo + size;
+  }
+  pthread_attr_destroy(&a);
+}

@@ -1,0 +1,37 @@
+/* The preload library's side of a recording without BPF: allocscope listens
+ * on a unix socket (ALLOCSCOPE_SOCKET, in a directory only its user can
+ * enter) and answers each process that connects with a memfd holding a
+ * shared ring of its own (shared_ring.h), its header already set. The
+ * process knows allocscope by nothing else; allocscope knows the process
+ * by the socket's peer credentials. Forked children write into their
+ * parent's ring (the mapping is inherited); a program run by exec
+ * connects again. */
+#ifndef ALLOCSCOPE_RING_CHANNEL_H
+#define ALLOCSCOPE_RING_CHANNEL_H
+
+#include <stdint.h>
+
+#include "preload/shared_ring.h"
+
+#define AS_CHANNEL_ENV "ALLOCSCOPE_SOCKET"
+#define AS_CHANNEL_TIMEOUT_MS 5000 /* a process waits this long for its ring, then runs untraced */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The ring allocscope hands this process, mapped; NULL when there is no
+ * socket to reach, no answer in time, or an answer that is not a ring.
+ * Makes no allocation (it runs in the allocator's constructor). */
+struct as_ring_header *as_channel_connect(const char *socket_path);
+
+/* The calling thread's stack, [*lo, *hi); both 0 when unknown. The main
+ * thread's is read from /proc/self/maps by the C library, which allocates:
+ * the caller keeps that allocation from being sampled. */
+void as_thread_stack(uint64_t *lo, uint64_t *hi);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

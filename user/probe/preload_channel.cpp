@@ -1,0 +1,160 @@
+#include "probe/preload_channel.h"
+
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+
+#include "preload/shared_ring.h"
+
+namespace allocscope {
+
+namespace {
+
+as_ring_header* header_of(const MappedMemory& m) { return reinterpret_cast<as_ring_header*>(m.data()); }
+
+std::string runtime_parent(const std::string& parent) {
+  if (!parent.empty()) return parent;
+  const char* xdg = std::getenv("XDG_RUNTIME_DIR");
+  struct stat st {};
+  if (xdg && *xdg && stat(xdg, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid()) return xdg;
+  return "/tmp";
+}
+
+// Sends the ring's memfd with one byte.
+bool send_fd(int sock, int fd) {
+  char byte = 'r';
+  iovec iov{&byte, 1};
+  union {
+    char buf[CMSG_SPACE(sizeof(int))];
+    cmsghdr align;
+  } control{};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control.buf;
+  msg.msg_controllen = sizeof control.buf;
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  ssize_t n;
+  do n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  return n == 1;
+}
+
+bool process_gone(uint32_t tgid) { return tgid == 0 || (kill(pid_t(tgid), 0) != 0 && errno == ESRCH); }
+
+}  // namespace
+
+Result<PreloadChannel> PreloadChannel::open(uint64_t ring_bytes, const std::string& parent) {
+  if (ring_bytes < 4096 || (ring_bytes & (ring_bytes - 1)))
+    return fail("a preload ring's size must be a power of two of at least 4096 bytes");
+  PreloadChannel c;
+  c.ring_bytes_ = ring_bytes;
+  std::string templ = runtime_parent(parent) + "/allocscope-XXXXXX";
+  if (!mkdtemp(templ.data())) return fail_errno("make a private directory for the preload's socket", errno);
+  c.dir_ = templ;
+  c.path_ = c.dir_ + "/rings";
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (c.path_.size() >= sizeof addr.sun_path) return fail("the socket's path is too long: " + c.path_);
+  std::memcpy(addr.sun_path, c.path_.c_str(), c.path_.size() + 1);
+  c.listen_.reset(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!c.listen_) return fail_errno("make the preload's socket", errno);
+  if (bind(c.listen_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+    return fail_errno("bind " + c.path_, errno);
+  if (listen(c.listen_.get(), SOMAXCONN) != 0) return fail_errno("listen on " + c.path_, errno);
+  return c;
+}
+
+PreloadChannel::~PreloadChannel() {
+  if (!path_.empty()) unlink(path_.c_str());
+  if (!dir_.empty()) rmdir(dir_.c_str());
+}
+
+// A ring in a new memfd, mapped here, its header set before any writer
+// maps it; the memfd goes to the process.
+Result<PreloadChannel::Ring> PreloadChannel::make_ring(pid_t pid, UniqueFd& fd) const {
+  fd.reset(memfd_create("allocscope-ring", MFD_CLOEXEC));
+  if (!fd) return fail_errno("make a ring", errno);
+  uint64_t bytes = AS_RING_HEADER_BYTES + ring_bytes_;
+  if (ftruncate(fd.get(), off_t(bytes)) != 0) return fail_errno("size a ring", errno);
+  auto memory = MappedMemory::map_shared(fd.get(), bytes, "a ring");
+  if (!memory) return fail(memory.error());
+  __atomic_store_n(&header_of(*memory)->size, ring_bytes_, __ATOMIC_RELEASE);
+  return Ring{pid, std::move(*memory)};
+}
+
+size_t PreloadChannel::accept_waiting() {
+  size_t answered = 0;
+  for (;;) {
+    UniqueFd conn(accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (!conn) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      return answered;  // EAGAIN: no one else is waiting
+    }
+    // Closing a connection unanswered leaves its process untraced.
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (rings_.size() >= kMaxRings || getsockopt(conn.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+      ++counts_.refused;
+      continue;
+    }
+    UniqueFd memfd;
+    auto ring = make_ring(cred.pid, memfd);
+    if (!ring || !send_fd(conn.get(), memfd.get())) {
+      ++counts_.refused;
+      continue;
+    }
+    rings_.push_back(std::move(*ring));
+    ++answered;
+  }
+}
+
+size_t PreloadChannel::drain(const OnRecord& on) {
+  size_t n = 0;
+  for (Ring& r : rings_) {
+    as_ring_header* h = header_of(r.memory);
+    if (uint32_t holder = as_ring_lock_holder(h); holder && process_gone(holder)) {
+      as_ring_break_dead_lock(h, holder);
+      ++counts_.broken_locks;
+    }
+    uint32_t len = 0, tgid = 0, busy = 0;
+    for (;;) {
+      const void* p = as_ring_peek(h, &len, &tgid, &busy);
+      if (!p) {
+        if (busy == 0 || !process_gone(busy)) break;
+        as_ring_skip_busy(h);
+        ++counts_.abandoned;
+        continue;
+      }
+      on(tgid, {static_cast<const uint8_t*>(p), len});
+      as_ring_release(h);
+      ++n;
+    }
+  }
+  counts_.records += n;
+  return n;
+}
+
+PreloadChannel::Counts PreloadChannel::counts() const {
+  Counts c = counts_;
+  c.rings = rings_.size();
+  for (const Ring& r : rings_) {
+    const as_ring_header* h = header_of(r.memory);
+    c.lost += __atomic_load_n(&h->lost, __ATOMIC_RELAXED);
+    c.lost_bytes += __atomic_load_n(&h->lost_bytes, __ATOMIC_RELAXED);
+  }
+  return c;
+}
+
+}  // namespace allocscope

@@ -1,0 +1,79 @@
+// allocscope's side of a recording without BPF (user/preload/ring_channel.h):
+// a unix socket in a directory of its own (mode 0700: only this user can
+// reach it) that answers each traced process with a ring in a memfd, and
+// the reader of those rings. The way in that BpfSession's ring buffer is
+// when the kernel runs the probes.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/mapped_memory.h"
+#include "base/result.h"
+#include "base/unique_fd.h"
+
+namespace allocscope {
+
+class PreloadChannel {
+ public:
+  static constexpr size_t kMaxRings = 1024;  // processes that connect beyond it run untraced (counted)
+
+  // Listens in a new private directory under `parent` ($XDG_RUNTIME_DIR or
+  // /tmp when empty); each ring holds ring_bytes (a power of two) of records.
+  static Result<PreloadChannel> open(uint64_t ring_bytes, const std::string& parent = "");
+  PreloadChannel(PreloadChannel&& o) noexcept
+      : dir_(std::exchange(o.dir_, {})),
+        path_(std::exchange(o.path_, {})),
+        ring_bytes_(o.ring_bytes_),
+        listen_(std::move(o.listen_)),
+        rings_(std::move(o.rings_)),
+        counts_(o.counts_) {}
+  PreloadChannel& operator=(PreloadChannel&&) = delete;
+  ~PreloadChannel();
+
+  // For ALLOCSCOPE_SOCKET in the traced command's environment.
+  const std::string& socket_path() const { return path_; }
+  // Readable when a process is waiting for its ring.
+  int fd() const { return listen_.get(); }
+
+  // Answers every process waiting to connect; returns how many got a ring.
+  size_t accept_waiting();
+
+  // Hands each committed record of every ring to `on` (the writer's process
+  // id and the payload), each ring in its order; returns how many. A record
+  // whose writer died before committing it is passed over, and a lock
+  // whose holder died is broken (both counted).
+  using OnRecord = std::function<void(uint32_t tgid, std::span<const uint8_t> payload)>;
+  size_t drain(const OnRecord& on);
+
+  struct Counts {
+    uint64_t rings = 0, refused = 0;    // processes answered; processes beyond kMaxRings or unanswerable
+    uint64_t records = 0;               // records read
+    uint64_t lost = 0, lost_bytes = 0;  // records the writers could not place (ring full, lock taken)
+    uint64_t abandoned = 0;             // records their writer died in
+    uint64_t broken_locks = 0;          // reservation locks their holder died with
+  };
+  Counts counts() const;
+
+ private:
+  struct Ring {
+    pid_t pid;
+    MappedMemory memory;
+  };
+  PreloadChannel() = default;
+  Result<Ring> make_ring(pid_t pid, UniqueFd& fd) const;
+
+  std::string dir_, path_;
+  uint64_t ring_bytes_ = 0;
+  UniqueFd listen_;
+  std::vector<Ring> rings_;
+  Counts counts_;
+};
+
+}  // namespace allocscope
