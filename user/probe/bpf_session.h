@@ -22,6 +22,7 @@
 #include "probe/hold_guard.h"
 #include "probe/libbpf_log.h"
 #include "probe/modes.h"
+#include "probe/table_host.h"
 
 struct allocscope_bpf;
 struct bpf_link;
@@ -65,7 +66,7 @@ struct KernelFeatures;
 
 using Counters = std::array<uint64_t, AS_CNT_COUNT>;
 
-class BpfSession {
+class BpfSession final : public TableHost {
  public:
   using Handler = std::function<bool(std::span<const uint8_t>)>;
 
@@ -131,14 +132,14 @@ class BpfSession {
   const RecentDurations& hold_times() const { return hold_times_; }
   // Loads the unwind table of the file the kernel's mappings name `key`
   // (replacing one it had) and clears the kernel's request for it.
-  Result<void> load_unwind_table(const as_file_key& key, std::span<const as_unwind_row> rows);
+  Result<void> load_unwind_table(const as_file_key& key, std::span<const as_unwind_row> rows) override;
   bool has_unwind_table(const as_file_key& key) const;
   // Process `pid`'s executable file mappings as the kernel's walks name
   // their files (/proc/PID/maps may name an overlay's file instead of the
   // one mapped below it); nullopt when the kernel could not list them.
-  std::optional<std::vector<as_vma>> code_mappings(pid_t pid) const;
+  std::optional<std::vector<as_vma>> code_mappings(pid_t pid) const override;
   // Forgets the kernel's request for a table (it asks again at the next use).
-  void forget_table_request(const as_file_key& key);
+  void forget_table_request(const as_file_key& key) override;
   // Exact mode: the kernel's totals per stack id; and forgetting some.
   std::vector<std::pair<uint64_t, as_exact_totals>> exact_totals() const;
   std::vector<std::pair<uint64_t, as_exact_totals>> exact_totals(std::span<const uint64_t> ids) const;
@@ -160,7 +161,7 @@ class BpfSession {
   bool paused() const { return paused_; }
 
   // Ends a poll() in progress (or the next one) at once; from any thread.
-  void wake();
+  void wake() override;
   // Ends the first poll() after `fd` becomes readable (a target's pidfd,
   // when it exits: the kernel's exit event comes before the process can be
   // reaped, and the loop then waited out a whole poll). Once per fd.

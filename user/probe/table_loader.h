@@ -1,4 +1,5 @@
-// Unwind tables from the binaries traced processes run, into the kernel:
+// Unwind tables from the binaries traced processes run, into the kernel
+// (or kept here alone when every walk is done in userspace, TableHost):
 // before recording for the files a target maps (or, for a command, will
 // map), and on demand when the kernel's unwinder meets a file without one.
 #pragma once
@@ -22,7 +23,7 @@
 #include "base/unique_fd.h"
 #include "host/proc_maps.h"
 #include "probe/background_builds.h"
-#include "probe/bpf_session.h"
+#include "probe/table_host.h"
 #include "symbols/stack_walk.h"
 #include "symbols/unwind_table.h"
 
@@ -41,7 +42,7 @@ as_file_key file_key_of(const Mapping& m);
 
 class TableLoader {
  public:
-  TableLoader(BpfSession& session, uint64_t max_rows, bool verbose)
+  TableLoader(TableHost& session, uint64_t max_rows, bool verbose)
       : session_(session), max_rows_(max_rows), verbose_(verbose) {}
 
   // The kernel met this mapping of process `pid` without a table.
@@ -97,7 +98,7 @@ class TableLoader {
   void load_all(const std::vector<std::pair<as_file_key, std::string>>& files);
   bool install(const as_file_key& key, const std::string& path, BuiltTable&& built);
 
-  BpfSession& session_;
+  TableHost& session_;
   uint64_t max_rows_;
   bool verbose_;
   std::map<Key, std::vector<as_unwind_row>> tables_;  // what the kernel holds, for userspace walks
