@@ -91,7 +91,7 @@ Result<PreloadChannel::Ring> PreloadChannel::make_ring(pid_t pid, UniqueFd& fd) 
   auto memory = MappedMemory::map_shared(fd.get(), bytes, "a ring");
   if (!memory) return fail(memory.error());
   __atomic_store_n(&header_of(*memory)->size, ring_bytes_, __ATOMIC_RELEASE);
-  return Ring{pid, std::move(*memory)};
+  return Ring{pid, 0, std::move(*memory)};
 }
 
 size_t PreloadChannel::accept_waiting() {
@@ -115,6 +115,7 @@ size_t PreloadChannel::accept_waiting() {
       ++counts_.refused;
       continue;
     }
+    ring->number = ++rings_made_;
     rings_.push_back(std::move(*ring));
     ++answered;
   }
@@ -137,7 +138,7 @@ size_t PreloadChannel::drain(const OnRecord& on) {
         ++counts_.abandoned;
         continue;
       }
-      on(tgid, {static_cast<const uint8_t*>(p), len});
+      on(tgid, r.number, {static_cast<const uint8_t*>(p), len});
       as_ring_release(h);
       ++n;
     }

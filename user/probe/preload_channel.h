@@ -46,10 +46,11 @@ class PreloadChannel {
   size_t accept_waiting();
 
   // Hands each committed record of every ring to `on` (the writer's process
-  // id and the payload), each ring in its order; returns how many. A record
+  // id, the ring's number: each ring made has a higher one, and the
+  // payload), each ring in its order; returns how many. A record
   // whose writer died before committing it is passed over, and a lock
   // whose holder died is broken (both counted).
-  using OnRecord = std::function<void(uint32_t tgid, std::span<const uint8_t> payload)>;
+  using OnRecord = std::function<void(uint32_t tgid, uint64_t ring_number, std::span<const uint8_t> payload)>;
   size_t drain(const OnRecord& on);
 
   struct Counts {
@@ -64,6 +65,7 @@ class PreloadChannel {
  private:
   struct Ring {
     pid_t pid;
+    uint64_t number;
     MappedMemory memory;
   };
   PreloadChannel() = default;
@@ -74,6 +76,7 @@ class PreloadChannel {
   UniqueFd listen_;
   std::vector<Ring> rings_;
   Counts counts_;
+  uint64_t rings_made_ = 0;
 };
 
 }  // namespace allocscope

@@ -5,8 +5,10 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "allocscope.h"
@@ -27,6 +29,22 @@ class TableHost {
   virtual void forget_table_request(const as_file_key& key) = 0;
   // Ends the reader's wait at once (a build finished); from any thread.
   virtual void wake() = 0;
+};
+
+// The host of a recording without BPF: no kernel holds tables or asks for
+// them, and /proc names the files the walks meet.
+class UserspaceTableHost final : public TableHost {
+ public:
+  explicit UserspaceTableHost(std::function<void()> wake = {}) : wake_(std::move(wake)) {}
+  Result<void> load_unwind_table(const as_file_key&, std::span<const as_unwind_row>) override { return {}; }
+  std::optional<std::vector<as_vma>> code_mappings(pid_t) const override { return std::nullopt; }
+  void forget_table_request(const as_file_key&) override {}
+  void wake() override {
+    if (wake_) wake_();
+  }
+
+ private:
+  std::function<void()> wake_;
 };
 
 }  // namespace allocscope

@@ -1,0 +1,183 @@
+// A recording without BPF, from a real program to the profile: alloc_sites
+// runs with the preload library, its trials come through PreloadChannel,
+// PreloadEvents turns them into the kernel's events, and EventSink walks
+// their stacks in userspace with TableLoader's tables (no kernel holds
+// them). Every site's allocated and live bytes and objects are checked
+// against the program's exact truth at rate 1.
+#include "record/preload_events.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "fake_sink_hooks.h"
+#include "model/profile.h"
+#include "preload/ring_channel.h"
+#include "preload/trial_record.h"
+#include "probe/preload_channel.h"
+#include "probe/table_host.h"
+#include "probe/table_loader.h"
+#include "record/clocks.h"
+#include "record/event_sink.h"
+#include "record/session_hooks.h"
+#include "symbols/symbolizer.h"
+#include "workload_spec.h"
+
+namespace allocscope {
+namespace {
+
+std::vector<uint8_t> alloc_record(uint64_t rate, uint32_t len) {
+  as_trial_alloc t{};
+  t.kind = AS_TRIAL_ALLOC;
+  t.tid = 12;
+  t.addr = 0x5000;
+  t.size = 100;
+  t.rate = rate;
+  t.code = AS_FN_CALLOC | AS_USDT_UNTRACKED;
+  t.walk.ip = 0x401000;
+  t.walk.sp = 0x7ff000;
+  t.walk.skip = 2;
+  t.walk.len = len;
+  std::vector<uint8_t> out(sizeof t + len, 0xab);
+  std::memcpy(out.data(), &t, sizeof t);
+  return out;
+}
+
+PreloadEvents::ProcessFacts fixed_facts(pid_t) { return {"worker", 42}; }
+
+TEST(PreloadEvents, ATrialIsAStackToWalkThenItsSample) {
+  PreloadEvents events(512 * 1024, fixed_facts);
+  std::vector<std::vector<uint8_t>> out;
+  auto keep = [&](std::span<const uint8_t> e) { out.emplace_back(e.begin(), e.end()); };
+  events.translate(7, 3, alloc_record(512 * 1024, 64), keep);
+  ASSERT_EQ(out.size(), 2u);
+  as_stack_event s;
+  ASSERT_EQ(out[0].size(), sizeof s + sizeof(as_deferred_walk) + 64);
+  std::memcpy(&s, out[0].data(), sizeof s);
+  EXPECT_EQ(s.kind, uint32_t(AS_EV_STACK));
+  EXPECT_EQ(s.tgid, 7u);
+  EXPECT_EQ(s.fn, AS_FN_CALLOC);
+  EXPECT_EQ(s.stop, AS_STOP_NO_TABLE);
+  EXPECT_EQ(s.nframes, 1u);
+  EXPECT_EQ(s.frames[0], 0x401000u);
+  EXPECT_EQ(s.exec_id, 3u);
+  EXPECT_EQ(s.start_ns, 42u);
+  EXPECT_STREQ(s.comm, "worker");
+  as_deferred_walk w;
+  std::memcpy(&w, out[0].data() + sizeof s, sizeof w);
+  EXPECT_EQ(w.skip, 2u);
+  EXPECT_EQ(w.len, 64u);
+  EXPECT_EQ(out[0].back(), 0xab);
+  as_alloc_event a;
+  ASSERT_EQ(out[1].size(), sizeof a);
+  std::memcpy(&a, out[1].data(), sizeof a);
+  EXPECT_EQ(a.hdr.kind, uint32_t(AS_EV_ALLOC));
+  EXPECT_EQ(a.hdr.stack, s.id);
+  EXPECT_EQ(a.hdr.addr, 0x5000u);
+  EXPECT_EQ(a.hdr.flags, AS_EVF_LIVE_DROPPED) << "its own set was full: no free will follow";
+  EXPECT_EQ(a.hdr.tid, 12u);
+
+  out.clear();
+  events.translate(7, 3, alloc_record(4096, 0), keep);  // another rate
+  std::vector<uint8_t> cut = alloc_record(512 * 1024, 64);
+  cut.resize(cut.size() - 8);  // says more stack than it has
+  events.translate(7, 3, cut, keep);
+  events.translate(7, 3, std::vector<uint8_t>(3, 0), keep);
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(events.other_rate(), 1u);
+  EXPECT_EQ(events.malformed(), 2u);
+}
+
+// The parts a recorder without BPF would hold, in the order they are made.
+struct Parts {
+  Profile profile{1, 1 << 16, 1 << 20};
+  Symbolizer symbolizer;
+  UserspaceTableHost host;
+  TableLoader tables{host, 1 << 26, false};
+  FakeVerdicts verdicts;
+  FakeKernel kernel;
+  FakeLibraries libraries;
+  SessionUnwind unwind{tables, symbolizer, true};
+  EventSink sink{profile, symbolizer, {verdicts, kernel, libraries, unwind}, 1 << 16};
+  PreloadEvents events{1};
+};
+
+pid_t start_alloc_sites(const std::string& socket, int& out) {
+  int p[2];
+  EXPECT_EQ(pipe2(p, O_CLOEXEC), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(p[1], 1);
+    setenv("LD_PRELOAD", PRELOAD_LIB, 1);
+    setenv("ALLOCSCOPE_RATE", "1", 1);
+    setenv(AS_CHANNEL_ENV, socket.c_str(), 1);
+    execl(ALLOC_SITES_BIN, ALLOC_SITES_BIN, "--scale-pct", "1", "--threads", "2", "--hold", nullptr);
+    _exit(127);
+  }
+  close(p[1]);
+  out = p[0];
+  return pid;
+}
+
+TEST(PreloadEvents, ARecordingWithoutBpfGivesEverySiteItsTruth) {
+  auto channel = PreloadChannel::open(uint64_t(1) << 27);
+  ASSERT_TRUE(channel.has_value()) << channel.error();
+  Parts parts;
+  int out = -1;
+  pid_t pid = start_alloc_sites(channel->socket_path(), out);
+  auto feed = [&](uint32_t tgid, uint64_t ring, std::span<const uint8_t> record) {
+    parts.events.translate(tgid, ring, record, [&](std::span<const uint8_t> e) { parts.sink(e); });
+  };
+  std::string said;
+  while (said.find("done\n") == std::string::npos) {
+    pollfd fds[2] = {{channel->fd(), POLLIN, 0}, {out, POLLIN, 0}};
+    if (poll(fds, 2, 1) < 0) break;
+    channel->accept_waiting();
+    channel->drain(feed);
+    parts.sink.retry_waiting(monotonic_ns(), parts.unwind.tables_built());
+    if (fds[1].revents) {
+      char buf[256];
+      ssize_t n = read(out, buf, sizeof buf);
+      if (n <= 0) break;
+      said.append(buf, size_t(n));
+    }
+  }
+  channel->drain(feed);
+  parts.tables.wait_for_builds(20000);
+  parts.sink.release_all_waiting();
+
+  // The site of each stack: its first frame (the sampler's own are left out).
+  std::map<std::string, StackTotals> by_site;
+  for (const StackRecord& s : parts.profile.stacks()) {
+    ASSERT_FALSE(s.ips.empty());
+    std::vector<uint32_t> maps = parts.symbolizer.resolve(pid, std::span(s.ips).first(1));
+    by_site[parts.symbolizer.describe(maps[0], s.ips[0]).function].merge(s.totals);
+  }
+  kill(pid, SIGUSR1);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(out);
+  EXPECT_EQ(channel->counts().lost, 0u);
+  EXPECT_EQ(parts.events.malformed(), 0u);
+  EXPECT_EQ(parts.sink.stacks_truncated(), 0u);
+  for (const site_spec& s : kSites) {
+    SCOPED_TRACE(s.function);
+    uint32_t n = site_count(&s, 1);
+    const StackTotals& t = by_site[s.function];
+    EXPECT_EQ(t.alloc_objects, 2.0 * n);
+    EXPECT_EQ(t.alloc_bytes, 2.0 * n * double(s.size));
+    EXPECT_EQ(t.live_objects, 2.0 * site_kept(&s, n));
+    EXPECT_EQ(t.live_bytes, 2.0 * site_kept(&s, n) * double(s.size));
+  }
+}
+
+}  // namespace
+}  // namespace allocscope

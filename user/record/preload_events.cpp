@@ -1,0 +1,120 @@
+#include "record/preload_events.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "host/process.h"
+#include "preload/trial_record.h"
+#include "record/clocks.h"
+
+namespace allocscope {
+
+namespace {
+
+PreloadEvents::ProcessFacts facts_from_proc(pid_t pid) {
+  return {read_comm(pid), uint64_t(process_start_time(pid) * 1e9)};
+}
+
+template <typename T>
+void put(std::vector<uint8_t>& out, size_t at, const T& v) {
+  std::memcpy(out.data() + at, &v, sizeof v);
+}
+
+void copy_comm(char (&to)[AS_COMM_LEN], const std::string& comm) {
+  std::memset(to, 0, AS_COMM_LEN);
+  std::memcpy(to, comm.data(), std::min<size_t>(comm.size(), AS_COMM_LEN - 1));
+}
+
+}  // namespace
+
+PreloadEvents::PreloadEvents(uint64_t rate, ReadFacts read_facts)
+    : rate_(rate <= 1 ? 1 : rate), read_facts_(read_facts ? std::move(read_facts) : facts_from_proc) {}
+
+void PreloadEvents::translate(uint32_t tgid, uint64_t ring_number, std::span<const uint8_t> payload,
+                              const Emit& emit) {
+  uint32_t kind = 0;
+  if (payload.size() >= sizeof kind) std::memcpy(&kind, payload.data(), sizeof kind);
+  if (kind == AS_TRIAL_ALLOC && payload.size() >= sizeof(as_trial_alloc))
+    alloc(tgid, ring_number, payload, emit);
+  else if (kind == AS_TRIAL_FREE && payload.size() >= sizeof(as_trial_free))
+    free(tgid, payload, emit);
+  else
+    ++malformed_;
+}
+
+const PreloadEvents::ProcessFacts& PreloadEvents::facts(uint32_t tgid, uint64_t ring_number) {
+  auto it = known_.find(tgid);
+  if (it != known_.end() && it->second.ring_number == ring_number) return it->second.facts;
+  if (it == known_.end() && known_.size() >= kMaxKnown) known_.clear();
+  Known& k = known_[tgid];
+  k.ring_number = ring_number;
+  k.facts = read_facts_(pid_t(tgid));  // again after an exec: a new name
+  return k.facts;
+}
+
+void PreloadEvents::alloc(uint32_t tgid, uint64_t ring_number, std::span<const uint8_t> payload,
+                          const Emit& emit) {
+  as_trial_alloc t;
+  std::memcpy(&t, payload.data(), sizeof t);
+  std::span<const uint8_t> stack = payload.subspan(sizeof t);
+  if (t.walk.len > stack.size()) {
+    ++malformed_;
+    return;
+  }
+  if (t.rate != rate_) {  // the statistics assume one rate (as AS_CNT_USDT_RATE)
+    ++other_rate_;
+    return;
+  }
+  const ProcessFacts& f = facts(tgid, ring_number);
+  uint64_t id = next_stack_++;
+
+  // The stack: one frame (the sampler's), the rest to be walked here.
+  as_stack_event head{};
+  head.kind = AS_EV_STACK;
+  head.tgid = tgid;
+  head.fn = uint16_t(t.code & 0xffff);
+  head.stop = AS_STOP_NO_TABLE;
+  head.nframes = 1;
+  head.id = id;
+  head.start_ns = f.start_ns;
+  head.exec_id = ring_number;
+  head.frames[0] = t.walk.ip;
+  copy_comm(head.comm, f.comm);
+  buffer_.assign(sizeof head + sizeof t.walk + t.walk.len, 0);
+  put(buffer_, 0, head);
+  put(buffer_, sizeof head, t.walk);
+  if (t.walk.len) std::memcpy(buffer_.data() + sizeof head + sizeof t.walk, stack.data(), t.walk.len);
+  emit(buffer_);
+
+  as_alloc_event a{};
+  a.hdr.kind = AS_EV_ALLOC;
+  a.hdr.tgid = tgid;
+  a.hdr.tid = t.tid;
+  a.hdr.fn = head.fn;
+  a.hdr.flags = (t.code & AS_USDT_UNTRACKED) ? AS_EVF_LIVE_DROPPED : 0;
+  a.hdr.ts_ns = monotonic_ns();
+  a.hdr.addr = t.addr;
+  a.hdr.size = t.size;
+  a.hdr.offset = t.offset;
+  a.hdr.stack = id;
+  copy_comm(a.comm, f.comm);
+  buffer_.assign(sizeof a, 0);
+  put(buffer_, 0, a);
+  emit(buffer_);
+}
+
+void PreloadEvents::free(uint32_t tgid, std::span<const uint8_t> payload, const Emit& emit) {
+  as_trial_free f;
+  std::memcpy(&f, payload.data(), sizeof f);
+  as_event e{};
+  e.kind = AS_EV_FREE;
+  e.tgid = tgid;
+  e.tid = f.tid;
+  e.ts_ns = monotonic_ns();
+  e.addr = f.addr;
+  buffer_.assign(sizeof e, 0);
+  put(buffer_, 0, e);
+  emit(buffer_);
+}
+
+}  // namespace allocscope

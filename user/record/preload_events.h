@@ -1,0 +1,68 @@
+// A recording without BPF: the preload library's ring records (a sampled
+// trial with its registers and stack, a sampled block's free) turned into
+// the events the kernel's programs send, so that EventSink takes them as it
+// takes the kernel's. A trial becomes a stack event whose walk stopped at
+// its first frame for want of a table (AS_STOP_NO_TABLE) with the deferred
+// walk and stack bytes after it: the sink finishes such walks in userspace
+// with the same tables and step. Pure logic but for /proc reads of a
+// process's name and start.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "allocscope.h"
+
+namespace allocscope {
+
+class PreloadEvents {
+ public:
+  using Emit = std::function<void(std::span<const uint8_t>)>;
+  // What /proc says of a process: its name and start (ns, any fixed clock).
+  struct ProcessFacts {
+    std::string comm;
+    uint64_t start_ns = 0;
+  };
+  using ReadFacts = std::function<ProcessFacts(pid_t)>;
+
+  // rate: the session's (1: exact). read_facts: from /proc by default.
+  explicit PreloadEvents(uint64_t rate, ReadFacts read_facts = {});
+
+  // The events record `payload` of process `tgid` stands for, in order;
+  // `ring_number` is the ring's (PreloadChannel: each new ring a higher
+  // one), which the events carry as the exec generation: a process that
+  // ran another program writes into a new ring.
+  void translate(uint32_t tgid, uint64_t ring_number, std::span<const uint8_t> payload, const Emit& emit);
+
+  uint64_t other_rate() const { return other_rate_; }  // trials at another rate: not counted
+  uint64_t malformed() const { return malformed_; }    // records of no known kind or length
+  uint64_t stacks_made() const { return next_stack_ - kFirstStack; }
+
+  static constexpr uint64_t kFirstStack = uint64_t(1) << 62;  // apart from the kernel's stack ids
+
+ private:
+  void alloc(uint32_t tgid, uint64_t ring_number, std::span<const uint8_t> payload, const Emit& emit);
+  void free(uint32_t tgid, std::span<const uint8_t> payload, const Emit& emit);
+  const ProcessFacts& facts(uint32_t tgid, uint64_t ring_number);
+
+  struct Known {
+    uint64_t ring_number = 0;
+    ProcessFacts facts;
+  };
+  static constexpr size_t kMaxKnown = 4096;  // processes remembered; forgotten all at once beyond
+
+  uint64_t rate_;
+  ReadFacts read_facts_;
+  std::unordered_map<uint32_t, Known> known_;
+  uint64_t next_stack_ = kFirstStack;
+  uint64_t other_rate_ = 0, malformed_ = 0;
+  std::vector<uint8_t> buffer_;
+};
+
+}  // namespace allocscope
