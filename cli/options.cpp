@@ -176,6 +176,11 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, OptionText& t) {
          "default a launched command samples in process wherever it loads liballocscope-preload.so (several "
          "times cheaper; the same estimates), and is probed elsewhere")
       ->excludes(preload);
+  auto* no_bpf =
+      rec->add_flag("--no-bpf", c.no_bpf,
+                    "With -- CMD: no BPF at all (no root needed; the default when allocscope may not load "
+                    "BPF): the preload library samples, stacks are unwound here");
+  no_bpf->excludes("--probes");
   // Benchmark switches (BENCHMARKS.md): not for everyday use.
   rec->add_flag("--null-probes", c.null_probes, "Probes that do nothing: the overhead floor")->group("");
   rec->add_flag("--naive-placement", c.naive_placement, "Every probe on its function's entry")->group("");
@@ -192,7 +197,7 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, OptionText& t) {
   auto* cmd = rec->add_option("command", c.command, "Command to launch (after --)")->type_name("COMMAND");
   pid->excludes(cmd);
   all->excludes(cmd);
-  rec->callback([&c, &t, pid, cmd, all, preload] {
+  rec->callback([&c, &t, pid, cmd, all, preload, no_bpf] {
     if (!*pid && !*cmd && !*all)
       throw UsageError(
           "record needs what to record: -- COMMAND, -p PID or --all (allocscope record -- ./app)");
@@ -200,6 +205,7 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, OptionText& t) {
       throw CLI::ValidationError(
           "--preload launches a command through the preload library: add -- COMMAND (-p and --all find "
           "processes that already load it by themselves)");
+    if (*no_bpf && !*cmd) throw CLI::ValidationError("--no-bpf launches a command: add -- COMMAND");
     if (*preload && c.null_probes)
       throw CLI::ValidationError("--null-probes measures uprobes, not --preload");
     if (c.launch == LaunchPath::Probes && !*cmd)

@@ -56,7 +56,7 @@ pid_t start_alloc_sites(const std::string& socket, int& out) {
 // Reads records until the program says "done" (and then what is left).
 std::vector<Record> read_until_done(PreloadChannel& channel, int out) {
   std::vector<Record> got;
-  auto keep = [&](uint32_t tgid, uint64_t, std::span<const uint8_t> b) {
+  auto keep = [&](const PreloadChannel::RingId&, uint32_t tgid, std::span<const uint8_t> b) {
     got.push_back({tgid, {b.begin(), b.end()}});
   };
   std::string said;

@@ -108,6 +108,7 @@ struct Parts {
   SessionUnwind unwind{tables, symbolizer, true};
   EventSink sink{profile, symbolizer, {verdicts, kernel, libraries, unwind}, 1 << 16};
   PreloadEvents events{1};
+  Parts() { sink.exact_as_samples(); }
 };
 
 pid_t start_alloc_sites(const std::string& socket, int& out) {
@@ -133,8 +134,8 @@ TEST(PreloadEvents, ARecordingWithoutBpfGivesEverySiteItsTruth) {
   Parts parts;
   int out = -1;
   pid_t pid = start_alloc_sites(channel->socket_path(), out);
-  auto feed = [&](uint32_t tgid, uint64_t ring, std::span<const uint8_t> record) {
-    parts.events.translate(tgid, ring, record, [&](std::span<const uint8_t> e) { parts.sink(e); });
+  auto feed = [&](const PreloadChannel::RingId& ring, uint32_t tgid, std::span<const uint8_t> record) {
+    parts.events.translate(tgid, ring.number, record, [&](std::span<const uint8_t> e) { parts.sink(e); });
   };
   std::string said;
   while (said.find("done\n") == std::string::npos) {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <thread>
@@ -89,6 +90,25 @@ TEST(SharedRing, AFullRingCountsItsRecordsLostAndFreesOnRead) {
   EXPECT_FALSE(put(r.h, 1, bytes_of(3000, 1)));  // over half the ring: never placed
   EXPECT_EQ(drain(r.h).size(), size_t(placed));
   EXPECT_TRUE(put(r.h, 1, bytes_of(500, 1)));
+}
+
+// A full ring: the writer waits for room while the reader reads, and
+// loses the record at once when the reader has stopped beating.
+TEST(SharedRing, AWriterWaitsForRoomOnlyWhileTheReaderReads) {
+  Ring r(4096);
+  as_ring_beat(r.h);
+  while (void* p = as_ring_try_reserve(r.h, 500, 1)) as_ring_commit(p);
+  std::thread reader([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    drain(r.h);
+  });
+  EXPECT_TRUE(put(r.h, 1, bytes_of(500, 1))) << "placed once the reader made room";
+  reader.join();
+  EXPECT_EQ(r.h->lost, 0u);
+  while (void* p = as_ring_try_reserve(r.h, 500, 1)) as_ring_commit(p);
+  r.h->reader_beat_ns -= AS_RING_READER_STALE_NS + 1;  // a reader gone silent
+  EXPECT_FALSE(put(r.h, 1, bytes_of(500, 1)));
+  EXPECT_EQ(r.h->lost, 1u);
 }
 
 TEST(SharedRing, AWriterWaitsForTheLockOnlyBriefly) {

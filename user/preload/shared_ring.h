@@ -4,7 +4,11 @@
  * without BPF. Many writers, one reader; records of any length up to half
  * the ring, 8-byte aligned, each with its writer's process id.
  *
- * A writer waits only briefly: the reservation lock is held for a few
+ * A full ring makes a writer wait for the reader to make room, while the
+ * reader is known to read (its heartbeat is fresh) and for at most
+ * AS_RING_MAX_WAIT_NS a record: an exact recording loses nothing, and a
+ * reader that died or hung costs a writer nothing more than the record.
+ * A writer waits only briefly for the lock: it is held for a few
  * instructions, so a writer spins a bounded number of times for it (an
  * exact recording of many threads must not lose records to each other),
  * and a record that still finds it taken, or the ring full, is counted
@@ -28,8 +32,10 @@
 #define AS_RING_BUSY (1u << 31)    /* reserved, not committed yet */
 #define AS_RING_PADDING (1u << 30) /* not a record: skipped by the reader */
 #define AS_RING_LEN_MASK (AS_RING_PADDING - 1)
-#define AS_RING_HEADER_BYTES 4096 /* the data follow a page of header */
-#define AS_RING_SPINS 64          /* tries for a taken lock, then it yields... */
+#define AS_RING_HEADER_BYTES 4096                 /* the data follow a page of header */
+#define AS_RING_MAX_WAIT_NS (1000 * 1000000L)     /* for room in a full ring, a record */
+#define AS_RING_READER_STALE_NS (2000 * 1000000L) /* a reader silent this long is gone: no waiting */
+#define AS_RING_SPINS 64                          /* tries for a taken lock, then it yields... */
 #define AS_RING_WAIT_NS \
   (20 * 1000000L) /* ...for this long (its holder preempted?) before the record is lost */
 
@@ -42,6 +48,7 @@ struct as_ring_header {
   uint32_t lock;     /* writers' reservation lock: 0 free, else its holder's process id */
   uint32_t pad;
   uint64_t lost, lost_bytes; /* records no room or a taken lock refused, and their payload bytes */
+  uint64_t reader_beat_ns;   /* CLOCK_MONOTONIC when the reader last read: 0 never */
 };
 
 struct as_ring_record {
@@ -87,19 +94,14 @@ static inline bool as_ring_lock(struct as_ring_header *h, uint32_t tgid) {
   }
 }
 
-/* Room for a record of `len` payload bytes, its payload to be written then
- * committed (as_ring_commit); NULL when it cannot be placed now (counted). */
-static inline void *as_ring_reserve(struct as_ring_header *h, uint32_t len, uint32_t tgid) {
+/* Room for a record of `len` payload bytes now, or NULL (not counted). */
+static inline void *as_ring_try_reserve(struct as_ring_header *h, uint32_t len, uint32_t tgid) {
   uint64_t size = h->size, need = as_ring_span(len);
-  if (len > AS_RING_LEN_MASK || need > size / 2 || tgid == 0 || !as_ring_lock(h, tgid)) {
-    as_ring_count_lost(h, len);
-    return NULL;
-  }
+  if (len > AS_RING_LEN_MASK || need > size / 2 || tgid == 0 || !as_ring_lock(h, tgid)) return NULL;
   uint64_t at = h->producer, read = __atomic_load_n(&h->consumer, __ATOMIC_ACQUIRE);
   uint64_t offset = at & (size - 1), tail = size - offset, skip = tail < need ? tail : 0;
   if (at + skip + need - read > size) {
     __atomic_store_n(&h->lock, 0, __ATOMIC_RELEASE);
-    as_ring_count_lost(h, len);
     return NULL;
   }
   uint8_t *data = as_ring_data(h);
@@ -115,6 +117,36 @@ static inline void *as_ring_reserve(struct as_ring_header *h, uint32_t len, uint
   __atomic_store_n(&h->producer, at + skip + need, __ATOMIC_RELEASE);
   __atomic_store_n(&h->lock, 0, __ATOMIC_RELEASE);
   return r + 1;
+}
+
+/* Whether a writer may wait for room: the reader read lately. */
+static inline bool as_ring_reader_alive(struct as_ring_header *h, long now) {
+  long beat = (long)__atomic_load_n(&h->reader_beat_ns, __ATOMIC_RELAXED);
+  return beat && now - beat < AS_RING_READER_STALE_NS;
+}
+
+/* Room for a record of `len` payload bytes, its payload to be written then
+ * committed (as_ring_commit); NULL when it cannot be placed (counted):
+ * too long, the lock held too long, or no room in time. */
+static inline void *as_ring_reserve(struct as_ring_header *h, uint32_t len, uint32_t tgid) {
+  long deadline = 0;
+  for (;;) {
+    void *p = as_ring_try_reserve(h, len, tgid);
+    if (p) return p;
+    if (len > AS_RING_LEN_MASK || as_ring_span(len) > h->size / 2 || tgid == 0) break;
+    long now = as_ring_now_ns();
+    if (!deadline) deadline = now + AS_RING_MAX_WAIT_NS;
+    if (now > deadline || !as_ring_reader_alive(h, now)) break;
+    struct timespec pause = {0, 50 * 1000}; /* the reader reads every few ms */
+    nanosleep(&pause, NULL);
+  }
+  as_ring_count_lost(h, len);
+  return NULL;
+}
+
+/* Reader: it reads (writers may wait for room while it does). */
+static inline void as_ring_beat(struct as_ring_header *h) {
+  __atomic_store_n(&h->reader_beat_ns, (uint64_t)as_ring_now_ns(), __ATOMIC_RELAXED);
 }
 
 /* The record whose payload as_ring_reserve gave is complete. */

@@ -90,11 +90,12 @@ Result<PreloadChannel::Ring> PreloadChannel::make_ring(pid_t pid, UniqueFd& fd) 
   if (ftruncate(fd.get(), off_t(bytes)) != 0) return fail_errno("size a ring", errno);
   auto memory = MappedMemory::map_shared(fd.get(), bytes, "a ring");
   if (!memory) return fail(memory.error());
+  as_ring_beat(header_of(*memory));
   __atomic_store_n(&header_of(*memory)->size, ring_bytes_, __ATOMIC_RELEASE);
-  return Ring{pid, 0, std::move(*memory)};
+  return Ring{{pid, 0}, std::move(*memory)};
 }
 
-size_t PreloadChannel::accept_waiting() {
+size_t PreloadChannel::accept_waiting(const std::function<void(const RingId&)>& before_answer) {
   size_t answered = 0;
   for (;;) {
     UniqueFd conn(accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
@@ -111,11 +112,16 @@ size_t PreloadChannel::accept_waiting() {
     }
     UniqueFd memfd;
     auto ring = make_ring(cred.pid, memfd);
-    if (!ring || !send_fd(conn.get(), memfd.get())) {
+    if (!ring) {
       ++counts_.refused;
       continue;
     }
-    ring->number = ++rings_made_;
+    ring->id.number = ++rings_made_;
+    if (before_answer) before_answer(ring->id);
+    if (!send_fd(conn.get(), memfd.get())) {
+      ++counts_.refused;
+      continue;
+    }
     rings_.push_back(std::move(*ring));
     ++answered;
   }
@@ -125,6 +131,7 @@ size_t PreloadChannel::drain(const OnRecord& on) {
   size_t n = 0;
   for (Ring& r : rings_) {
     as_ring_header* h = header_of(r.memory);
+    as_ring_beat(h);
     if (uint32_t holder = as_ring_lock_holder(h); holder && process_gone(holder)) {
       as_ring_break_dead_lock(h, holder);
       ++counts_.broken_locks;
@@ -138,7 +145,7 @@ size_t PreloadChannel::drain(const OnRecord& on) {
         ++counts_.abandoned;
         continue;
       }
-      on(tgid, r.number, {static_cast<const uint8_t*>(p), len});
+      on(r.id, tgid, {static_cast<const uint8_t*>(p), len});
       as_ring_release(h);
       ++n;
     }

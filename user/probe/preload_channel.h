@@ -42,15 +42,23 @@ class PreloadChannel {
   // Readable when a process is waiting for its ring.
   int fd() const { return listen_.get(); }
 
+  // A ring: the process it was made for, and its number (each ring made
+  // has a higher one). Processes that process forks write into it too.
+  struct RingId {
+    pid_t owner = 0;
+    uint64_t number = 0;
+  };
   // Answers every process waiting to connect; returns how many got a ring.
-  size_t accept_waiting();
+  // `before_answer` runs for each while it still waits for the answer (its
+  // program is loaded, not yet run: its mappings are worth reading then).
+  size_t accept_waiting(const std::function<void(const RingId&)>& before_answer = {});
 
-  // Hands each committed record of every ring to `on` (the writer's process
-  // id, the ring's number: each ring made has a higher one, and the
-  // payload), each ring in its order; returns how many. A record
+  // Hands each committed record of every ring to `on` (its ring, the
+  // writer's process id and the payload), each ring in its order; returns
+  // how many. A record
   // whose writer died before committing it is passed over, and a lock
   // whose holder died is broken (both counted).
-  using OnRecord = std::function<void(uint32_t tgid, uint64_t ring_number, std::span<const uint8_t> payload)>;
+  using OnRecord = std::function<void(const RingId& ring, uint32_t tgid, std::span<const uint8_t> payload)>;
   size_t drain(const OnRecord& on);
 
   struct Counts {
@@ -64,8 +72,7 @@ class PreloadChannel {
 
  private:
   struct Ring {
-    pid_t pid;
-    uint64_t number;
+    RingId id;
     MappedMemory memory;
   };
   PreloadChannel() = default;

@@ -217,8 +217,10 @@ void EventSink::on_stack(std::span<const uint8_t> data) {
     as_deferred_walk walk;
     std::memcpy(&walk, data.data() + sizeof(as_stack_event), sizeof walk);
     auto stack = data.subspan(sizeof(as_stack_event) + sizeof walk);
-    // Rare (a table was missing): the newest mappings, unless of another program.
-    if (!replaying_) symbolizer_.refresh(pid_t(head.tgid), kernel_maps_);
+    // Rare (a table was missing): the newest mappings, unless of another
+    // program. A walk begun in process (no mapping sent: a recording without
+    // BPF, every walk) reads them again only if it meets code they lack.
+    if (!replaying_ && head.nvmas) symbolizer_.refresh(pid_t(head.tgid), kernel_maps_);
     int stop = hooks_.unwind.finish_walk(
         head.tgid, walk, stack.first(std::min<size_t>(walk.len, stack.size())), s.ips, !cutting_);
     if (stop == UnwindTables::kWalkWaits) {

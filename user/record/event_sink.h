@@ -51,6 +51,9 @@ class EventSink {
   void use_python(PythonStacks* python) { python_ = python; }
   // Where the kernel's cgroup_mkdir events go (system-wide recordings).
   void use_cgroup_names(CgroupNames* names) { cgroup_names_ = names; }
+  // Exact mode whose every allocation comes as a sample event (the preload
+  // library's, without BPF), not as the kernel's totals per stack.
+  void exact_as_samples() { kernel_totals_ = false; }
 
   // Takes one record; false when the reader should return to its loop
   // (the deadline set by yield_at has passed).
@@ -162,6 +165,7 @@ class EventSink {
   Profile& profile_;
   Symbolizer& symbolizer_;
   PythonStacks* python_ = nullptr;
+  bool kernel_totals_ = true;  // exact mode: the kernel keeps the totals (see exact_as_samples)
   CgroupNames* cgroup_names_ = nullptr;
   SinkHooks hooks_;
   size_t max_stacks_;

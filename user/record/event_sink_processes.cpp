@@ -20,14 +20,15 @@ void EventSink::end_instance(uint32_t tgid, bool exited, bool in_process) {
   // A root that exits keeps what it never freed; memory of a program
   // replaced by exec, or of any other process that exits, is released.
   bool keep = exited && hooks_.verdicts.keeps_live_at_exit(tgid);
-  if (profile_.rate() <= 1) finish_exact(*id, keep);
+  bool kernel_totals = profile_.rate() <= 1 && kernel_totals_;
+  if (kernel_totals) finish_exact(*id, keep);
   if (!keep) {
     std::vector<uint64_t> addrs = profile_.drop_process(*id);
     if (!addrs.empty()) hooks_.kernel.forget_live(tgid, addrs);
   }
   // The kernel never names an ended instance's stacks again (ids cover the
   // instance); exact mode keeps a root's, whose totals are read at the end.
-  if (!keep || profile_.rate() > 1) {
+  if (!keep || !kernel_totals) {
     if (auto ids = instance_stacks_.find(*id); ids != instance_stacks_.end()) {
       for (uint64_t s : ids->second) stacks_.erase(s);
       instance_stacks_.erase(ids);

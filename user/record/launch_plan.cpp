@@ -107,6 +107,26 @@ Result<LaunchPlan> plan_launch(const RecordConfig& c) {
   return plan;
 }
 
+Result<LaunchPlan> plan_launch_in_process_only(const RecordConfig& c) {
+  EnvCommand command = through_env(c.command);
+  std::string program = find_program(command.program);
+  if (program.empty()) return fail("no such program: " + command.program, ENOENT);
+  auto library = find_preload_library();
+  if (!library) return fail(library.error());
+  if (std::string refusal = in_process_refusal(program_facts(program)); !refusal.empty())
+    return fail("without BPF only the preload library samples, and it cannot enter " + program + " (" +
+                    refusal + "): run allocscope as root, or with CAP_BPF and CAP_PERFMON",
+                EPERM);
+  LaunchPlan plan;
+  plan.files = program_files(program, command);
+  plan.in_process = true;
+  plan.probes = false;
+  plan.root_in_process = true;
+  plan.preload_library = *library;
+  plan.files.push_back(*library);
+  return plan;
+}
+
 std::vector<std::string> launch_environment(const LaunchPlan& plan, uint64_t rate) {
   std::vector<std::string> current;
   for (char** e = environ; *e; ++e) current.emplace_back(*e);

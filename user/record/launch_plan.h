@@ -45,6 +45,9 @@ std::string in_process_refusal(const ProgramFacts& facts);
 // the processes of its tree that do not; the probes alone otherwise. Fails only
 // when --preload cannot be honoured.
 Result<LaunchPlan> plan_launch(const RecordConfig& c);
+// A recording without BPF: in process only; fails, naming why, when the
+// program cannot load the library (nothing else could sample it).
+Result<LaunchPlan> plan_launch_in_process_only(const RecordConfig& c);
 
 // The environment and command line to launch with: LD_PRELOAD and
 // ALLOCSCOPE_RATE set when the plan samples in process.

@@ -1,5 +1,8 @@
 #include "record/preload_events.h"
 
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -67,6 +70,7 @@ void PreloadEvents::alloc(uint32_t tgid, uint64_t ring_number, std::span<const u
   }
   const ProcessFacts& f = facts(tgid, ring_number);
   uint64_t id = next_stack_++;
+  ++trials_;
 
   // The stack: one frame (the sampler's), the rest to be walked here.
   as_stack_event head{};
@@ -106,12 +110,57 @@ void PreloadEvents::alloc(uint32_t tgid, uint64_t ring_number, std::span<const u
 void PreloadEvents::free(uint32_t tgid, std::span<const uint8_t> payload, const Emit& emit) {
   as_trial_free f;
   std::memcpy(&f, payload.data(), sizeof f);
+  ++frees_;
   as_event e{};
   e.kind = AS_EV_FREE;
   e.tgid = tgid;
   e.tid = f.tid;
   e.ts_ns = monotonic_ns();
   e.addr = f.addr;
+  buffer_.assign(sizeof e, 0);
+  put(buffer_, 0, e);
+  emit(buffer_);
+}
+
+}  // namespace allocscope
+
+namespace allocscope {
+
+void PreloadEvents::connected(uint32_t tgid, uint64_t ring_number, const Emit& emit) {
+  known_.erase(tgid);
+  const ProcessFacts& f = facts(tgid, ring_number);
+  as_proc_event e{};
+  e.kind = AS_EV_EXEC;
+  e.tgid = tgid;
+  e.ts_ns = monotonic_ns();
+  e.ended = AS_ENDED_IN_PROCESS;
+  struct stat st {};
+  if (stat(("/proc/" + std::to_string(tgid) + "/exe").c_str(), &st) == 0) {
+    e.dev = uint32_t(major(st.st_dev) << 20 | minor(st.st_dev));  // the kernel's encoding
+    e.ino = st.st_ino;
+  }
+  copy_comm(e.comm, f.comm);
+  buffer_.assign(sizeof e, 0);
+  put(buffer_, 0, e);
+  emit(buffer_);
+}
+
+void PreloadEvents::forked_and_gone(uint32_t tgid, uint32_t parent, uint64_t ring_number) {
+  if (known_.contains(tgid)) return;
+  ProcessFacts f = facts(parent, ring_number);
+  known_[tgid] = {ring_number, std::move(f)};
+}
+
+void PreloadEvents::exited(uint32_t tgid, const Emit& emit) {
+  as_proc_event e{};
+  e.kind = AS_EV_EXIT;
+  e.tgid = tgid;
+  e.ts_ns = monotonic_ns();
+  e.ended = AS_ENDED_IN_PROCESS;
+  if (auto it = known_.find(tgid); it != known_.end()) {
+    copy_comm(e.comm, it->second.facts.comm);
+    known_.erase(it);
+  }
   buffer_.assign(sizeof e, 0);
   put(buffer_, 0, e);
   emit(buffer_);

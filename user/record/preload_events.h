@@ -40,6 +40,18 @@ class PreloadEvents {
   // ran another program writes into a new ring.
   void translate(uint32_t tgid, uint64_t ring_number, std::span<const uint8_t> payload, const Emit& emit);
 
+  // Process `tgid` connected for ring `ring_number`: it runs a program
+  // (the first, or another after exec): its exec event, which ends the
+  // instance of the program it ran before.
+  void connected(uint32_t tgid, uint64_t ring_number, const Emit& emit);
+  // A child `tgid` forked by `parent` (it writes into the parent's ring)
+  // and gone before /proc was read: named as its parent.
+  void forked_and_gone(uint32_t tgid, uint32_t parent, uint64_t ring_number);
+  // Process `tgid` is gone (every record it wrote read): its exit event.
+  void exited(uint32_t tgid, const Emit& emit);
+
+  uint64_t trials() const { return trials_; }          // sampled trials turned into samples
+  uint64_t frees() const { return frees_; }            // frees of sampled blocks
   uint64_t other_rate() const { return other_rate_; }  // trials at another rate: not counted
   uint64_t malformed() const { return malformed_; }    // records of no known kind or length
   uint64_t stacks_made() const { return next_stack_ - kFirstStack; }
@@ -61,7 +73,7 @@ class PreloadEvents {
   ReadFacts read_facts_;
   std::unordered_map<uint32_t, Known> known_;
   uint64_t next_stack_ = kFirstStack;
-  uint64_t other_rate_ = 0, malformed_ = 0;
+  uint64_t trials_ = 0, frees_ = 0, other_rate_ = 0, malformed_ = 0;
   std::vector<uint8_t> buffer_;
 };
 

@@ -59,6 +59,7 @@ struct RecordConfig {
   // probes in the others; InProcess (--preload) only in process; Probes
   // (--probes) only allocator probes.
   LaunchPath launch = LaunchPath::Auto;
+  bool no_bpf = false;  // --no-bpf: in process only, stacks unwound in userspace, no kernel probe
   UnwindMode unwind = UnwindMode::Dwarf;
   uint64_t max_unwind_rows = 1 << 25;  // budget of the kernel's unwind tables (8 bytes a row)
   ProbeMode probe_mode = ProbeMode::Auto;

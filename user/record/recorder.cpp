@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/units.h"
+#include "host/privileges.h"
 #include "host/process.h"
 #include "host/target.h"
 #include "model/timeline.h"
@@ -29,6 +30,7 @@
 #include "record/live_top.h"
 #include "record/messages.h"
 #include "record/output_writer.h"
+#include "record/preload_recorder.h"
 #include "record/process_filter.h"
 #include "record/progress.h"
 #include "record/record.h"
@@ -125,7 +127,7 @@ Result<std::vector<Target>> Recorder::make_targets() {
 // What can be checked before the kernel is touched: the processes named and
 // the outputs' directories. A bad pid or an unwritable output fails at once,
 // not after BPF is loaded, nor (an output) after a long recording.
-static Result<void> check_before_attach(const RecordConfig& c) {
+Result<void> check_before_recording(const RecordConfig& c) {
   for (pid_t pid : c.pids) {
     if (pid <= 0 || !process_exists(pid)) return fail("no such process: " + std::to_string(pid), ESRCH);
     if (is_kernel_thread(pid))
@@ -149,7 +151,7 @@ static Result<void> check_before_attach(const RecordConfig& c) {
 }
 
 Result<void> Recorder::prepare(std::vector<Target>& targets) {
-  if (auto ok = check_before_attach(config_); !ok) return ok;
+  if (auto ok = check_before_recording(config_); !ok) return ok;
   if (!config_.command.empty()) {
     auto plan = plan_launch(config_);
     if (!plan) return fail(plan.error());
@@ -287,7 +289,37 @@ int Recorder::run() {
   return finish(targets, *ended);
 }
 
+// What a recording without BPF cannot do for `c`; "" when nothing.
+static std::string without_bpf_refusal(const RecordConfig& c, RecordObserver* observer) {
+  if (c.command.empty()) return "only a launched command (-- CMD) can be recorded: -p and --all need BPF";
+  if (c.launch == LaunchPath::Probes) return "--probes are kernel probes";
+  if (c.top_every_ms || observer) return "--top and the agent need BPF";
+  if (c.interval_ms || c.peak || c.snapshot_above || !c.timeline.empty() || c.duty_period_ms)
+    return "--interval, --peak, --snapshot-above, --timeline and --duty-cycle need BPF (for now)";
+  return "";
+}
+
+// Loading BPF needs CAP_SYS_ADMIN, or CAP_BPF with CAP_PERFMON.
+static bool may_load_bpf() {
+  Privileges p = current_privileges();
+  return !p.capabilities || p.has(kCapSysAdmin) || (p.has(kCapBpf) && p.has(kCapPerfmon));
+}
+
 int record(const RecordConfig& config, RecordObserver* observer) {
+  if (config.no_bpf || (!config.command.empty() && !may_load_bpf())) {
+    std::string why = config.no_bpf ? "--no-bpf" : "no privilege to load BPF";
+    if (std::string refusal = without_bpf_refusal(config, observer); !refusal.empty()) {
+      print_error(
+          (config.no_bpf ? "--no-bpf: " : "loading BPF needs root, or CAP_BPF and CAP_PERFMON; without it ") +
+          refusal);
+      return 1;
+    }
+    if (!config.no_bpf && !config.quiet)
+      std::fprintf(stderr,
+                   "allocscope: no privilege to load BPF (root, or CAP_BPF and CAP_PERFMON): the command "
+                   "samples in process, its stacks unwound here (--no-bpf)\n");
+    return record_without_bpf(config, why);
+  }
   if (config.top_every_ms && !observer) {
     LiveTop top(config.top_every_ms, config.render);
     return Recorder(config, &top).run();

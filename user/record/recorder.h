@@ -30,6 +30,10 @@
 
 namespace allocscope {
 
+// What can be checked before the kernel is touched or a command launched:
+// the processes named and the outputs' directories.
+Result<void> check_before_recording(const RecordConfig& c);
+
 // What exists once the BPF session is open, in the order it is made (and
 // unmade in reverse): each part holds references to those above it.
 struct SessionParts {

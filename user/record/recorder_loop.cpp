@@ -124,7 +124,7 @@ void Recorder::end_vanished(uint64_t now, bool drained) {
 }
 
 RecordingState Recorder::state() const {
-  return {*parts_->session,
+  return {figures_of(*parts_->session),
           profile_,
           parts_->sink,
           parts_->tables,

@@ -10,11 +10,21 @@ void SessionUnwind::need_table(uint32_t tgid, const as_vma& vma) { tables_.on_re
 
 int SessionUnwind::finish_walk(uint32_t tgid, const as_deferred_walk& w, std::span<const uint8_t> stack,
                                std::vector<uint64_t>& ips, bool may_wait) {
-  ProcessRows rows(tables_, pid_t(tgid), symbolizer_.maps(pid_t(tgid)));
   StackCopy mem(w.sp, stack);
   size_t known = ips.size();
-  int stop = continue_walk({w.ip, w.sp, w.bp, w.bp_lost, 0}, w.stack_end, rows, mem, ips, w.steps == 0);
-  std::optional<as_file_key> file = rows.waits_for();
+  std::optional<as_file_key> file;
+  auto walk = [&] {
+    ProcessRows rows(tables_, pid_t(tgid), symbolizer_.maps(pid_t(tgid)));
+    int stop = continue_walk({w.ip, w.sp, w.bp, w.bp_lost, 0}, w.stack_end, rows, mem, ips, w.steps == 0);
+    file = rows.waits_for();
+    return stop;
+  };
+  int stop = walk();
+  if (stop == AS_STOP_BAD_IP && !file) {  // code mapped since the maps were read (dlopen)?
+    ips.resize(known);
+    symbolizer_.refresh(pid_t(tgid));
+    stop = walk();
+  }
   if (!file || !may_wait) {
     // The kernel was still leaving out the sampler's own frames (its stopped frame among them).
     bool own = w.skip || w.until_end;

@@ -46,7 +46,7 @@ double live_bytes(const RecordingState& s) {
 
 void print_totals(const RecordingState& s, const RecordConfig& config, uint64_t elapsed_ms) {
   double alloc = allocated_bytes(s), live = live_bytes(s);
-  Counters k = s.session.counters();
+  Counters k = s.session.counters;
   const ProfileCounters& p = s.profile.counters();
   uint64_t n = s.sink.recorded_processes();
   std::string processes = std::to_string(n) + (n == 1 ? " process" : " processes");
@@ -63,7 +63,7 @@ void print_totals(const RecordingState& s, const RecordConfig& config, uint64_t 
 }
 
 void print_kernel_figures(const RecordingState& s) {
-  Counters k = s.session.counters();
+  Counters k = s.session.counters;
   std::fprintf(stderr,
                "allocscope: kernel counters: samples=%llu frees=%llu nested=%llu failed_allocs=%llu "
                "returns=%llu filtered=%llu table_requests=%llu frames=%llu row_cache_misses=%llu\n",
@@ -92,7 +92,7 @@ void print_truncation(const RecordingState& s) {
 void print_process_drops(const RecordingState& s) {
   std::map<uint32_t, ProcessDrops> drops = s.sink.drops();
   std::map<uint32_t, uint64_t> ringbuf;
-  for (auto [tgid, n] : s.session.process_drops()) {
+  for (auto [tgid, n] : s.session.process_drops) {
     ringbuf[tgid] = n;
     ProcessDrops& d = drops[tgid];
     if (d.comm.empty()) {  // lost every sample it sent: named from its instance, or /proc
@@ -121,8 +121,7 @@ static void print_python_refusals(const RecordingState& s) {
   for (const std::string& r : s.python->refusals()) print_error("warning: python: " + r);
   uint64_t unnamed = s.python->counters().unsupported - s.python->refusals().size();
   if (unnamed) print_error("warning: python: no frames for " + std::to_string(unnamed) + " more runtime(s)");
-  uint64_t unwalked =
-      s.python->counters().processes_unwalked + s.session.counters()[AS_CNT_PY_PROCESSES_FULL];
+  uint64_t unwalked = s.python->counters().processes_unwalked + s.session.counters[AS_CNT_PY_PROCESSES_FULL];
   if (unwalked)
     print_error("warning: python: no frames for " + std::to_string(unwalked) +
                 " process(es) running CPython from a library: the kernel's table of them (" +
@@ -138,11 +137,11 @@ void print_warnings(const RecordingState& s, const RecordConfig& config) {
   print_python_refusals(s);
   // No sample of a Go program that allocates nothing through malloc: the
   // warning about Go says why, another rate would not help.
-  uint64_t samples = s.session.counters()[AS_CNT_SAMPLES];
+  uint64_t samples = s.session.counters[AS_CNT_SAMPLES];
   if (std::string hint = few_samples_hint(samples, config.rate, allocated_bytes(s));
       !hint.empty() && !(samples == 0 && s.go_programs))
     print_error("note: " + hint);
-  Counters k = s.session.counters();
+  Counters k = s.session.counters;
   const ProfileCounters& p = s.profile.counters();
   Recording lost;
   lost.rate = config.rate;
@@ -211,7 +210,7 @@ void print_warnings(const RecordingState& s, const RecordConfig& config) {
                 " in-process samples were taken at another rate than --rate and not counted: record with "
                 "the rate of the process (its ALLOCSCOPE_RATE), or set it to this one" +
                 (exact_mode(config) ? " (exact mode needs ALLOCSCOPE_RATE=1)" : ""));
-  if (HoldTimes h = hold_figures(s.session.hold_times()); h.count)
+  if (HoldTimes h = s.session.holds; h.count)
     print_error(std::to_string(h.count) +
                 " process(es) held for a file not seen before (stopped until it was examined): median " +
                 format_duration_ns(double(h.p50)) + ", 99th percentile " + format_duration_ns(double(h.p99)) +
@@ -236,12 +235,16 @@ void print_warnings(const RecordingState& s, const RecordConfig& config) {
 
 }  // namespace
 
+SourceFigures figures_of(const BpfSession& session) {
+  return {session.counters(), session.process_drops(), hold_figures(session.hold_times()), session.paths()};
+}
+
 HoldTimes hold_figures(const RecentDurations& holds) {
   return {holds.count(), holds.quantile(0.5), holds.quantile(0.99), holds.max()};
 }
 
 NamedCounters recording_counters(const RecordingState& s) {
-  Counters k = s.session.counters();
+  Counters k = s.session.counters;
   const ProfileCounters& p = s.profile.counters();
   const TableStats& t = s.tables.stats();
   auto stop = [&](as_stop why) { return k[size_t(AS_CNT_STOP_FIRST) + size_t(why)]; };
@@ -314,7 +317,7 @@ NamedCounters recording_counters(const RecordingState& s) {
 }
 
 ProgressFigures progress_figures(const RecordingState& s, double elapsed_s) {
-  Counters k = s.session.counters();
+  Counters k = s.session.counters;
   const ProfileCounters& p = s.profile.counters();
   return {elapsed_s, s.sink.recorded_processes(), k[AS_CNT_SAMPLES],
           charged_ringbuf_drops(k, s) + k[AS_CNT_LIVE_FULL] + k[AS_CNT_LIVE_SHARE] + p.live_full +
@@ -360,7 +363,7 @@ void print_live_peaks(const RecordingState& s, const RecordConfig& config, uint6
 // How the kernel recorded: which probes, which unwinder, which fallbacks.
 static void print_paths(const RecordingState& s) {
   std::string line;
-  for (const auto& [name, value] : s.session.paths())
+  for (const auto& [name, value] : s.session.paths)
     line += (line.empty() ? "" : ", ") + name + (name == "kernel" ? " " : ": ") + value;
   if (!s.sampling.empty()) line += ", sampling: " + s.sampling;
   // A Go heap is read by probes whatever the C allocations' path.

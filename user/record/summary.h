@@ -22,9 +22,19 @@ class PythonStacks;
 
 using NamedCounters = std::vector<std::pair<std::string, uint64_t>>;
 
+// What the source of the events counted: the kernel's session, or the
+// preload library's rings in a recording without BPF.
+struct SourceFigures {
+  Counters counters{};
+  std::vector<std::pair<uint32_t, uint64_t>> process_drops;  // samples lost per process (the busiest)
+  HoldTimes holds;
+  std::vector<std::pair<std::string, std::string>> paths;  // how it recorded: probes, unwinder, ...
+};
+SourceFigures figures_of(const BpfSession& session);
+
 // Where the figures come from.
 struct RecordingState {
-  const BpfSession& session;
+  SourceFigures session;
   const Profile& profile;
   const EventSink& sink;
   const TableLoader& tables;

@@ -1,0 +1,213 @@
+// A recording without root: allocscope runs under setpriv as a user id of
+// its own with no capability at all (effective, inheritable, bounding), so
+// loading BPF is refused. `record -- CMD` then samples in process through
+// the preload library and unwinds the stacks itself; these tests hold it to
+// the same truth and the same stacks as the kernel's path.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include "forker_spec.h"
+#include "harness.h"
+#include "host/process.h"
+#include "output/pprof.h"
+#include "output/table.h"
+
+namespace allocscope::test {
+namespace {
+
+constexpr uid_t kUser = 54321;  // no account: setpriv needs none, and no file is owned by it but ours
+
+// A directory only the test user may write, for the outputs.
+class UserDir {
+ public:
+  UserDir() {
+    std::string t = temp_path("unprivileged-XXXXXX");
+    EXPECT_NE(mkdtemp(t.data()), nullptr);
+    path_ = t;
+    EXPECT_EQ(chown(path_.c_str(), kUser, kUser), 0);
+  }
+  ~UserDir() { std::filesystem::remove_all(path_); }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// argv run as the test user, without any capability.
+std::vector<std::string> as_user(const std::vector<std::string>& argv) {
+  std::string id = std::to_string(kUser);
+  std::vector<std::string> out = {
+      "setpriv", "--reuid=" + id, "--regid=" + id, "--clear-groups", "--inh-caps=-all", "--bounding-set=-all",
+      "--"};
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
+}
+
+// `record` as the test user into `out`; its stderr.
+RunResult record_as_user(const std::vector<std::string>& options, const std::string& out,
+                         const std::vector<std::string>& command) {
+  std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "-o", out};
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.push_back("--");
+  argv.insert(argv.end(), command.begin(), command.end());
+  return run(as_user(argv));
+}
+
+Recording decode(const std::string& path) {
+  auto rec = decode_pprof(read_text_file(path).value_or(""));
+  EXPECT_TRUE(rec) << (rec ? "" : rec.error().message);
+  return rec ? *rec : Recording{};
+}
+
+// Each function's totals, as the direct caller of the allocator.
+std::map<std::string, StackTotals> caller_totals(const Recording& r) {
+  std::map<std::string, StackTotals> by;
+  for (const RecSample& s : r.samples) {
+    std::vector<std::string> names = frame_names(r, s);
+    if (names.size() >= 2) by[names[names.size() - 2]].merge(s.totals);
+  }
+  return by;
+}
+
+TEST(Unprivileged, ExactModeIsTheTruthAndSaysItsPath) {
+  REQUIRE_BPF();  // as root, to become the user
+  UserDir dir;
+  std::string out = dir.file("exact.pb.gz");
+  RunResult r = record_as_user({"--rate", "1"}, out, {WORKLOAD_BIN, "--threads", "2", "--scale-pct", "1"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("no privilege to load BPF"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("kernel not used"), std::string::npos) << r.err;
+  EXPECT_EQ(reported_losses(r.err).samples, 0u) << r.err;
+  Recording rec = decode(out);
+  auto sites = caller_totals(rec);
+  for (const site_spec& s : kSites) {
+    Truth t = site_truth(s, 2, 1);
+    const StackTotals& st = sites[s.function];
+    EXPECT_EQ(st.alloc_objects, t.objects) << s.function;
+    EXPECT_EQ(st.alloc_bytes, t.bytes) << s.function;
+    EXPECT_EQ(st.live_objects, t.live_objects) << s.function;
+    EXPECT_EQ(st.live_bytes, t.live_bytes) << s.function;
+  }
+}
+
+// At 64 KiB, each site's allocated and live bytes within kMaxZ sigma of the
+// truth (harness.h: below 1.8e-7 a check by chance; 14 checks here).
+TEST(Unprivileged, SampledSitesAreWithinTheirSigma) {
+  REQUIRE_BPF();
+  UserDir dir;
+  std::string out = dir.file("sampled.pb.gz");
+  const int scale = 10;
+  const double rate = 64 * 1024;
+  RunResult r = record_as_user({"--rate", "64KiB"}, out,
+                               {WORKLOAD_BIN, "--threads", "2", "--scale-pct", std::to_string(scale)});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(reported_losses(r.err).samples, 0u) << r.err;
+  auto sites = caller_totals(decode(out));
+  for (const site_spec& s : kSites) {
+    Truth t = site_truth(s, 2, scale);
+    const StackTotals& st = sites[s.function];
+    double z = (st.alloc_bytes - t.bytes) / ht_sigma(t.objects, double(s.size), rate, true);
+    std::printf("  %-20s alloc %.0f of %.0f (z %+.2f)", s.function, st.alloc_bytes, t.bytes, z);
+    EXPECT_LT(std::fabs(z), kMaxZ) << s.function;
+    if (t.live_objects > 0) {
+      double zl = (st.live_bytes - t.live_bytes) / ht_sigma(t.live_objects, double(s.size), rate, true);
+      std::printf(", live z %+.2f", zl);
+      EXPECT_LT(std::fabs(zl), kMaxZ) << s.function;
+    }
+    std::printf("\n");
+  }
+}
+
+// Stacks with the process's own frame (its pid) left out, and their values.
+std::map<std::vector<std::string>, double> stacks_of(const std::string& folded_path) {
+  std::map<std::vector<std::string>, double> out;
+  for (const auto& [frames, value] : read_folded(folded_path))
+    out[std::vector<std::string>(frames.begin() + 1, frames.end())] += value;
+  return out;
+}
+
+// A C++ program (operator new, vectors, strings, without frame pointers) in
+// exact mode: the same stacks, frame for frame, and the same bytes, as the
+// kernel's path records as root.
+TEST(Unprivileged, StacksAreTheKernelPathsStacks) {
+  REQUIRE_BPF();
+  UserDir dir;
+  std::string root_out = temp_path("cxx-root.folded"), user_out = dir.file("cxx-user.folded");
+  std::vector<std::string> cmd = {CXX_SITES_BIN, "--scale-pct", "1"};
+  std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "-q", "--rate", "1", "-o", root_out, "--"};
+  argv.insert(argv.end(), cmd.begin(), cmd.end());
+  RunResult root = run(argv);
+  ASSERT_EQ(root.status, 0) << root.err;
+  RunResult user = record_as_user({"-q", "--rate", "1"}, user_out, cmd);
+  ASSERT_EQ(user.status, 0) << user.err;
+  auto kernel = stacks_of(root_out), userspace = stacks_of(user_out);
+  std::filesystem::remove(root_out);
+  ASSERT_FALSE(kernel.empty());
+  int compared = 0;
+  for (const auto& [frames, bytes] : kernel) {
+    std::string joined;
+    for (const auto& f : frames) joined += f + ";";
+    if (bytes < 100000) continue;  // the program's own sites; the C++ runtime's start-up differs in process
+    auto it = userspace.find(frames);
+    ASSERT_NE(it, userspace.end()) << "not recorded without BPF: " << joined;
+    EXPECT_EQ(it->second, bytes) << joined;
+    ++compared;
+  }
+  EXPECT_GE(compared, 3) << "operator new, vector and string sites";
+}
+
+// A forked child frees its copies of the parent's blocks and keeps blocks
+// of its own; the parent exits holding its own: each process is its own.
+TEST(Unprivileged, AForkedChildIsFollowedApart) {
+  REQUIRE_BPF();
+  UserDir dir;
+  std::string out = dir.file("forker.pb.gz");
+  RunResult r = record_as_user({"-q", "--rate", "1"}, out, {FORKER_BIN});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto by = caller_totals(decode(out));
+  EXPECT_EQ(by["parent_keep"].alloc_objects, FORKER_KEPT);
+  EXPECT_EQ(by["parent_keep"].live_bytes, double(FORKER_KEPT) * FORKER_KEPT_SIZE)
+      << "the child's frees are its own";
+  EXPECT_EQ(by["child_keep"].alloc_objects, FORKER_CHILD);
+  EXPECT_EQ(by["child_keep"].live_bytes, 0) << "the child exited: its blocks went with it";
+}
+
+// A shell forks and runs the workload (a program of its own: a new ring),
+// which is recorded whole; it ends before the shell, so what it never freed
+// went with it (as on the kernel's path: only the command keeps its own).
+TEST(Unprivileged, AProgramRunByAForkedShellIsRecorded) {
+  REQUIRE_BPF();
+  UserDir dir;
+  std::string out = dir.file("chain.pb.gz");
+  std::string line = std::string(WORKLOAD_BIN) + " --threads 2 --scale-pct 1; true";
+  RunResult r = record_as_user({"-q", "--rate", "1"}, out, {"/bin/sh", "-c", line});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto sites = caller_totals(decode(out));
+  for (const site_spec& s : kSites) {
+    Truth t = site_truth(s, 2, 1);
+    EXPECT_EQ(sites[s.function].alloc_bytes, t.bytes) << s.function;
+    EXPECT_EQ(sites[s.function].live_bytes, 0) << s.function;
+  }
+}
+
+TEST(Unprivileged, AProgramThePreloadCannotEnterIsRefusedNamingWhy) {
+  REQUIRE_BPF();
+  UserDir dir;
+  RunResult r = record_as_user({}, dir.file("static.pb.gz"), {WORKLOAD_STATIC_BIN});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("a static program loads no library"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("CAP_BPF"), std::string::npos) << r.err;
+  RunResult all = run(as_user({ALLOCSCOPE_BIN, "record", "-p", "1", "-o", dir.file("p.pb.gz")}));
+  EXPECT_NE(all.status, 0);
+}
+
+}  // namespace
+}  // namespace allocscope::test
