@@ -4,6 +4,7 @@
 // the preload library and unwinds the stacks itself; these tests hold it to
 // the same truth and the same stacks as the kernel's path.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -196,6 +197,32 @@ TEST(Unprivileged, AProgramRunByAForkedShellIsRecorded) {
     EXPECT_EQ(sites[s.function].alloc_bytes, t.bytes) << s.function;
     EXPECT_EQ(sites[s.function].live_bytes, 0) << s.function;
   }
+}
+
+// allocscope killed in the middle of an exact recording (its rings fill,
+// nobody reads them): the command goes on to its end, unharmed.
+TEST(Unprivileged, TheCommandGoesOnWhenAllocscopeDies) {
+  REQUIRE_BPF();
+  UserDir dir;
+  Child rec(as_user({ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", dir.file("killed.pb.gz"), "--",
+                     WORKLOAD_BIN, "--threads", "2", "--scale-pct", "30"}));
+  ASSERT_TRUE(rec.wait_for_line("recording", 30000, true)) << rec.err();
+  usleep(200 * 1000);
+  rec.signal(SIGKILL);
+  // The command's output goes to the same pipe: its last line says it ended.
+  EXPECT_TRUE(rec.wait_for_line("live blocks", 60000)) << rec.out();
+}
+
+// A child run with its environment cleared escapes the preload library:
+// not recorded, and named.
+TEST(Unprivileged, AChildThatClearsItsEnvironmentIsNamed) {
+  REQUIRE_BPF();
+  UserDir dir;
+  RunResult r = record_as_user({}, dir.file("env.pb.gz"), {"/bin/sh", "-c", "env -i /bin/sleep 2.5; true"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("1 process of the command ran without the preload library"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("not recorded: sleep"), std::string::npos) << r.err;
 }
 
 TEST(Unprivileged, AProgramThePreloadCannotEnterIsRefusedNamingWhy) {

@@ -230,6 +230,7 @@ void EventSink::on_stack(std::span<const uint8_t> data) {
     }
     head.stop = uint16_t(stop);
     walks_cut_waiting_ += stop == AS_STOP_NO_TABLE;
+    if (size_t(stop) < kStops) ++walk_stops_[size_t(stop)];
     ++walks_finished_;
   }
   if (head.stop != AS_STOP_COMPLETE) {

@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <deque>
@@ -100,6 +101,10 @@ class EventSink {
   // program, they waited too long, or the held events outgrew their room).
   uint64_t walks_waited() const { return walks_waited_; }
   uint64_t walks_cut_waiting() const { return walks_cut_waiting_; }
+  // Those walks by why they ended (enum as_stop): the kernel counts its
+  // own, these are the ones finished here.
+  static constexpr size_t kStops = 10;
+  const std::array<uint64_t, kStops>& walk_stops() const { return walk_stops_; }
 
   // Walks that wait for tables are done again when `tables_in` (some table
   // came in since the last call), and cut short once they waited too long.
@@ -165,6 +170,7 @@ class EventSink {
   Profile& profile_;
   Symbolizer& symbolizer_;
   PythonStacks* python_ = nullptr;
+  std::array<uint64_t, kStops> walk_stops_{};
   bool kernel_totals_ = true;  // exact mode: the kernel keeps the totals (see exact_as_samples)
   CgroupNames* cgroup_names_ = nullptr;
   SinkHooks hooks_;

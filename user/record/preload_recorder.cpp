@@ -32,6 +32,7 @@
 #include "record/session_hooks.h"
 #include "record/stop_signals.h"
 #include "record/summary.h"
+#include "record/untraced_processes.h"
 #include "symbols/symbolizer.h"
 
 namespace allocscope {
@@ -106,6 +107,7 @@ class PreloadRecorder {
   EventSink sink_{
       profile_, symbolizer_, {verdicts_, kernel_, probes_, unwind_}, config_.max_stacks, config_.per_process};
   PreloadEvents events_;
+  UntracedProcesses untraced_;
   std::optional<Target> target_;
   int64_t start_wall_ns_ = 0;
   bool targets_ended_ = false;
@@ -173,6 +175,7 @@ PreloadRecorder::LoopEnd PreloadRecorder::loop() {
     pollfd fds[2] = {{channel_->fd(), POLLIN, 0}, {target_->exit_fd(), POLLIN, 0}};
     poll(fds, target_->exit_fd() >= 0 ? 2 : 1, kPollMs);
     read_rings();
+    untraced_.look(target_->pid(), plan_.preload_library, now_ms());
     if (double elapsed = (now_ms() - l.start) / 1000.0; progress.due(elapsed))
       progress.update(progress_figures(state(), elapsed));
     if (target_->exited()) {
@@ -192,6 +195,8 @@ SourceFigures PreloadRecorder::figures() const {
   f.counters[AS_CNT_FREES] = events_.frees();
   f.counters[AS_CNT_RINGBUF_DROPS] = c.lost + c.abandoned;  // trials and frees: the ring has no room to say
   f.counters[AS_CNT_USDT_RATE] = events_.other_rate();
+  for (size_t stop = AS_STOP_NO_INFO; stop < EventSink::kStops; ++stop)  // every walk is finished here
+    f.counters[AS_CNT_STOP_FIRST + stop] = sink_.walk_stops()[stop];
   f.paths = {{"kernel", "not used (" + why_ + ")"}, {"unwinder", "dwarf, in userspace"}};
   return f;
 }
@@ -234,6 +239,8 @@ int PreloadRecorder::finish(const LoopEnd& l) {
   if (!written) print_error(written.error());
   if (!config_.quiet) {
     print_summary(state(), config_, l.end - l.start);
+    if (std::string line = untraced_.summary(); !line.empty())
+      std::fprintf(stderr, "allocscope: %s\n", line.c_str());
     if (written) print_written(config_, 0, false);
   }
   int status = target_->finish(l.target_gone ? 0 : stop_signal());

@@ -1,0 +1,72 @@
+#include "record/untraced_processes.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "host/process.h"
+
+namespace allocscope {
+
+namespace {
+
+// The start field of /proc/PID/stat (clock ticks since boot); 0 when gone.
+uint64_t start_ticks(pid_t pid) {
+  auto stat = read_text_file("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return 0;
+  size_t at = stat->rfind(')');
+  if (at == std::string::npos) return 0;
+  // After "comm)" come the state (field 3) and, 19 fields on, the start (22).
+  for (int field = 3; field <= 22; ++field) {
+    at = stat->find(' ', at);
+    if (at == std::string::npos) return 0;
+    ++at;
+  }
+  return std::strtoull(stat->c_str() + at, nullptr, 10);
+}
+
+// Whether the process maps the library (or is gone: then not judged).
+bool maps_library(pid_t pid, const std::string& library) {
+  auto maps = read_maps(pid);
+  if (!maps) return true;
+  return std::any_of(maps->begin(), maps->end(), [&](const Mapping& m) { return m.path == library; });
+}
+
+}  // namespace
+
+void UntracedProcesses::look(pid_t root, const std::string& library, uint64_t now_ms) {
+  if (now_ms < last_ms_ + 1000) return;
+  last_ms_ = now_ms;
+  if (judged_.size() >= kMaxKnown) judged_.clear();
+  std::map<Key, int> still;
+  for (pid_t pid : descendants_of({root})) {
+    Key key{pid, start_ticks(pid)};
+    if (key.second == 0 || judged_.contains(key)) continue;
+    if (maps_library(pid, library)) {
+      judged_.insert(key);
+      continue;
+    }
+    auto seen = without_.find(key);
+    if (seen == without_.end()) {
+      still[key] = 1;
+      continue;
+    }
+    judged_.insert(key);
+    ++count_;
+    std::string comm = read_comm(pid);
+    if (names_.size() < kMaxNames && std::find(names_.begin(), names_.end(), comm) == names_.end())
+      names_.push_back(comm);
+  }
+  without_ = std::move(still);
+}
+
+std::string UntracedProcesses::summary() const {
+  if (!count_) return "";
+  std::string names;
+  for (const std::string& n : names_) names += (names.empty() ? "" : ", ") + n;
+  return std::to_string(count_) + (count_ == 1 ? " process" : " processes") +
+         " of the command ran without the preload library (static or set-id, or its environment "
+         "cleared), not recorded: " +
+         names;
+}
+
+}  // namespace allocscope
