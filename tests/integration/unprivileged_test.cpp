@@ -225,6 +225,15 @@ TEST(Unprivileged, AChildThatClearsItsEnvironmentIsNamed) {
   EXPECT_NE(r.err.find("not recorded: sleep"), std::string::npos) << r.err;
 }
 
+TEST(Unprivileged, CheckSaysACommandCanBeRecorded) {
+  REQUIRE_BPF();
+  RunResult r = run(as_user({ALLOCSCOPE_BIN, "check"}));
+  EXPECT_NE(r.out.find("record: no: loading BPF programs was refused"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("record -- CMD without BPF (--no-bpf, the default without privilege): yes"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST(Unprivileged, AProgramThePreloadCannotEnterIsRefusedNamingWhy) {
   REQUIRE_BPF();
   UserDir dir;

@@ -76,6 +76,27 @@ TEST(CheckReport, WithoutPrivilegesNothingIsProbed) {
   EXPECT_NE(text.find("record: no: loading BPF programs was refused"), std::string::npos) << text;
 }
 
+// Without privilege, the path that needs none: the preload library's.
+TEST(CheckReport, SaysWhetherACommandCanBeRecordedWithoutBpf) {
+  CheckReport r = debian12();
+  r.preload_library = "/usr/lib/x86_64-linux-gnu/allocscope/liballocscope-preload.so";
+  std::string text = render_check(r, false);
+  EXPECT_NE(text.find("record -- CMD without BPF (--no-bpf, the default without privilege): yes, in process "
+                      "through /usr/lib/x86_64-linux-gnu/allocscope/liballocscope-preload.so"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(nlohmann::json::parse(render_check_json(r))["record_without_bpf"], true);
+  r.preload_library.clear();
+  r.preload_refusal = "liballocscope-preload.so is not installed";
+  text = render_check(r, false);
+  EXPECT_NE(
+      text.find("without BPF (--no-bpf, the default without privilege): no: liballocscope-preload.so is not "
+                "installed"),
+      std::string::npos)
+      << text;
+  EXPECT_EQ(nlohmann::json::parse(render_check_json(r))["record_without_bpf"], false);
+}
+
 TEST(CheckReport, JsonHasEveryFeatureByKey) {
   CheckReport r = debian12();
   r.kernel.states[size_t(Feature::PushEmulation)] = {Presence::Unknown, "fork: Resource unavailable"};

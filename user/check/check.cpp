@@ -5,6 +5,7 @@
 #include <string>
 
 #include "check/check_report.h"
+#include "host/preload_library.h"
 #include "probe/bpf_session.h"
 #include "probe/probe_choice.h"
 
@@ -73,6 +74,10 @@ int check(const CheckConfig& config) {
   r.lockdown = current_lockdown();
   r.memlock = memlock_limit();
   r.perf_event_paranoid = perf_event_paranoid();
+  if (auto library = find_preload_library())
+    r.preload_library = *library;
+  else
+    r.preload_refusal = library.error().message;
   r.mode = choose_probe_mode(r.kernel, ProbeMode::Auto).value_or(ProbeMode::Classic);
   // Where required features are missing the programs are not loaded: the
   // refusal is the answer, in one line.

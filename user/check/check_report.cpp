@@ -126,6 +126,12 @@ std::string render_check(const CheckReport& r, bool verbose) {
     out += std::string("agent:  yes") + (r.kernel.has(Feature::AncestorCgroup) ? "" : " (without --cgroup)") +
            "\n";
   }
+  out +=
+      "record -- CMD without BPF (--no-bpf, the default without privilege): " +
+      (r.preload_library.empty() ? "no: " + r.preload_refusal
+                                 : "yes, in process through " + r.preload_library +
+                                       ", stacks unwound by allocscope (-p, --all and the agent need BPF)") +
+      "\n";
   return out;
 }
 
@@ -157,6 +163,9 @@ std::string render_check_json(const CheckReport& r) {
   doc["record"] = can_record(r);
   doc["agent"] = can_record(r);
   if (!refusal.empty()) doc["refusal"] = refusal;
+  doc["record_without_bpf"] = !r.preload_library.empty();
+  if (!r.preload_library.empty()) doc["preload_library"] = r.preload_library;
+  if (!r.preload_refusal.empty()) doc["preload_refusal"] = r.preload_refusal;
   return doc.dump(2) + "\n";
 }
 

@@ -32,6 +32,9 @@ struct CheckReport {
   std::optional<int> perf_event_paranoid;
   ProbeMode mode = ProbeMode::Classic;  // what auto picks here
   std::vector<LoadTrial> trials;
+  // The preload library, for `record -- CMD` without BPF: its path, or why
+  // it cannot be used.
+  std::string preload_library, preload_refusal;
 };
 
 // Whether every trial loaded: record and agent can run.
