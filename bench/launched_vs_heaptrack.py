@@ -7,7 +7,8 @@ rounds run in turn; exact mode once, over the median untraced run)
 and the truth (allocated bytes, calls and bytes in use at exit against
 heaptrack's exact record; whether each sampled 95 % interval covers it).
 
-  sudo bench/launched_vs_heaptrack.py [--build DIR] [--rounds N] [--programs a,b] [--no-exact a,b] [--keep DIR]
+  sudo bench/launched_vs_heaptrack.py [--build DIR] [--rounds N] [--programs a,b] [--configs a,b]
+                                      [--no-exact a,b] [--keep DIR]
 
 Needs heaptrack, zstd, sqlite3, git, python3-pygments (Debian's python3),
 g++ and clang-format.
@@ -32,8 +33,11 @@ CONFIGS = {
     "default": [],
     "--probes": ["--probes"],
     "exact": ["--rate", "1"],
+    # No BPF at all: the path an ordinary user gets (as root, --no-bpf takes the very same one).
+    "--no-bpf": ["--no-bpf"],
+    "--no-bpf exact": ["--no-bpf", "--rate", "1"],
 }
-ONCE = ("exact",)  # slow: one run
+ONCE = ("exact", "--no-bpf exact")  # slow: one run
 
 
 # ---- workloads: each makes its inputs in `work` and returns its command -------
@@ -224,6 +228,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--programs", default=",".join(PROGRAMS), help="comma separated, of: " + ", ".join(PROGRAMS))
+    ap.add_argument("--configs", default=",".join(CONFIGS), help="comma separated, of: " + ", ".join(CONFIGS))
     ap.add_argument("--no-exact", default="", help="programs run without exact mode (comma separated)")
     ap.add_argument("--keep", help="keep inputs and recordings in this directory")
     args = ap.parse_args()
@@ -231,6 +236,10 @@ def main():
         if not shutil.which(tool):
             sys.exit(f"{tool} is needed (apt install heaptrack zstd sqlite3 git g++ clang-format python3-pygments)")
     binary = os.path.join(args.build, "allocscope")
+    chosen = args.configs.split(",")
+    for c in list(CONFIGS):
+        if c not in chosen:
+            del CONFIGS[c]
     results = {}
     for name in args.programs.split(","):
         work = args.keep and os.path.join(args.keep, name.split()[0]) or tempfile.mkdtemp(prefix="allocscope-bench-")

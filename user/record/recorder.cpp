@@ -295,7 +295,7 @@ static std::string without_bpf_refusal(const RecordConfig& c, RecordObserver* ob
   if (c.launch == LaunchPath::Probes) return "--probes are kernel probes";
   if (c.top_every_ms || observer) return "--top and the agent need BPF";
   if (c.interval_ms || c.peak || c.snapshot_above || !c.timeline.empty() || c.duty_period_ms)
-    return "--interval, --peak, --snapshot-above, --timeline and --duty-cycle need BPF (for now)";
+    return "--interval, --peak, --snapshot-above and --timeline need BPF (for now)";
   return "";
 }
 
