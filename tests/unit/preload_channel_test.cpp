@@ -123,13 +123,18 @@ TEST(PreloadChannel, EverySitesCallsAndLiveBlocksAreTheTruth) {
     }
   }
   std::vector<std::string> sites = callers(pid, allocs);
+  EXPECT_EQ(channel->release_finished(10'000), 0u) << "its process still runs";
   kill(pid, SIGUSR1);
   int status = 0;
   waitpid(pid, &status, 0);
   close(out);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(channel->counts().rings, 1u);
+  EXPECT_EQ(channel->release_finished(10'500), 0u) << "at most once a second";
+  EXPECT_EQ(channel->release_finished(12'000), 1u) << "read to its end, its process gone";
   PreloadChannel::Counts c = channel->counts();
-  EXPECT_EQ(c.rings, 1u);
+  EXPECT_EQ(c.rings, 0u);
+  EXPECT_EQ(c.released, 1u);
   ASSERT_EQ(c.lost, 0u) << "the ring holds the whole run" << c.lost_bytes;
 
   std::map<std::string, uint64_t> calls, kept;

@@ -460,8 +460,11 @@ DELETE_OPERATOR(_ZdaPvSt11align_val_tRKSt9nothrow_t, delete_aligned_nothrow_fn,
  * none of the parent's sampled blocks (the tracer keys them by process). */
 static void after_fork_in_child(void) {
   tls.seeded = 0;
-  ring_pid = (uint32_t)getpid();
   madvise(&sampled, sizeof(sampled), MADV_DONTNEED);
+  if (ring) { /* a writer of its parent's ring: allocscope keeps the ring while it lives */
+    ring_pid = (uint32_t)getpid();
+    as_trial_write(ring, AS_TRIAL_FORK, ring_pid, ring_pid, 0);
+  }
 }
 
 static uint64_t rate_from_environment(void) {

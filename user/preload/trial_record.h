@@ -15,6 +15,7 @@
 enum as_trial_kind {
   AS_TRIAL_ALLOC = 1, /* struct as_trial_alloc, then walk.len bytes of stack */
   AS_TRIAL_FREE = 2,  /* struct as_trial_free */
+  AS_TRIAL_FORK = 3,  /* struct as_trial_free, addr 0: a forked child says it may write here */
 };
 
 struct as_trial_alloc {
@@ -76,15 +77,20 @@ static inline int as_trial_write_alloc(struct as_ring_header *h, uint32_t tgid,
   return 1;
 }
 
-static inline int as_trial_write_free(struct as_ring_header *h, uint32_t tgid, uint32_t tid, uint64_t addr) {
+static inline int as_trial_write(struct as_ring_header *h, uint32_t kind, uint32_t tgid, uint32_t tid,
+                                 uint64_t addr) {
   struct as_trial_free *p =
       (struct as_trial_free *)as_ring_reserve(h, (uint32_t)sizeof(struct as_trial_free), tgid);
   if (!p) return 0;
-  p->kind = AS_TRIAL_FREE;
+  p->kind = kind;
   p->tid = tid;
   p->addr = addr;
   as_ring_commit(p);
   return 1;
+}
+
+static inline int as_trial_write_free(struct as_ring_header *h, uint32_t tgid, uint32_t tid, uint64_t addr) {
+  return as_trial_write(h, AS_TRIAL_FREE, tgid, tid, addr);
 }
 
 #endif

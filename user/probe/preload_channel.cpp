@@ -6,6 +6,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -92,7 +93,7 @@ Result<PreloadChannel::Ring> PreloadChannel::make_ring(pid_t pid, UniqueFd& fd) 
   if (!memory) return fail(memory.error());
   as_ring_beat(header_of(*memory));
   __atomic_store_n(&header_of(*memory)->size, ring_bytes_, __ATOMIC_RELEASE);
-  return Ring{{pid, 0}, std::move(*memory)};
+  return Ring{{pid, 0}, std::move(*memory), {}};
 }
 
 size_t PreloadChannel::accept_waiting(const std::function<void(const RingId&)>& before_answer) {
@@ -145,6 +146,9 @@ size_t PreloadChannel::drain(const OnRecord& on) {
         ++counts_.abandoned;
         continue;
       }
+      if (tgid != uint32_t(r.id.owner) &&
+          std::find(r.writers.begin(), r.writers.end(), tgid) == r.writers.end())
+        r.writers.push_back(tgid);
       on(r.id, tgid, {static_cast<const uint8_t*>(p), len});
       as_ring_release(h);
       ++n;
@@ -154,8 +158,27 @@ size_t PreloadChannel::drain(const OnRecord& on) {
   return n;
 }
 
+size_t PreloadChannel::release_finished(uint64_t now_ms) {
+  if (now_ms < last_release_ms_ + 1000) return 0;
+  last_release_ms_ = now_ms;
+  size_t before = rings_.size();
+  std::erase_if(rings_, [this](Ring& r) {
+    std::erase_if(r.writers, [](uint32_t tgid) { return process_gone(tgid); });
+    as_ring_header* h = header_of(r.memory);
+    bool read = __atomic_load_n(&h->producer, __ATOMIC_ACQUIRE) == h->consumer;
+    if (!read || !r.writers.empty() || !process_gone(uint32_t(r.id.owner))) return false;
+    retired_lost_ += __atomic_load_n(&h->lost, __ATOMIC_RELAXED);
+    retired_lost_bytes_ += __atomic_load_n(&h->lost_bytes, __ATOMIC_RELAXED);
+    return true;
+  });
+  counts_.released += before - rings_.size();
+  return before - rings_.size();
+}
+
 PreloadChannel::Counts PreloadChannel::counts() const {
   Counts c = counts_;
+  c.lost = retired_lost_;
+  c.lost_bytes = retired_lost_bytes_;
   c.rings = rings_.size();
   for (const Ring& r : rings_) {
     const as_ring_header* h = header_of(r.memory);

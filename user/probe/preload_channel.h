@@ -55,14 +55,19 @@ class PreloadChannel {
 
   // Hands each committed record of every ring to `on` (its ring, the
   // writer's process id and the payload), each ring in its order; returns
-  // how many. A record
-  // whose writer died before committing it is passed over, and a lock
-  // whose holder died is broken (both counted).
+  // how many. A record whose writer died before committing it is passed
+  // over, and a lock whose holder died is broken (both counted).
   using OnRecord = std::function<void(const RingId& ring, uint32_t tgid, std::span<const uint8_t> payload)>;
   size_t drain(const OnRecord& on);
 
+  // Unmaps the rings no process can write any more (read to their end; the
+  // process they were made for, and every process seen writing into them
+  // or forked from it, gone); returns how many. At most once a second.
+  size_t release_finished(uint64_t now_ms);
+
   struct Counts {
-    uint64_t rings = 0, refused = 0;    // processes answered; processes beyond kMaxRings or unanswerable
+    uint64_t rings = 0, refused = 0;    // rings in use; processes beyond kMaxRings or unanswerable
+    uint64_t released = 0;              // rings released (their processes gone)
     uint64_t records = 0;               // records read
     uint64_t lost = 0, lost_bytes = 0;  // records the writers could not place (ring full, lock taken)
     uint64_t abandoned = 0;             // records their writer died in
@@ -74,6 +79,7 @@ class PreloadChannel {
   struct Ring {
     RingId id;
     MappedMemory memory;
+    std::vector<uint32_t> writers;  // processes seen in it besides its owner (the dead pruned)
   };
   PreloadChannel() = default;
   Result<Ring> make_ring(pid_t pid, UniqueFd& fd) const;
@@ -84,6 +90,8 @@ class PreloadChannel {
   std::vector<Ring> rings_;
   Counts counts_;
   uint64_t rings_made_ = 0;
+  uint64_t last_release_ms_ = 0;
+  uint64_t retired_lost_ = 0, retired_lost_bytes_ = 0;  // of the rings released
 };
 
 }  // namespace allocscope

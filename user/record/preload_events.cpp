@@ -41,6 +41,8 @@ void PreloadEvents::translate(uint32_t tgid, uint64_t ring_number, std::span<con
     alloc(tgid, ring_number, payload, emit);
   else if (kind == AS_TRIAL_FREE && payload.size() >= sizeof(as_trial_free))
     free(tgid, payload, emit);
+  else if (kind == AS_TRIAL_FORK && payload.size() >= sizeof(as_trial_free))
+    return;  // a child that may write into its parent's ring (the channel keeps the ring for it)
   else
     ++malformed_;
 }

@@ -176,6 +176,7 @@ PreloadRecorder::LoopEnd PreloadRecorder::loop() {
     poll(fds, target_->exit_fd() >= 0 ? 2 : 1, kPollMs);
     read_rings();
     untraced_.look(target_->pid(), plan_.preload_library, now_ms());
+    channel_->release_finished(now_ms());
     if (double elapsed = (now_ms() - l.start) / 1000.0; progress.due(elapsed))
       progress.update(progress_figures(state(), elapsed));
     if (target_->exited()) {
