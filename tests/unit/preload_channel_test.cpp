@@ -22,6 +22,7 @@
 #include "host/process.h"
 #include "preload/ring_channel.h"
 #include "preload/trial_record.h"
+#include "preload_child.h"
 #include "self_rows.h"
 #include "symbols/stack_walk.h"
 #include "symbols/symbolizer.h"
@@ -34,24 +35,6 @@ struct Record {
   uint32_t tgid;
   std::vector<uint8_t> bytes;
 };
-
-// Runs alloc_sites --hold under the preload library; its stdout is a pipe.
-pid_t start_alloc_sites(const std::string& socket, int& out) {
-  int p[2];
-  EXPECT_EQ(pipe2(p, O_CLOEXEC), 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(p[1], 1);
-    setenv("LD_PRELOAD", PRELOAD_LIB, 1);
-    setenv("ALLOCSCOPE_RATE", "1", 1);
-    setenv(AS_CHANNEL_ENV, socket.c_str(), 1);
-    execl(ALLOC_SITES_BIN, ALLOC_SITES_BIN, "--scale-pct", "1", "--threads", "2", "--hold", nullptr);
-    _exit(127);
-  }
-  close(p[1]);
-  out = p[0];
-  return pid;
-}
 
 // Reads records until the program says "done" (and then what is left).
 std::vector<Record> read_until_done(PreloadChannel& channel, int out) {
@@ -101,7 +84,7 @@ TEST(PreloadChannel, EverySitesCallsAndLiveBlocksAreTheTruth) {
   auto channel = PreloadChannel::open(uint64_t(1) << 27);
   ASSERT_TRUE(channel.has_value()) << channel.error();
   int out = -1;
-  pid_t pid = start_alloc_sites(channel->socket_path(), out);
+  pid_t pid = start_alloc_sites_with_preload(channel->socket_path(), out);
   std::vector<Record> records = read_until_done(*channel, out);
 
   std::vector<const as_trial_alloc*> allocs;

@@ -22,6 +22,7 @@
 #include "model/profile.h"
 #include "preload/ring_channel.h"
 #include "preload/trial_record.h"
+#include "preload_child.h"
 #include "probe/preload_channel.h"
 #include "probe/table_host.h"
 #include "probe/table_loader.h"
@@ -111,29 +112,12 @@ struct Parts {
   Parts() { sink.exact_as_samples(); }
 };
 
-pid_t start_alloc_sites(const std::string& socket, int& out) {
-  int p[2];
-  EXPECT_EQ(pipe2(p, O_CLOEXEC), 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(p[1], 1);
-    setenv("LD_PRELOAD", PRELOAD_LIB, 1);
-    setenv("ALLOCSCOPE_RATE", "1", 1);
-    setenv(AS_CHANNEL_ENV, socket.c_str(), 1);
-    execl(ALLOC_SITES_BIN, ALLOC_SITES_BIN, "--scale-pct", "1", "--threads", "2", "--hold", nullptr);
-    _exit(127);
-  }
-  close(p[1]);
-  out = p[0];
-  return pid;
-}
-
 TEST(PreloadEvents, ARecordingWithoutBpfGivesEverySiteItsTruth) {
   auto channel = PreloadChannel::open(uint64_t(1) << 27);
   ASSERT_TRUE(channel.has_value()) << channel.error();
   Parts parts;
   int out = -1;
-  pid_t pid = start_alloc_sites(channel->socket_path(), out);
+  pid_t pid = start_alloc_sites_with_preload(channel->socket_path(), out);
   auto feed = [&](const PreloadChannel::RingId& ring, uint32_t tgid, std::span<const uint8_t> record) {
     parts.events.translate(tgid, ring.number, record, [&](std::span<const uint8_t> e) { parts.sink(e); });
   };

@@ -4,13 +4,16 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "host/proc_maps.h"
 #include "symbols/stack_walk.h"
+#include "symbols/symbolizer.h"
 #include "symbols/unwind_table.h"
 
 namespace allocscope {
@@ -42,5 +45,14 @@ class SelfRows : public RowLookup {
   const std::vector<Mapping>& maps_;
   std::map<uint64_t, std::vector<as_unwind_row>> tables_;
 };
+
+// The functions holding `ips` in this process.
+inline std::vector<std::string> function_names(const std::vector<uint64_t>& ips) {
+  Symbolizer sym;
+  std::vector<uint32_t> maps = sym.resolve(getpid(), ips);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < ips.size(); ++i) out.push_back(sym.describe(maps[i], ips[i]).function);
+  return out;
+}
 
 }  // namespace allocscope

@@ -17,20 +17,9 @@
 #include <thread>
 #include <vector>
 
-namespace {
+#include "memory_ring.h"
 
-// A ring of `size` data bytes in memory a fork shares.
-struct Ring {
-  explicit Ring(uint64_t size) : bytes(AS_RING_HEADER_BYTES + size) {
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    EXPECT_NE(p, MAP_FAILED);
-    h = static_cast<as_ring_header*>(p);
-    h->size = size;
-  }
-  ~Ring() { munmap(h, bytes); }
-  size_t bytes;
-  as_ring_header* h;
-};
+namespace {
 
 bool put(as_ring_header* h, uint32_t tgid, const std::vector<uint8_t>& payload) {
   void* p = as_ring_reserve(h, uint32_t(payload.size()), tgid);
@@ -63,7 +52,7 @@ std::vector<uint8_t> bytes_of(uint32_t n, uint8_t seed) {
 }
 
 TEST(SharedRing, RecordsComeOutWholeAndInOrderAcrossTheEnd) {
-  Ring r(4096);
+  MemoryRing r(4096);
   std::vector<Record> want;
   for (int round = 0; round < 50; ++round) {  // 50 rounds of ~1.3 KiB: the end is crossed many times
     for (uint32_t n : {0u, 1u, 13u, 300u, 1000u}) {
@@ -81,7 +70,7 @@ TEST(SharedRing, RecordsComeOutWholeAndInOrderAcrossTheEnd) {
 }
 
 TEST(SharedRing, AFullRingCountsItsRecordsLostAndFreesOnRead) {
-  Ring r(4096);
+  MemoryRing r(4096);
   int placed = 0;
   while (put(r.h, 1, bytes_of(500, 1))) ++placed;
   EXPECT_EQ(placed, 4096 / 512);  // 8 + 504 bytes each
@@ -95,7 +84,7 @@ TEST(SharedRing, AFullRingCountsItsRecordsLostAndFreesOnRead) {
 // A full ring: the writer waits for room while the reader reads, and
 // loses the record at once when the reader has stopped beating.
 TEST(SharedRing, AWriterWaitsForRoomOnlyWhileTheReaderReads) {
-  Ring r(4096);
+  MemoryRing r(4096);
   as_ring_beat(r.h);
   while (void* p = as_ring_try_reserve(r.h, 500, 1)) as_ring_commit(p);
   std::thread reader([&] {
@@ -112,7 +101,7 @@ TEST(SharedRing, AWriterWaitsForRoomOnlyWhileTheReaderReads) {
 }
 
 TEST(SharedRing, AWriterWaitsForTheLockOnlyBriefly) {
-  Ring r(4096);
+  MemoryRing r(4096);
   r.h->lock = 99;  // a writer that died placing its record
   EXPECT_FALSE(put(r.h, 1, bytes_of(8, 1)));
   EXPECT_EQ(r.h->lost, 1u);
@@ -126,7 +115,7 @@ TEST(SharedRing, AWriterWaitsForTheLockOnlyBriefly) {
 }
 
 TEST(SharedRing, ABusyRecordStopsTheReaderUntilItsWriterIsKnownGone) {
-  Ring r(4096);
+  MemoryRing r(4096);
   void* held = as_ring_reserve(r.h, 16, 42);  // its writer died before committing
   ASSERT_NE(held, nullptr);
   ASSERT_TRUE(put(r.h, 7, bytes_of(16, 3)));
@@ -143,7 +132,7 @@ TEST(SharedRing, ABusyRecordStopsTheReaderUntilItsWriterIsKnownGone) {
 // Writers in four threads and a forked process, a reader draining as they
 // go: every record read once, intact, or counted lost.
 TEST(SharedRing, ManyWritersLoseOnlyWhatTheyCount) {
-  Ring r(1 << 16);
+  MemoryRing r(1 << 16);
   constexpr uint32_t kPerWriter = 20000;
   std::atomic<bool> done{false};
   std::vector<Record> got;

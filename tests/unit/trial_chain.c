@@ -7,13 +7,8 @@
 #include <execinfo.h>
 #include <stdint.h>
 
+#include "chain_fn.h"
 #include "preload/trial_record.h"
-
-#if defined(__clang__)
-#define CHAIN_FN __attribute__((noinline, used))
-#else
-#define CHAIN_FN __attribute__((noipa, used))
-#endif
 
 struct trial_chain {
   struct as_ring_header* ring;

@@ -19,6 +19,7 @@
 
 #include "host/proc_maps.h"
 #include "host/process.h"
+#include "memory_ring.h"
 #include "self_rows.h"
 #include "symbols/stack_walk.h"
 #include "symbols/symbolizer.h"
@@ -36,18 +37,6 @@ int trial_chain_outer(trial_chain* c, int n);
 
 namespace allocscope {
 namespace {
-
-struct Ring {
-  explicit Ring(uint64_t size) : bytes(AS_RING_HEADER_BYTES + size) {
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    EXPECT_NE(p, MAP_FAILED);
-    h = static_cast<as_ring_header*>(p);
-    h->size = size;
-  }
-  ~Ring() { munmap(h, bytes); }
-  size_t bytes;
-  as_ring_header* h;
-};
 
 struct Trial {
   as_trial_alloc head{};
@@ -79,7 +68,7 @@ struct Result {
 // Runs the chain on this thread, whose stack ends at stack_end, and walks
 // what it wrote.
 Result walk_a_trial(uint64_t stack_end) {
-  Ring ring(1 << 17);
+  MemoryRing ring(1 << 17);
   trial_chain c{};
   c.ring = ring.h;
   c.stack_end = stack_end;
@@ -103,18 +92,10 @@ Result walk_a_trial(uint64_t stack_end) {
   return r;
 }
 
-std::vector<std::string> names(const std::vector<uint64_t>& ips) {
-  Symbolizer sym;
-  std::vector<uint32_t> maps = sym.resolve(getpid(), ips);
-  std::vector<std::string> out;
-  for (size_t i = 0; i < ips.size(); ++i) out.push_back(sym.describe(maps[i], ips[i]).function);
-  return out;
-}
-
 // Frame 0 differs by design (where the capture ran, where backtrace was
 // called); every caller's return address must be the same.
 void expect_same_callers(const Result& r) {
-  std::vector<std::string> n = names(r.walked);
+  std::vector<std::string> n = function_names(r.walked);
   std::string all;
   for (const auto& s : n) all += "\n  " + s;
   SCOPED_TRACE("walked:" + all);
@@ -164,7 +145,7 @@ TEST(TrialRecord, TheCopyEndsAtTheStacksEndAndAtMost32KiB) {
 }
 
 TEST(TrialRecord, ARingWithoutRoomCountsTheTrialLost) {
-  Ring ring(4096);  // a record must fit in half the ring: a 32 KiB copy cannot
+  MemoryRing ring(4096);  // a record must fit in half the ring: a 32 KiB copy cannot
   trial_chain c{};
   c.ring = ring.h;
   c.stack_end = main_stack_end();

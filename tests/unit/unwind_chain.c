@@ -8,13 +8,7 @@
 #include <string.h>
 #include <ucontext.h>
 
-// noipa keeps GCC from cloning (.constprop, .isra) or inlining these, so the
-// symbols the test looks for are the frames on the stack.
-#if defined(__clang__)
-#define CHAIN_FN __attribute__((noinline, used))
-#else
-#define CHAIN_FN __attribute__((noipa, used))
-#endif
+#include "chain_fn.h"
 
 struct unwind_chain_capture {
   uint64_t regs[17];   // DWARF order: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip

@@ -107,14 +107,6 @@ class Walker {
   SelfRows rows_;
 };
 
-std::vector<std::string> names(const std::vector<uint64_t>& ips) {
-  Symbolizer sym;
-  std::vector<uint32_t> maps = sym.resolve(getpid(), ips);
-  std::vector<std::string> out;
-  for (size_t i = 0; i < ips.size(); ++i) out.push_back(sym.describe(maps[i], ips[i]).function);
-  return out;
-}
-
 std::string joined(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& n : v) s += "\n  " + n;
@@ -130,7 +122,7 @@ TEST(UnwindTable, WalksAChainWithoutFramePointersToTheOutermostFrame) {
   Capture c = capture();
   CopyMemory mem(c);
   Walk w = Walker(c.maps).walk(c, mem);
-  auto n = names(w.ips);
+  auto n = function_names(w.ips);
   SCOPED_TRACE("frames:" + joined(n));
   ASSERT_GE(n.size(), 5u);
   EXPECT_EQ(n[0], "unwind_chain_inner");
