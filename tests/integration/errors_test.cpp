@@ -175,8 +175,9 @@ TEST(Errors, WithoutPrivileges) {
   ASSERT_EQ(mkdir(dir.c_str(), 0700), 0) << dir;
   ASSERT_EQ(chown(dir.c_str(), 65534, 65534), 0) << dir;
   std::string out = dir + "/out.folded";
+  // Attaching needs BPF (a launched command does not: unprivileged_test.cpp).
   RunResult r = run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                     "--inh-caps=-all", ALLOCSCOPE_BIN, "record", "-o", out, "--", "/bin/true"});
+                     "--inh-caps=-all", ALLOCSCOPE_BIN, "record", "-o", out, "-p", std::to_string(getpid())});
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.err.find("needs root"), std::string::npos) << r.err;
   EXPECT_FALSE(exists(out));

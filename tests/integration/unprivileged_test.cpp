@@ -225,6 +225,22 @@ TEST(Unprivileged, AChildThatClearsItsEnvironmentIsNamed) {
   EXPECT_NE(r.err.find("not recorded: sleep"), std::string::npos) << r.err;
 }
 
+// Root of a user namespace (a rootless container) has every capability
+// there, and loading BPF is refused all the same: the command is recorded
+// in process, its preload library accepted though the real root owns it.
+TEST(Unprivileged, RootOfAUserNamespaceRecordsInProcess) {
+  REQUIRE_BPF();
+  UserDir dir;
+  std::string out = dir.file("userns.pb.gz");
+  RunResult r = run(as_user({"unshare", "--user", "--map-root-user", ALLOCSCOPE_BIN, "record", "--rate", "1",
+                             "-o", out, "--", WORKLOAD_BIN, "--threads", "2", "--scale-pct", "1"}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("loading BPF was refused"), std::string::npos) << r.err;
+  auto sites = caller_totals(decode(out));
+  for (const site_spec& s : kSites)
+    EXPECT_EQ(sites[s.function].alloc_bytes, site_truth(s, 2, 1).bytes) << s.function;
+}
+
 TEST(Unprivileged, CheckSaysACommandCanBeRecorded) {
   REQUIRE_BPF();
   RunResult r = run(as_user({ALLOCSCOPE_BIN, "check"}));

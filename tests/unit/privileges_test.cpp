@@ -6,6 +6,14 @@
 namespace allocscope {
 namespace {
 
+TEST(Privileges, TheInitialUserNamespaceMapsEveryIdToItself) {
+  EXPECT_TRUE(is_initial_uid_map("         0          0 4294967295\n"));
+  EXPECT_FALSE(is_initial_uid_map("         0      54321          1\n")) << "unshare --map-root-user";
+  EXPECT_FALSE(is_initial_uid_map("         0     100000      65536\n")) << "a rootless container";
+  EXPECT_FALSE(is_initial_uid_map("0 0 1000\n1000 1000 4294966295\n"));
+  EXPECT_FALSE(is_initial_uid_map(""));
+}
+
 TEST(Privileges, RootWithEveryCapability) {
   Privileges p = parse_privileges(
       "Name:\tallocscope\nUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nCapInh:\t0000000000000000\n"

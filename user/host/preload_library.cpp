@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <filesystem>
 
+#include "host/privileges.h"
+
 #ifndef ALLOCSCOPE_PRELOAD_INSTALLED
 #define ALLOCSCOPE_PRELOAD_INSTALLED "/usr/lib/allocscope/liballocscope-preload.so"
 #endif
@@ -19,7 +21,9 @@ Result<void> check_trusted(const std::string& path) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) return fail_errno(path, errno);
   if (!S_ISREG(st.st_mode)) return fail(path + ": not a regular file", EINVAL);
-  if (geteuid() == 0 && (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))))
+  // Root of a user namespace other than the first is a mapped user: it runs
+  // nothing as root, and the real root's files show another owner there.
+  if (geteuid() == 0 && in_initial_user_namespace() && (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))))
     return fail(path +
                     ": owned by another user than root or writable by others; as root, allocscope loads "
                     "only a preload library that no other user can change",

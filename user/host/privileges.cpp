@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <charconv>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -77,6 +78,21 @@ std::optional<uint64_t> memlock_limit() {
 std::optional<int> perf_event_paranoid() {
   std::string text = read_text("/proc/sys/kernel/perf_event_paranoid");
   return number<int>(text, 10);  // from_chars stops at the newline
+}
+
+bool is_initial_uid_map(std::string_view uid_map) {
+  unsigned long long inside = 1, outside = 1, count = 0;
+  std::string text(uid_map);
+  int n = std::sscanf(text.c_str(), "%llu %llu %llu", &inside, &outside, &count);
+  return n == 3 && inside == 0 && outside == 0 && count == 4294967295ULL &&
+         text.find('\n') + 1 >= text.size();  // one line only
+}
+
+bool in_initial_user_namespace() {
+  std::ifstream in("/proc/self/uid_map");
+  std::stringstream text;
+  text << in.rdbuf();
+  return !in || is_initial_uid_map(text.str());  // unreadable (no user namespaces): the initial one
 }
 
 }  // namespace allocscope

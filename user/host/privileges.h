@@ -31,6 +31,11 @@ Privileges current_privileges();
 std::optional<std::string> parse_lockdown(std::string_view text);
 std::optional<std::string> current_lockdown();
 
+// Whether /proc/self/uid_map's text is the initial user namespace's (every
+// id mapped to itself): root there is root; in another, a mapped user.
+bool is_initial_uid_map(std::string_view uid_map);
+bool in_initial_user_namespace();
+
 // RLIMIT_MEMLOCK's soft limit in bytes; nullopt for unlimited.
 std::optional<uint64_t> memlock_limit();
 

@@ -177,7 +177,8 @@ Result<void> BpfSession::attach_lifecycle() {
 Result<std::unique_ptr<BpfSession>> BpfSession::open(const SessionConfig& config, Handler handler) {
   const KernelFeatures& kernel = kernel_features();
   set_libbpf_verbose(config.verbose);
-  if (std::string why = missing_features_message(kernel); !why.empty()) return fail(why);
+  if (std::string why = missing_features_message(kernel); !why.empty())
+    return fail(why, kernel.unprivileged() ? EPERM : 0);
   std::unique_ptr<BpfSession> s(new BpfSession());
   s->handler_ = std::move(handler);
   s->config_ = config;

@@ -157,7 +157,10 @@ Result<void> Recorder::prepare(std::vector<Target>& targets) {
     if (!plan) return fail(plan.error());
     plan_ = std::move(*plan);
   }
-  if (auto ok = open_session(); !ok) return ok;
+  if (auto ok = open_session(); !ok) {
+    bpf_refused_ = ok.error().code == EPERM || ok.error().code == EACCES;
+    return ok;
+  }
   if (observer_) observer_->set_wake([session = parts_->session.get()] { session->wake(); });
   auto made = make_targets();
   if (!made) return fail(made.error());
@@ -270,6 +273,7 @@ int Recorder::finish(std::vector<Target>& targets, const LoopEnd& l) {
 int Recorder::run() {
   std::vector<Target> targets;
   if (auto ok = prepare(targets); !ok) {
+    if (bpf_refused_ && may_fall_back_) return kBpfRefused;
     print_error(ok.error());
     return 1;
   }
@@ -305,26 +309,34 @@ static bool may_load_bpf() {
   return !p.capabilities || p.has(kCapSysAdmin) || (p.has(kCapBpf) && p.has(kCapPerfmon));
 }
 
+// Without BPF: the path a command takes, or why it cannot; `why` the summary's.
+static int record_in_process(const RecordConfig& config, RecordObserver* observer, const std::string& why) {
+  if (std::string refusal = without_bpf_refusal(config, observer); !refusal.empty()) {
+    print_error(
+        (config.no_bpf ? "--no-bpf: " : "loading BPF needs root, or CAP_BPF and CAP_PERFMON; without it ") +
+        refusal);
+    return 1;
+  }
+  if (!config.no_bpf && !config.quiet)
+    std::fprintf(stderr,
+                 "allocscope: %s (root, or CAP_BPF and CAP_PERFMON): the command samples in process, "
+                 "its stacks unwound here (--no-bpf)\n",
+                 why.c_str());
+  return record_without_bpf(config, why);
+}
+
 int record(const RecordConfig& config, RecordObserver* observer) {
-  if (config.no_bpf || (!config.command.empty() && !may_load_bpf())) {
-    std::string why = config.no_bpf ? "--no-bpf" : "no privilege to load BPF";
-    if (std::string refusal = without_bpf_refusal(config, observer); !refusal.empty()) {
-      print_error(
-          (config.no_bpf ? "--no-bpf: " : "loading BPF needs root, or CAP_BPF and CAP_PERFMON; without it ") +
-          refusal);
-      return 1;
-    }
-    if (!config.no_bpf && !config.quiet)
-      std::fprintf(stderr,
-                   "allocscope: no privilege to load BPF (root, or CAP_BPF and CAP_PERFMON): the command "
-                   "samples in process, its stacks unwound here (--no-bpf)\n");
-    return record_without_bpf(config, why);
-  }
-  if (config.top_every_ms && !observer) {
-    LiveTop top(config.top_every_ms, config.render);
-    return Recorder(config, &top).run();
-  }
-  return Recorder(config, observer).run();
+  if (config.no_bpf) return record_in_process(config, observer, "--no-bpf");
+  bool may_fall_back = !config.command.empty() && without_bpf_refusal(config, observer).empty();
+  if (!config.command.empty() && !may_load_bpf())
+    return record_in_process(config, observer, "no privilege to load BPF");
+  std::optional<LiveTop> top;
+  if (config.top_every_ms && !observer) observer = &top.emplace(config.top_every_ms, config.render);
+  int status = Recorder(config, observer, may_fall_back).run();
+  // Refused with capabilities that looked enough (a user namespace's, a
+  // seccomp filter, a lockdown): the command is not launched yet.
+  if (status == Recorder::kBpfRefused) return record_in_process(config, observer, "loading BPF was refused");
+  return status;
 }
 
 }  // namespace allocscope

@@ -77,8 +77,14 @@ struct LoopEnd {
 
 class Recorder final : public LiveView {
  public:
-  Recorder(const RecordConfig& c, RecordObserver* observer)
-      : config_(c), observer_(observer), profile_(c.rate, c.max_stacks, c.max_live) {
+  // may_fall_back: a refusal to load BPF is not printed, and run() returns
+  // kBpfRefused (before anything is launched) for the caller to record
+  // without BPF.
+  Recorder(const RecordConfig& c, RecordObserver* observer, bool may_fall_back = false)
+      : config_(c),
+        observer_(observer),
+        may_fall_back_(may_fall_back),
+        profile_(c.rate, c.max_stacks, c.max_live) {
     if (c.peak) profile_.keep_peak();
     if (!c.timeline.empty()) timeline_.emplace();
   }
@@ -86,6 +92,7 @@ class Recorder final : public LiveView {
   ~Recorder() override {
     if (observer_) observer_->set_wake(nullptr);
   }
+  static constexpr int kBpfRefused = -1;
   int run();
 
   // LiveView, for the observer.
@@ -130,6 +137,7 @@ class Recorder final : public LiveView {
 
   const RecordConfig& config_;
   RecordObserver* observer_;
+  bool may_fall_back_ = false, bpf_refused_ = false;
   Profile profile_;
   Symbolizer symbolizer_;
   CgroupNames cgroup_names_;
