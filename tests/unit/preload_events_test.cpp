@@ -109,7 +109,10 @@ struct Parts {
   SessionUnwind unwind{tables, symbolizer, true};
   EventSink sink{profile, symbolizer, {verdicts, kernel, libraries, unwind}, 1 << 16};
   PreloadEvents events{1};
-  Parts() { sink.exact_as_samples(); }
+  Parts() {
+    sink.exact_as_samples();
+    sink.one_shot_stacks_from(PreloadEvents::kFirstStack);
+  }
 };
 
 TEST(PreloadEvents, ARecordingWithoutBpfGivesEverySiteItsTruth) {
@@ -153,6 +156,8 @@ TEST(PreloadEvents, ARecordingWithoutBpfGivesEverySiteItsTruth) {
   EXPECT_EQ(channel->counts().lost, 0u);
   EXPECT_EQ(parts.events.malformed(), 0u);
   EXPECT_EQ(parts.sink.stacks_truncated(), 0u);
+  EXPECT_EQ(parts.sink.stacks_held(), 0u) << "every trial's stack forgotten once its sample is in";
+  EXPECT_GT(parts.sink.stacks_seen(), 10000u);
   for (const site_spec& s : kSites) {
     SCOPED_TRACE(s.function);
     uint32_t n = site_count(&s, 1);

@@ -241,7 +241,7 @@ void EventSink::on_stack(std::span<const uint8_t> data) {
   const ProcessInstance& process = processes_.instance(*instance);
   s.origin = origin(head.tgid, process.comm, head.fn, s.ips);
   if (per_process_) s.origin.ns_pid = process.shown_ns_pid();
-  instance_stacks_[*instance].push_back(head.id);
+  if (head.id < one_shot_from_) instance_stacks_[*instance].push_back(head.id);
   stacks_.insert_or_assign(head.id, std::move(s));
 }
 
@@ -328,6 +328,7 @@ void EventSink::on_alloc(std::span<const uint8_t> data) {
   }
   if (processes_.instance(it->second.instance).rejected) {
     forget_untracked(e.tgid, e.addr, e.flags);
+    if (e.stack >= one_shot_from_) stacks_.erase(it);
     return;
   }
   uint64_t offset = e.offset;
@@ -356,6 +357,7 @@ void EventSink::on_alloc(std::span<const uint8_t> data) {
        user_live_full = now.live_full != counted.live_full;
   if (table_full || user_live_full) forget_untracked(e.tgid, e.addr, e.flags);
   count_drops(e.tgid, comm, (e.flags & AS_EVF_LIVE_DROPPED) || user_live_full, false, table_full);
+  if (e.stack >= one_shot_from_) stacks_.erase(it);
 }
 
 // A sample the kernel tracks live but this side does not (filtered out, or a

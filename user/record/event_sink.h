@@ -55,6 +55,9 @@ class EventSink {
   // Exact mode whose every allocation comes as a sample event (the preload
   // library's, without BPF), not as the kernel's totals per stack.
   void exact_as_samples() { kernel_totals_ = false; }
+  // Stack ids from `first` on name one sample each (the preload library's
+  // trials, each walked on its own): forgotten once their sample is in.
+  void one_shot_stacks_from(uint64_t first) { one_shot_from_ = first; }
 
   // Takes one record; false when the reader should return to its loop
   // (the deadline set by yield_at has passed).
@@ -93,6 +96,7 @@ class EventSink {
   uint64_t recorded_processes() const { return processes_.made() - processes_.rejected(); }
   const std::map<uint32_t, ProcessDrops>& drops() const { return drops_; }
   uint64_t stacks_seen() const { return stacks_seen_; }
+  size_t stacks_held() const { return stacks_.size(); }  // kernel stack ids known now
   uint64_t stacks_truncated() const { return stacks_truncated_; }
   // Walks the kernel stopped for want of a table, finished here.
   uint64_t walks_finished() const { return walks_finished_; }
@@ -171,7 +175,8 @@ class EventSink {
   Symbolizer& symbolizer_;
   PythonStacks* python_ = nullptr;
   std::array<uint64_t, kStops> walk_stops_{};
-  bool kernel_totals_ = true;  // exact mode: the kernel keeps the totals (see exact_as_samples)
+  bool kernel_totals_ = true;
+  uint64_t one_shot_from_ = UINT64_MAX;  // exact mode: the kernel keeps the totals (see exact_as_samples)
   CgroupNames* cgroup_names_ = nullptr;
   SinkHooks hooks_;
   size_t max_stacks_;

@@ -128,6 +128,7 @@ Result<void> PreloadRecorder::prepare() {
   target_.emplace(std::move(*t));
   verdicts_.root = uint32_t(target_->pid());
   sink_.exact_as_samples();
+  sink_.one_shot_stacks_from(PreloadEvents::kFirstStack);
   // Tables of what the command runs, built before it does: its first
   // stacks are walked without waiting.
   if (config_.unwind == UnwindMode::Dwarf) tables_.load_paths(plan_.files);
