@@ -86,7 +86,8 @@ TEST(SharedRing, AFullRingCountsItsRecordsLostAndFreesOnRead) {
 TEST(SharedRing, AWriterWaitsForRoomOnlyWhileTheReaderReads) {
   MemoryRing r(4096);
   as_ring_beat(r.h);
-  while (void* p = as_ring_try_reserve(r.h, 500, 1)) as_ring_commit(p);
+  int why = 0;
+  while (void* p = as_ring_try_reserve(r.h, 500, 1, &why)) as_ring_commit(p);
   std::thread reader([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     drain(r.h);
@@ -94,10 +95,28 @@ TEST(SharedRing, AWriterWaitsForRoomOnlyWhileTheReaderReads) {
   EXPECT_TRUE(put(r.h, 1, bytes_of(500, 1))) << "placed once the reader made room";
   reader.join();
   EXPECT_EQ(r.h->lost, 0u);
-  while (void* p = as_ring_try_reserve(r.h, 500, 1)) as_ring_commit(p);
+  while (void* p = as_ring_try_reserve(r.h, 500, 1, &why)) as_ring_commit(p);
   r.h->reader_beat_ns -= AS_RING_READER_STALE_NS + 1;  // a reader gone silent
   EXPECT_FALSE(put(r.h, 1, bytes_of(500, 1)));
   EXPECT_EQ(r.h->lost, 1u);
+}
+
+// The traced processes write the ring: a length that would take the
+// reader past its end makes the ring unreadable, never read out of bounds.
+TEST(SharedRing, ARecordThatLeavesTheRingIsCorrupt) {
+  MemoryRing r(4096);
+  ASSERT_TRUE(put(r.h, 1, bytes_of(16, 1)));
+  auto* rec = reinterpret_cast<as_ring_record*>(as_ring_data(r.h));
+  rec->len_flags = 5000;  // longer than the ring
+  uint32_t len = 0, tgid = 0, busy = 0;
+  EXPECT_EQ(as_ring_peek(r.h, &len, &tgid, &busy), nullptr);
+  EXPECT_EQ(busy, AS_RING_CORRUPT);
+  rec->len_flags = 100 | AS_RING_PADDING;  // a padding that does not end at the ring's end
+  EXPECT_EQ(as_ring_peek(r.h, &len, &tgid, &busy), nullptr);
+  EXPECT_EQ(busy, AS_RING_CORRUPT);
+  rec->len_flags = 16;
+  EXPECT_NE(as_ring_peek(r.h, &len, &tgid, &busy), nullptr);
+  EXPECT_EQ(len, 16u);
 }
 
 TEST(SharedRing, AWriterWaitsForTheLockOnlyBriefly) {

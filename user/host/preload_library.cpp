@@ -23,7 +23,8 @@ Result<void> check_trusted(const std::string& path) {
   if (!S_ISREG(st.st_mode)) return fail(path + ": not a regular file", EINVAL);
   // Root of a user namespace other than the first is a mapped user: it runs
   // nothing as root, and the real root's files show another owner there.
-  if (geteuid() == 0 && in_initial_user_namespace() && (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))))
+  if (geteuid() == 0 &&
+      ((in_initial_user_namespace() && st.st_uid != 0) || (st.st_mode & (S_IWGRP | S_IWOTH))))
     return fail(path +
                     ": owned by another user than root or writable by others; as root, allocscope loads "
                     "only a preload library that no other user can change",
@@ -57,7 +58,8 @@ std::vector<std::string> preload_environment(const std::vector<std::string>& env
     if (e.starts_with("LD_PRELOAD=")) {
       std::string rest = e.substr(sizeof "LD_PRELOAD=" - 1);
       if (!rest.empty()) preload += ":" + rest;
-    } else if (!e.starts_with("ALLOCSCOPE_RATE=")) {
+    } else if (!e.starts_with("ALLOCSCOPE_RATE=") &&
+               !e.starts_with("ALLOCSCOPE_SOCKET=")) {  // ours, not an outer one's
       out.push_back(e);
     }
   }

@@ -62,13 +62,13 @@ struct thread_sampler {
   uint32_t depth;     /* interposed calls in progress on this thread */
   uint32_t seeded;
   uint64_t stack_lo, stack_hi; /* the thread's stack, once a trial needed it (hi 1: unknown) */
+  uint32_t writing;            /* writing a record into the ring (a signal handler's is dropped) */
 };
 static __thread struct thread_sampler tls __attribute__((tls_model("initial-exec")));
 
-/* Without BPF: the ring allocscope reads the trials from, and the process
- * id its records carry (a forked child writes into its parent's ring). */
+/* Without BPF: the ring allocscope reads the trials from (a forked child
+ * writes into its parent's). */
 static struct as_ring_header *ring;
-static uint32_t ring_pid;
 
 /* A page-aligned set in pages of its own: the child of a fork empties it. */
 static struct as_sampled_set sampled __attribute__((aligned(4096)));
@@ -151,18 +151,9 @@ static void seed(struct thread_sampler *t) {
   t->seeded = 1;
 }
 
-/* Where the stack holding sp ends; 0 (copy nothing) when sp is not on the
- * thread's own stack (a signal stack, a coroutine's): the copy must never
- * read past a mapping. */
 static uint64_t stack_end_of(uint64_t sp) {
   struct thread_sampler *t = &tls;
-  if (!t->stack_hi) {
-    ++t->depth; /* the main thread's bounds are read with an allocation */
-    as_thread_stack(&t->stack_lo, &t->stack_hi);
-    --t->depth;
-    if (!t->stack_hi) t->stack_hi = 1;
-  }
-  return sp >= t->stack_lo && sp < t->stack_hi ? t->stack_hi : 0;
+  return as_stack_end_of(sp, &t->stack_lo, &t->stack_hi, &t->depth);
 }
 
 /* The sampled allocation leaves the process: remembered, then probed. One
@@ -176,17 +167,25 @@ __attribute__((noinline, cold)) static void fire_alloc(void *p, uint64_t size, u
   if (!as_set_insert(&sampled, (uint64_t)(uintptr_t)p)) code |= AS_USDT_UNTRACKED;
   uint64_t rate = sample_rate;
   if (ring) {
+    struct thread_sampler *self = &tls;
+    if (self->writing) { /* a signal handler's trial, inside this thread's own write */
+      as_ring_count_lost(ring, 0);
+      return;
+    }
+    self->writing = 1;
     struct as_trial_alloc t = {.tid = (uint32_t)gettid(),
                                .addr = (uint64_t)(uintptr_t)p,
                                .size = size,
                                .weight = weight,
                                .offset = offset,
                                .rate = rate,
+                               .ts_ns = (uint64_t)as_ring_now_ns(),
                                .code = code};
     AS_CAPTURE_REGS(t.walk.ip, t.walk.sp, t.walk.bp);
     t.walk.skip = AS_USDT_OWN_FRAMES_FULL;
     t.walk.stack_end = stack_end_of(t.walk.sp);
-    as_trial_write_alloc(ring, ring_pid, &t);
+    as_trial_write_alloc(ring, (uint32_t)getpid(), &t); /* not cached: clone() and vfork skip atfork */
+    self->writing = 0;
     return;
   }
   STAP_PROBE6(otel_memory, alloc, p, size, weight, code, offset, rate);
@@ -219,10 +218,16 @@ ALWAYS_INLINE void count_allocation(struct thread_sampler *t, void *p, size_t si
 }
 
 __attribute__((noinline, cold)) static void fire_free(void *p) {
-  if (ring)
-    as_trial_write_free(ring, ring_pid, (uint32_t)gettid(), (uint64_t)(uintptr_t)p);
-  else
+  struct thread_sampler *self = &tls;
+  if (!ring) {
     STAP_PROBE1(otel_memory, free, p);
+  } else if (self->writing) {
+    as_ring_count_lost(ring, 0);
+  } else {
+    self->writing = 1;
+    as_trial_write_free(ring, (uint32_t)getpid(), (uint32_t)gettid(), (uint64_t)(uintptr_t)p);
+    self->writing = 0;
+  }
 }
 
 /* Before a block is freed (and its address can be handed out again). */
@@ -461,10 +466,8 @@ DELETE_OPERATOR(_ZdaPvSt11align_val_tRKSt9nothrow_t, delete_aligned_nothrow_fn,
 static void after_fork_in_child(void) {
   tls.seeded = 0;
   madvise(&sampled, sizeof(sampled), MADV_DONTNEED);
-  if (ring) { /* a writer of its parent's ring: allocscope keeps the ring while it lives */
-    ring_pid = (uint32_t)getpid();
-    as_trial_write(ring, AS_TRIAL_FORK, ring_pid, ring_pid, 0);
-  }
+  if (ring) /* a writer of its parent's ring: allocscope keeps the ring while it lives */
+    as_trial_write(ring, AS_TRIAL_FORK, (uint32_t)getpid(), (uint32_t)getpid(), 0);
 }
 
 static uint64_t rate_from_environment(void) {
@@ -483,9 +486,9 @@ __attribute__((constructor(101))) static void start(void) {
     log2_table[i] = (uint64_t)llround(log2(1.0 + (double)i / (1 << AS_LOG2_TABLE_BITS)) * 4294967296.0);
   pthread_atfork(NULL, NULL, after_fork_in_child);
   const char *socket_path = getenv(AS_CHANNEL_ENV);
-  if (socket_path && *socket_path) {
-    ring_pid = (uint32_t)getpid();
-    ring = as_channel_connect(socket_path);
+  if (socket_path && *socket_path) ring = as_channel_connect(socket_path);
+  if (ring) { /* this thread's stack now: the C library reads the first one's with stdio's locks */
+    stack_end_of((uint64_t)(uintptr_t)__builtin_frame_address(0));
   }
   wrap_python_domains();
   __atomic_store_n(&sampler_ready, 1, __ATOMIC_RELEASE);

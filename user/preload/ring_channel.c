@@ -84,3 +84,13 @@ void as_thread_stack(uint64_t *lo, uint64_t *hi) {
   }
   pthread_attr_destroy(&a);
 }
+
+uint64_t as_stack_end_of(uint64_t sp, uint64_t *lo, uint64_t *hi, uint32_t *depth) {
+  if (!*hi) {
+    ++*depth;
+    as_thread_stack(lo, hi);
+    --*depth;
+    if (!*hi) *hi = 1;
+  }
+  return sp >= *lo && sp < *hi ? *hi : 0;
+}

@@ -30,6 +30,13 @@ struct as_ring_header *as_channel_connect(const char *socket_path);
  * the caller keeps that allocation from being sampled. */
 void as_thread_stack(uint64_t *lo, uint64_t *hi);
 
+/* Where the calling thread's stack that holds sp ends, its bounds found
+ * once into *lo and *hi (*hi 1: unknown); 0 (copy nothing) when sp is not
+ * on it (a signal stack, a coroutine's): a copy must never read past a
+ * mapping. *depth is raised meanwhile: the allocations made then are not
+ * sampled. */
+uint64_t as_stack_end_of(uint64_t sp, uint64_t *lo, uint64_t *hi, uint32_t *depth);
+
 #ifdef __cplusplus
 }
 #endif

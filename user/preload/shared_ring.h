@@ -27,13 +27,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #define AS_RING_BUSY (1u << 31)    /* reserved, not committed yet */
 #define AS_RING_PADDING (1u << 30) /* not a record: skipped by the reader */
 #define AS_RING_LEN_MASK (AS_RING_PADDING - 1)
-#define AS_RING_HEADER_BYTES 4096                 /* the data follow a page of header */
-#define AS_RING_MAX_WAIT_NS (1000 * 1000000L)     /* for room in a full ring, a record */
+#define AS_RING_CORRUPT UINT32_MAX            /* as_ring_peek's *busy_tgid: a record that leaves the ring */
+#define AS_RING_HEADER_BYTES 4096             /* the data follow a page of header */
+#define AS_RING_MAX_WAIT_NS (1000 * 1000000L) /* for room in a full ring, a record */
 #define AS_RING_READER_STALE_NS (2000 * 1000000L) /* a reader silent this long is gone: no waiting */
 #define AS_RING_SPINS 64                          /* tries for a taken lock, then it yields... */
 #define AS_RING_WAIT_NS \
@@ -94,14 +97,25 @@ static inline bool as_ring_lock(struct as_ring_header *h, uint32_t tgid) {
   }
 }
 
-/* Room for a record of `len` payload bytes now, or NULL (not counted). */
-static inline void *as_ring_try_reserve(struct as_ring_header *h, uint32_t len, uint32_t tgid) {
+enum as_ring_refusal { AS_RING_PLACED = 0, AS_RING_NO_ROOM = 1, AS_RING_LOCKED = 2, AS_RING_TOO_LONG = 3 };
+
+/* Room for a record of `len` payload bytes now, or NULL (not counted) and
+ * why in *why (enum as_ring_refusal). */
+static inline void *as_ring_try_reserve(struct as_ring_header *h, uint32_t len, uint32_t tgid, int *why) {
   uint64_t size = h->size, need = as_ring_span(len);
-  if (len > AS_RING_LEN_MASK || need > size / 2 || tgid == 0 || !as_ring_lock(h, tgid)) return NULL;
+  if (len > AS_RING_LEN_MASK || need > size / 2 || tgid == 0) {
+    *why = AS_RING_TOO_LONG;
+    return NULL;
+  }
+  if (!as_ring_lock(h, tgid)) {
+    *why = AS_RING_LOCKED;
+    return NULL;
+  }
   uint64_t at = h->producer, read = __atomic_load_n(&h->consumer, __ATOMIC_ACQUIRE);
   uint64_t offset = at & (size - 1), tail = size - offset, skip = tail < need ? tail : 0;
   if (at + skip + need - read > size) {
     __atomic_store_n(&h->lock, 0, __ATOMIC_RELEASE);
+    *why = AS_RING_NO_ROOM;
     return NULL;
   }
   uint8_t *data = as_ring_data(h);
@@ -116,6 +130,7 @@ static inline void *as_ring_try_reserve(struct as_ring_header *h, uint32_t len, 
   __atomic_store_n(&r->len_flags, len | AS_RING_BUSY, __ATOMIC_RELAXED);
   __atomic_store_n(&h->producer, at + skip + need, __ATOMIC_RELEASE);
   __atomic_store_n(&h->lock, 0, __ATOMIC_RELEASE);
+  *why = AS_RING_PLACED;
   return r + 1;
 }
 
@@ -127,24 +142,32 @@ static inline bool as_ring_reader_alive(struct as_ring_header *h, long now) {
 
 /* Room for a record of `len` payload bytes, its payload to be written then
  * committed (as_ring_commit); NULL when it cannot be placed (counted):
- * too long, the lock held too long, or no room in time. */
-static inline void *as_ring_reserve(struct as_ring_header *h, uint32_t len, uint32_t tgid) {
+ * too long, the lock held too long, or no room in time. `wait`: whether
+ * to wait for room while the reader reads. The wait is a raw system call:
+ * not a cancellation point inside malloc. */
+static inline void *as_ring_reserve_for(struct as_ring_header *h, uint32_t len, uint32_t tgid, bool wait) {
   long deadline = 0;
   for (;;) {
-    void *p = as_ring_try_reserve(h, len, tgid);
+    int why;
+    void *p = as_ring_try_reserve(h, len, tgid, &why);
     if (p) return p;
-    if (len > AS_RING_LEN_MASK || as_ring_span(len) > h->size / 2 || tgid == 0) break;
+    if (why != AS_RING_NO_ROOM || !wait) break;
     long now = as_ring_now_ns();
     if (!deadline) deadline = now + AS_RING_MAX_WAIT_NS;
     if (now > deadline || !as_ring_reader_alive(h, now)) break;
     struct timespec pause = {0, 50 * 1000}; /* the reader reads every few ms */
-    nanosleep(&pause, NULL);
+    syscall(SYS_nanosleep, &pause, NULL);
   }
   as_ring_count_lost(h, len);
   return NULL;
 }
 
-/* Reader: it reads (writers may wait for room while it does). */
+static inline void *as_ring_reserve(struct as_ring_header *h, uint32_t len, uint32_t tgid) {
+  return as_ring_reserve_for(h, len, tgid, true);
+}
+
+/* Reader: it reads and makes progress (writers may wait for room while it
+ * does; a reader stopped at a busy record must not beat). */
 static inline void as_ring_beat(struct as_ring_header *h) {
   __atomic_store_n(&h->reader_beat_ns, (uint64_t)as_ring_now_ns(), __ATOMIC_RELAXED);
 }
@@ -161,17 +184,26 @@ static inline void as_ring_commit(void *payload) {
 static inline const void *as_ring_peek(struct as_ring_header *h, uint32_t *len, uint32_t *tgid,
                                        uint32_t *busy_tgid) {
   *busy_tgid = 0;
+  uint64_t size = h->size;
   for (;;) {
-    uint64_t at = h->consumer;
+    uint64_t at = h->consumer, left = size - (at & (size - 1));
     if (at >= __atomic_load_n(&h->producer, __ATOMIC_ACQUIRE)) return NULL;
-    struct as_ring_record *r = (struct as_ring_record *)(as_ring_data(h) + (at & (h->size - 1)));
+    struct as_ring_record *r = (struct as_ring_record *)(as_ring_data(h) + (at & (size - 1)));
     uint32_t lf = __atomic_load_n(&r->len_flags, __ATOMIC_ACQUIRE);
     if (lf & AS_RING_BUSY) {
       *busy_tgid = r->tgid;
       return NULL;
     }
+    /* Written by the traced processes: a length that leaves the ring (or a
+     * padding that does not end at its end) makes it unreadable. */
+    uint64_t span =
+        lf & AS_RING_PADDING ? sizeof *r + (lf & AS_RING_LEN_MASK) : as_ring_span(lf & AS_RING_LEN_MASK);
+    if (span > left || ((lf & AS_RING_PADDING) && span != left)) {
+      *busy_tgid = AS_RING_CORRUPT;
+      return NULL;
+    }
     if (lf & AS_RING_PADDING) {
-      __atomic_store_n(&h->consumer, at + sizeof *r + (lf & AS_RING_LEN_MASK), __ATOMIC_RELEASE);
+      __atomic_store_n(&h->consumer, at + span, __ATOMIC_RELEASE);
       continue;
     }
     *len = lf;

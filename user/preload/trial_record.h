@@ -22,6 +22,7 @@ struct as_trial_alloc {
   uint32_t kind; /* AS_TRIAL_ALLOC */
   uint32_t tid;
   uint64_t addr, size, weight, offset, rate; /* as the otel_memory:alloc probe's arguments */
+  uint64_t ts_ns;                            /* CLOCK_MONOTONIC at the trial */
   uint32_t code, pad;
   /* The sampler's frame as a deferred kernel walk: ip/sp/bp where the
    * capture ran (steps 0), skip = its own frames to leave out. */
@@ -29,9 +30,10 @@ struct as_trial_alloc {
 };
 
 struct as_trial_free {
-  uint32_t kind; /* AS_TRIAL_FREE */
+  uint32_t kind; /* AS_TRIAL_FREE, AS_TRIAL_FORK */
   uint32_t tid;
   uint64_t addr;
+  uint64_t ts_ns; /* CLOCK_MONOTONIC */
 };
 
 /* The registers of the function this expands in, at one instruction: rip
@@ -79,12 +81,15 @@ static inline int as_trial_write_alloc(struct as_ring_header *h, uint32_t tgid,
 
 static inline int as_trial_write(struct as_ring_header *h, uint32_t kind, uint32_t tgid, uint32_t tid,
                                  uint64_t addr) {
+  /* A fork's record never waits: the child must not be held in fork(). */
+  bool wait = kind != AS_TRIAL_FORK;
   struct as_trial_free *p =
-      (struct as_trial_free *)as_ring_reserve(h, (uint32_t)sizeof(struct as_trial_free), tgid);
+      (struct as_trial_free *)as_ring_reserve_for(h, (uint32_t)sizeof(struct as_trial_free), tgid, wait);
   if (!p) return 0;
   p->kind = kind;
   p->tid = tid;
   p->addr = addr;
+  p->ts_ns = (uint64_t)as_ring_now_ns();
   as_ring_commit(p);
   return 1;
 }

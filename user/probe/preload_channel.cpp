@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -52,7 +53,19 @@ bool send_fd(int sock, int fd) {
   return n == 1;
 }
 
-bool process_gone(uint32_t tgid) { return tgid == 0 || (kill(pid_t(tgid), 0) != 0 && errno == ESRCH); }
+// Gone, or a zombie its parent has not reaped yet (it writes nothing more).
+bool process_gone(uint32_t tgid) {
+  if (tgid == 0 || (kill(pid_t(tgid), 0) != 0 && errno == ESRCH)) return true;
+  char path[32];
+  std::snprintf(path, sizeof path, "/proc/%u/stat", tgid);
+  std::FILE* f = std::fopen(path, "re");
+  if (!f) return true;
+  char line[512] = {};
+  size_t n = std::fread(line, 1, sizeof line - 1, f);
+  std::fclose(f);
+  const char* close = std::strrchr(line, ')');
+  return n == 0 || !close || close[1] == 0 || close[2] == 'Z' || close[2] == 'X';
+}
 
 }  // namespace
 
@@ -63,23 +76,24 @@ Result<PreloadChannel> PreloadChannel::open(uint64_t ring_bytes, const std::stri
   c.ring_bytes_ = ring_bytes;
   std::string templ = runtime_parent(parent) + "/allocscope-XXXXXX";
   if (!mkdtemp(templ.data())) return fail_errno("make a private directory for the preload's socket", errno);
-  c.dir_ = templ;
-  c.path_ = c.dir_ + "/rings";
+  c.socket_.dir = templ;
+  c.socket_.path = templ + "/rings";
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
-  if (c.path_.size() >= sizeof addr.sun_path) return fail("the socket's path is too long: " + c.path_);
-  std::memcpy(addr.sun_path, c.path_.c_str(), c.path_.size() + 1);
+  if (c.socket_.path.size() >= sizeof addr.sun_path)
+    return fail("the socket's path is too long: " + c.socket_.path);
+  std::memcpy(addr.sun_path, c.socket_.path.c_str(), c.socket_.path.size() + 1);
   c.listen_.reset(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!c.listen_) return fail_errno("make the preload's socket", errno);
   if (bind(c.listen_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
-    return fail_errno("bind " + c.path_, errno);
-  if (listen(c.listen_.get(), SOMAXCONN) != 0) return fail_errno("listen on " + c.path_, errno);
+    return fail_errno("bind " + c.socket_.path, errno);
+  if (listen(c.listen_.get(), SOMAXCONN) != 0) return fail_errno("listen on " + c.socket_.path, errno);
   return c;
 }
 
-PreloadChannel::~PreloadChannel() {
-  if (!path_.empty()) unlink(path_.c_str());
-  if (!dir_.empty()) rmdir(dir_.c_str());
+PreloadChannel::SocketPath::~SocketPath() {
+  if (!path.empty()) unlink(path.c_str());
+  if (!dir.empty()) rmdir(dir.c_str());
 }
 
 // A ring in a new memfd, mapped here, its header set before any writer
@@ -93,7 +107,7 @@ Result<PreloadChannel::Ring> PreloadChannel::make_ring(pid_t pid, UniqueFd& fd) 
   if (!memory) return fail(memory.error());
   as_ring_beat(header_of(*memory));
   __atomic_store_n(&header_of(*memory)->size, ring_bytes_, __ATOMIC_RELEASE);
-  return Ring{{pid, 0}, std::move(*memory), {}};
+  return Ring{{pid, 0}, std::move(*memory), {}, false};
 }
 
 size_t PreloadChannel::accept_waiting(const std::function<void(const RingId&)>& before_answer) {
@@ -118,6 +132,8 @@ size_t PreloadChannel::accept_waiting(const std::function<void(const RingId&)>& 
       continue;
     }
     ring->id.number = ++rings_made_;
+    if (newest_ring_.size() >= 4 * kMaxRings) newest_ring_.clear();  // bounded; only a skip waits on it
+    newest_ring_[uint32_t(cred.pid)] = ring->id.number;
     if (before_answer) before_answer(ring->id);
     if (!send_fd(conn.get(), memfd.get())) {
       ++counts_.refused;
@@ -128,20 +144,33 @@ size_t PreloadChannel::accept_waiting(const std::function<void(const RingId&)>& 
   }
 }
 
+// A writer that cannot finish what it began: gone, or running another
+// program (it connected again for a newer ring; exec ends every thread).
+bool PreloadChannel::writer_gone(uint32_t tgid, const Ring& r) const {
+  auto newest = newest_ring_.find(tgid);
+  return process_gone(tgid) || (newest != newest_ring_.end() && newest->second > r.id.number);
+}
+
 size_t PreloadChannel::drain(const OnRecord& on) {
   size_t n = 0;
   for (Ring& r : rings_) {
+    if (r.corrupt) continue;
     as_ring_header* h = header_of(r.memory);
-    as_ring_beat(h);
-    if (uint32_t holder = as_ring_lock_holder(h); holder && process_gone(holder)) {
+    if (uint32_t holder = as_ring_lock_holder(h); holder && writer_gone(holder, r)) {
       as_ring_break_dead_lock(h, holder);
       ++counts_.broken_locks;
     }
+    uint64_t from = h->consumer;
     uint32_t len = 0, tgid = 0, busy = 0;
     for (;;) {
       const void* p = as_ring_peek(h, &len, &tgid, &busy);
       if (!p) {
-        if (busy == 0 || !process_gone(busy)) break;
+        if (busy == AS_RING_CORRUPT) {  // written past its bounds: read no more of it
+          r.corrupt = true;
+          ++counts_.corrupt;
+          break;
+        }
+        if (busy == 0 || !writer_gone(busy, r)) break;
         as_ring_skip_busy(h);
         ++counts_.abandoned;
         continue;
@@ -153,6 +182,9 @@ size_t PreloadChannel::drain(const OnRecord& on) {
       as_ring_release(h);
       ++n;
     }
+    // Writers may wait for room only while the reader gets on.
+    if (h->consumer != from || h->consumer == __atomic_load_n(&h->producer, __ATOMIC_ACQUIRE))
+      as_ring_beat(h);
   }
   counts_.records += n;
   return n;
@@ -165,7 +197,7 @@ size_t PreloadChannel::release_finished(uint64_t now_ms) {
   std::erase_if(rings_, [this](Ring& r) {
     std::erase_if(r.writers, [](uint32_t tgid) { return process_gone(tgid); });
     as_ring_header* h = header_of(r.memory);
-    bool read = __atomic_load_n(&h->producer, __ATOMIC_ACQUIRE) == h->consumer;
+    bool read = r.corrupt || __atomic_load_n(&h->producer, __ATOMIC_ACQUIRE) == h->consumer;
     if (!read || !r.writers.empty() || !process_gone(uint32_t(r.id.owner))) return false;
     retired_lost_ += __atomic_load_n(&h->lost, __ATOMIC_RELAXED);
     retired_lost_bytes_ += __atomic_load_n(&h->lost_bytes, __ATOMIC_RELAXED);

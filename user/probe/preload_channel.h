@@ -11,6 +11,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -27,18 +28,11 @@ class PreloadChannel {
   // Listens in a new private directory under `parent` ($XDG_RUNTIME_DIR or
   // /tmp when empty); each ring holds ring_bytes (a power of two) of records.
   static Result<PreloadChannel> open(uint64_t ring_bytes, const std::string& parent = "");
-  PreloadChannel(PreloadChannel&& o) noexcept
-      : dir_(std::exchange(o.dir_, {})),
-        path_(std::exchange(o.path_, {})),
-        ring_bytes_(o.ring_bytes_),
-        listen_(std::move(o.listen_)),
-        rings_(std::move(o.rings_)),
-        counts_(o.counts_) {}
+  PreloadChannel(PreloadChannel&&) noexcept = default;
   PreloadChannel& operator=(PreloadChannel&&) = delete;
-  ~PreloadChannel();
 
   // For ALLOCSCOPE_SOCKET in the traced command's environment.
-  const std::string& socket_path() const { return path_; }
+  const std::string& socket_path() const { return socket_.path; }
   // Readable when a process is waiting for its ring.
   int fd() const { return listen_.get(); }
 
@@ -72,6 +66,7 @@ class PreloadChannel {
     uint64_t lost = 0, lost_bytes = 0;  // records the writers could not place (ring full, lock taken)
     uint64_t abandoned = 0;             // records their writer died in
     uint64_t broken_locks = 0;          // reservation locks their holder died with
+    uint64_t corrupt = 0;               // rings written past their bounds: no more read of them
   };
   Counts counts() const;
 
@@ -80,14 +75,25 @@ class PreloadChannel {
     RingId id;
     MappedMemory memory;
     std::vector<uint32_t> writers;  // processes seen in it besides its owner (the dead pruned)
+    bool corrupt = false;
   };
+  bool writer_gone(uint32_t tgid, const Ring& r) const;
   PreloadChannel() = default;
   Result<Ring> make_ring(pid_t pid, UniqueFd& fd) const;
 
-  std::string dir_, path_;
+  // The socket and its directory, removed when their owner goes.
+  struct SocketPath {
+    std::string dir, path;
+    SocketPath() = default;
+    SocketPath(SocketPath&& o) noexcept : dir(std::exchange(o.dir, {})), path(std::exchange(o.path, {})) {}
+    ~SocketPath();
+  };
+
+  SocketPath socket_;
   uint64_t ring_bytes_ = 0;
   UniqueFd listen_;
   std::vector<Ring> rings_;
+  std::unordered_map<uint32_t, uint64_t> newest_ring_;  // by process: the number of the last ring it got
   Counts counts_;
   uint64_t rings_made_ = 0;
   uint64_t last_release_ms_ = 0;

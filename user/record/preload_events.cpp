@@ -42,7 +42,7 @@ void PreloadEvents::translate(uint32_t tgid, uint64_t ring_number, std::span<con
   else if (kind == AS_TRIAL_FREE && payload.size() >= sizeof(as_trial_free))
     free(tgid, payload, emit);
   else if (kind == AS_TRIAL_FORK && payload.size() >= sizeof(as_trial_free))
-    return;  // a child that may write into its parent's ring (the channel keeps the ring for it)
+    ++forks_;  // a child that may write into its parent's ring (the channel keeps the ring for it)
   else
     ++malformed_;
 }
@@ -98,7 +98,7 @@ void PreloadEvents::alloc(uint32_t tgid, uint64_t ring_number, std::span<const u
   a.hdr.tid = t.tid;
   a.hdr.fn = head.fn;
   a.hdr.flags = (t.code & AS_USDT_UNTRACKED) ? AS_EVF_LIVE_DROPPED : 0;
-  a.hdr.ts_ns = monotonic_ns();
+  a.hdr.ts_ns = t.ts_ns ? t.ts_ns : monotonic_ns();  // when it was allocated, not read
   a.hdr.addr = t.addr;
   a.hdr.size = t.size;
   a.hdr.offset = t.offset;
@@ -117,7 +117,7 @@ void PreloadEvents::free(uint32_t tgid, std::span<const uint8_t> payload, const 
   e.kind = AS_EV_FREE;
   e.tgid = tgid;
   e.tid = f.tid;
-  e.ts_ns = monotonic_ns();
+  e.ts_ns = f.ts_ns ? f.ts_ns : monotonic_ns();
   e.addr = f.addr;
   buffer_.assign(sizeof e, 0);
   put(buffer_, 0, e);

@@ -50,6 +50,7 @@ class PreloadEvents {
   // Process `tgid` is gone (every record it wrote read): its exit event.
   void exited(uint32_t tgid, const Emit& emit);
 
+  uint64_t forks() const { return forks_; }
   uint64_t trials() const { return trials_; }          // sampled trials turned into samples
   uint64_t frees() const { return frees_; }            // frees of sampled blocks
   uint64_t other_rate() const { return other_rate_; }  // trials at another rate: not counted
@@ -73,7 +74,7 @@ class PreloadEvents {
   ReadFacts read_facts_;
   std::unordered_map<uint32_t, Known> known_;
   uint64_t next_stack_ = kFirstStack;
-  uint64_t trials_ = 0, frees_ = 0, other_rate_ = 0, malformed_ = 0;
+  uint64_t trials_ = 0, frees_ = 0, forks_ = 0, other_rate_ = 0, malformed_ = 0;
   std::vector<uint8_t> buffer_;
 };
 

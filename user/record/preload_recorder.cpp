@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "model/recording.h"
 #include "output/table.h"
 #include "preload/ring_channel.h"
+#include "preload/trial_record.h"
 #include "probe/preload_channel.h"
 #include "probe/table_host.h"
 #include "probe/table_loader.h"
@@ -91,6 +93,7 @@ class PreloadRecorder {
   RecordingState state() const;
   RecordingMeta meta(uint64_t duration_ms);
   int finish(const LoopEnd& l);
+  void print_losses() const;
 
   const RecordConfig& config_;
   std::string why_;
@@ -146,8 +149,13 @@ void PreloadRecorder::read_rings() {
     if (!process_exists(pid_t(tgid)) || (tgid == verdicts_.root && target_->exited())) gone.push_back(tgid);
   auto to_sink = [this](std::span<const uint8_t> e) { sink_(e); };
   auto feed = [&](const PreloadChannel::RingId& ring, uint32_t tgid, std::span<const uint8_t> record) {
-    // A forked child's first record, the child gone: it ran its parent's code.
-    if (tgid != uint32_t(ring.owner) && !sink_.processes().find(tgid) && !process_exists(pid_t(tgid))) {
+    // A forked child (it says so at fork; or, that record lost, at its first
+    // record once gone) runs its parent's code, mapped where the parent's is.
+    uint32_t kind = 0;
+    if (record.size() >= sizeof kind) std::memcpy(&kind, record.data(), sizeof kind);
+    bool announced = kind == AS_TRIAL_FORK;
+    if (tgid != uint32_t(ring.owner) &&
+        (announced || (!sink_.processes().find(tgid) && !process_exists(pid_t(tgid))))) {
       symbolizer_.add_mappings(pid_t(tgid), symbolizer_.maps(ring.owner));
       events_.forked_and_gone(tgid, uint32_t(ring.owner), ring.number);
     }
@@ -223,6 +231,24 @@ RecordingMeta PreloadRecorder::meta(uint64_t duration_ms) {
           std::move(paths)};
 }
 
+// What the summary's figures do not say: processes not recorded, and what
+// the rings' writers left unfinished.
+void PreloadRecorder::print_losses() const {
+  if (std::string line = untraced_.summary(); !line.empty())
+    std::fprintf(stderr, "allocscope: %s\n", line.c_str());
+  PreloadChannel::Counts c = channel_->counts();
+  if (c.refused)
+    std::fprintf(stderr, "allocscope: %llu process%s got no ring (%zu at once at most): not recorded\n",
+                 (unsigned long long)c.refused, c.refused == 1 ? "" : "es", PreloadChannel::kMaxRings);
+  if (c.abandoned || c.broken_locks || c.corrupt || events_.malformed())
+    std::fprintf(stderr,
+                 "allocscope: in the rings: %llu record(s) their writer died in, %llu lock(s) a writer died "
+                 "holding, %llu ring(s) written past their bounds (not read further), %llu record(s) of no "
+                 "known kind\n",
+                 (unsigned long long)c.abandoned, (unsigned long long)c.broken_locks,
+                 (unsigned long long)c.corrupt, (unsigned long long)events_.malformed());
+}
+
 // Reads what is left, writes the outputs and the summary; returns the exit
 // status (the command's).
 int PreloadRecorder::finish(const LoopEnd& l) {
@@ -241,8 +267,7 @@ int PreloadRecorder::finish(const LoopEnd& l) {
   if (!written) print_error(written.error());
   if (!config_.quiet) {
     print_summary(state(), config_, l.end - l.start);
-    if (std::string line = untraced_.summary(); !line.empty())
-      std::fprintf(stderr, "allocscope: %s\n", line.c_str());
+    print_losses();
     if (written) print_written(config_, 0, false);
   }
   int status = target_->finish(l.target_gone ? 0 : stop_signal());
