@@ -153,6 +153,7 @@ bool PreloadChannel::writer_gone(uint32_t tgid, const Ring& r) const {
 
 size_t PreloadChannel::drain(const OnRecord& on) {
   size_t n = 0;
+  drained_all_ = true;
   for (Ring& r : rings_) {
     if (r.corrupt) continue;
     as_ring_header* h = header_of(r.memory);
@@ -170,7 +171,11 @@ size_t PreloadChannel::drain(const OnRecord& on) {
           ++counts_.corrupt;
           break;
         }
-        if (busy == 0 || !writer_gone(busy, r)) break;
+        if (busy == 0) break;
+        if (!writer_gone(busy, r)) {
+          drained_all_ = false;
+          break;
+        }
         as_ring_skip_busy(h);
         ++counts_.abandoned;
         continue;

@@ -53,6 +53,9 @@ class PreloadChannel {
   // over, and a lock whose holder died is broken (both counted).
   using OnRecord = std::function<void(const RingId& ring, uint32_t tgid, std::span<const uint8_t> payload)>;
   size_t drain(const OnRecord& on);
+  // Whether the last drain read every ring to its end (none stopped at a
+  // record its live writer has not finished).
+  bool drained_all() const { return drained_all_; }
 
   // Unmaps the rings no process can write any more (read to their end; the
   // process they were made for, and every process seen writing into them
@@ -98,6 +101,7 @@ class PreloadChannel {
   uint64_t rings_made_ = 0;
   uint64_t last_release_ms_ = 0;
   uint64_t retired_lost_ = 0, retired_lost_bytes_ = 0;  // of the rings released
+  bool drained_all_ = true;
 };
 
 }  // namespace allocscope

@@ -88,7 +88,7 @@ class PreloadRecorder {
   };
   Result<void> prepare();
   LoopEnd loop();
-  void read_rings();
+  void read_rings(bool final = false);
   SourceFigures figures() const;
   RecordingState state() const;
   RecordingMeta meta(uint64_t duration_ms);
@@ -143,7 +143,7 @@ Result<void> PreloadRecorder::prepare() {
 // record its earlier program wrote, while it waits for its ring: its
 // mappings are read then, and its files' tables begin to build. Processes
 // found gone before the rings were read end after them.
-void PreloadRecorder::read_rings() {
+void PreloadRecorder::read_rings(bool final) {
   std::vector<uint32_t> gone;
   for (auto [tgid, id] : sink_.processes().running_instances())
     if (!process_exists(pid_t(tgid)) || (tgid == verdicts_.root && target_->exited())) gone.push_back(tgid);
@@ -168,7 +168,10 @@ void PreloadRecorder::read_rings() {
     if (config_.unwind == UnwindMode::Dwarf) unwind_.prepare_process(uint32_t(ring.owner), [] {});
   });
   channel_->drain(feed);
-  for (uint32_t tgid : gone) events_.exited(tgid, to_sink);
+  // A ring stopped at a record still being written may hold more of theirs:
+  // their exits wait (but not past the end).
+  if (channel_->drained_all() || final)
+    for (uint32_t tgid : gone) events_.exited(tgid, to_sink);
   bool tables_in = tables_.collect() > 0;
   sink_.retry_waiting(monotonic_ns(), tables_in);
 }
@@ -258,7 +261,7 @@ int PreloadRecorder::finish(const LoopEnd& l) {
     tables_.wait_for_builds(kMaxBuildWaitMs);
     sink_.release_all_waiting();
   }
-  read_rings();  // the exits of those that ended with the rest
+  read_rings(true);  // the exits of those that ended with the rest
   targets_ended_ = l.target_gone;
   Result<void> written = {};
   if (!config_.outputs.empty())
