@@ -42,6 +42,32 @@ class UserDir {
   std::string path_;
 };
 
+// The binaries the user runs, copied where any user may read them: the
+// build tree may lie under a directory only root may search (the user could
+// still exec a file there, but not stat or read it, and allocscope reads
+// the programs it records). Copied once; the preload library beside
+// allocscope, where it looks first.
+std::string bin(const std::string& name) {
+  static const std::string dir = [] {
+    std::string d = temp_path("unprivileged-bin");
+    std::filesystem::create_directories(d);
+    std::filesystem::permissions(d, std::filesystem::perms(0755));
+    for (const char* from :
+         {ALLOCSCOPE_BIN, PRELOAD_LIB, WORKLOAD_BIN, WORKLOAD_STATIC_BIN, CXX_SITES_BIN, FORKER_BIN}) {
+      std::filesystem::path to = std::filesystem::path(d) / std::filesystem::path(from).filename();
+      std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing);
+      std::filesystem::permissions(to, std::filesystem::perms(0755));
+    }
+    return d;
+  }();
+  return dir + "/" + name;
+}
+const std::string& allocscope_bin() {
+  static const std::string path = bin(std::filesystem::path(ALLOCSCOPE_BIN).filename());
+  return path;
+}
+std::string copy_of(const char* built) { return bin(std::filesystem::path(built).filename()); }
+
 // argv run as the test user, without any capability.
 std::vector<std::string> as_user(const std::vector<std::string>& argv) {
   std::string id = std::to_string(kUser);
@@ -55,7 +81,7 @@ std::vector<std::string> as_user(const std::vector<std::string>& argv) {
 // `record` as the test user into `out`; its stderr.
 RunResult record_as_user(const std::vector<std::string>& options, const std::string& out,
                          const std::vector<std::string>& command) {
-  std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "-o", out};
+  std::vector<std::string> argv = {allocscope_bin(), "record", "-o", out};
   argv.insert(argv.end(), options.begin(), options.end());
   argv.push_back("--");
   argv.insert(argv.end(), command.begin(), command.end());
@@ -82,7 +108,8 @@ TEST(Unprivileged, ExactModeIsTheTruthAndSaysItsPath) {
   REQUIRE_BPF();  // as root, to become the user
   UserDir dir;
   std::string out = dir.file("exact.pb.gz");
-  RunResult r = record_as_user({"--rate", "1"}, out, {WORKLOAD_BIN, "--threads", "2", "--scale-pct", "1"});
+  RunResult r =
+      record_as_user({"--rate", "1"}, out, {copy_of(WORKLOAD_BIN), "--threads", "2", "--scale-pct", "1"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("no privilege to load BPF"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("kernel not used"), std::string::npos) << r.err;
@@ -107,8 +134,9 @@ TEST(Unprivileged, SampledSitesAreWithinTheirSigma) {
   std::string out = dir.file("sampled.pb.gz");
   const int scale = 10;
   const double rate = 64 * 1024;
-  RunResult r = record_as_user({"--rate", "64KiB"}, out,
-                               {WORKLOAD_BIN, "--threads", "2", "--scale-pct", std::to_string(scale)});
+  RunResult r =
+      record_as_user({"--rate", "64KiB"}, out,
+                     {copy_of(WORKLOAD_BIN), "--threads", "2", "--scale-pct", std::to_string(scale)});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(reported_losses(r.err).samples, 0u) << r.err;
   auto sites = caller_totals(decode(out));
@@ -142,8 +170,8 @@ TEST(Unprivileged, StacksAreTheKernelPathsStacks) {
   REQUIRE_BPF();
   UserDir dir;
   std::string root_out = temp_path("cxx-root.folded"), user_out = dir.file("cxx-user.folded");
-  std::vector<std::string> cmd = {CXX_SITES_BIN, "--scale-pct", "1"};
-  std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "-q", "--rate", "1", "-o", root_out, "--"};
+  std::vector<std::string> cmd = {copy_of(CXX_SITES_BIN), "--scale-pct", "1"};
+  std::vector<std::string> argv = {allocscope_bin(), "record", "-q", "--rate", "1", "-o", root_out, "--"};
   argv.insert(argv.end(), cmd.begin(), cmd.end());
   RunResult root = run(argv);
   ASSERT_EQ(root.status, 0) << root.err;
@@ -171,7 +199,7 @@ TEST(Unprivileged, AForkedChildIsFollowedApart) {
   REQUIRE_BPF();
   UserDir dir;
   std::string out = dir.file("forker.pb.gz");
-  RunResult r = record_as_user({"-q", "--rate", "1"}, out, {FORKER_BIN});
+  RunResult r = record_as_user({"-q", "--rate", "1"}, out, {copy_of(FORKER_BIN)});
   ASSERT_EQ(r.status, 0) << r.err;
   auto by = caller_totals(decode(out));
   EXPECT_EQ(by["parent_keep"].alloc_objects, FORKER_KEPT);
@@ -188,7 +216,7 @@ TEST(Unprivileged, AProgramRunByAForkedShellIsRecorded) {
   REQUIRE_BPF();
   UserDir dir;
   std::string out = dir.file("chain.pb.gz");
-  std::string line = std::string(WORKLOAD_BIN) + " --threads 2 --scale-pct 1; true";
+  std::string line = copy_of(WORKLOAD_BIN) + " --threads 2 --scale-pct 1; true";
   RunResult r = record_as_user({"-q", "--rate", "1"}, out, {"/bin/sh", "-c", line});
   ASSERT_EQ(r.status, 0) << r.err;
   auto sites = caller_totals(decode(out));
@@ -204,8 +232,8 @@ TEST(Unprivileged, AProgramRunByAForkedShellIsRecorded) {
 TEST(Unprivileged, TheCommandGoesOnWhenAllocscopeDies) {
   REQUIRE_BPF();
   UserDir dir;
-  Child rec(as_user({ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", dir.file("killed.pb.gz"), "--",
-                     WORKLOAD_BIN, "--threads", "2", "--scale-pct", "30"}));
+  Child rec(as_user({allocscope_bin(), "record", "--rate", "1", "-o", dir.file("killed.pb.gz"), "--",
+                     copy_of(WORKLOAD_BIN), "--threads", "2", "--scale-pct", "30"}));
   ASSERT_TRUE(rec.wait_for_line("recording", 30000, true)) << rec.err();
   usleep(200 * 1000);
   rec.signal(SIGKILL);
@@ -232,8 +260,9 @@ TEST(Unprivileged, RootOfAUserNamespaceRecordsInProcess) {
   REQUIRE_BPF();
   UserDir dir;
   std::string out = dir.file("userns.pb.gz");
-  RunResult r = run(as_user({"unshare", "--user", "--map-root-user", ALLOCSCOPE_BIN, "record", "--rate", "1",
-                             "-o", out, "--", WORKLOAD_BIN, "--threads", "2", "--scale-pct", "1"}));
+  RunResult r =
+      run(as_user({"unshare", "--user", "--map-root-user", allocscope_bin(), "record", "--rate", "1", "-o",
+                   out, "--", copy_of(WORKLOAD_BIN), "--threads", "2", "--scale-pct", "1"}));
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("loading BPF was refused"), std::string::npos) << r.err;
   auto sites = caller_totals(decode(out));
@@ -243,7 +272,7 @@ TEST(Unprivileged, RootOfAUserNamespaceRecordsInProcess) {
 
 TEST(Unprivileged, CheckSaysACommandCanBeRecorded) {
   REQUIRE_BPF();
-  RunResult r = run(as_user({ALLOCSCOPE_BIN, "check"}));
+  RunResult r = run(as_user({allocscope_bin(), "check"}));
   EXPECT_NE(r.out.find("record: no: loading BPF programs was refused"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("record -- CMD without BPF (--no-bpf, the default without privilege): yes"),
             std::string::npos)
@@ -253,11 +282,11 @@ TEST(Unprivileged, CheckSaysACommandCanBeRecorded) {
 TEST(Unprivileged, AProgramThePreloadCannotEnterIsRefusedNamingWhy) {
   REQUIRE_BPF();
   UserDir dir;
-  RunResult r = record_as_user({}, dir.file("static.pb.gz"), {WORKLOAD_STATIC_BIN});
+  RunResult r = record_as_user({}, dir.file("static.pb.gz"), {copy_of(WORKLOAD_STATIC_BIN)});
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("a static program loads no library"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("CAP_BPF"), std::string::npos) << r.err;
-  RunResult all = run(as_user({ALLOCSCOPE_BIN, "record", "-p", "1", "-o", dir.file("p.pb.gz")}));
+  RunResult all = run(as_user({allocscope_bin(), "record", "-p", "1", "-o", dir.file("p.pb.gz")}));
   EXPECT_NE(all.status, 0);
 }
 
