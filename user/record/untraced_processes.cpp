@@ -1,28 +1,12 @@
 #include "record/untraced_processes.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "host/process.h"
 
 namespace allocscope {
 
 namespace {
-
-// The start field of /proc/PID/stat (clock ticks since boot); 0 when gone.
-uint64_t start_ticks(pid_t pid) {
-  auto stat = read_text_file("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat) return 0;
-  size_t at = stat->rfind(')');
-  if (at == std::string::npos) return 0;
-  // After "comm)" come the state (field 3) and, 19 fields on, the start (22).
-  for (int field = 3; field <= 22; ++field) {
-    at = stat->find(' ', at);
-    if (at == std::string::npos) return 0;
-    ++at;
-  }
-  return std::strtoull(stat->c_str() + at, nullptr, 10);
-}
 
 // Whether the process maps the library (or is gone: then not judged).
 bool maps_library(pid_t pid, const std::string& library) {
@@ -39,7 +23,7 @@ void UntracedProcesses::look(pid_t root, const std::string& library, uint64_t no
   if (judged_.size() >= kMaxKnown) judged_.clear();
   std::map<Key, int> still;
   for (pid_t pid : descendants_of({root})) {
-    Key key{pid, start_ticks(pid)};
+    Key key{pid, process_start_time(pid)};
     if (key.second == 0 || judged_.contains(key)) continue;
     if (maps_library(pid, library)) {
       judged_.insert(key);

@@ -29,7 +29,7 @@ class UntracedProcesses {
   static constexpr size_t kMaxKnown = 1 << 16;  // processes remembered; all forgotten beyond
 
  private:
-  using Key = std::pair<pid_t, uint64_t>;  // a process and its start (ticks): pids are reused
+  using Key = std::pair<pid_t, double>;  // a process and its start (process_start_time): pids are reused
   uint64_t last_ms_ = 0;
   std::set<Key> judged_;
   std::map<Key, int> without_;  // seen without the library, how many times
