@@ -50,7 +50,7 @@ std::map<std::string, int64_t> parse_lines(const std::string& out) {
 // In the samples of the bytes objects (leaf `leaf`), every Python frame of
 // the workload's functions names the workload's file and the line that
 // function allocates them from.
-// Through the C library only the large sites are seen (all_sizes false).
+// Through the C library (all_sizes false) the small sites need not be seen.
 void expect_lines(const std::string& pprof, const std::map<std::string, int64_t>& lines,
                   const std::string& file, const std::string& leaf, bool all_sizes) {
   auto rec = decode_pprof(read_text_file(pprof).value_or(""));
@@ -70,7 +70,14 @@ void expect_lines(const std::string& pprof, const std::map<std::string, int64_t>
           ADD_FAILURE() << it->first << " at " << in << ":" << l.line << ", not line " << it->second;
       }
   }
-  EXPECT_EQ(seen.size(), all_sizes ? lines.size() : lines.size() - 2) << "every marked function seen";
+  // The small sites may still reach the C library now and then: pymalloc
+  // callocs a radix-tree node (3.10+) when a new arena lands in a fresh
+  // 256 MiB range. They need not be seen then, but every other function must.
+  for (const auto& [function, line] : lines) {
+    if (all_sizes || !function.starts_with("small_")) {
+      EXPECT_TRUE(seen.contains(function)) << function << " never seen under " << leaf;
+    }
+  }
   EXPECT_EQ(wrong, 0u);
 }
 
