@@ -209,6 +209,34 @@ TEST(Unprivileged, AForkedChildIsFollowedApart) {
   EXPECT_EQ(by["child_keep"].live_bytes, 0) << "the child exited: its blocks went with it";
 }
 
+// In a PID namespace of its own (unshare --pid: forker is process 1 there,
+// its child 2) each process is still known by its id here: apart, and each
+// gone when it ends (not taken for init or kthreadd, which never end).
+TEST(Unprivileged, ProcessesInAPidNamespaceAreKnownByTheirIdsHere) {
+  REQUIRE_BPF();
+  UserDir dir;
+  std::string out = dir.file("pidns.pb.gz");
+  RunResult r =
+      record_as_user({"-q", "--rate", "1"}, out,
+                     {"unshare", "--user", "--map-root-user", "--pid", "--fork", copy_of(FORKER_BIN)});
+  ASSERT_EQ(r.status, 0) << r.err;
+  Recording rec = decode(out);
+  std::map<std::string, std::set<uint32_t>> pids;
+  for (const RecSample& s : rec.samples)
+    if (std::vector<std::string> names = frame_names(rec, s); names.size() >= 2)
+      pids[names[names.size() - 2]].insert(s.pid);
+  ASSERT_EQ(pids["parent_keep"].size(), 1u);
+  ASSERT_EQ(pids["child_keep"].size(), 1u);
+  EXPECT_GT(*pids["parent_keep"].begin(), 2u);
+  EXPECT_GT(*pids["child_keep"].begin(), 2u);
+  EXPECT_NE(*pids["parent_keep"].begin(), *pids["child_keep"].begin());
+  auto by = caller_totals(rec);
+  EXPECT_EQ(by["parent_keep"].alloc_objects, FORKER_KEPT);
+  EXPECT_EQ(by["child_keep"].alloc_objects, FORKER_CHILD);
+  EXPECT_EQ(by["parent_keep"].live_bytes, 0) << "forker (not the command: unshare is) ended";
+  EXPECT_EQ(by["child_keep"].live_bytes, 0) << "its child ended";
+}
+
 // A shell forks and runs the workload (a program of its own: a new ring),
 // which is recorded whole; it ends before the shell, so what it never freed
 // went with it (as on the kernel's path: only the command keeps its own).

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -128,6 +129,65 @@ TEST(PreloadChannel, EverySitesCallsAndLiveBlocksAreTheTruth) {
     EXPECT_EQ(calls[s.function], 2 * n) << s.function;
     EXPECT_EQ(kept[s.function], 2 * site_kept(&s, n)) << s.function;
   }
+}
+
+// A child process that connects, writes a record, enters a PID namespace of
+// its own (a user namespace first: no privilege needed) and forks a writer
+// that is process 1 there. Its pipe `out` says that writer's id here (0 if
+// it could not make it).
+pid_t start_writer_in_pid_namespace(const std::string& socket, int& out) {
+  int p[2];
+  EXPECT_EQ(pipe2(p, O_CLOEXEC), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    as_ring_header* h = as_channel_connect(socket.c_str());
+    if (!h) _exit(1);
+    uint32_t self = as_channel_pid(h);
+    as_trial_write(h, AS_TRIAL_FORK, self, self, 0);
+    pid_t inner = unshare(CLONE_NEWUSER | CLONE_NEWPID) == 0 ? fork() : -1;
+    if (inner == 0) {
+      uint32_t one = as_channel_pid(h);
+      _exit(one == 1 && as_trial_write(h, AS_TRIAL_FORK, one, one, 0) ? 0 : 1);
+    }
+    uint32_t here = inner > 0 ? uint32_t(inner) : 0;
+    int status = 1;
+    if (inner > 0) waitpid(inner, &status, 0);
+    if (status != 0) here = 0;
+    _exit(write(p[1], &here, sizeof here) == sizeof here ? 0 : 1);
+  }
+  close(p[1]);
+  out = p[0];
+  return pid;
+}
+
+// Records carry their writer's getpid(); the channel hands on its id here.
+TEST(PreloadChannel, AWriterInAPidNamespaceIsKnownByItsIdHere) {
+  auto channel = PreloadChannel::open(1 << 16);
+  ASSERT_TRUE(channel.has_value());
+  int out = -1;
+  pid_t child = start_writer_in_pid_namespace(channel->socket_path(), out);
+  std::vector<uint32_t> writers;
+  auto keep = [&](const PreloadChannel::RingId& ring, uint32_t tgid, std::span<const uint8_t>) {
+    EXPECT_EQ(ring.owner, child);
+    writers.push_back(tgid);
+  };
+  uint32_t inner_here = UINT32_MAX;
+  for (int ms = 0; ms < 10000 && inner_here == UINT32_MAX; ++ms) {
+    pollfd fd{out, POLLIN, 0};
+    channel->accept_waiting();
+    channel->drain(keep);
+    if (poll(&fd, 1, 1) == 1 && read(out, &inner_here, sizeof inner_here) != sizeof inner_here) break;
+  }
+  channel->drain(keep);
+  int status = 0;
+  waitpid(child, &status, 0);
+  close(out);
+  ASSERT_NE(inner_here, UINT32_MAX) << "no word from the child";
+  ASSERT_NE(inner_here, 0u) << "no writer in a PID namespace of its own (user namespaces refused?)";
+  EXPECT_EQ(writers, (std::vector<uint32_t>{uint32_t(child), inner_here}));
+  EXPECT_EQ(channel->counts().hellos, 2u);
+  EXPECT_EQ(channel->counts().namespaced, 1u);
+  EXPECT_EQ(channel->counts().unplaced, 0u);
 }
 
 TEST(PreloadChannel, AProcessWithoutAnAnswerRunsUntraced) {

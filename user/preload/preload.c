@@ -184,7 +184,7 @@ __attribute__((noinline, cold)) static void fire_alloc(void *p, uint64_t size, u
     AS_CAPTURE_REGS(t.walk.ip, t.walk.sp, t.walk.bp);
     t.walk.skip = AS_USDT_OWN_FRAMES_FULL;
     t.walk.stack_end = stack_end_of(t.walk.sp);
-    as_trial_write_alloc(ring, (uint32_t)getpid(), &t); /* not cached: clone() and vfork skip atfork */
+    as_trial_write_alloc(ring, as_channel_pid(ring), &t);
     self->writing = 0;
     return;
   }
@@ -225,7 +225,7 @@ __attribute__((noinline, cold)) static void fire_free(void *p) {
     as_ring_count_lost(ring, 0);
   } else {
     self->writing = 1;
-    as_trial_write_free(ring, (uint32_t)getpid(), (uint32_t)gettid(), (uint64_t)(uintptr_t)p);
+    as_trial_write_free(ring, as_channel_pid(ring), (uint32_t)gettid(), (uint64_t)(uintptr_t)p);
     self->writing = 0;
   }
 }
@@ -466,8 +466,10 @@ DELETE_OPERATOR(_ZdaPvSt11align_val_tRKSt9nothrow_t, delete_aligned_nothrow_fn,
 static void after_fork_in_child(void) {
   tls.seeded = 0;
   madvise(&sampled, sizeof(sampled), MADV_DONTNEED);
-  if (ring) /* a writer of its parent's ring: allocscope keeps the ring while it lives */
-    as_trial_write(ring, AS_TRIAL_FORK, (uint32_t)getpid(), (uint32_t)getpid(), 0);
+  if (ring) { /* a writer of its parent's ring: allocscope keeps the ring while it lives */
+    uint32_t pid = as_channel_pid(ring); /* a hello first: its own, in its PID namespace */
+    as_trial_write(ring, AS_TRIAL_FORK, pid, pid, 0);
+  }
 }
 
 static uint64_t rate_from_environment(void) {

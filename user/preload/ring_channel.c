@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -54,10 +55,42 @@ static struct as_ring_header *map_ring(int fd) {
   return h;
 }
 
+static struct sockaddr_un hello_to; /* sun_path empty: no hello */
+static uint32_t hello_said;         /* the process id the last hello said */
+static uint32_t hello_tries;
+
+/* The hello socket: the ring socket's neighbour. */
+static void set_hello_path(const char *socket_path) {
+  const char *slash = strrchr(socket_path, '/');
+  size_t dir = slash ? (size_t)(slash - socket_path) + 1 : 0;
+  if (dir + sizeof AS_CHANNEL_HELLO_NAME > sizeof hello_to.sun_path) return;
+  hello_to.sun_family = AF_UNIX;
+  memcpy(hello_to.sun_path, socket_path, dir);
+  memcpy(hello_to.sun_path + dir, AS_CHANNEL_HELLO_NAME, sizeof AS_CHANNEL_HELLO_NAME);
+}
+
+/* A socket of its own for each hello: no descriptor is kept that the
+ * program could close and reuse for a file of its own. Never waits. */
+uint32_t as_channel_pid(const struct as_ring_header *h) {
+  uint32_t pid = (uint32_t)getpid(); /* not cached: clone() and vfork skip atfork */
+  if (__atomic_load_n(&hello_said, __ATOMIC_RELAXED) == pid || !hello_to.sun_path[0]) return pid;
+  struct as_channel_hello m = {.ring = h->number, .pid = pid};
+  int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  bool said = s >= 0 && sendto(s, &m, sizeof m, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&hello_to,
+                               sizeof hello_to) == (ssize_t)sizeof m;
+  if (s >= 0) close(s);
+  if (said || __atomic_add_fetch(&hello_tries, 1, __ATOMIC_RELAXED) >= AS_CHANNEL_HELLO_TRIES) {
+    __atomic_store_n(&hello_said, pid, __ATOMIC_RELAXED);
+    __atomic_store_n(&hello_tries, 0, __ATOMIC_RELAXED);
+  }
+  return pid;
+}
+
 struct as_ring_header *as_channel_connect(const char *socket_path) {
   struct sockaddr_un addr = {.sun_family = AF_UNIX};
   if (!socket_path || !*socket_path || strlen(socket_path) >= sizeof addr.sun_path) return NULL;
   strcpy(addr.sun_path, socket_path);
+  set_hello_path(socket_path);
   int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (sock < 0) return NULL;
   struct as_ring_header *h = NULL;

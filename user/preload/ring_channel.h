@@ -5,7 +5,11 @@
  * process knows allocscope by nothing else; allocscope knows the process
  * by the socket's peer credentials. Forked children write into their
  * parent's ring (the mapping is inherited); a program run by exec
- * connects again. */
+ * connects again. Records carry their writer's getpid(), which inside a
+ * PID namespace is not allocscope's name for it: each process says hello
+ * before its first record (a datagram to the socket's neighbour "hello":
+ * the kernel tells the reader the sender's process id in its own
+ * namespace). */
 #ifndef ALLOCSCOPE_RING_CHANNEL_H
 #define ALLOCSCOPE_RING_CHANNEL_H
 
@@ -14,7 +18,16 @@
 #include "preload/shared_ring.h"
 
 #define AS_CHANNEL_ENV "ALLOCSCOPE_SOCKET"
-#define AS_CHANNEL_TIMEOUT_MS 5000 /* a process waits this long for its ring, then runs untraced */
+#define AS_CHANNEL_TIMEOUT_MS 5000    /* a process waits this long for its ring, then runs untraced */
+#define AS_CHANNEL_HELLO_NAME "hello" /* beside the socket: where hellos go */
+#define AS_CHANNEL_HELLO_TRIES 16     /* a process that cannot say hello stops trying */
+
+/* A hello: this process's getpid() writes into ring `ring` (its header's number). */
+struct as_channel_hello {
+  uint64_t ring;
+  uint32_t pid;
+  uint32_t pad;
+};
 
 #ifdef __cplusplus
 extern "C" {
@@ -24,6 +37,10 @@ extern "C" {
  * socket to reach, no answer in time, or an answer that is not a ring.
  * Makes no allocation (it runs in the allocator's constructor). */
 struct as_ring_header *as_channel_connect(const char *socket_path);
+
+/* getpid(), for a record in ring h: said hello first if this process has
+ * not yet (a forked child has not: the parent's hello is inherited). */
+uint32_t as_channel_pid(const struct as_ring_header *h);
 
 /* The calling thread's stack, [*lo, *hi); both 0 when unknown. The main
  * thread's is read from /proc/self/maps by the C library, which allocates:

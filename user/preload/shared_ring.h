@@ -52,6 +52,7 @@ struct as_ring_header {
   uint32_t pad;
   uint64_t lost, lost_bytes; /* records no room or a taken lock refused, and their payload bytes */
   uint64_t reader_beat_ns;   /* CLOCK_MONOTONIC when the reader last read: 0 never */
+  uint64_t number;           /* the reader's name for the ring, set before it is handed out */
 };
 
 struct as_ring_record {

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "preload/ring_channel.h"
 #include "preload/shared_ring.h"
 
 namespace allocscope {
@@ -53,6 +54,19 @@ bool send_fd(int sock, int fd) {
   return n == 1;
 }
 
+// A socket bound at `path` (its directory is private), not blocking.
+Result<UniqueFd> bind_socket(const std::string& path, int type) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) return fail("the socket's path is too long: " + path);
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  UniqueFd fd(socket(AF_UNIX, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd) return fail_errno("make the preload's socket", errno);
+  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+    return fail_errno("bind " + path, errno);
+  return fd;
+}
+
 // Gone, or a zombie its parent has not reaped yet (it writes nothing more).
 bool process_gone(uint32_t tgid) {
   if (tgid == 0 || (kill(pid_t(tgid), 0) != 0 && errno == ESRCH)) return true;
@@ -78,27 +92,29 @@ Result<PreloadChannel> PreloadChannel::open(uint64_t ring_bytes, const std::stri
   if (!mkdtemp(templ.data())) return fail_errno("make a private directory for the preload's socket", errno);
   c.socket_.dir = templ;
   c.socket_.path = templ + "/rings";
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (c.socket_.path.size() >= sizeof addr.sun_path)
-    return fail("the socket's path is too long: " + c.socket_.path);
-  std::memcpy(addr.sun_path, c.socket_.path.c_str(), c.socket_.path.size() + 1);
-  c.listen_.reset(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (!c.listen_) return fail_errno("make the preload's socket", errno);
-  if (bind(c.listen_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
-    return fail_errno("bind " + c.socket_.path, errno);
+  auto listen_fd = bind_socket(c.socket_.path, SOCK_STREAM);
+  if (!listen_fd) return fail(listen_fd.error());
+  c.listen_ = std::move(*listen_fd);
   if (listen(c.listen_.get(), SOMAXCONN) != 0) return fail_errno("listen on " + c.socket_.path, errno);
+  c.socket_.hello = templ + "/" AS_CHANNEL_HELLO_NAME;
+  auto hello = bind_socket(c.socket_.hello, SOCK_DGRAM);
+  if (!hello) return fail(hello.error());
+  c.hello_ = std::move(*hello);
+  int on = 1;  // each hello comes with its sender's id, as this process's namespace names it
+  if (setsockopt(c.hello_.get(), SOL_SOCKET, SO_PASSCRED, &on, sizeof on) != 0)
+    return fail_errno("ask for the hellos' senders", errno);
   return c;
 }
 
 PreloadChannel::SocketPath::~SocketPath() {
   if (!path.empty()) unlink(path.c_str());
+  if (!hello.empty()) unlink(hello.c_str());
   if (!dir.empty()) rmdir(dir.c_str());
 }
 
 // A ring in a new memfd, mapped here, its header set before any writer
 // maps it; the memfd goes to the process.
-Result<PreloadChannel::Ring> PreloadChannel::make_ring(pid_t pid, UniqueFd& fd) const {
+Result<PreloadChannel::Ring> PreloadChannel::make_ring(pid_t pid, uint64_t number, UniqueFd& fd) const {
   fd.reset(memfd_create("allocscope-ring", MFD_CLOEXEC));
   if (!fd) return fail_errno("make a ring", errno);
   uint64_t bytes = AS_RING_HEADER_BYTES + ring_bytes_;
@@ -106,8 +122,10 @@ Result<PreloadChannel::Ring> PreloadChannel::make_ring(pid_t pid, UniqueFd& fd) 
   auto memory = MappedMemory::map_shared(fd.get(), bytes, "a ring");
   if (!memory) return fail(memory.error());
   as_ring_beat(header_of(*memory));
+  header_of(*memory)->number = number;
   __atomic_store_n(&header_of(*memory)->size, ring_bytes_, __ATOMIC_RELEASE);
-  return Ring{{pid, 0}, std::move(*memory), {}, false};
+  Ring r{.id = {pid, number}, .memory = std::move(*memory)};
+  return r;
 }
 
 size_t PreloadChannel::accept_waiting(const std::function<void(const RingId&)>& before_answer) {
@@ -126,12 +144,12 @@ size_t PreloadChannel::accept_waiting(const std::function<void(const RingId&)>& 
       continue;
     }
     UniqueFd memfd;
-    auto ring = make_ring(cred.pid, memfd);
+    auto ring = make_ring(cred.pid, rings_made_ + 1, memfd);
     if (!ring) {
       ++counts_.refused;
       continue;
     }
-    ring->id.number = ++rings_made_;
+    ++rings_made_;
     if (newest_ring_.size() >= 4 * kMaxRings) newest_ring_.clear();  // bounded; only a skip waits on it
     newest_ring_[uint32_t(cred.pid)] = ring->id.number;
     if (before_answer) before_answer(ring->id);
@@ -151,13 +169,60 @@ bool PreloadChannel::writer_gone(uint32_t tgid, const Ring& r) const {
   return process_gone(tgid) || (newest != newest_ring_.end() && newest->second > r.id.number);
 }
 
+// Each hello: a process (its getpid()) and the ring it writes into, with
+// the kernel's word for which process sent it.
+void PreloadChannel::read_hellos() {
+  for (;;) {
+    as_channel_hello m{};
+    iovec iov{&m, sizeof m};
+    union {
+      char buf[CMSG_SPACE(sizeof(ucred))];
+      cmsghdr align;
+    } control{};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.buf;
+    msg.msg_controllen = sizeof control.buf;
+    ssize_t n = recvmsg(hello_.get(), &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return;
+    const cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    if (n != sizeof m || !c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_CREDENTIALS) continue;
+    ucred cred{};
+    std::memcpy(&cred, CMSG_DATA(c), sizeof cred);
+    auto r = std::find_if(rings_.begin(), rings_.end(), [&](const Ring& x) { return x.id.number == m.ring; });
+    if (cred.pid <= 0 || m.pid == 0 || r == rings_.end()) continue;
+    if (r->pid_here.size() >= kMaxHellos) r->pid_here.clear();
+    r->pid_here[m.pid] = uint32_t(cred.pid);
+    ++counts_.hellos;
+    if (m.pid != uint32_t(cred.pid)) {
+      r->namespaced = true;
+      ++counts_.namespaced;
+    }
+  }
+}
+
+uint32_t PreloadChannel::writer_here(Ring& r, uint32_t pid) {
+  auto it = r.pid_here.find(pid);
+  if (it == r.pid_here.end()) {
+    read_hellos();  // its hello was sent before its record was
+    it = r.pid_here.find(pid);
+  }
+  if (it != r.pid_here.end()) return it->second;
+  return r.namespaced ? 0 : pid;  // no hello (none could be sent): its getpid() is all there is
+}
+
 size_t PreloadChannel::drain(const OnRecord& on) {
   size_t n = 0;
   drained_all_ = true;
+  read_hellos();
   for (Ring& r : rings_) {
     if (r.corrupt) continue;
     as_ring_header* h = header_of(r.memory);
-    if (uint32_t holder = as_ring_lock_holder(h); holder && writer_gone(holder, r)) {
+    // An unknown holder is left to finish: breaking a live writer's lock would break the ring.
+    if (uint32_t holder = as_ring_lock_holder(h), here = holder ? writer_here(r, holder) : 0;
+        here && writer_gone(here, r)) {
       as_ring_break_dead_lock(h, holder);
       ++counts_.broken_locks;
     }
@@ -172,7 +237,7 @@ size_t PreloadChannel::drain(const OnRecord& on) {
           break;
         }
         if (busy == 0) break;
-        if (!writer_gone(busy, r)) {
+        if (uint32_t here = writer_here(r, busy); !here || !writer_gone(here, r)) {
           drained_all_ = false;
           break;
         }
@@ -180,12 +245,16 @@ size_t PreloadChannel::drain(const OnRecord& on) {
         ++counts_.abandoned;
         continue;
       }
-      if (tgid != uint32_t(r.id.owner) &&
-          std::find(r.writers.begin(), r.writers.end(), tgid) == r.writers.end())
-        r.writers.push_back(tgid);
-      on(r.id, tgid, {static_cast<const uint8_t*>(p), len});
+      if (uint32_t here = writer_here(r, tgid); here == 0) {
+        ++counts_.unplaced;
+      } else {
+        if (here != uint32_t(r.id.owner) &&
+            std::find(r.writers.begin(), r.writers.end(), here) == r.writers.end())
+          r.writers.push_back(here);
+        on(r.id, here, {static_cast<const uint8_t*>(p), len});
+        ++n;
+      }
       as_ring_release(h);
-      ++n;
     }
     // Writers may wait for room only while the reader gets on.
     if (h->consumer != from || h->consumer == __atomic_load_n(&h->producer, __ATOMIC_ACQUIRE))

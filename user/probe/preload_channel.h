@@ -2,7 +2,9 @@
 // a unix socket in a directory of its own (mode 0700: only this user can
 // reach it) that answers each traced process with a ring in a memfd, and
 // the reader of those rings. The way in that BpfSession's ring buffer is
-// when the kernel runs the probes.
+// when the kernel runs the probes. Records name their writer by its
+// getpid(); a hello datagram (its neighbour socket) tells the kernel's
+// name for it in allocscope's PID namespace, which is what `drain` hands on.
 #pragma once
 
 #include <sys/types.h>
@@ -48,9 +50,11 @@ class PreloadChannel {
   size_t accept_waiting(const std::function<void(const RingId&)>& before_answer = {});
 
   // Hands each committed record of every ring to `on` (its ring, the
-  // writer's process id and the payload), each ring in its order; returns
-  // how many. A record whose writer died before committing it is passed
-  // over, and a lock whose holder died is broken (both counted).
+  // writer's process id here and the payload), each ring in its order;
+  // returns how many. A record whose writer died before committing it is
+  // passed over, and a lock whose holder died is broken (both counted). So
+  // is a record of a process in a PID namespace of its own that said no
+  // hello (no telling which process it is).
   using OnRecord = std::function<void(const RingId& ring, uint32_t tgid, std::span<const uint8_t> payload)>;
   size_t drain(const OnRecord& on);
   // Whether the last drain read every ring to its end (none stopped at a
@@ -70,6 +74,9 @@ class PreloadChannel {
     uint64_t abandoned = 0;             // records their writer died in
     uint64_t broken_locks = 0;          // reservation locks their holder died with
     uint64_t corrupt = 0;               // rings written past their bounds: no more read of them
+    uint64_t hellos = 0;                // processes that said which they are
+    uint64_t namespaced = 0;            // of them, in a PID namespace of their own
+    uint64_t unplaced = 0;              // records of such processes that said no hello: dropped
   };
   Counts counts() const;
 
@@ -77,24 +84,31 @@ class PreloadChannel {
   struct Ring {
     RingId id;
     MappedMemory memory;
-    std::vector<uint32_t> writers;  // processes seen in it besides its owner (the dead pruned)
+    std::vector<uint32_t> writers{};  // processes seen in it besides its owner (the dead pruned)
+    std::unordered_map<uint32_t, uint32_t> pid_here{};  // by getpid(), from the hellos
+    bool namespaced = false;                            // a writer's getpid() is not its id here
     bool corrupt = false;
   };
+  static constexpr size_t kMaxHellos = 4096;  // names remembered per ring; forgotten all at once beyond
   bool writer_gone(uint32_t tgid, const Ring& r) const;
+  // The id here of the process whose getpid() is `pid`; 0 when unknown.
+  uint32_t writer_here(Ring& r, uint32_t pid);
+  void read_hellos();
   PreloadChannel() = default;
-  Result<Ring> make_ring(pid_t pid, UniqueFd& fd) const;
+  Result<Ring> make_ring(pid_t pid, uint64_t number, UniqueFd& fd) const;
 
   // The socket and its directory, removed when their owner goes.
   struct SocketPath {
-    std::string dir, path;
+    std::string dir, path, hello;
     SocketPath() = default;
-    SocketPath(SocketPath&& o) noexcept : dir(std::exchange(o.dir, {})), path(std::exchange(o.path, {})) {}
+    SocketPath(SocketPath&& o) noexcept
+        : dir(std::exchange(o.dir, {})), path(std::exchange(o.path, {})), hello(std::exchange(o.hello, {})) {}
     ~SocketPath();
   };
 
   SocketPath socket_;
   uint64_t ring_bytes_ = 0;
-  UniqueFd listen_;
+  UniqueFd listen_, hello_;
   std::vector<Ring> rings_;
   std::unordered_map<uint32_t, uint64_t> newest_ring_;  // by process: the number of the last ring it got
   Counts counts_;

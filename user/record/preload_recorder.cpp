@@ -206,7 +206,7 @@ SourceFigures PreloadRecorder::figures() const {
   PreloadChannel::Counts c = channel_ ? channel_->counts() : PreloadChannel::Counts{};
   f.counters[AS_CNT_SAMPLES] = events_.trials();
   f.counters[AS_CNT_FREES] = events_.frees();
-  f.counters[AS_CNT_RINGBUF_DROPS] = c.lost + c.abandoned;  // trials and frees: the ring has no room to say
+  f.counters[AS_CNT_RINGBUF_DROPS] = c.lost + c.abandoned + c.unplaced;  // trials and frees alike
   f.counters[AS_CNT_USDT_RATE] = events_.other_rate();
   for (size_t stop = AS_STOP_NO_INFO; stop < EventSink::kStops; ++stop)  // every walk is finished here
     f.counters[AS_CNT_STOP_FIRST + stop] = sink_.walk_stops()[stop];
@@ -243,6 +243,11 @@ void PreloadRecorder::print_losses() const {
   if (c.refused)
     std::fprintf(stderr, "allocscope: %llu process%s got no ring (%zu at once at most): not recorded\n",
                  (unsigned long long)c.refused, c.refused == 1 ? "" : "es", PreloadChannel::kMaxRings);
+  if (c.unplaced)
+    std::fprintf(stderr,
+                 "allocscope: %llu record(s) of processes in a PID namespace of their own that could not say "
+                 "which they are (their hello refused): dropped\n",
+                 (unsigned long long)c.unplaced);
   if (c.abandoned || c.broken_locks || c.corrupt || events_.malformed())
     std::fprintf(stderr,
                  "allocscope: in the rings: %llu record(s) their writer died in, %llu lock(s) a writer died "
