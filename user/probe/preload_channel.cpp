@@ -213,7 +213,7 @@ uint32_t PreloadChannel::writer_here(Ring& r, uint32_t pid) {
   return r.namespaced ? 0 : pid;  // no hello (none could be sent): its getpid() is all there is
 }
 
-size_t PreloadChannel::drain(const OnRecord& on) {
+size_t PreloadChannel::drain(const OnRecord& on, size_t max_per_ring) {
   size_t n = 0;
   drained_all_ = true;
   read_hellos();
@@ -228,7 +228,12 @@ size_t PreloadChannel::drain(const OnRecord& on) {
     }
     uint64_t from = h->consumer;
     uint32_t len = 0, tgid = 0, busy = 0;
-    for (;;) {
+    for (size_t taken = 0;; ++taken) {
+      if (taken && taken % 64 == 0) as_ring_beat(h);  // a long read: writers go on waiting for room
+      if (taken == max_per_ring) {
+        drained_all_ = false;
+        break;
+      }
       const void* p = as_ring_peek(h, &len, &tgid, &busy);
       if (!p) {
         if (busy == AS_RING_CORRUPT) {  // written past its bounds: read no more of it

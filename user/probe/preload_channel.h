@@ -56,7 +56,11 @@ class PreloadChannel {
   // is a record of a process in a PID namespace of its own that said no
   // hello (no telling which process it is).
   using OnRecord = std::function<void(const RingId& ring, uint32_t tgid, std::span<const uint8_t> payload)>;
-  size_t drain(const OnRecord& on);
+  // At most max_per_ring records of each ring a call (then drained_all()
+  // is false): one busy writer must not starve the others, nor processes
+  // waiting for a ring. Writers waiting for room are told the reader reads.
+  static constexpr size_t kMaxPerPass = 16384;
+  size_t drain(const OnRecord& on, size_t max_per_ring = kMaxPerPass);
   // Whether the last drain read every ring to its end (none stopped at a
   // record its live writer has not finished).
   bool drained_all() const { return drained_all_; }

@@ -163,11 +163,11 @@ void PreloadRecorder::read_rings(bool final) {
   };
   channel_->drain(feed);
   channel_->accept_waiting([&](const PreloadChannel::RingId& ring) {
-    channel_->drain(feed);  // what its earlier program wrote comes first
+    channel_->drain(feed, SIZE_MAX);  // what its earlier program wrote comes first
     events_.connected(uint32_t(ring.owner), ring.number, to_sink);
     if (config_.unwind == UnwindMode::Dwarf) unwind_.prepare_process(uint32_t(ring.owner), [] {});
   });
-  channel_->drain(feed);
+  channel_->drain(feed, final ? SIZE_MAX : PreloadChannel::kMaxPerPass);
   // A ring stopped at a record still being written may hold more of theirs:
   // their exits wait (but not past the end).
   if (channel_->drained_all() || final)
