@@ -298,6 +298,17 @@ TEST(Unprivileged, RootOfAUserNamespaceRecordsInProcess) {
     EXPECT_EQ(sites[s.function].alloc_bytes, site_truth(s, 2, 1).bytes) << s.function;
 }
 
+// Python frames are read by BPF alone: without it an interpreter's stacks
+// hold its C frames, and the summary says so.
+TEST(Unprivileged, AnInterpretersStacksAreSaidToHoldCFramesOnly) {
+  REQUIRE_BPF();
+  UserDir dir;
+  RunResult r = record_as_user({"--rate", "64K"}, dir.file("py.pb.gz"),
+                               {"/usr/bin/python3", "-c", "x = [bytes(100) for i in range(100000)]"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("python: without BPF, Python functions are not read"), std::string::npos) << r.err;
+}
+
 TEST(Unprivileged, CheckSaysACommandCanBeRecorded) {
   REQUIRE_BPF();
   RunResult r = run(as_user({allocscope_bin(), "check"}));

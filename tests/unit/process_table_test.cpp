@@ -100,6 +100,13 @@ TEST(ProcStat, ParentFieldPastAnOddName) {
   EXPECT_EQ(parent_from_stat("garbage"), 0);
 }
 
+TEST(ProcStatus, PidNamespaceDepthCountsTheNSpidIds) {
+  EXPECT_EQ(pid_namespace_depth("Name:\tx\nNSpid:\t4242\nNSsid:\t1\n"), 1u);
+  EXPECT_EQ(pid_namespace_depth("Name:\tx\nNSpid:\t4242\t17\t1\nNSsid:\t1\n"), 3u);
+  EXPECT_EQ(pid_namespace_depth("Name:\tx\nPid:\t4242\n"), 0u);
+  EXPECT_FALSE(in_nested_pid_namespace(getpid())) << "the tests run in /proc's own namespace";
+}
+
 TEST(ProcStat, StartTimeOfThisProcessIsRecent) {
   double started = process_start_time(getpid());
   double now = double(time(nullptr));

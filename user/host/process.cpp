@@ -36,6 +36,22 @@ std::string read_comm(pid_t pid) {
   return comm;
 }
 
+size_t pid_namespace_depth(std::string_view status) {
+  size_t at = status.find("\nNSpid:");
+  if (at == std::string_view::npos) return 0;
+  std::string_view line = status.substr(at + 7);
+  line = line.substr(0, line.find('\n'));
+  size_t ids = 0;
+  for (size_t i = 0; i < line.size(); ++i)
+    ids += line[i] >= '0' && line[i] <= '9' && (i == 0 || line[i - 1] == ' ' || line[i - 1] == '\t');
+  return ids;
+}
+
+bool in_nested_pid_namespace(pid_t pid) {
+  auto text = read_text_file("/proc/" + std::to_string(pid) + "/status");
+  return text && pid_namespace_depth(*text) > 1;
+}
+
 std::string cgroup_v2_path(std::string_view text) {
   while (!text.empty()) {
     std::string_view line = text.substr(0, text.find('\n'));

@@ -49,6 +49,13 @@ uint64_t process_start_code(pid_t pid);
 bool kernel_thread_from_stat(std::string_view stat);
 bool is_kernel_thread(pid_t pid);
 
+// How many ids a /proc/PID/status text gives its process (its NSpid line:
+// one per PID namespace from /proc's down to its own); 0 if none.
+size_t pid_namespace_depth(std::string_view status);
+// Whether the process lives in a PID namespace below /proc's (its getpid()
+// is not its id here).
+bool in_nested_pid_namespace(pid_t pid);
+
 // When the process started, seconds since the epoch; 0 when unknown.
 double process_start_time(pid_t pid);
 

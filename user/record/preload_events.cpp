@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "host/process.h"
+#include "preload/entry_codes.h"
 #include "preload/trial_record.h"
 #include "record/clocks.h"
 
@@ -21,6 +22,21 @@ PreloadEvents::ProcessFacts facts_from_proc(pid_t pid) {
 template <typename T>
 void put(std::vector<uint8_t>& out, size_t at, const T& v) {
   std::memcpy(out.data() + at, &v, sizeof v);
+}
+
+// A trial in one of CPython's allocator domains (the preload wraps them).
+bool in_python_domain(uint32_t code) {
+  switch (code & 0xffff) {
+    case AS_CODE_PYMEM_MALLOC:
+    case AS_CODE_PYMEM_CALLOC:
+    case AS_CODE_PYMEM_REALLOC:
+    case AS_CODE_PYOBJ_MALLOC:
+    case AS_CODE_PYOBJ_CALLOC:
+    case AS_CODE_PYOBJ_REALLOC:
+      return true;
+    default:
+      return false;
+  }
 }
 
 void copy_comm(char (&to)[AS_COMM_LEN], const std::string& comm) {
@@ -73,6 +89,7 @@ void PreloadEvents::alloc(uint32_t tgid, uint64_t ring_number, std::span<const u
   const ProcessFacts& f = facts(tgid, ring_number);
   uint64_t id = next_stack_++;
   ++trials_;
+  python_trials_ += in_python_domain(t.code);
 
   // The stack: one frame (the sampler's), the rest to be walked here.
   as_stack_event head{};

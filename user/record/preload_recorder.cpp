@@ -224,6 +224,7 @@ RecordingState PreloadRecorder::state() const {
 RecordingMeta PreloadRecorder::meta(uint64_t duration_ms) {
   auto paths = figures().paths;
   paths.emplace_back("sampling", state().sampling);
+  if (events_.python_trials()) paths.emplace_back("python", "C frames only (no Python frames without BPF)");
   if (targets_ended_) paths.emplace_back("taken", kTakenAfterExit);
   return {config_.rate,
           start_wall_ns_,
@@ -243,6 +244,12 @@ void PreloadRecorder::print_losses() const {
   if (c.refused)
     std::fprintf(stderr, "allocscope: %llu process%s got no ring (%zu at once at most): not recorded\n",
                  (unsigned long long)c.refused, c.refused == 1 ? "" : "es", PreloadChannel::kMaxRings);
+  if (events_.python_trials())
+    std::fprintf(stderr,
+                 "allocscope: python: without BPF, Python functions are not read: stacks in CPython (%llu "
+                 "samples in its allocator) show the interpreter's C frames; with root, or CAP_BPF and "
+                 "CAP_PERFMON, they show the Python frames\n",
+                 (unsigned long long)events_.python_trials());
   if (c.unplaced)
     std::fprintf(stderr,
                  "allocscope: %llu record(s) of processes in a PID namespace of their own that could not say "
