@@ -105,8 +105,8 @@ TEST(PreloadEvents, ATrialIsAStackToWalkThenItsSample) {
 TEST(PreloadEvents, TrialsInCpythonsAllocatorAreCounted) {
   PreloadEvents events(1, fixed_facts);
   auto drop = [](std::span<const uint8_t>) {};
-  for (uint32_t code : {uint32_t(AS_CODE_PYOBJ_MALLOC), uint32_t(AS_CODE_PYMEM_REALLOC), uint32_t(AS_CODE_NEW),
-                        uint32_t(AS_FN_MALLOC)}) {
+  for (uint32_t code : {uint32_t(AS_CODE_PYOBJ_MALLOC), uint32_t(AS_CODE_PYMEM_REALLOC),
+                        uint32_t(AS_CODE_NEW), uint32_t(AS_FN_MALLOC)}) {
     std::vector<uint8_t> r = alloc_record(1, 0);
     std::memcpy(r.data() + offsetof(as_trial_alloc, code), &code, sizeof code);
     events.translate(7, 3, r, drop);

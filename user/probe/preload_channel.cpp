@@ -151,7 +151,7 @@ size_t PreloadChannel::accept_waiting(const std::function<void(const RingId&)>& 
       continue;
     }
     ++rings_made_;
-    ring->namespaced = in_nested_pid_namespace(cred.pid);  // its hello may never come: know it now
+    ring->namespaced = in_nested_pid_namespace(cred.pid);            // its hello may never come: know it now
     if (newest_ring_.size() >= 4 * kMaxRings) newest_ring_.clear();  // bounded; only a skip waits on it
     newest_ring_[uint32_t(cred.pid)] = ring->id.number;
     if (before_answer) before_answer(ring->id);
