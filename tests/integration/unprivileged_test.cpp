@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -126,14 +127,16 @@ TEST(Unprivileged, ExactModeIsTheTruthAndSaysItsPath) {
   }
 }
 
-// At 64 KiB, each site's allocated and live bytes within kMaxZ sigma of the
-// truth (harness.h: below 1.8e-7 a check by chance; 14 checks here).
+// At 64 KiB, each site's allocated and live bytes within 5 sigma of the
+// truth, as issue 50 asks. Each site's sample count is Poisson-like with 75
+// or more expected: below 2e-6 a check by chance (its upper tail, summed
+// exactly), 14 checks: below 3e-5 a run.
 TEST(Unprivileged, SampledSitesAreWithinTheirSigma) {
   REQUIRE_BPF();
   UserDir dir;
   std::string out = dir.file("sampled.pb.gz");
   const int scale = 10;
-  const double rate = 64 * 1024;
+  const double rate = 64 * 1024, max_z = 5;
   RunResult r =
       record_as_user({"--rate", "64KiB"}, out,
                      {copy_of(WORKLOAD_BIN), "--threads", "2", "--scale-pct", std::to_string(scale)});
@@ -145,11 +148,11 @@ TEST(Unprivileged, SampledSitesAreWithinTheirSigma) {
     const StackTotals& st = sites[s.function];
     double z = (st.alloc_bytes - t.bytes) / ht_sigma(t.objects, double(s.size), rate, true);
     std::printf("  %-20s alloc %.0f of %.0f (z %+.2f)", s.function, st.alloc_bytes, t.bytes, z);
-    EXPECT_LT(std::fabs(z), kMaxZ) << s.function;
+    EXPECT_LT(std::fabs(z), max_z) << s.function;
     if (t.live_objects > 0) {
       double zl = (st.live_bytes - t.live_bytes) / ht_sigma(t.live_objects, double(s.size), rate, true);
       std::printf(", live z %+.2f", zl);
-      EXPECT_LT(std::fabs(zl), kMaxZ) << s.function;
+      EXPECT_LT(std::fabs(zl), max_z) << s.function;
     }
     std::printf("\n");
   }
@@ -267,6 +270,27 @@ TEST(Unprivileged, TheCommandGoesOnWhenAllocscopeDies) {
   rec.signal(SIGKILL);
   // The command's output goes to the same pipe: its last line says it ended.
   EXPECT_TRUE(rec.wait_for_line("live blocks", 60000)) << rec.out();
+}
+
+// SIGINT and SIGTERM while the command still runs: every record its rings
+// held is read, and the outputs are whole (exact mode: each site's truth).
+TEST(Unprivileged, AStopSignalLosesNothingTheRingsHeld) {
+  REQUIRE_BPF();
+  for (int sig : {SIGINT, SIGTERM}) {
+    SCOPED_TRACE(sigabbrev_np(sig));
+    UserDir dir;
+    std::string out = dir.file("stop.pb.gz"), svg = dir.file("stop.svg");
+    Child rec(as_user({allocscope_bin(), "record", "-q", "--rate", "1", "-o", out, "-o", svg, "--",
+                       copy_of(WORKLOAD_BIN), "--threads", "2", "--scale-pct", "1", "--hold"}));
+    ASSERT_TRUE(rec.wait_for_line("done", 30000)) << rec.err();
+    rec.signal(sig);
+    rec.wait();
+    auto sites = caller_totals(decode(out));
+    for (const site_spec& s : kSites)
+      EXPECT_EQ(sites[s.function].alloc_bytes, site_truth(s, 2, 1).bytes) << s.function;
+    std::string drawn = read_text_file(svg).value_or("");
+    EXPECT_NE(drawn.rfind("</svg>"), std::string::npos) << "flame graph cut short";
+  }
 }
 
 // A child run with its environment cleared escapes the preload library:
