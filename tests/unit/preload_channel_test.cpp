@@ -190,6 +190,35 @@ TEST(PreloadChannel, AWriterInAPidNamespaceIsKnownByItsIdHere) {
   EXPECT_EQ(channel->counts().unplaced, 0u);
 }
 
+// The ring size a child process is handed (0: none), the channel
+// answering meanwhile.
+uint64_t ring_size_handed(PreloadChannel& channel) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    as_ring_header* h = as_channel_connect(channel.socket_path().c_str());
+    _exit(!h ? 0 : h->size == PreloadChannel::kSmallRingBytes ? 1 : h->size == (512 << 20) ? 2 : 3);
+  }
+  int status = 0;
+  for (int ms = 0; ms < 10000 && waitpid(pid, &status, WNOHANG) == 0; ++ms) {
+    channel.accept_waiting();
+    usleep(1000);
+  }
+  return WIFEXITED(status) ? uint64_t(WEXITSTATUS(status)) : 9;
+}
+
+// Rings of 512 MiB: two fit within kMaxRingBytes (1 GiB, never touched
+// here: memfd pages come as written); a third process gets a small ring.
+TEST(PreloadChannel, RingsBeyondTheirBudgetAreSmall) {
+  static_assert(PreloadChannel::kMaxRingBytes == uint64_t(1) << 30);
+  auto channel = PreloadChannel::open(512 << 20);
+  ASSERT_TRUE(channel.has_value());
+  EXPECT_EQ(ring_size_handed(*channel), 2u);
+  EXPECT_EQ(ring_size_handed(*channel), 2u);
+  EXPECT_EQ(ring_size_handed(*channel), 1u) << "the third is small";
+  EXPECT_EQ(channel->counts().small, 1u);
+  EXPECT_EQ(channel->counts().rings, 3u);
+}
+
 TEST(PreloadChannel, AProcessWithoutAnAnswerRunsUntraced) {
   EXPECT_EQ(as_channel_connect("/nonexistent/allocscope/socket"), nullptr);
   auto channel = PreloadChannel::open(4096);

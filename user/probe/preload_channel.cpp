@@ -115,16 +115,24 @@ PreloadChannel::SocketPath::~SocketPath() {
 
 // A ring in a new memfd, mapped here, its header set before any writer
 // maps it; the memfd goes to the process.
+// A ring of the size asked while the rings in use stay within kMaxRingBytes,
+// else a small one: a tree of many processes is bounded, and each one traced.
+uint64_t PreloadChannel::next_ring_bytes() const {
+  uint64_t in_use = 0;
+  for (const Ring& r : rings_) in_use += r.memory.size() - AS_RING_HEADER_BYTES;
+  return in_use + ring_bytes_ <= kMaxRingBytes ? ring_bytes_ : std::min(ring_bytes_, kSmallRingBytes);
+}
+
 Result<PreloadChannel::Ring> PreloadChannel::make_ring(pid_t pid, uint64_t number, UniqueFd& fd) const {
   fd.reset(memfd_create("allocscope-ring", MFD_CLOEXEC));
   if (!fd) return fail_errno("make a ring", errno);
-  uint64_t bytes = AS_RING_HEADER_BYTES + ring_bytes_;
+  uint64_t size = next_ring_bytes(), bytes = AS_RING_HEADER_BYTES + size;
   if (ftruncate(fd.get(), off_t(bytes)) != 0) return fail_errno("size a ring", errno);
   auto memory = MappedMemory::map_shared(fd.get(), bytes, "a ring");
   if (!memory) return fail(memory.error());
   as_ring_beat(header_of(*memory));
   header_of(*memory)->number = number;
-  __atomic_store_n(&header_of(*memory)->size, ring_bytes_, __ATOMIC_RELEASE);
+  __atomic_store_n(&header_of(*memory)->size, size, __ATOMIC_RELEASE);
   Ring r{.id = {pid, number}, .memory = std::move(*memory)};
   return r;
 }
@@ -151,6 +159,7 @@ size_t PreloadChannel::accept_waiting(const std::function<void(const RingId&)>& 
       continue;
     }
     ++rings_made_;
+    counts_.small += ring->memory.size() - AS_RING_HEADER_BYTES < ring_bytes_;
     ring->namespaced = in_nested_pid_namespace(cred.pid);            // its hello may never come: know it now
     if (newest_ring_.size() >= 4 * kMaxRings) newest_ring_.clear();  // bounded; only a skip waits on it
     newest_ring_[uint32_t(cred.pid)] = ring->id.number;

@@ -26,6 +26,8 @@ namespace allocscope {
 class PreloadChannel {
  public:
   static constexpr size_t kMaxRings = 1024;  // processes that connect beyond it run untraced (counted)
+  // Bytes of the rings in use at once; past them a process gets a small ring (counted).
+  static constexpr uint64_t kMaxRingBytes = uint64_t(1) << 30, kSmallRingBytes = 128 << 10;
 
   // Listens in a new private directory under `parent` ($XDG_RUNTIME_DIR or
   // /tmp when empty); each ring holds ring_bytes (a power of two) of records.
@@ -72,6 +74,7 @@ class PreloadChannel {
 
   struct Counts {
     uint64_t rings = 0, refused = 0;    // rings in use; processes beyond kMaxRings or unanswerable
+    uint64_t small = 0;                 // rings made small: kMaxRingBytes in use
     uint64_t released = 0;              // rings released (their processes gone)
     uint64_t records = 0;               // records read
     uint64_t lost = 0, lost_bytes = 0;  // records the writers could not place (ring full, lock taken)
@@ -99,6 +102,7 @@ class PreloadChannel {
   uint32_t writer_here(Ring& r, uint32_t pid);
   void read_hellos();
   PreloadChannel() = default;
+  uint64_t next_ring_bytes() const;
   Result<Ring> make_ring(pid_t pid, uint64_t number, UniqueFd& fd) const;
 
   // The socket and its directory, removed when their owner goes.
