@@ -16,32 +16,9 @@
 #include "allocscope.h"
 
 #include "countdown.h"
-/* Reads of the walked stack go through a window copied a few KiB at a
- * time: a user read costs as much for 4 KiB as for 8 bytes (the access
- * checks dominate), and a walk reads upwards. */
-#define STACK_WINDOW 4096
-struct stack_window {
-  __u64 base;  /* user address of bytes[0] */
-  __u64 len;   /* valid bytes; 0: empty */
-  __u64 limit; /* end of the thread's stack: copies stop there */
-  __u8 bytes[STACK_WINDOW + 8];
-};
-
-static __always_inline int window_read(struct stack_window *w, __u64 addr, __u64 *out) {
-  if (addr < w->base || addr - w->base > w->len || w->len - (addr - w->base) < 8) {
-    __u64 base = addr & ~7ULL, len = STACK_WINDOW;
-    if (w->limit > base && w->limit - base < len) len = w->limit - base;
-    if (len < 8 || bpf_probe_read_user(w->bytes, len, (const void *)base) != 0) {
-      w->len = 0; /* outside the stack, or a page missing: this word alone */
-      return bpf_probe_read_user(out, 8, (const void *)addr);
-    }
-    w->base = base;
-    w->len = len;
-  }
-  __builtin_memcpy(out, w->bytes + ((addr - w->base) & (STACK_WINDOW - 1)), 8);
-  return 0;
-}
-#define AS_READ_U64(mem, addr, out) window_read((struct stack_window *)(mem), (addr), (out))
+#define AS_READ_USER(dst, len, addr) bpf_probe_read_user((dst), (len), (const void *)(addr))
+#include "stack_window.h"
+#define AS_READ_U64(mem, addr, out) as_window_read((struct stack_window *)(mem), (addr), (out))
 static __always_inline const struct as_unwind_row *table_at(void *table, __u32 i) {
   return bpf_map_lookup_elem(table, &i);
 }
