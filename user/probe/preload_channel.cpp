@@ -31,19 +31,26 @@ std::string runtime_parent(const std::string& parent) {
   return "/tmp";
 }
 
+// A message of one buffer with room for one control message of `Payload`.
+template <typename Payload>
+struct OneMessage {
+  iovec iov;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(Payload))] = {};
+  msghdr msg{};
+  OneMessage(void* data, size_t len) : iov{data, len} {
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+  }
+  OneMessage(const OneMessage&) = delete;  // msg points into it
+};
+
 // Sends the ring's memfd with one byte.
 bool send_fd(int sock, int fd) {
   char byte = 'r';
-  iovec iov{&byte, 1};
-  union {
-    char buf[CMSG_SPACE(sizeof(int))];
-    cmsghdr align;
-  } control{};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control.buf;
-  msg.msg_controllen = sizeof control.buf;
+  OneMessage<int> m(&byte, 1);
+  msghdr& msg = m.msg;
   cmsghdr* c = CMSG_FIRSTHDR(&msg);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
@@ -185,16 +192,8 @@ bool PreloadChannel::writer_gone(uint32_t tgid, const Ring& r) const {
 void PreloadChannel::read_hellos() {
   for (;;) {
     as_channel_hello m{};
-    iovec iov{&m, sizeof m};
-    union {
-      char buf[CMSG_SPACE(sizeof(ucred))];
-      cmsghdr align;
-    } control{};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.buf;
-    msg.msg_controllen = sizeof control.buf;
+    OneMessage<ucred> in(&m, sizeof m);
+    msghdr& msg = in.msg;
     ssize_t n = recvmsg(hello_.get(), &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return;

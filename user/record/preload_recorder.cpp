@@ -251,13 +251,6 @@ void PreloadRecorder::print_losses() const {
                  (unsigned long long)c.small, c.small == 1 ? "" : "es",
                  format_bytes(double(PreloadChannel::kSmallRingBytes)).c_str(),
                  format_bytes(double(PreloadChannel::kMaxRingBytes)).c_str());
-  if (c.small)
-    std::fprintf(stderr,
-                 "allocscope: %llu process%s got a ring of %s: %s of rings were in use (a full ring makes "
-                 "its writers wait, or lose records, counted)\n",
-                 (unsigned long long)c.small, c.small == 1 ? "" : "es",
-                 format_bytes(double(PreloadChannel::kSmallRingBytes)).c_str(),
-                 format_bytes(double(PreloadChannel::kMaxRingBytes)).c_str());
   if (events_.python_trials())
     std::fprintf(stderr,
                  "allocscope: python: without BPF, Python functions are not read: stacks in CPython (%llu "
