@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <map>
 #include <set>
@@ -217,6 +218,31 @@ TEST(PreloadChannel, RingsBeyondTheirBudgetAreSmall) {
   EXPECT_EQ(ring_size_handed(*channel), 1u) << "the third is small";
   EXPECT_EQ(channel->counts().small, 1u);
   EXPECT_EQ(channel->counts().rings, 3u);
+}
+
+// A hello that cannot be sent (its socket gone) leaves errno as it was:
+// it is said inside the program's malloc, which must not change errno.
+TEST(PreloadChannel, AFailedHelloLeavesErrnoAsItWas) {
+  auto channel = PreloadChannel::open(4096);
+  ASSERT_TRUE(channel.has_value());
+  std::string hello = channel->socket_path().substr(0, channel->socket_path().rfind('/') + 1) + "hello";
+  ASSERT_EQ(unlink(hello.c_str()), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    as_ring_header* h = as_channel_connect(channel->socket_path().c_str());
+    if (!h) _exit(2);
+    errno = EDOM;
+    uint32_t self = as_channel_pid(h);  // its first: a hello, refused (no such socket)
+    _exit(self == uint32_t(getpid()) && errno == EDOM ? 0 : 1);
+  }
+  int status = 0;
+  for (int ms = 0; ms < 10000 && waitpid(pid, &status, WNOHANG) == 0; ++ms) {
+    channel->accept_waiting();
+    usleep(1000);
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: errno changed; 2: no ring";
+  EXPECT_EQ(channel->counts().hellos, 0u);
 }
 
 TEST(PreloadChannel, AProcessWithoutAnAnswerRunsUntraced) {

@@ -75,6 +75,7 @@ uint32_t as_channel_pid(const struct as_ring_header *h) {
   uint32_t pid = (uint32_t)getpid(); /* not cached: clone() and vfork skip atfork */
   if (__atomic_load_n(&hello_said, __ATOMIC_RELAXED) == pid || !hello_to.sun_path[0]) return pid;
   struct as_channel_hello m = {.ring = h->number, .pid = pid};
+  int saved = errno; /* an allocation leaves errno as it was */
   int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   bool said = s >= 0 && sendto(s, &m, sizeof m, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&hello_to,
                                sizeof hello_to) == (ssize_t)sizeof m;
@@ -83,6 +84,7 @@ uint32_t as_channel_pid(const struct as_ring_header *h) {
     __atomic_store_n(&hello_said, pid, __ATOMIC_RELAXED);
     __atomic_store_n(&hello_tries, 0, __ATOMIC_RELAXED);
   }
+  errno = saved;
   return pid;
 }
 
@@ -120,9 +122,11 @@ void as_thread_stack(uint64_t *lo, uint64_t *hi) {
 
 uint64_t as_stack_end_of(uint64_t sp, uint64_t *lo, uint64_t *hi, uint32_t *depth) {
   if (!*hi) {
+    int saved = errno; /* an allocation leaves errno as it was */
     ++*depth;
     as_thread_stack(lo, hi);
     --*depth;
+    errno = saved;
     if (!*hi) *hi = 1;
   }
   return sp >= *lo && sp < *hi ? *hi : 0;

@@ -23,6 +23,7 @@
 #ifndef ALLOCSCOPE_SHARED_RING_H
 #define ALLOCSCOPE_SHARED_RING_H
 
+#include <errno.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -157,7 +158,9 @@ static inline void *as_ring_reserve_for(struct as_ring_header *h, uint32_t len, 
     if (!deadline) deadline = now + AS_RING_MAX_WAIT_NS;
     if (now > deadline || !as_ring_reader_alive(h, now)) break;
     struct timespec pause = {0, 50 * 1000}; /* the reader reads every few ms */
+    int saved = errno;                      /* an allocation leaves errno as it was */
     syscall(SYS_nanosleep, &pause, NULL);
+    errno = saved;
   }
   as_ring_count_lost(h, len);
   return NULL;
