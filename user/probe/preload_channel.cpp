@@ -120,8 +120,6 @@ PreloadChannel::SocketPath::~SocketPath() {
   if (!dir.empty()) rmdir(dir.c_str());
 }
 
-// A ring in a new memfd, mapped here, its header set before any writer
-// maps it; the memfd goes to the process.
 // A ring of the size asked while the rings in use stay within kMaxRingBytes,
 // else a small one: a tree of many processes is bounded, and each one traced.
 uint64_t PreloadChannel::next_ring_bytes() const {
@@ -129,6 +127,9 @@ uint64_t PreloadChannel::next_ring_bytes() const {
   for (const Ring& r : rings_) in_use += r.memory.size() - AS_RING_HEADER_BYTES;
   return in_use + ring_bytes_ <= kMaxRingBytes ? ring_bytes_ : std::min(ring_bytes_, kSmallRingBytes);
 }
+
+// A ring in a new memfd, mapped here, its header set before any writer
+// maps it; the memfd goes to the process.
 
 Result<PreloadChannel::Ring> PreloadChannel::make_ring(pid_t pid, uint64_t number, UniqueFd& fd) const {
   fd.reset(memfd_create("allocscope-ring", MFD_CLOEXEC));
@@ -220,7 +221,10 @@ uint32_t PreloadChannel::writer_here(Ring& r, uint32_t pid) {
     it = r.pid_here.find(pid);
   }
   if (it != r.pid_here.end()) return it->second;
-  return r.namespaced ? 0 : pid;  // no hello (none could be sent): its getpid() is all there is
+  if (r.namespaced) return 0;
+  // No hello could be sent: its getpid() is all there is (and is its id here).
+  if (r.pid_here.size() < kMaxHellos) r.pid_here[pid] = pid;  // not looked for again each record
+  return pid;
 }
 
 size_t PreloadChannel::drain(const OnRecord& on, size_t max_per_ring) {
