@@ -191,6 +191,17 @@ TEST(PreloadChannel, AWriterInAPidNamespaceIsKnownByItsIdHere) {
   EXPECT_EQ(channel->counts().unplaced, 0u);
 }
 
+// Answers processes waiting for a ring until child `pid` exits (10 s at
+// most); its wait status.
+int answer_until_exit(PreloadChannel& channel, pid_t pid) {
+  int status = 0;
+  for (int ms = 0; ms < 10000 && waitpid(pid, &status, WNOHANG) == 0; ++ms) {
+    channel.accept_waiting();
+    usleep(1000);
+  }
+  return status;
+}
+
 // The ring size a child process is handed (0: none), the channel
 // answering meanwhile.
 uint64_t ring_size_handed(PreloadChannel& channel) {
@@ -199,11 +210,7 @@ uint64_t ring_size_handed(PreloadChannel& channel) {
     as_ring_header* h = as_channel_connect(channel.socket_path().c_str());
     _exit(!h ? 0 : h->size == PreloadChannel::kSmallRingBytes ? 1 : h->size == (512 << 20) ? 2 : 3);
   }
-  int status = 0;
-  for (int ms = 0; ms < 10000 && waitpid(pid, &status, WNOHANG) == 0; ++ms) {
-    channel.accept_waiting();
-    usleep(1000);
-  }
+  int status = answer_until_exit(channel, pid);
   return WIFEXITED(status) ? uint64_t(WEXITSTATUS(status)) : 9;
 }
 
@@ -235,11 +242,7 @@ TEST(PreloadChannel, AFailedHelloLeavesErrnoAsItWas) {
     uint32_t self = as_channel_pid(h);  // its first: a hello, refused (no such socket)
     _exit(self == uint32_t(getpid()) && errno == EDOM ? 0 : 1);
   }
-  int status = 0;
-  for (int ms = 0; ms < 10000 && waitpid(pid, &status, WNOHANG) == 0; ++ms) {
-    channel->accept_waiting();
-    usleep(1000);
-  }
+  int status = answer_until_exit(*channel, pid);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0) << "1: errno changed; 2: no ring";
   EXPECT_EQ(channel->counts().hellos, 0u);
