@@ -333,6 +333,20 @@ TEST(Unprivileged, AnInterpretersStacksAreSaidToHoldCFramesOnly) {
   EXPECT_NE(r.err.find("python: without BPF, Python functions are not read"), std::string::npos) << r.err;
 }
 
+// A Go program (cgo: it loads the preload library) allocates from Go's own
+// heap, which only BPF reads: the summary says so, naming it.
+TEST(Unprivileged, AGoProgramIsSaidToHaveItsHeapUnread) {
+  REQUIRE_BPF();
+  UserDir dir;
+  RunResult r = record_as_user({}, dir.file("go.pb.gz"), {"/usr/lib/go/bin/go", "version"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(
+      r.err.find("1 Go program(s) ran: without BPF their heap (runtime.mallocgc) is not read, only their "
+                 "C allocations (cgo): go (go1."),
+      std::string::npos)
+      << r.err;
+}
+
 TEST(Unprivileged, CheckSaysACommandCanBeRecorded) {
   REQUIRE_BPF();
   RunResult r = run(as_user({allocscope_bin(), "check"}));
