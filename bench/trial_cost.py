@@ -17,6 +17,11 @@ splits the walk into a fixed part and a part per frame. Prints medians.
 
   sudo bench/trial_cost.py [--build DIR] [--rounds N] [--depths 10,30,100] [--pairs N]
 
+With --parts, from a build configured with -DALLOCSCOPE_TRIAL_PARTS=ON (a
+bench-only build whose programs time their own parts, bpf/trial_parts.h):
+the nanoseconds of each part of a sampled trial, inside the program, per
+depth and unwinder, besides the cost of one mark (subtract it per part).
+
 Needs bpftool and bpftrace (for the null probe; without it that row is "-").
 """
 import argparse
@@ -115,6 +120,67 @@ def one_round(build, depth, pairs, out):
     return row
 
 
+# bpf/trial_parts.h's enum as_part, in order (slot 0 is the clock).
+PARTS = ["(clock)", "one mark", "entry: arguments, filter", "walk set-up: storages, stack end", "walk: the frames",
+         "walk end: counters, namespace, cgroup, name", "python check", "stack event unless sent",
+         "event reserved, live insert", "event filled, submitted", "free (whole)", "trials", "frees", "stack copies",
+         "failed copies"]
+
+
+def read_parts():
+    """Sums of bpf/trial_parts.h's per-CPU slots, by part name."""
+    out = subprocess.run(["bpftool", "map", "dump", "name", "trial_parts", "-j"], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError("no trial_parts map: configure the build with -DALLOCSCOPE_TRIAL_PARTS=ON")
+    sums = [0] * len(PARTS)
+    for entry in json.loads(out.stdout):
+        e = entry.get("formatted", entry)
+        key = e["key"]
+        if isinstance(key, list):  # raw bytes, little-endian
+            key = int.from_bytes(bytes(int(b, 16) for b in key), "little")
+        for v in e["values"]:
+            val = v["value"]
+            if isinstance(val, list):
+                val = int.from_bytes(bytes(int(b, 16) for b in val), "little")
+            if key < len(sums):
+                sums[key] += int(val)
+    return sums
+
+
+def parts_round(build, depth, pairs, out):
+    """Per part, ns a trial (a free for the free's part), both unwinders."""
+    row = {}
+    for unwind in ("fp", "dwarf"):
+        argv = [os.path.join(build, "allocscope"), "record", "-q", "--rate", RATE, "--unwind", unwind, "-o", out,
+                "--"] + workload(build, depth, pairs)
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        try:
+            read_pair_ns(proc)
+            sums = read_parts()
+        finally:
+            proc.stdin.close()
+            proc.wait(timeout=120)
+        trials, frees = sums[PARTS.index("trials")], sums[PARTS.index("frees")]
+        for i, name in enumerate(PARTS[1:PARTS.index("trials")], 1):
+            n = frees if name.startswith("free") else trials
+            row[f"{unwind} {name}"] = sums[i] / n if n else float("nan")
+        for name in ("stack copies", "failed copies"):
+            row[f"{unwind} {name}"] = sums[PARTS.index(name)] / trials if trials else float("nan")
+    return row
+
+
+def report_parts(depths, medians):
+    print("### A sampled trial by its parts, timed inside the program (ns, medians)\n")
+    print("Each part's figure includes about one mark's cost (its first row).\n")
+    print("| part | " + " | ".join(f"{u} @{d}" for u in ("fp", "dwarf") for d in depths) + " |")
+    print("|---" * (1 + 2 * len(depths)) + "|")
+    for name in PARTS[1:PARTS.index("trials")] + ["stack copies", "failed copies"]:
+        fmt = ",.2f" if "copies" in name else ",.0f"
+        cells = [f"{medians[d].get(f'{u} {name}', float('nan')):{fmt}}" for u in ("fp", "dwarf") for d in depths]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+
+
 def slope(xs, ys):
     mx, my = statistics.mean(xs), statistics.mean(ys)
     b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
@@ -161,6 +227,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--depths", default="10,30,100")
     ap.add_argument("--pairs", type=int, default=200000)
+    ap.add_argument("--parts", action="store_true", help="time the parts inside the program (a parts build)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root: it loads BPF and turns the kernel's BPF statistics on")
@@ -178,13 +245,13 @@ def main():
                 f.write("1")
             for r in range(args.rounds):
                 for d in depths:
-                    rows[d].append(one_round(args.build, d, args.pairs, out))
+                    rows[d].append((parts_round if args.parts else one_round)(args.build, d, args.pairs, out))
                 print(f"bench: round {r + 1} of {args.rounds}", file=sys.stderr, flush=True)
         finally:
             with open(stats_path, "w") as f:
                 f.write(was)
     medians = {d: {k: statistics.median(r[k] for r in rows[d] if k in r) for k in rows[d][0]} for d in depths}
-    report(depths, medians)
+    (report_parts if args.parts else report)(depths, medians)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@
 #include "allocscope.h"
 
 #include "countdown.h"
-#define AS_READ_USER(dst, len, addr) bpf_probe_read_user((dst), (len), (const void *)(addr))
+#include "trial_parts.h"
+#define AS_READ_USER(dst, len, addr) AS_PART_READ((dst), (len), (const void *)(addr))
 #include "stack_window.h"
 #define AS_READ_U64(mem, addr, out) as_window_read((struct stack_window *)(mem), (addr), (out))
 static __always_inline const struct as_unwind_row *table_at(void *table, __u32 i) {
@@ -233,11 +234,13 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, __u32 fn, __u64 size
    * return, where the first pc is already the caller's. */
   struct walk_scratch *w = walk_stack(ctx, fn, own);
   if (w) walk_python(w);
+  AS_PART(AS_PART_PYTHON);
   struct as_stack_event *stack = w ? &w->ev : 0;
   if (!w || !(stack->stop == AS_STOP_NO_TABLE && may_defer() ? send_deferred(w) : send_stack(stack))) {
     count_dropped(tgid, size);
     return;
   }
+  AS_PART(AS_PART_SEND);
   __u64 id = stack->id;
   bool collected = flags & AS_EVF_COLLECTED;
   bool live = track_live && !collected && !(flags & AS_EVF_LIVE_DROPPED);
@@ -260,6 +263,7 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, __u32 fn, __u64 size
     return;
   }
   if (live) track_live_block(tgid, addr, &val, &flags);
+  AS_PART(AS_PART_LIVE);
   e->hdr.kind = AS_EV_ALLOC;
   e->hdr.tgid = tgid;
   e->hdr.tid = (__u32)pid_tgid;
@@ -275,6 +279,8 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, __u32 fn, __u64 size
   bool first = !bpf_map_lookup_elem(&seen_processes, &tgid);
   if (first) bpf_map_update_elem(&seen_processes, &tgid, &one, BPF_ANY);
   bpf_ringbuf_submit(e, first ? BPF_RB_FORCE_WAKEUP : submit_flags());
+  AS_PART(AS_PART_EVENT);
+  AS_PART_COUNT_ONE(AS_PART_TRIALS);
 }
 
 /* Return of an allocating call. */

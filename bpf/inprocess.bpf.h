@@ -16,6 +16,8 @@ static __always_inline __u64 usdt_arg(struct pt_regs *ctx, __u64 n) {
 SEC("usdt")
 int usdt_alloc(struct pt_regs *ctx) {
   as_no_private_stack(ctx, tail_classic);
+  AS_PART(AS_PART_LAST);
+  AS_PART(AS_PART_MARK);
   __u64 addr = usdt_arg(ctx, 0), size = usdt_arg(ctx, 1), weight = usdt_arg(ctx, 2);
   __u32 fn = AS_FN_MALLOC;
   __u64 offset = 0;
@@ -48,6 +50,7 @@ int usdt_alloc(struct pt_regs *ctx) {
     flags |= AS_EVF_WEIGHTED;
     offset = weight;
   }
+  AS_PART(AS_PART_ENTRY);
   emit_alloc(ctx, fn, size, offset, addr, flags, &own);
   return 0;
 }
@@ -55,6 +58,9 @@ int usdt_alloc(struct pt_regs *ctx) {
 SEC("usdt")
 int usdt_free(struct pt_regs *ctx) {
   as_no_private_stack(ctx, tail_classic);
+  AS_PART(AS_PART_LAST);
   free_address(usdt_arg(ctx, 0));
+  AS_PART(AS_PART_FREE);
+  AS_PART_COUNT_ONE(AS_PART_FREES);
   return 0;
 }

@@ -314,7 +314,9 @@ static __always_inline struct walk_scratch *walk_stack(struct pt_regs *ctx, __u1
     w->until = own->until;
     w->until_end = own->until_end;
     w->steps = 0;
+    AS_PART(AS_PART_WALK_SETUP);
     bpf_loop(AS_MAX_FRAMES, walk_frame, &wc, 0);
+    AS_PART(AS_PART_WALK);
     if (!w->restart) break;
     ev->nvmas = 0;
     w->generation++;
@@ -334,6 +336,7 @@ static __always_inline struct walk_scratch *walk_stack(struct pt_regs *ctx, __u1
   ev->start_ns = leader->start_time;
   ev->exec_id = leader->self_exec_id;
   bpf_probe_read_kernel_str(ev->comm, sizeof(ev->comm), leader->comm);
+  AS_PART(AS_PART_WALK_END);
   return w;
 }
 

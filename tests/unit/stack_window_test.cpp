@@ -17,12 +17,15 @@ struct FakeStack {
   uint64_t base = 0x7ffd00000000;
   std::vector<uint64_t> words;
   uint64_t missing_page = 0;
-  int copies = 0;
+  int copies = 0, failed = 0;
   uint64_t end() const { return base + words.size() * 8; }
   int read(void* dst, uint64_t len, uint64_t addr) {
     ++copies;
-    if (addr < base || addr + len > end() || len == 0) return -14;
-    if (addr < missing_page + 4096 && addr + len > missing_page) return -14;
+    if (addr < base || addr + len > end() || len == 0 ||
+        (addr < missing_page + 4096 && addr + len > missing_page)) {
+      ++failed;  // a page fault turned away: the costly case
+      return -14;
+    }
     std::memcpy(dst, reinterpret_cast<const uint8_t*>(words.data()) + (addr - base), len);
     return 0;
   }
@@ -37,8 +40,9 @@ FakeStack* g_stack = nullptr;
 namespace {
 
 // A walk's reads from a page below the missing one up to its edge: each word
-// right, and the copies few (not one failed 4 KiB copy a read).
-TEST(StackWindow, AMissingPageAboveCostsOneCopyMore) {
+// right, a copy a page, and none failed (a window never reaches into a page
+// the walk does not read).
+TEST(StackWindow, AMissingPageAboveCostsNoFailedCopy) {
   FakeStack stack;
   stack.words.resize(4 * 4096 / 8);
   for (size_t i = 0; i < stack.words.size(); ++i) stack.words[i] = 0x1000 + i;
@@ -52,10 +56,12 @@ TEST(StackWindow, AMissingPageAboveCostsOneCopyMore) {
     ASSERT_EQ(as_window_read(&w, addr, &got), 0) << std::hex << addr;
     EXPECT_EQ(got, 0x1000 + (addr - stack.base) / 8) << std::hex << addr;
   }
-  EXPECT_LE(stack.copies, 2) << "the whole window once, then its first page";
-  // A word in the missing page is unreadable, and says so.
+  EXPECT_EQ(stack.copies, 1) << "the rest of one page";
+  EXPECT_EQ(stack.failed, 0);
+  // A word in the missing page is unreadable, and says so, in one copy.
   uint64_t got = 0;
   EXPECT_NE(as_window_read(&w, stack.missing_page + 8, &got), 0);
+  EXPECT_EQ(stack.failed, 1);
   // The page above it reads again.
   ASSERT_EQ(as_window_read(&w, stack.missing_page + 4096, &got), 0);
   EXPECT_EQ(got, 0x1000 + (3 * 4096) / 8);
@@ -77,8 +83,27 @@ TEST(StackWindow, ReadsUpToTheStacksEnd) {
     EXPECT_EQ(got, (addr - stack.base) / 8);
   }
   EXPECT_EQ(stack.copies, 3) << "3 pages less 16 bytes: three windows";
+  EXPECT_EQ(stack.failed, 0);
   uint64_t got = 0;
   EXPECT_NE(as_window_read(&w, stack.end(), &got), 0) << "past the end";
+}
+
+// A stack whose end is not a page's: the last window stops at it, and an
+// unaligned word (never in a walk of aligned frames) is read alone.
+TEST(StackWindow, StopsAtAnEndWithinAPage) {
+  FakeStack stack;
+  stack.words.resize(4096 / 8 + 10);
+  for (size_t i = 0; i < stack.words.size(); ++i) stack.words[i] = i;
+  g_stack = &stack;
+  stack_window w{};
+  w.limit = stack.end();
+  uint64_t got = 0;
+  ASSERT_EQ(as_window_read(&w, stack.base + 4096 + 8, &got), 0);
+  EXPECT_EQ(got, 4096 / 8 + 1);
+  EXPECT_EQ(w.len, 72u) << "from the word to the stack's end";
+  ASSERT_EQ(as_window_read(&w, stack.base + 4, &got), 0);
+  EXPECT_EQ(w.len, 0u) << "read alone";
+  EXPECT_EQ(stack.failed, 0);
 }
 
 }  // namespace
