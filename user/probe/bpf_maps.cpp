@@ -5,6 +5,7 @@
 #include <bpf/libbpf.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -159,9 +160,10 @@ void BpfSession::forget_table_request(const as_file_key& key) {
 namespace {
 
 // Every entry of a hash map, through get_next_key (the map may change under
-// us: entries added meanwhile may be missed, deleted ones skipped).
+// us: entries added meanwhile may be missed, deleted ones skipped): two
+// system calls an entry.
 template <typename K, typename V>
-std::vector<std::pair<K, V>> all_entries(int fd) {
+std::vector<std::pair<K, V>> entries_by_key(int fd) {
   std::vector<std::pair<K, V>> out;
   K key{}, next{};
   K* prev = nullptr;
@@ -172,6 +174,29 @@ std::vector<std::pair<K, V>> all_entries(int fd) {
     prev = &key;
   }
   return out;
+}
+
+// The same in batches, one system call for up to kBatch entries: the
+// exact agent reads its totals every few seconds, tens of thousands of
+// them. Whole buckets come at once (a bucket larger than the batch is
+// ENOSPC); where the kernel or map cannot, entry by entry.
+constexpr uint32_t kBatch = 4096;
+
+template <typename K, typename V>
+std::vector<std::pair<K, V>> all_entries(int fd) {
+  std::vector<std::pair<K, V>> out;
+  std::vector<K> keys(kBatch);
+  std::vector<V> values(kBatch);
+  uint64_t cursor = 0, next = 0;  // the kernel's own position (a bucket for a hash map)
+  for (bool first = true;; first = false) {
+    uint32_t count = kBatch;
+    int rc = bpf_map_lookup_batch(fd, first ? nullptr : &cursor, &next, keys.data(), values.data(), &count,
+                                  nullptr);
+    if (rc != 0 && errno != ENOENT) return entries_by_key<K, V>(fd);
+    for (uint32_t i = 0; i < count && i < kBatch; ++i) out.emplace_back(keys[i], values[i]);
+    if (rc != 0) return out;  // ENOENT: the map's end
+    cursor = next;
+  }
 }
 
 }  // namespace
@@ -190,8 +215,20 @@ std::vector<std::pair<uint64_t, as_exact_totals>> BpfSession::exact_totals(
   return out;
 }
 
+// In batches: a key the kernel has not (its stack never counted) stops one,
+// and the rest go on after it.
 void BpfSession::forget_exact(std::span<const uint64_t> ids) {
-  for (uint64_t id : ids) bpf_map_delete_elem(bpf_map__fd(skel_->maps.exact_totals), &id);
+  int fd = bpf_map__fd(skel_->maps.exact_totals);
+  while (!ids.empty()) {
+    uint32_t count = uint32_t(std::min<size_t>(ids.size(), kBatch));
+    if (bpf_map_delete_batch(fd, ids.data(), &count, nullptr) == 0) {
+      ids = ids.subspan(count);
+      continue;
+    }
+    if (errno != ENOENT) count = 0;  // the kernel cannot: the count is not its own
+    if (count < ids.size()) bpf_map_delete_elem(fd, &ids[count]);
+    ids = ids.subspan(std::min<size_t>(ids.size(), count + 1));
+  }
 }
 
 std::vector<std::pair<as_live_key, as_live_value>> BpfSession::live_entries() const {

@@ -10,8 +10,10 @@
 
 namespace allocscope {
 
+// Totals only: the ages of live blocks (a read of the whole live map) are
+// for outputs.
 std::vector<ProcessTotals> Recorder::processes() {
-  absorb_exact();
+  absorb_exact(false);
   const ProcessTable& table = parts_->sink.processes();
   std::unordered_map<uint32_t, size_t> index;  // instance -> its place in the result
   std::vector<ProcessTotals> all;
@@ -83,7 +85,7 @@ std::vector<uint32_t> Recorder::stacks_of(const InstanceSelector& keep) const {
 }
 
 Baseline Recorder::baseline(const InstanceSelector& keep) {
-  absorb_exact();
+  absorb_exact(false);
   Baseline base;
   for (uint32_t i : stacks_of(keep))
     base.emplace(profile_.stacks()[i].serial, window_base(profile_.stacks()[i].totals));
