@@ -126,6 +126,11 @@ def configurations(build, smoke):
         # In process (record --preload): the countdown runs in the program.
         {"name": "preload library, no tracer", "prefix": ("env", "LD_PRELOAD=" + preload)},
         {"name": "allocscope --preload", "prefix": launch("--preload")},
+        # record's default for a launched command (in process, trials trap
+        # into BPF) beside the path without BPF (trials through the ring,
+        # no trap): issue 51's mallocbench ratio.
+        {"name": "allocscope record (default)", "prefix": launch()},
+        {"name": "allocscope record --no-bpf", "prefix": launch("--no-bpf")},
         {"name": "allocscope --preload --rate 1", "prefix": launch("--preload", "--rate", "1")},
     ]
     if not smoke:

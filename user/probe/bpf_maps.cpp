@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "allocscope.h"  // before the skeleton, which names its types
 #include "probe/bpf_session.h"
@@ -17,6 +18,69 @@
 #include "symbols/unwind_table.h"
 
 namespace allocscope {
+
+namespace {
+
+// Every entry of a hash map, through get_next_key (the map may change under
+// us: entries added meanwhile may be missed, deleted ones skipped): two
+// system calls an entry.
+template <typename K, typename V>
+std::vector<std::pair<K, V>> entries_by_key(int fd) {
+  std::vector<std::pair<K, V>> out;
+  K key{}, next{};
+  K* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    V value{};
+    if (bpf_map_lookup_elem(fd, &next, &value) == 0) out.emplace_back(next, value);
+    key = next;
+    prev = &key;
+  }
+  return out;
+}
+
+// The same in batches, one system call for up to kBatch entries: the
+// exact agent reads its totals every few seconds, tens of thousands of
+// them. Whole buckets come at once (a bucket larger than the batch is
+// ENOSPC); where the kernel or map cannot, entry by entry.
+constexpr uint32_t kBatch = 4096;
+
+template <typename K, typename V>
+std::vector<std::pair<K, V>> all_entries(int fd) {
+  std::vector<std::pair<K, V>> out;
+  std::vector<K> keys(kBatch);
+  std::vector<V> values(kBatch);
+  uint64_t cursor = 0, next = 0;  // the kernel's own position (a bucket for a hash map)
+  for (bool first = true;; first = false) {
+    uint32_t count = kBatch;
+    int rc = bpf_map_lookup_batch(fd, first ? nullptr : &cursor, &next, keys.data(), values.data(), &count,
+                                  nullptr);
+    if (rc != 0 && errno != ENOENT) return entries_by_key<K, V>(fd);
+    for (uint32_t i = 0; i < count && i < kBatch; ++i) out.emplace_back(keys[i], values[i]);
+    if (rc != 0) return out;  // ENOENT: the map's end
+    cursor = next;
+  }
+}
+
+// Deletes `keys` in batches, calling deleted(key) for each the kernel had.
+// A key it has not (freed or never counted meanwhile) stops a batch, and
+// the rest go on after it; where the kernel cannot batch, key by key.
+template <typename K, typename F>
+void delete_in_batches(int fd, std::span<const K> keys, F deleted) {
+  while (!keys.empty()) {
+    uint32_t count = uint32_t(std::min<size_t>(keys.size(), kBatch));
+    int rc = bpf_map_delete_batch(fd, keys.data(), &count, nullptr);
+    if (rc != 0 && errno != ENOENT) count = 0;  // the kernel cannot: the count is not its own
+    for (uint32_t i = 0; i < count; ++i) deleted(keys[i]);
+    if (rc == 0) {
+      keys = keys.subspan(count);
+      continue;
+    }
+    if (count < keys.size() && bpf_map_delete_elem(fd, &keys[count]) == 0) deleted(keys[count]);
+    keys = keys.subspan(std::min<size_t>(keys.size(), count + 1));
+  }
+}
+
+}  // namespace
 
 uint8_t BpfSession::process_entry(uint32_t tgid) const {
   uint8_t v = 0;  // none: 0
@@ -92,18 +156,22 @@ Result<void> BpfSession::mark_in_process(uint32_t tgid) {
 }
 
 void BpfSession::forget_live(uint32_t tgid, std::span<const uint64_t> addrs) {
-  int fd = bpf_map__fd(skel_->maps.live);
-  for (uint64_t addr : addrs) {
-    as_live_key key{.tgid = tgid, .pad = 0, .addr = addr};
-    if (bpf_map_delete_elem(fd, &key) != 0) continue;  // freed meanwhile: the kernel lowered the filter
-    auto* slot = reinterpret_cast<uint32_t*>(live_filter_.data() +
-                                             size_t(as_live_slot(tgid, addr)) * AS_LIVE_FILTER_STRIDE);
-    __atomic_fetch_sub(slot, 1, __ATOMIC_RELAXED);
-  }
+  std::vector<as_live_key> keys;
+  keys.reserve(addrs.size());
+  for (uint64_t addr : addrs) keys.push_back({.tgid = tgid, .pad = 0, .addr = addr});
+  forget_live(keys);
 }
 
+// In batches: an exact recording forgets every block its ended processes
+// left (thousands a process), and a system call each was most of the exact
+// agent's time. A block freed meanwhile is not there, and the kernel has
+// lowered its filter slot itself.
 void BpfSession::forget_live(std::span<const as_live_key> keys) {
-  for (const as_live_key& k : keys) forget_live(k.tgid, std::span<const uint64_t>(&k.addr, 1));
+  delete_in_batches(bpf_map__fd(skel_->maps.live), keys, [this](const as_live_key& k) {
+    auto* slot = reinterpret_cast<uint32_t*>(live_filter_.data() +
+                                             size_t(as_live_slot(k.tgid, k.addr)) * AS_LIVE_FILTER_STRIDE);
+    __atomic_fetch_sub(slot, 1, __ATOMIC_RELAXED);
+  });
 }
 
 Result<void> BpfSession::load_unwind_table(const as_file_key& key, std::span<const as_unwind_row> rows) {
@@ -157,50 +225,6 @@ void BpfSession::forget_table_request(const as_file_key& key) {
   bpf_map_delete_elem(bpf_map__fd(skel_->maps.table_requests), &key);
 }
 
-namespace {
-
-// Every entry of a hash map, through get_next_key (the map may change under
-// us: entries added meanwhile may be missed, deleted ones skipped): two
-// system calls an entry.
-template <typename K, typename V>
-std::vector<std::pair<K, V>> entries_by_key(int fd) {
-  std::vector<std::pair<K, V>> out;
-  K key{}, next{};
-  K* prev = nullptr;
-  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-    V value{};
-    if (bpf_map_lookup_elem(fd, &next, &value) == 0) out.emplace_back(next, value);
-    key = next;
-    prev = &key;
-  }
-  return out;
-}
-
-// The same in batches, one system call for up to kBatch entries: the
-// exact agent reads its totals every few seconds, tens of thousands of
-// them. Whole buckets come at once (a bucket larger than the batch is
-// ENOSPC); where the kernel or map cannot, entry by entry.
-constexpr uint32_t kBatch = 4096;
-
-template <typename K, typename V>
-std::vector<std::pair<K, V>> all_entries(int fd) {
-  std::vector<std::pair<K, V>> out;
-  std::vector<K> keys(kBatch);
-  std::vector<V> values(kBatch);
-  uint64_t cursor = 0, next = 0;  // the kernel's own position (a bucket for a hash map)
-  for (bool first = true;; first = false) {
-    uint32_t count = kBatch;
-    int rc = bpf_map_lookup_batch(fd, first ? nullptr : &cursor, &next, keys.data(), values.data(), &count,
-                                  nullptr);
-    if (rc != 0 && errno != ENOENT) return entries_by_key<K, V>(fd);
-    for (uint32_t i = 0; i < count && i < kBatch; ++i) out.emplace_back(keys[i], values[i]);
-    if (rc != 0) return out;  // ENOENT: the map's end
-    cursor = next;
-  }
-}
-
-}  // namespace
-
 std::vector<std::pair<uint64_t, as_exact_totals>> BpfSession::exact_totals() const {
   return all_entries<uint64_t, as_exact_totals>(bpf_map__fd(skel_->maps.exact_totals));
 }
@@ -215,20 +239,8 @@ std::vector<std::pair<uint64_t, as_exact_totals>> BpfSession::exact_totals(
   return out;
 }
 
-// In batches: a key the kernel has not (its stack never counted) stops one,
-// and the rest go on after it.
 void BpfSession::forget_exact(std::span<const uint64_t> ids) {
-  int fd = bpf_map__fd(skel_->maps.exact_totals);
-  while (!ids.empty()) {
-    uint32_t count = uint32_t(std::min<size_t>(ids.size(), kBatch));
-    if (bpf_map_delete_batch(fd, ids.data(), &count, nullptr) == 0) {
-      ids = ids.subspan(count);
-      continue;
-    }
-    if (errno != ENOENT) count = 0;  // the kernel cannot: the count is not its own
-    if (count < ids.size()) bpf_map_delete_elem(fd, &ids[count]);
-    ids = ids.subspan(std::min<size_t>(ids.size(), count + 1));
-  }
+  delete_in_batches(bpf_map__fd(skel_->maps.exact_totals), ids, [](uint64_t) {});
 }
 
 std::vector<std::pair<as_live_key, as_live_value>> BpfSession::live_entries() const {
