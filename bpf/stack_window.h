@@ -33,13 +33,15 @@ struct stack_window {
   as_u8 bytes[AS_STACK_WINDOW + 8];
 };
 
-/* 8 bytes of the thread's memory at `addr`, 0 on success. An 8-byte
- * aligned word never straddles a page; others are read alone. */
+/* 8 bytes of the thread's memory at `addr`, 0 on success. A window is the
+ * rest of addr's page; its size comes from a mask alone, a bound even 6.1's
+ * verifier follows. An 8-byte aligned word never straddles a page; others,
+ * and words of a page the stack's end cuts (only a guessed end is not a
+ * page's), are read alone. */
 AS_INLINE int as_window_read(struct stack_window *w, as_u64 addr, as_u64 *out) {
   if (addr < w->base || addr - w->base > w->len || w->len - (addr - w->base) < 8) {
     as_u64 len = AS_PAGE - (addr & (AS_PAGE - 1));
-    if (w->limit > addr && w->limit - addr < len) len = w->limit - addr;
-    if ((addr & 7) || w->limit <= addr || len < 8 || len > AS_STACK_WINDOW) {
+    if ((addr & 7) || w->limit <= addr || w->limit - addr < len) {
       w->len = 0; /* outside the stack: this word alone */
       return AS_READ_USER(out, 8, addr);
     }

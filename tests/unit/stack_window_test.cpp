@@ -88,9 +88,10 @@ TEST(StackWindow, ReadsUpToTheStacksEnd) {
   EXPECT_NE(as_window_read(&w, stack.end(), &got), 0) << "past the end";
 }
 
-// A stack whose end is not a page's: the last window stops at it, and an
-// unaligned word (never in a walk of aligned frames) is read alone.
-TEST(StackWindow, StopsAtAnEndWithinAPage) {
+// A stack whose end is not a page's (a guessed end): the words of its last
+// page are read alone, and right; so is an unaligned word (never in a walk
+// of aligned frames).
+TEST(StackWindow, ReadsAPageCutByTheEndWordByWord) {
   FakeStack stack;
   stack.words.resize(4096 / 8 + 10);
   for (size_t i = 0; i < stack.words.size(); ++i) stack.words[i] = i;
@@ -100,9 +101,12 @@ TEST(StackWindow, StopsAtAnEndWithinAPage) {
   uint64_t got = 0;
   ASSERT_EQ(as_window_read(&w, stack.base + 4096 + 8, &got), 0);
   EXPECT_EQ(got, 4096 / 8 + 1);
-  EXPECT_EQ(w.len, 72u) << "from the word to the stack's end";
-  ASSERT_EQ(as_window_read(&w, stack.base + 4, &got), 0);
   EXPECT_EQ(w.len, 0u) << "read alone";
+  ASSERT_EQ(as_window_read(&w, stack.base + 16, &got), 0);
+  EXPECT_EQ(got, 2u);
+  EXPECT_EQ(w.len, 4096u - 16) << "the rest of the first page";
+  ASSERT_EQ(as_window_read(&w, stack.base + 4, &got), 0);
+  EXPECT_EQ(w.len, 0u) << "unaligned: read alone";
   EXPECT_EQ(stack.failed, 0);
 }
 
