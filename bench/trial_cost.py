@@ -62,13 +62,15 @@ def bpf_program_ns(names):
     return got
 
 
-def run_held(argv, env=None, stats=False):
+def run_held(argv, env=None, stats=False, while_held=None):
     """Runs argv (whose last process is trial_depth --hold); its ns a pair,
-    and the BPF programs' time while it holds."""
+    and while it holds, the BPF programs' time (stats) or while_held()."""
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env)
     try:
         ns = read_pair_ns(proc)
+        if while_held:
+            return ns, while_held()
         progs = bpf_program_ns({"usdt_alloc", "usdt_free"}) if stats else {}
     finally:
         proc.stdin.close()
@@ -153,14 +155,7 @@ def parts_round(build, depth, pairs, out):
     for unwind in ("fp", "dwarf"):
         argv = [os.path.join(build, "allocscope"), "record", "-q", "--rate", RATE, "--unwind", unwind, "-o", out,
                 "--"] + workload(build, depth, pairs)
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
-        try:
-            read_pair_ns(proc)
-            sums = read_parts()
-        finally:
-            proc.stdin.close()
-            proc.wait(timeout=120)
+        sums = run_held(argv, while_held=read_parts)[1]
         trials, frees = sums[PARTS.index("trials")], sums[PARTS.index("frees")]
         for i, name in enumerate(PARTS[1:PARTS.index("trials")], 1):
             n = frees if name.startswith("free") else trials
