@@ -30,9 +30,8 @@ typedef int8_t as_s8;
 #define AS_STATIC_ASSERT _Static_assert
 #endif
 
-/* Loops in BPF code are unrolled: the 6.1 verifier refuses a loop whose
- * back-edge the compiler laid out as a fall-through ("back-edge from insn"),
- * and an unrolled loop has none. */
+/* Loops in BPF code are unrolled: 6.1's verifier refuses a back-edge the
+ * compiler laid out as a fall-through ("back-edge from insn"). */
 #ifdef __bpf__
 #define AS_UNROLL _Pragma("unroll")
 #else
@@ -457,6 +456,7 @@ struct as_proc_event {
   as_u32 ended;     /* exec, exit: AS_ENDED_* of the program that ended */
   as_u32 ruled_out; /* exec: 1 when a filter rules the new program out: none of it sampled or held */
   as_u32 fresh;     /* exec: 1 when its file was not seen before (examined, held if it could be) */
+  as_u64 hold;      /* when held: the hold's stamp, its `held` value (a release names its hold) */
 };
 
 #define AS_ENDED_IN_PROCESS 1 /* as_proc_event.ended: sampled by its own probes (AS_PROC_IN_PROCESS) */
@@ -494,7 +494,7 @@ AS_STATIC_ASSERT(sizeof(struct as_py_frame) == 16, "as_py_frame layout");
 AS_STATIC_ASSERT(sizeof(struct as_go_profile) == 48, "as_go_profile layout");
 AS_STATIC_ASSERT(sizeof(struct as_table_event) == 8 + 40, "as_table_event layout");
 AS_STATIC_ASSERT(sizeof(struct as_deferred_walk) == 64, "as_deferred_walk layout");
-AS_STATIC_ASSERT(sizeof(struct as_proc_event) == 104, "as_proc_event layout");
+AS_STATIC_ASSERT(sizeof(struct as_proc_event) == 112, "as_proc_event layout");
 AS_STATIC_ASSERT(sizeof(struct as_exact_totals) == 32 + 4 * AS_LIFETIME_BUCKETS, "as_exact_totals layout");
 
 #endif

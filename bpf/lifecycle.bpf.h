@@ -52,23 +52,31 @@ static __always_inline bool may_be_a_shells_job(struct task_struct *t) {
  * back to user mode). Never a traced process (its debugger would see the
  * stop) nor a shell's job (the shell would report it stopped); those are
  * probed late instead. `grace_ns` dates the hold later: userspace continues
- * a process held past a bound (its event lost, or far behind a backlog). */
-static __always_inline bool hold_current(struct task_struct *t, __u32 tgid, __u64 grace_ns) {
-  if (!hold_new_files || BPF_CORE_READ(t, ptrace) || may_be_a_shells_job(t)) return false;
+ * a process held past a bound (its event lost, or far behind a backlog).
+ * Returns the hold's stamp (its `held` value, never 0), or 0 when not held:
+ * the event carries it, so that a late event never continues a later hold. */
+static __always_inline __u64 hold_current(struct task_struct *t, __u32 tgid, __u64 grace_ns) {
+  if (!hold_new_files || BPF_CORE_READ(t, ptrace) || may_be_a_shells_job(t)) return 0;
   __u64 since = bpf_ktime_get_ns() + grace_ns;
   if (bpf_map_update_elem(&held, &tgid, &since, BPF_NOEXIST) != 0) {
     /* Already held (another thread mapped a file too): it waits anyway. */
-    if (bpf_map_lookup_elem(&held, &tgid)) return true;
+    __u64 *other = bpf_map_lookup_elem(&held, &tgid);
+    if (other) return *other;
     count(AS_CNT_HOLD_REFUSED);
-    return false;
+    return 0;
   }
   if (bpf_send_signal(AS_SIGSTOP) != 0) {
     bpf_map_delete_elem(&held, &tgid);
     count(AS_CNT_HOLD_REFUSED);
-    return false;
+    return 0;
   }
   count(AS_CNT_HOLDS);
-  return true;
+  return since;
+}
+
+static __always_inline void set_hold(struct as_proc_event *e, __u64 stamp) {
+  e->held = stamp != 0;
+  e->hold = stamp;
 }
 
 /* What an exec or exit event says of the program that ended. */
@@ -136,7 +144,7 @@ static __always_inline void exit_called(void) {
    * (userspace's bound plus the grace): it costs only its exit's delay. */
   struct as_proc_event *e = proc_event(AS_EV_EXITING, tgid, 0, t->comm, 0, 0, 0);
   if (!e) return;
-  e->held = hold_current(t, tgid, AS_EXIT_HOLD_GRACE_NS);
+  set_hold(e, hold_current(t, tgid, AS_EXIT_HOLD_GRACE_NS));
   bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
@@ -195,7 +203,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
    * musl's C library, mapped here too without an mmap): held until read. */
   __u8 known = AS_FILE_KNOWN;
   bool fresh = !ruled_out && bpf_map_update_elem(&known_files, &key, &known, BPF_NOEXIST) == 0;
-  e->held = fresh && hold_current(p, tgid, 0);
+  set_hold(e, fresh ? hold_current(p, tgid, 0) : 0);
   e->ruled_out = ruled_out;
   e->fresh = fresh;
   bpf_ringbuf_submit(e, proc_wake(fresh));
@@ -322,7 +330,16 @@ int BPF_PROG(on_syscall_exit, struct pt_regs *regs, long ret) {
   mark_in_process(tgid, &key);
   if (!ruled_out) note_python_library(tgid, &key, &id);
   if (ruled_out || !to_examine(tgid, &key)) return 0;
-  emit_proc(AS_EV_MMAP, tgid, hold_current(t, tgid, 0), t->comm, &id, ret, 0, true);
+  /* Held only with its event on the way. A lost event leaves a file just
+   * marked unknown again, as on_exec does: the next mapping is examined. */
+  struct as_proc_event *e = proc_event(AS_EV_MMAP, tgid, 0, t->comm, &id, ret, 0);
+  if (!e) {
+    __u8 *seen = bpf_map_lookup_elem(&known_files, &key);
+    if (seen && *seen == AS_FILE_KNOWN) bpf_map_delete_elem(&known_files, &key);
+    return 0;
+  }
+  set_hold(e, hold_current(t, tgid, 0));
+  bpf_ringbuf_submit(e, proc_wake(true));
   return 0;
 }
 

@@ -84,12 +84,29 @@ class HoldGuardTest : public ::testing::Test {
 
 TEST_F(HoldGuardTest, ReleasesOnceAndOnlyWhatItHolds) {
   pid_t a = stopped_child();
-  map.hold(a, monotonic_now_ns());
-  EXPECT_TRUE(guard->release(uint32_t(a)));
-  EXPECT_FALSE(guard->release(uint32_t(a)));  // once
+  uint64_t stamp = monotonic_now_ns();
+  map.hold(a, stamp);
+  EXPECT_TRUE(guard->release(uint32_t(a), stamp));
+  EXPECT_FALSE(guard->release(uint32_t(a), stamp));  // once
   EXPECT_FALSE(map.holds(a));
   EXPECT_TRUE(exits(a));
-  EXPECT_FALSE(guard->release(uint32_t(getpid())));  // never one not held
+  EXPECT_FALSE(guard->release(uint32_t(getpid()), stamp));  // never one not held
+}
+
+// An event read late (its hold already ended by the bound) names its own
+// hold: the process, held again since (at _exit, for its Python frames),
+// stays held until that hold's own event.
+TEST_F(HoldGuardTest, ALateEventNeverEndsALaterHold) {
+  pid_t a = stopped_child();
+  uint64_t first = monotonic_now_ns() - 2000000000, later = first + 1500000000;
+  map.hold(a, later);
+  EXPECT_FALSE(guard->release(uint32_t(a), first));
+  EXPECT_TRUE(map.holds(a));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  int status;
+  EXPECT_EQ(waitpid(a, &status, WNOHANG), 0) << "continued by an earlier hold's event";
+  EXPECT_TRUE(guard->release(uint32_t(a), later));
+  EXPECT_TRUE(exits(a));
 }
 
 TEST_F(HoldGuardTest, ReleasesThoseHeldPastTheBound) {

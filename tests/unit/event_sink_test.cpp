@@ -179,6 +179,7 @@ TEST(EventSink, AHeldProcessIsPreparedThenReleased) {
   Fixture f;
   as_proc_event e = process_event(AS_EV_MMAP, f.tgid);
   e.held = 1;
+  e.hold = 77;
   f.sink(bytes(e));
   EXPECT_EQ(f.libraries.mapped, (std::vector<uint32_t>{f.tgid}));
   EXPECT_EQ(f.unwind.prepared, (std::vector<uint32_t>{f.tgid}));
@@ -186,11 +187,28 @@ TEST(EventSink, AHeldProcessIsPreparedThenReleased) {
   ASSERT_EQ(f.unwind.continuations.size(), 1u);
   f.unwind.continuations[0]();
   EXPECT_EQ(f.kernel.released, (std::vector<uint32_t>{f.tgid}));
+  EXPECT_EQ(f.kernel.released_stamps, (std::vector<uint64_t>{77}));  // this hold, not a later one
   e.held = 0;
+  e.hold = 0;
   f.sink(bytes(e));
   EXPECT_EQ(f.libraries.mapped.size(), 2u);
   EXPECT_EQ(f.kernel.released.size(), 1u);
   EXPECT_EQ(f.unwind.prepared.size(), 1u);
+}
+
+// A CPython process held at _exit goes on when its event is read (its
+// stacks before it were read first), by that hold's stamp.
+TEST(EventSink, AProcessHeldAtExitGoesOnAtItsEvent) {
+  Fixture f;
+  as_proc_event e = process_event(AS_EV_EXITING, f.tgid);
+  e.held = 1;
+  e.hold = 99;
+  f.sink(bytes(e));
+  EXPECT_EQ(f.kernel.released, (std::vector<uint32_t>{f.tgid}));
+  EXPECT_EQ(f.kernel.released_stamps, (std::vector<uint64_t>{99}));
+  e.held = 0;
+  f.sink(bytes(e));
+  EXPECT_EQ(f.kernel.released.size(), 1u);
 }
 
 // A program held at its exec as a file not seen before: examined, prepared,

@@ -36,9 +36,13 @@ struct FakeKernel : KernelState {
   }
   std::vector<ExactEntry> exact_totals(std::span<const uint64_t>) override { return {}; }
   void forget_exact(std::span<const uint64_t>) override {}
-  void release_held(uint32_t tgid) override { released.push_back(tgid); }
+  void release_held(uint32_t tgid, uint64_t stamp) override {
+    released.push_back(tgid);
+    released_stamps.push_back(stamp);
+  }
   void forget_file(uint32_t dev, uint64_t ino) override { forgotten_files.push_back({dev, ino}); }
   std::vector<uint32_t> released;
+  std::vector<uint64_t> released_stamps;
   std::vector<std::pair<uint32_t, uint64_t>> forgotten_files;
 };
 

@@ -247,8 +247,8 @@ std::vector<std::pair<as_live_key, as_live_value>> BpfSession::live_entries() co
   return all_entries<as_live_key, as_live_value>(bpf_map__fd(skel_->maps.live));
 }
 
-bool BpfSession::release_held(uint32_t tgid) {
-  return hold_guard_ && hold_guard_->release(tgid, &hold_times_);
+bool BpfSession::release_held(uint32_t tgid, uint64_t stamp) {
+  return hold_guard_ && hold_guard_->release(tgid, stamp, &hold_times_);
 }
 
 size_t BpfSession::release_held_before(uint64_t before_ns, const std::unordered_set<uint32_t>& waiting,

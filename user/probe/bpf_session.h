@@ -120,9 +120,9 @@ class BpfSession final : public TableHost {
   void know_file(uint32_t kernel_dev, uint64_t ino);
   // Whether the kernel has marked the process as sampling in process.
   bool in_process(uint32_t tgid) const;
-  // Continues a process the kernel stopped when it mapped a new file
-  // (AS_EV_MMAP with `held`): false when it was not held (any more).
-  bool release_held(uint32_t tgid);
+  // Continues a process the kernel stopped (an event's `held`), if that hold
+  // (the event's `hold` stamp) still holds it: false when it did not.
+  bool release_held(uint32_t tgid, uint64_t stamp);
   // Continues those held since before `before_ns` (CLOCK_MONOTONIC): their
   // event was lost or is late; those in `waiting` (for tables being built)
   // only when held since before `waiting_before_ns`. How many.

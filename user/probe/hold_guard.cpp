@@ -97,9 +97,12 @@ HoldGuard::~HoldGuard() {
   }
 }
 
-bool HoldGuard::release(uint32_t tgid, RecentDurations* times) {
-  uint64_t since = UINT64_MAX;
-  bpf_map_lookup_elem(map_, &tgid, &since);
+bool HoldGuard::release(uint32_t tgid, uint64_t stamp, RecentDurations* times) {
+  // Looked up, then deleted: in between only this thread continues held
+  // processes (the guard's own process waits for allocscope's end), and a
+  // process makes no new hold before it is continued.
+  uint64_t since = 0;
+  if (bpf_map_lookup_elem(map_, &tgid, &since) != 0 || since != stamp) return false;
   if (bpf_map_delete_elem(map_, &tgid) != 0) return false;
   kill(pid_t(tgid), SIGCONT);
   if (times) time_hold(*times, since);

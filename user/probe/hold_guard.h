@@ -27,9 +27,10 @@ class HoldGuard {
   // Continues every process still held, then lets the guard go.
   ~HoldGuard();
 
-  // Continues `tgid` if the kernel holds it: true when it did. How long it
-  // was held goes to `times`.
-  bool release(uint32_t tgid, RecentDurations* times = nullptr);
+  // Continues `tgid` if the kernel still holds it by the hold stamped
+  // `stamp` (as_proc_event.hold): true when it did. A later hold of the
+  // process (its event not read yet) stays. How long it was held goes to `times`.
+  bool release(uint32_t tgid, uint64_t stamp, RecentDurations* times = nullptr);
   // Continues those held since before `before_ns` (CLOCK_MONOTONIC), but
   // those in `waiting` only when held since before `waiting_before_ns`; how many.
   size_t release_older(uint64_t before_ns, const std::unordered_set<uint32_t>& waiting = {},

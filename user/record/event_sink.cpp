@@ -90,7 +90,7 @@ uint32_t EventSink::dispatch(std::span<const uint8_t> data) {
     // this event are read (on_stack reads them first), so it may end now.
     as_proc_event e;
     std::memcpy(&e, data.data(), sizeof e);
-    if (e.held) hooks_.kernel.release_held(e.tgid);
+    if (e.held) hooks_.kernel.release_held(e.tgid, e.hold);
   } else if (kind == AS_EV_NEED_TABLE && data.size() >= sizeof(as_table_event)) {
     as_table_event e;
     std::memcpy(&e, data.data(), sizeof e);

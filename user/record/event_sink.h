@@ -155,6 +155,9 @@ class EventSink {
   void on_alloc(std::span<const uint8_t> data);
   void on_process(const as_proc_event& e);
   void on_exec(const as_proc_event& e);
+  // A process held for its new file goes on once its tables are in (if the
+  // event's hold still holds it).
+  void release_when_prepared(const as_proc_event& e);
   void end_instance(uint32_t tgid, bool exited, bool in_process);
   bool end_if_replaced(uint32_t id, const as_stack_event& head);
   bool lost_for_test(const as_proc_event& exec);

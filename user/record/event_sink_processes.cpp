@@ -81,7 +81,7 @@ bool EventSink::lost_for_test(const as_proc_event& exec) {
   if (!lose) return false;
   if (exec.held) {
     hooks_.kernel.forget_file(exec.dev, exec.ino);
-    hooks_.kernel.release_held(exec.tgid);
+    hooks_.kernel.release_held(exec.tgid, exec.hold);
   }
   return true;
 }
@@ -103,7 +103,7 @@ void EventSink::on_exec(const as_proc_event& e) {
   if (hooks_.verdicts.judge_name(e.tgid, comm_of(e.comm))) {
     // Nothing of it will be sampled: its files are not examined for it.
     if (e.held) {
-      hooks_.kernel.release_held(e.tgid);
+      hooks_.kernel.release_held(e.tgid, e.hold);
       hooks_.kernel.forget_file(e.dev, e.ino);  // the next process that may be sampled is held for it
     }
     return;
@@ -115,8 +115,12 @@ void EventSink::on_exec(const as_proc_event& e) {
   if (e.fresh) hooks_.libraries.on_exec(e.tgid);
   hooks_.unwind.on_exec(e.tgid, e.dev, e.ino);
   if (python_) python_->on_program(pid_t(e.tgid), e.dev, e.ino);  // before it goes on, when held
-  if (e.held)
-    hooks_.unwind.prepare_process(e.tgid, [this, tgid = e.tgid] { hooks_.kernel.release_held(tgid); });
+  if (e.held) release_when_prepared(e);
+}
+
+void EventSink::release_when_prepared(const as_proc_event& e) {
+  hooks_.unwind.prepare_process(
+      e.tgid, [this, tgid = e.tgid, stamp = e.hold] { hooks_.kernel.release_held(tgid, stamp); });
 }
 
 void EventSink::on_process(const as_proc_event& e) {
@@ -137,7 +141,7 @@ void EventSink::on_process(const as_proc_event& e) {
       if (python_)
         python_->on_mapping(pid_t(e.tgid), e.addr, std::string_view(e.name, strnlen(e.name, sizeof e.name)));
       if (e.held)  // stopped by the kernel until its new file is probed and its tables are in
-        hooks_.unwind.prepare_process(e.tgid, [this, tgid = e.tgid] { hooks_.kernel.release_held(tgid); });
+        release_when_prepared(e);
       break;
     default:
       break;

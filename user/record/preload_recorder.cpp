@@ -49,7 +49,7 @@ struct NoKernel final : KernelState {
   void forget_live(uint32_t, std::span<const uint64_t>) override {}
   std::vector<ExactEntry> exact_totals(std::span<const uint64_t>) override { return {}; }
   void forget_exact(std::span<const uint64_t>) override {}
-  void release_held(uint32_t) override {}
+  void release_held(uint32_t, uint64_t) override {}
   void forget_file(uint32_t, uint64_t) override {}
 };
 

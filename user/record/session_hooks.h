@@ -25,7 +25,7 @@ class SessionState : public KernelState {
     return session_.exact_totals(ids);
   }
   void forget_exact(std::span<const uint64_t> ids) override { session_.forget_exact(ids); }
-  void release_held(uint32_t tgid) override { session_.release_held(tgid); }
+  void release_held(uint32_t tgid, uint64_t stamp) override { session_.release_held(tgid, stamp); }
   void forget_file(uint32_t dev, uint64_t ino) override { session_.forget_file(dev, ino); }
 
  private:

@@ -48,8 +48,9 @@ class KernelState {
   // Exact mode: the kernel's totals of these stack ids, and forgetting them.
   virtual std::vector<ExactEntry> exact_totals(std::span<const uint64_t> ids) = 0;
   virtual void forget_exact(std::span<const uint64_t> ids) = 0;
-  // Continues a process the kernel held at a new mapping (AS_EV_MMAP `held`).
-  virtual void release_held(uint32_t tgid) = 0;
+  // Continues a process the kernel held (an event's `held`) if the hold
+  // stamped `stamp` (the event's `hold`) still holds it, not a later one.
+  virtual void release_held(uint32_t tgid, uint64_t stamp) = 0;
   // A file the kernel marked seen (kernel device encoding), unmarked: the
   // next process to run or map it is held for it again.
   virtual void forget_file(uint32_t dev, uint64_t ino) = 0;
