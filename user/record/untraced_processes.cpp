@@ -18,7 +18,9 @@ bool maps_library(pid_t pid, const std::string& library) {
 }  // namespace
 
 void UntracedProcesses::look(pid_t root, const std::string& library, uint64_t now_ms) {
-  if (now_ms < last_ms_ + 1000) return;
+  // A process seen once without the library is looked at again soon: a
+  // loader maps its preloads within milliseconds of the exec.
+  if (now_ms < last_ms_ + (without_.empty() ? 1000 : 100)) return;
   last_ms_ = now_ms;
   if (judged_.size() >= kMaxKnown) judged_.clear();
   std::map<Key, int> still;

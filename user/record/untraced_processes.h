@@ -19,7 +19,8 @@ class UntracedProcesses {
  public:
   // Looks at the descendants of `root` (at most once a second): a process
   // found twice in a row without `library` mapped runs untraced. (Once: it
-  // may be the dynamic loader's first instants, before it maps preloads.)
+  // may be the dynamic loader's first instants, before it maps preloads;
+  // the second look comes 100 ms later, so a short program is still seen.)
   void look(pid_t root, const std::string& library, uint64_t now_ms);
   uint64_t count() const { return count_; }
   // "N processes ... not recorded: a, b", or "" when none.
