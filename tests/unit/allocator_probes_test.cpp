@@ -226,7 +226,7 @@ TEST(FindAllocatorProbes, NonElfFileIsAnError) {
     ASSERT_FALSE(targets.has_value());
     EXPECT_NE(targets.error().message.find(file.path()), std::string::npos) << targets.error();
     EXPECT_NE(targets.error().message.find("not an ELF"), std::string::npos) << targets.error();
-    EXPECT_EQ(targets.error().code, ENOEXEC);  // code in a memfd (a JIT's) is no allocator: skipped
+    EXPECT_EQ(targets.error().cause, Cause::NotElf);  // code in a memfd (a JIT's) is no allocator: skipped
   }
 }
 
@@ -247,7 +247,7 @@ TEST(FindAllocatorProbes, ElfWithoutMallocIsAnError) {
   ASSERT_FALSE(targets.has_value());
   EXPECT_NE(targets.error().message.find(path), std::string::npos) << targets.error();
   EXPECT_NE(targets.error().message.find("no malloc"), std::string::npos) << targets.error();
-  EXPECT_EQ(targets.error().code, ENODATA);  // not an allocator: skipped without a warning
+  EXPECT_EQ(targets.error().cause, Cause::NoAllocator);  // not an allocator: skipped without a warning
 }
 
 // A Go program's allocator, found by its function table (gofmt is

@@ -126,7 +126,7 @@ TEST(InProcessProbes, TheLibraryHasThemTheCLibraryDoesNot) {
   EXPECT_FALSE(*libc);
   auto text = has_in_process_probes("/etc/passwd");
   ASSERT_FALSE(text);
-  EXPECT_EQ(text.error().code, ENOEXEC);
+  EXPECT_EQ(text.error().cause, Cause::NotElf);
 }
 
 // A weight-only sample is counted when its weight is the session rate's,

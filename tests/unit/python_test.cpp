@@ -129,7 +129,7 @@ TEST(PythonProgram, SaysAProgramIsNotCPython) {
   ASSERT_TRUE(elf);
   auto p = read_python_program(*elf);
   ASSERT_FALSE(p);
-  EXPECT_EQ(p.error().code, ENOENT);
+  EXPECT_EQ(p.error().cause, Cause::NoPythonRuntime);
 }
 
 // Output of a command, all of it.

@@ -113,7 +113,7 @@ Result<std::vector<ProbeTarget>> find_allocator_probes(const std::string& path, 
   for (ProbeTarget& go : go_allocator(*elf, symbols)) targets.push_back(std::move(go));
   if (targets.empty())
     return fail(path + " defines no malloc, mallocx, je_malloc, tc_malloc or mi_malloc: not an allocator",
-                ENODATA);
+                Cause::NoAllocator);
   for (ProbeTarget& t : targets) {
     auto off = elf->vaddr_to_offset(t.vaddr);
     if (!off) return fail(off.error());

@@ -46,7 +46,7 @@ std::vector<ProbeTarget> select_allocator_symbols(const std::vector<ElfSymbol>& 
 // The targets of the ELF object at `path`, with file offsets. Probes go on
 // the first instruction the kernel emulates (see probe_placement.h), except
 // with `naive`: every probe on the entry. An object that is no allocator
-// fails with code ENODATA, naming what was looked for. `name` is the file's
+// fails with Cause::NoAllocator, naming what was looked for. `name` is the file's
 // name as processes map it (`path` may be a /proc/PID/map_files link): it
 // tells a C library (libc.so.6, ld-musl-*) by its name.
 // `emulation`: what the running kernel emulates (the newest kernels' by default).

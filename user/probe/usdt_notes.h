@@ -9,8 +9,8 @@
 
 namespace allocscope {
 
-// Whether the file at `path` carries the otel_memory:alloc probe (ENOEXEC:
-// not an ELF file).
+// Whether the file at `path` carries the otel_memory:alloc probe
+// (Cause::NotElf: not an ELF file).
 Result<bool> has_in_process_probes(const std::string& path);
 
 }  // namespace allocscope

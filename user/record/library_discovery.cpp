@@ -137,7 +137,7 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
   GoHeapChoice go_heap;
   if (targets) go_heap = pick_go_heap(*targets, rate_, go_heap_calls_, no_go_heap_);
   if (targets && targets->empty())
-    targets = fail(shown + ": a Go program, its heap left unprobed (--no-go-heap)", ENODATA);
+    targets = fail(shown + ": a Go program, its heap left unprobed (--no-go-heap)", Cause::NoAllocator);
   bool go = go_heap.route != GoHeapRoute::None;
   // Go's heap is never sampled in process: its probes wait for nothing.
   if (targets && !go && defers_for(pid, assume_in_process)) {
@@ -161,12 +161,13 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
     warned_full_ = true;
     return false;
   }
-  if (!targets && (targets.error().code == ENODATA || targets.error().code == ENOEXEC)) {
+  Cause cause = targets ? Cause::Other : targets.error().cause;
+  if (cause == Cause::NoAllocator || cause == Cause::NotElf) {
     // No allocator (or no ELF: JIT code in a memfd). Remembered so that its
     // symbols are read once; bounded, by forgetting (a file is read again).
     if (not_allocators_.size() >= kMaxRemembered) not_allocators_.clear();
     not_allocators_.insert(key);
-    if (targets.error().code == ENODATA) note_go_program(key, path, shown, go_heap);
+    if (cause == Cause::NoAllocator) note_go_program(key, path, shown, go_heap);
     return false;
   }
   if (!targets) return fail(targets.error());

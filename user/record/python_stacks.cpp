@@ -144,7 +144,8 @@ const PythonStacks::Program* PythonStacks::learn(const FileKey& key, const std::
     programs_[key] = nullptr;
     const std::string& why = program.error().message;
     auto named = runtime_library_version(shown);
-    if (program.error().code == ENOENT) {  // a library named as CPython's runtime is is never passed over
+    if (program.error().cause ==
+        Cause::NoPythonRuntime) {  // a library named as CPython's runtime is never passed over
       if (named)
         refuse(shown, *named,
                *named < "3" ? "allocscope walks the frames of CPython 3.8 to 3.13"

@@ -26,7 +26,8 @@ Result<ElfFile> ElfFile::open(const std::string& path) {
   if (!opened) return fail(opened.error());
   UniqueFd fd = std::move(*opened);
   std::unique_ptr<Elf, Closer> elf(elf_begin(fd.get(), ELF_C_READ_MMAP, nullptr));
-  if (!elf || elf_kind(elf.get()) != ELF_K_ELF) return fail("read " + path + ": not an ELF file", ENOEXEC);
+  if (!elf || elf_kind(elf.get()) != ELF_K_ELF)
+    return fail("read " + path + ": not an ELF file", Cause::NotElf);
   return ElfFile(std::move(fd), elf.release(), path);
 }
 

@@ -122,7 +122,7 @@ Result<PythonProgram> read_python_program(const ElfFile& elf) {
   std::vector<ElfSymbol> objects = elf.objects();
   auto runtime = find(objects, "_PyRuntime"), version = find(objects, "Py_Version");
   auto code_type = find(objects, "PyCode_Type");
-  if (!runtime || !code_type) return fail(elf.path() + ": no CPython runtime", ENOENT);
+  if (!runtime || !code_type) return fail(elf.path() + ": no CPython runtime", Cause::NoPythonRuntime);
   int major = 0, minor = 0;
   if (version) {
     auto hex = read_at(elf, version->vaddr, 4);

@@ -42,7 +42,7 @@ struct PythonProgram {
   std::string version() const { return std::to_string(major) + "." + std::to_string(minor); }
 };
 
-// The file's interpreter layout. Fails with ENOENT for a file that holds
+// The file's interpreter layout. Fails with Cause::NoPythonRuntime for a file that holds
 // no CPython runtime, and with ENOTSUP for one whose version or build
 // allocscope cannot walk, saying why in a message that starts with the
 // version found ("3.14: ...", "3.13t: ...", "3.7: ...").
