@@ -61,11 +61,12 @@ class Bench:
 
 
 def allocscope_tracer(binary, options, forced=""):
-    """`forced`: ALLOCSCOPE_FORCE_FALLBACK's value, a kernel's fallback paths run here."""
+    """`forced`: --force-fallback's value, a kernel's fallback paths run here."""
     def attach(pid):
         argv = [binary, "record", "-p", str(pid), "-o", "/dev/null"] + options
-        env = dict(os.environ, ALLOCSCOPE_FORCE_FALLBACK=forced) if forced else None
-        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        if forced:
+            argv += ["--force-fallback", forced]
+        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         wait_for(p.stderr, "recording process", 60)
         return p
     return attach
@@ -115,7 +116,7 @@ def configurations(build, smoke):
         {"name": "allocscope (live tracking)", "attach": a()},
         {"name": "allocscope --probe-mode classic", "attach": a("--probe-mode", "classic")},
         {"name": "allocscope --rate 1", "attach": a("--rate", "1")},
-        # Each fallback path, forced on this kernel (ALLOCSCOPE_FORCE_FALLBACK).
+        # Each fallback path, forced on this kernel (--force-fallback).
         {"name": "fallback: no uprobe sessions", "attach": allocscope_tracer(allocscope, [], "uprobe_session")},
         {"name": "fallback: no uprobe_multi", "attach": allocscope_tracer(allocscope, [], "uprobe_multi")},
         {"name": "fallback: no push emulation", "attach": allocscope_tracer(allocscope, [], "push_emulation")},

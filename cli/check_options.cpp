@@ -20,6 +20,7 @@ CLI::App* add_check(CLI::App& app, CheckConfig& c) {
       "-v,--verbose", c.verbose,
       "Also print why each feature was judged missing and the verifier's log of a refused program");
   check->add_flag("--json", c.json, "The report as JSON (each feature by key: present true, false or null)");
+  add_force_fallback(check, c.force_fallback);
   return check;
 }
 

@@ -54,6 +54,9 @@ struct CommandLine {
 // The check subcommand (check_options.cpp).
 CLI::App* add_check(CLI::App& app, CheckConfig& c);
 
+// --force-fallback, which record, agent and check share.
+void add_force_fallback(CLI::App* app, std::string& list);
+
 // Options record and agent share (sampling_options.cpp): what is sampled,
 // how, and the capacities; and their text into the config.
 void add_sampling_options(CLI::App* app, RecordConfig& c, OptionText& t);

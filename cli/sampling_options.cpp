@@ -9,7 +9,16 @@
 
 namespace allocscope {
 
+void add_force_fallback(CLI::App* app, std::string& list) {
+  app->add_option("--force-fallback", list,
+                  "Act as if the kernel lacked these optional features, to run or measure the paths older "
+                  "kernels take: the keys of `allocscope check --json`'s features, comma-separated "
+                  "(uprobe_session,nop_emulation)")
+      ->type_name("FEATURES");
+}
+
 void add_sampling_options(CLI::App* app, RecordConfig& c, OptionText& t) {
+  add_force_fallback(app, c.force_fallback);
   app->add_option("--rate", t.rate,
                   "Mean bytes between samples (65536, 64KiB, 1MiB); 1 records every allocation")
       ->type_name("SIZE")

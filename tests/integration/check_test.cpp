@@ -11,9 +11,9 @@
 namespace allocscope::test {
 namespace {
 
-nlohmann::json check_json(const std::vector<std::string>& prefix = {}) {
-  std::vector<std::string> argv = prefix;
-  argv.insert(argv.end(), {ALLOCSCOPE_BIN, "check", "--json"});
+nlohmann::json check_json(const std::vector<std::string>& options = {}) {
+  std::vector<std::string> argv{ALLOCSCOPE_BIN, "check", "--json"};
+  argv.insert(argv.end(), options.begin(), options.end());
   RunResult r = run(argv);
   EXPECT_EQ(r.err, "");
   return nlohmann::json::parse(r.out);
@@ -41,12 +41,25 @@ TEST(Check, ThisMachineCanRecord) {
 // follows it.
 TEST(Check, ForcedFallbackIsReportedMissing) {
   REQUIRE_BPF();
-  nlohmann::json doc = check_json({"/usr/bin/env", "ALLOCSCOPE_FORCE_FALLBACK=uprobe_session,nop_emulation"});
+  nlohmann::json doc = check_json({"--force-fallback", "uprobe_session,nop_emulation"});
   EXPECT_EQ(doc["features"]["uprobe_session"]["present"], false);
   EXPECT_NE(doc["features"]["uprobe_session"]["detail"].get<std::string>().find("forced"), std::string::npos);
   EXPECT_EQ(doc["features"]["nop_emulation"]["present"], false);
   EXPECT_EQ(doc["probe_mode"], "classic");
   EXPECT_EQ(doc["record"], true);
+}
+
+// A feature that cannot be forced (unknown, or required) is refused as a
+// bad option value, naming those that can; nothing is probed or recorded.
+TEST(Check, AFallbackThatCannotBeForcedIsRefused) {
+  RunResult check = run({ALLOCSCOPE_BIN, "check", "--force-fallback", "uprobe_session,btf"});
+  RunResult record =
+      run({ALLOCSCOPE_BIN, "record", "--force-fallback", "uprobe_session,btf", "--", "/bin/true"});
+  for (const RunResult* r : {&check, &record}) {
+    EXPECT_EQ(r->status, 2) << r->err;
+    EXPECT_NE(r->err.find("'btf' is not an optional kernel feature"), std::string::npos) << r->err;
+    EXPECT_NE(r->err.find("uprobe_session"), std::string::npos) << r->err;
+  }
 }
 
 // Without privileges nothing is probed or claimed, and the exit status says no.

@@ -69,12 +69,18 @@ TEST(Probes, ClassicRunsTheReturnProgramForEveryCall) {
 // probes and records.
 TEST(Probes, SessionModeIsRefusedInOneLineWithoutSessions) {
   REQUIRE_BPF();
-  std::vector<std::string> argv{"/usr/bin/env", "ALLOCSCOPE_FORCE_FALLBACK=uprobe_session",
-                                ALLOCSCOPE_BIN, "record",
-                                "--probe-mode", "session",
-                                "-o",           temp_path("refused.folded"),
-                                "--",           WORKLOAD_BIN,
-                                "--scale-pct",  "1"};
+  std::vector<std::string> argv{ALLOCSCOPE_BIN,
+                                "record",
+                                "--force-fallback",
+                                "uprobe_session",
+                                "--probe-mode",
+                                "session",
+                                "-o",
+                                temp_path("refused.folded"),
+                                "--",
+                                WORKLOAD_BIN,
+                                "--scale-pct",
+                                "1"};
   RunResult refused = run(argv);
   EXPECT_EQ(refused.status, 1) << refused.err;
   EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;

@@ -86,7 +86,7 @@ TEST(KernelFeatures, ProbeModeFollowsSessionsAndUprobeMulti) {
       << refused.error();
   // A session's frees go through a uprobe_multi link: without one, no sessions.
   k = all_present();
-  k.states[size_t(Feature::UprobeMulti)] = {Presence::Missing, "forced by ALLOCSCOPE_FORCE_FALLBACK"};
+  k.states[size_t(Feature::UprobeMulti)] = {Presence::Missing, "forced by --force-fallback"};
   EXPECT_EQ(choose_probe_mode(k, ProbeMode::Auto).value(), ProbeMode::Classic);
   EXPECT_NE(choose_probe_mode(k, ProbeMode::Session).error().message.find("uprobe_multi"), std::string::npos);
 }

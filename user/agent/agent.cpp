@@ -114,6 +114,10 @@ int agent(const AgentConfig& config) {
       log(3, "%s", ok.error().message.c_str());
       return 1;
     }
+  if (auto forced = set_forced_fallbacks(config.record.force_fallback); !forced) {
+    log(3, "%s", forced.error().message.c_str());
+    return 2;
+  }
   // A kernel allocscope cannot record on is told in one line, before the
   // server announces itself.
   if (std::string why = missing_features_message(kernel_features()); !why.empty()) {

@@ -68,6 +68,10 @@ LoadTrial try_load(const TrialConfig& t, bool verbose) {
 }  // namespace
 
 int check(const CheckConfig& config) {
+  if (auto forced = set_forced_fallbacks(config.force_fallback); !forced) {
+    std::fprintf(stderr, "allocscope: %s\n", forced.error().message.c_str());
+    return 2;
+  }
   CheckReport r;
   r.kernel = fresh_kernel_features();  // the truth now, not what an earlier run kept
   r.privileges = current_privileges();

@@ -3,11 +3,14 @@
 // BPF programs in each configuration record and agent use.
 #pragma once
 
+#include <string>
+
 namespace allocscope {
 
 struct CheckConfig {
-  bool verbose = false;  // each probe's finding, and the verifier's log of a refused load
-  bool json = false;     // the report as JSON
+  bool verbose = false;        // each probe's finding, and the verifier's log of a refused load
+  bool json = false;           // the report as JSON
+  std::string force_fallback;  // --force-fallback: kernel features taken as missing ("uprobe_session")
 };
 
 // Prints the report to stdout; 0 when record and agent can run here.

@@ -14,7 +14,6 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -277,12 +276,13 @@ KernelFeatures probe_kernel_features() {
 
 namespace {
 
+std::string& forced_fallbacks() {
+  static std::string list;
+  return list;
+}
+
 void apply_forced_fallbacks(KernelFeatures& k) {
-  if (const char* forced = std::getenv("ALLOCSCOPE_FORCE_FALLBACK"))
-    for (const std::string& name : force_fallbacks(k, forced))
-      std::fprintf(stderr,
-                   "allocscope: warning: ALLOCSCOPE_FORCE_FALLBACK names '%s', not an optional feature\n",
-                   name.c_str());
+  [[maybe_unused]] auto unknown = force_fallbacks(k, forced_fallbacks());
 }
 
 // Probed afresh, and kept for this boot where that can be done safely.
@@ -294,6 +294,20 @@ KernelFeatures probe_and_keep() {
 }
 
 }  // namespace
+
+Result<void> set_forced_fallbacks(const std::string& list) {
+  KernelFeatures names;
+  std::vector<std::string> unknown = force_fallbacks(names, list);
+  if (!unknown.empty()) {
+    std::string optional;
+    for (const FeatureSpec& s : feature_specs())
+      if (!s.required) optional += std::string(optional.empty() ? "" : ", ") + s.key;
+    return fail("--force-fallback: '" + unknown.front() +
+                "' is not an optional kernel feature (those are: " + optional + ")");
+  }
+  forced_fallbacks() = list;
+  return {};
+}
 
 const KernelFeatures& kernel_features() {
   static const KernelFeatures features = [] {

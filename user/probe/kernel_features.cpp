@@ -63,7 +63,7 @@ std::vector<std::string> force_fallbacks(KernelFeatures& k, const std::string& l
       unknown.push_back(key);
       continue;
     }
-    k.states[size_t(it->feature)] = {Presence::Missing, "forced by ALLOCSCOPE_FORCE_FALLBACK"};
+    k.states[size_t(it->feature)] = {Presence::Missing, "forced by --force-fallback"};
   }
   return unknown;
 }

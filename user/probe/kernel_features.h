@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "probe/probe_placement.h"
 
 namespace allocscope {
@@ -32,7 +33,7 @@ constexpr size_t kFeatureCount = size_t(Feature::kCount);
 
 struct FeatureSpec {
   Feature feature;
-  const char* key;           // for ALLOCSCOPE_FORCE_FALLBACK and reports: "uprobe_session"
+  const char* key;           // for --force-fallback and reports: "uprobe_session"
   const char* name;          // "uprobe sessions"
   const char* first_kernel;  // the first mainline release that has it: "6.13" (a range where not known)
   bool required;             // allocscope cannot record without it
@@ -67,7 +68,7 @@ struct KernelFeatures {
 };
 
 // Marks the features named in `list` ("uprobe_session,nop_emulation",
-// ALLOCSCOPE_FORCE_FALLBACK's value) missing, as if the kernel lacked them:
+// --force-fallback's value) missing, as if the kernel lacked them:
 // the fallback paths run on a kernel that has them, for tests and
 // benchmarks. Required features cannot be forced. Returns the names it did
 // not know.
@@ -81,9 +82,15 @@ std::string missing_features_message(const KernelFeatures& k);
 // What the kernel's uprobes run without single-stepping, for placement.
 Emulation emulation_of(const KernelFeatures& k);
 
-// The running kernel's features, ALLOCSCOPE_FORCE_FALLBACK applied: probed
-// once per boot (feature_cache.h), read once per process (later calls return
-// the same answer).
+// The features kernel_features() and fresh_kernel_features() take as
+// missing from now on (--force-fallback: "uprobe_session,nop_emulation").
+// Set before the first kernel_features(). Fails naming what is not an
+// optional feature, and the ones that are.
+Result<void> set_forced_fallbacks(const std::string& list);
+
+// The running kernel's features, the forced fallbacks applied: probed once
+// per boot (feature_cache.h), read once per process (later calls return the
+// same answer).
 const KernelFeatures& kernel_features();
 // Probes afresh (and keeps the answer for this boot), forcing applied: what
 // `allocscope check` shows.

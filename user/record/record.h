@@ -63,6 +63,7 @@ struct RecordConfig {
   UnwindMode unwind = UnwindMode::Dwarf;
   uint64_t max_unwind_rows = 1 << 25;  // budget of the kernel's unwind tables (8 bytes a row)
   ProbeMode probe_mode = ProbeMode::Auto;
+  std::string force_fallback;    // --force-fallback: kernel features taken as missing ("uprobe_session")
   bool null_probes = false;      // benchmark floor: probes that do nothing
   bool naive_placement = false;  // benchmark: every probe on the entry instruction
   bool verbose = false;

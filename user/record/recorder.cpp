@@ -22,6 +22,7 @@
 #include "output/table.h"
 #include "output/timeline.h"
 #include "probe/bpf_session.h"
+#include "probe/kernel_features.h"
 #include "probe/table_loader.h"
 #include "record/clocks.h"
 #include "record/event_sink.h"
@@ -326,6 +327,10 @@ static int record_in_process(const RecordConfig& config, RecordObserver* observe
 }
 
 int record(const RecordConfig& config, RecordObserver* observer) {
+  if (auto forced = set_forced_fallbacks(config.force_fallback); !forced) {
+    print_error(forced.error());
+    return 2;
+  }
   if (config.no_bpf) return record_in_process(config, observer, "--no-bpf");
   bool may_fall_back = !config.command.empty() && without_bpf_refusal(config, observer).empty();
   if (!config.command.empty() && !may_load_bpf())
