@@ -9,8 +9,8 @@
 
 #include "harness.h"
 #include "host/process.h"
+#include "model/estimate.h"
 #include "output/pprof.h"
-#include "output/table.h"
 
 namespace allocscope::test {
 namespace {

@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "model/estimate.h"
 #include "output/render.h"
-#include "output/table.h"
 
 namespace allocscope {
 namespace {

@@ -9,6 +9,7 @@
 
 #include "output/flamegraph.h"
 #include "output/table.h"
+#include "output/text_format.h"
 
 namespace allocscope {
 namespace {

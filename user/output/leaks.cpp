@@ -8,7 +8,9 @@
 #include <sstream>
 
 #include "base/units.h"
+#include "model/estimate.h"
 #include "output/table.h"
+#include "output/text_format.h"
 #include "stats/difference.h"
 
 namespace allocscope {

@@ -9,10 +9,12 @@
 #include <sstream>
 
 #include "base/units.h"
+#include "model/estimate.h"
 #include "output/flamegraph.h"
 #include "output/folded.h"
 #include "output/pprof.h"
 #include "output/table.h"
+#include "output/text_format.h"
 
 namespace allocscope {
 namespace {

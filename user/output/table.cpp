@@ -9,22 +9,10 @@
 #include <unordered_map>
 
 #include "base/units.h"
+#include "model/estimate.h"
+#include "output/text_format.h"
 
 namespace allocscope {
-
-std::string printable(const std::string& name) {
-  std::string out;
-  for (unsigned char c : name) {
-    if (c < 0x20 || c == 0x7f) {
-      char hex[5];
-      std::snprintf(hex, sizeof hex, "\\x%02x", c);
-      out += hex;
-    } else {
-      out += char(c);
-    }
-  }
-  return out;
-}
 
 namespace {
 
@@ -108,55 +96,6 @@ const char* row_kind(TopBy by) {
   return by == TopBy::Stack     ? "stack"
          : by == TopBy::Process ? "process"
                                 : "function (as the allocator's direct caller)";
-}
-
-std::string format_amount(double v, Metric m) {
-  if (metric_is_bytes(m)) return format_bytes(v);
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f", v);
-  return buf;
-}
-
-Estimate estimate(const StackTotals& t, Metric m, uint64_t rate, double confidence, const Loss& loss) {
-  const IntervalStats& st = t.stats(m);
-  Interval iv =
-      metric_is_bytes(m) ? bytes_interval(st, rate, confidence) : objects_interval(st, rate, confidence);
-  iv.lo = std::max(0.0, iv.lo - loss.high(m));
-  iv.hi += loss.low(m);
-  return {t.value(m), iv};
-}
-
-LifetimeSummary summarize_lifetimes(const StackTotals& t, double long_lived) {
-  LifetimeSummary l;
-  l.freed = t.lifetimes.count();
-  l.median_ns = t.lifetimes.quantile(0.5);
-  l.p90_ns = t.lifetimes.quantile(0.9);
-  l.max_ns = double(t.lifetimes.max_ns());
-  double sampled = double(t.lifetimes.count() + t.live_ages.count());
-  if (sampled > 0) {
-    l.live_share = double(t.live_ages.count()) / sampled;
-    uint64_t threshold = uint64_t(long_lived);
-    l.long_lived_share =
-        double(t.lifetimes.count_at_least(threshold) + t.live_ages.count_at_least(threshold)) / sampled;
-  }
-  return l;
-}
-
-std::string format_duration_ns(double ns) {
-  char buf[32];
-  if (ns < 1e3)
-    std::snprintf(buf, sizeof buf, "%.0f ns", ns);
-  else if (ns < 1e6)
-    std::snprintf(buf, sizeof buf, "%.1f us", ns / 1e3);
-  else if (ns < 1e9)
-    std::snprintf(buf, sizeof buf, "%.1f ms", ns / 1e6);
-  else
-    std::snprintf(buf, sizeof buf, "%.2f s", ns / 1e9);
-  return buf;
-}
-
-uint64_t sampled_allocations(const StackTotals& t) {
-  return t.alloc_stats.samples + t.alloc_stats.exact_objects;
 }
 
 std::vector<TableRow> table_rows(const Recording& r, const RenderOptions& o) {

@@ -19,7 +19,7 @@
 #include "host/target.h"
 #include "model/profile.h"
 #include "model/recording.h"
-#include "output/table.h"
+#include "output/text_format.h"
 #include "preload/ring_channel.h"
 #include "preload/trial_record.h"
 #include "probe/preload_channel.h"

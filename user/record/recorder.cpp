@@ -19,7 +19,7 @@
 #include "host/target.h"
 #include "model/timeline.h"
 #include "output/outputs.h"
-#include "output/table.h"
+#include "output/text_format.h"
 #include "output/timeline.h"
 #include "probe/bpf_session.h"
 #include "probe/kernel_features.h"

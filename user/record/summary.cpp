@@ -8,6 +8,7 @@
 #include "host/process.h"
 #include "model/loss.h"
 #include "output/table.h"
+#include "output/text_format.h"
 #include "record/hints.h"
 #include "record/messages.h"
 #include "record/python_stacks.h"
