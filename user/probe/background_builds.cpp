@@ -10,8 +10,10 @@ namespace {
 
 // ALLOCSCOPE_TEST_SLOW_TABLE=NAME:MS makes the build of every file whose path
 // (or, a link, whose target) contains NAME take MS milliseconds more:
-// the tests prove with it that a slow build loses no event.
-void test_delay(const std::string& path) {
+// the tests prove with it that a slow build loses no event. Only in builds
+// with tests (ALLOCSCOPE_TEST_HOOKS, user/CMakeLists.txt).
+void test_delay([[maybe_unused]] const std::string& path) {
+#ifdef ALLOCSCOPE_TEST_HOOKS
   const char* spec = std::getenv("ALLOCSCOPE_TEST_SLOW_TABLE");
   if (!spec) return;
   std::string s(spec);
@@ -22,6 +24,7 @@ void test_delay(const std::string& path) {
   std::string name = s.substr(0, colon);
   if (path.find(name) == std::string::npos && target.find(name) == std::string::npos) return;
   std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(s.c_str() + colon + 1)));
+#endif
 }
 
 }  // namespace

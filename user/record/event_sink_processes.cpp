@@ -76,7 +76,11 @@ bool EventSink::end_if_replaced(uint32_t id, const as_stack_event& head) {
 // ALLOCSCOPE_TEST_LOSE_EXECS=1 takes every exec event for one the ring
 // buffer lost, as the kernel then leaves it (not held, its file not marked
 // seen): the tests prove with it that programs are told apart by stacks.
-bool EventSink::lost_for_test(const as_proc_event& exec) {
+// Only in builds with tests (ALLOCSCOPE_TEST_HOOKS, user/CMakeLists.txt).
+bool EventSink::lost_for_test([[maybe_unused]] const as_proc_event& exec) {
+#ifndef ALLOCSCOPE_TEST_HOOKS
+  return false;
+#else
   static const bool lose = std::getenv("ALLOCSCOPE_TEST_LOSE_EXECS") != nullptr;
   if (!lose) return false;
   if (exec.held) {
@@ -84,6 +88,7 @@ bool EventSink::lost_for_test(const as_proc_event& exec) {
     hooks_.kernel.release_held(exec.tgid, exec.hold);
   }
   return true;
+#endif
 }
 
 std::string EventSink::last_name(uint32_t tgid) const {
