@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +26,7 @@
 #include "../unit/temp_dir.h"
 #include "host/proc_maps.h"
 #include "host/process.h"
+#include "output/pprof.h"
 #include "probe/allocator_probes.h"
 #include "stats/sampling.h"
 
@@ -205,14 +208,28 @@ double ht_sigma(double count, double size, double rate, bool bytes) {
   return std::sqrt(count * per);
 }
 
-Losses reported_losses(const std::string& summary) {
+uint64_t counter_of(const Recording& r, const std::string& name) {
+  for (const auto& [n, value] : r.counters)
+    if (n == name) return value;
+  return 0;
+}
+
+Losses reported_losses(const Recording& r) {
   Losses l;
-  std::smatch m;
-  std::regex drops(R"(drops: ringbuf (\d+), live-map-full (\d+), stack-lost (\d+), stack-table-full (\d+))");
-  if (std::regex_search(summary, m, drops))
-    for (int i = 1; i <= 4; ++i) l.samples += std::stoull(m[i]);
-  l.process_events = summary.find("process events were lost") != std::string::npos;
+  bool counted = std::any_of(r.counters.begin(), r.counters.end(),
+                             [](const auto& c) { return c.first == "dropped_ringbuf"; });
+  EXPECT_TRUE(counted) << "a recording without its loss counters";
+  for (const char* drop :
+       {"dropped_ringbuf", "dropped_live_map_full", "dropped_stack_lost", "dropped_stack_table_full"})
+    l.samples += counter_of(r, drop);
+  l.process_events = counter_of(r, "dropped_process_events") > 0;
   return l;
+}
+
+Recording read_pprof(const std::string& path) {
+  auto rec = decode_pprof(read_text_file(path).value_or(""));
+  EXPECT_TRUE(rec) << path << ": " << (rec ? "" : rec.error().message);
+  return rec ? *rec : Recording{};
 }
 
 double sites_z(const std::map<std::string, double>& bytes, int threads, int scale_pct, double rate,

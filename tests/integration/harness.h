@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "model/recording.h"
 #include "workload_spec.h"
 
 namespace allocscope::test {
@@ -93,7 +94,14 @@ struct Losses {
   bool process_events = false;
   bool any() const { return samples > 0 || process_events; }
 };
-Losses reported_losses(const std::string& summary);
+// What a recording counted as lost (its counters, which its summary tells):
+// samples dropped for a full ring buffer or table, or whose stack never
+// came; process events lost.
+Losses reported_losses(const Recording& r);
+// A recording's counter by name (its JSON's "counters"); 0 when absent.
+uint64_t counter_of(const Recording& r, const std::string& name);
+// A pprof file, decoded (a failure is a test failure, and an empty Recording).
+Recording read_pprof(const std::string& path);
 // The estimate of alloc_space summed over every workload site (`bytes` of
 // each, by site function) against the truth of `threads` threads at
 // `scale_pct`: how many standard deviations it is off at `rate`.

@@ -111,7 +111,7 @@ TEST(AllProcesses, ShortLivedProcessesAreSymbolizedCountedAndReleased) {
   // What holds at any load: every process is in the profile, or the
   // recording says it lost samples (a reader starved on a loaded machine
   // once missed 12 of 300); a loss never goes unsaid.
-  Losses lost = reported_losses(rec.err());
+  Losses lost = reported_losses(read_pprof(pprof));
   if (!lost.any()) {
     EXPECT_EQ(short_pids.size(), size_t(kRuns)) << rec.err();
   }

@@ -89,12 +89,6 @@ RunResult record_as_user(const std::vector<std::string>& options, const std::str
   return run(as_user(argv));
 }
 
-Recording decode(const std::string& path) {
-  auto rec = decode_pprof(read_text_file(path).value_or(""));
-  EXPECT_TRUE(rec) << (rec ? "" : rec.error().message);
-  return rec ? *rec : Recording{};
-}
-
 // Each function's totals, as the direct caller of the allocator.
 std::map<std::string, StackTotals> caller_totals(const Recording& r) {
   std::map<std::string, StackTotals> by;
@@ -114,8 +108,8 @@ TEST(Unprivileged, ExactModeIsTheTruthAndSaysItsPath) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("no privilege to load BPF"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("kernel not used"), std::string::npos) << r.err;
-  EXPECT_EQ(reported_losses(r.err).samples, 0u) << r.err;
-  Recording rec = decode(out);
+  Recording rec = read_pprof(out);
+  EXPECT_EQ(reported_losses(rec).samples, 0u) << r.err;
   auto sites = caller_totals(rec);
   for (const site_spec& s : kSites) {
     Truth t = site_truth(s, 2, 1);
@@ -141,8 +135,9 @@ TEST(Unprivileged, SampledSitesAreWithinTheirSigma) {
       record_as_user({"--rate", "64KiB"}, out,
                      {copy_of(WORKLOAD_BIN), "--threads", "2", "--scale-pct", std::to_string(scale)});
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(reported_losses(r.err).samples, 0u) << r.err;
-  auto sites = caller_totals(decode(out));
+  Recording rec = read_pprof(out);
+  EXPECT_EQ(reported_losses(rec).samples, 0u) << r.err;
+  auto sites = caller_totals(rec);
   for (const site_spec& s : kSites) {
     Truth t = site_truth(s, 2, scale);
     const StackTotals& st = sites[s.function];
@@ -204,7 +199,7 @@ TEST(Unprivileged, AForkedChildIsFollowedApart) {
   std::string out = dir.file("forker.pb.gz");
   RunResult r = record_as_user({"-q", "--rate", "1"}, out, {copy_of(FORKER_BIN)});
   ASSERT_EQ(r.status, 0) << r.err;
-  auto by = caller_totals(decode(out));
+  auto by = caller_totals(read_pprof(out));
   EXPECT_EQ(by["parent_keep"].alloc_objects, FORKER_KEPT);
   EXPECT_EQ(by["parent_keep"].live_bytes, double(FORKER_KEPT) * FORKER_KEPT_SIZE)
       << "the child's frees are its own";
@@ -223,7 +218,7 @@ TEST(Unprivileged, ProcessesInAPidNamespaceAreKnownByTheirIdsHere) {
       record_as_user({"-q", "--rate", "1"}, out,
                      {"unshare", "--user", "--map-root-user", "--pid", "--fork", copy_of(FORKER_BIN)});
   ASSERT_EQ(r.status, 0) << r.err;
-  Recording rec = decode(out);
+  Recording rec = read_pprof(out);
   std::map<std::string, std::set<uint32_t>> pids;
   for (const RecSample& s : rec.samples)
     if (std::vector<std::string> names = frame_names(rec, s); names.size() >= 2)
@@ -250,7 +245,7 @@ TEST(Unprivileged, AProgramRunByAForkedShellIsRecorded) {
   std::string line = copy_of(WORKLOAD_BIN) + " --threads 2 --scale-pct 1; true";
   RunResult r = record_as_user({"-q", "--rate", "1"}, out, {"/bin/sh", "-c", line});
   ASSERT_EQ(r.status, 0) << r.err;
-  auto sites = caller_totals(decode(out));
+  auto sites = caller_totals(read_pprof(out));
   for (const site_spec& s : kSites) {
     Truth t = site_truth(s, 2, 1);
     EXPECT_EQ(sites[s.function].alloc_bytes, t.bytes) << s.function;
@@ -285,7 +280,7 @@ TEST(Unprivileged, AStopSignalLosesNothingTheRingsHeld) {
     ASSERT_TRUE(rec.wait_for_line("done", 30000)) << rec.err();
     rec.signal(sig);
     rec.wait();
-    auto sites = caller_totals(decode(out));
+    auto sites = caller_totals(read_pprof(out));
     for (const site_spec& s : kSites)
       EXPECT_EQ(sites[s.function].alloc_bytes, site_truth(s, 2, 1).bytes) << s.function;
     std::string drawn = read_text_file(svg).value_or("");
@@ -317,7 +312,7 @@ TEST(Unprivileged, RootOfAUserNamespaceRecordsInProcess) {
                    out, "--", copy_of(WORKLOAD_BIN), "--threads", "2", "--scale-pct", "1"}));
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("loading BPF was refused"), std::string::npos) << r.err;
-  auto sites = caller_totals(decode(out));
+  auto sites = caller_totals(read_pprof(out));
   for (const site_spec& s : kSites)
     EXPECT_EQ(sites[s.function].alloc_bytes, site_truth(s, 2, 1).bytes) << s.function;
 }
