@@ -107,17 +107,23 @@ Result<std::vector<ProbeTarget>> find_allocator_probes(const std::string& path, 
                                                        const std::string& name, const Emulation& emulation) {
   auto elf = ElfFile::open(path);
   if (!elf) return fail(elf.error());
-  std::vector<ElfSymbol> symbols = elf->functions();
+  return find_allocator_probes(*elf, naive, name, emulation);
+}
+
+Result<std::vector<ProbeTarget>> find_allocator_probes(const ElfFile& file, bool naive,
+                                                       const std::string& name, const Emulation& emulation) {
+  const std::string& path = file.path();
+  std::vector<ElfSymbol> symbols = file.functions();
   std::vector<ProbeTarget> targets =
       select_allocator_symbols(symbols, is_c_library_name(name.empty() ? path : name));
-  for (ProbeTarget& go : go_allocator(*elf, symbols)) targets.push_back(std::move(go));
+  for (ProbeTarget& go : go_allocator(file, symbols)) targets.push_back(std::move(go));
   if (targets.empty())
     return fail(path + " defines no malloc, mallocx, je_malloc, tc_malloc or mi_malloc: not an allocator",
                 Cause::NoAllocator);
   for (ProbeTarget& t : targets) {
-    auto off = elf->vaddr_to_offset(t.vaddr);
+    auto off = file.vaddr_to_offset(t.vaddr);
     if (!off) return fail(off.error());
-    auto code = elf->read(*off, 512);
+    auto code = file.read(*off, 512);
     if (!code) return fail(code.error());
     // Allocating calls need their return seen, which takes the entry; free
     // and mallocgc read one argument, which may be read later on.

@@ -53,6 +53,9 @@ std::vector<ProbeTarget> select_allocator_symbols(const std::vector<ElfSymbol>& 
 Result<std::vector<ProbeTarget>> find_allocator_probes(const std::string& path, bool naive = false,
                                                        const std::string& name = "",
                                                        const Emulation& emulation = {});
+// The same, of a file already open (its path() is the one named).
+Result<std::vector<ProbeTarget>> find_allocator_probes(const ElfFile& elf, bool naive,
+                                                       const std::string& name, const Emulation& emulation);
 
 // A Go program's heap is read one way, chosen among its targets (the others
 // are erased): from its runtime's own sampling (alloc and in use, at

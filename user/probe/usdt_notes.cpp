@@ -31,7 +31,11 @@ bool is_alloc_probe(const char* desc, size_t size) {
 Result<bool> has_in_process_probes(const std::string& path) {
   auto file = ElfFile::open(path);
   if (!file) return fail(file.error());
-  Elf* elf = file->elf();
+  return has_in_process_probes(*file);
+}
+
+bool has_in_process_probes(const ElfFile& file) {
+  Elf* elf = file.elf();
   size_t shstrndx;
   if (elf_getshdrstrndx(elf, &shstrndx) != 0) return false;
   for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {

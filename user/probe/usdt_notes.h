@@ -6,11 +6,13 @@
 #include <string>
 
 #include "base/result.h"
+#include "symbols/elf_file.h"
 
 namespace allocscope {
 
-// Whether the file at `path` carries the otel_memory:alloc probe
-// (Cause::NotElf: not an ELF file).
+// Whether the file at `path` (or `file`, opened) carries the
+// otel_memory:alloc probe (Cause::NotElf: not an ELF file).
 Result<bool> has_in_process_probes(const std::string& path);
+bool has_in_process_probes(const ElfFile& file);
 
 }  // namespace allocscope

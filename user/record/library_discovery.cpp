@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -118,9 +119,26 @@ Result<bool> LibraryDiscovery::attach_file(pid_t pid, FileKey key, const std::st
   return probed;
 }
 
+// The file as ELF, opened when first asked for: a file whose notes and
+// symbols were read before is not opened again, and one read now is opened
+// once for both.
+class LibraryDiscovery::LazyElf {
+ public:
+  explicit LazyElf(const std::string& path) : path_(path) {}
+  const Result<ElfFile>& get() {
+    if (!file_) file_.emplace(ElfFile::open(path_));
+    return *file_;
+  }
+
+ private:
+  const std::string& path_;
+  std::optional<Result<ElfFile>> file_;
+};
+
 Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::string& path,
                                            const std::string& shown, bool assume_in_process) {
-  if (auto in_process = attach_in_process(pid, key, path, shown); !in_process || *in_process)
+  LazyElf elf(path);
+  if (auto in_process = attach_in_process(pid, key, path, shown, elf); !in_process || *in_process)
     return in_process;
   if (use_ == InProcessUse::Only) {
     not_allocators_.insert(key);
@@ -130,9 +148,13 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
   // once: per-process attach meets it in each process, and a Go program's
   // tables take a while to read.
   auto known = probed_targets_.find(key);
-  auto targets = known != probed_targets_.end()
-                     ? Result<std::vector<ProbeTarget>>(known->second)
-                     : find_allocator_probes(path, naive_placement_, shown, emulation_of(session_.kernel()));
+  Result<std::vector<ProbeTarget>> targets = fail("not read");
+  if (known != probed_targets_.end())
+    targets = known->second;
+  else if (const Result<ElfFile>& file = elf.get(); !file)
+    targets = fail(file.error());
+  else
+    targets = find_allocator_probes(*file, naive_placement_, shown, emulation_of(session_.kernel()));
   std::vector<ProbeTarget> found = targets ? *targets : std::vector<ProbeTarget>{};
   GoHeapChoice go_heap;
   if (targets) go_heap = pick_go_heap(*targets, rate_, go_heap_calls_, no_go_heap_);
@@ -211,7 +233,9 @@ Result<void> LibraryDiscovery::attach_process(pid_t pid) {
   for (const Mapping* m : files) {
     auto file = hold(pid, mapped_file_path(pid, *m), m->path);
     if (!file) return fail(file.error());
-    auto ok = attach_in_process(pid, file_key(*m), held_path(*file), m->path);
+    std::string path = held_path(*file);
+    LazyElf elf(path);
+    auto ok = attach_in_process(pid, file_key(*m), path, m->path, elf);
     if (!ok) return fail(ok.error());
     if (*ok && !held_files_.contains(file_key(*m))) held_files_.emplace(file_key(*m), std::move(*file));
     probed += *ok;
@@ -239,15 +263,15 @@ Result<void> LibraryDiscovery::attach_process(pid_t pid) {
 }
 
 Result<bool> LibraryDiscovery::attach_in_process(pid_t pid, FileKey key, const std::string& path,
-                                                 const std::string& shown) {
+                                                 const std::string& shown, LazyElf& elf) {
   if (system_wide_ && in_process_files_.contains(key)) {  // attached once, for every process
     if (pid > 0)
       if (auto ok = session_.mark_in_process(uint32_t(pid)); !ok) return fail(ok.error());
     return true;
   }
   if (no_in_process_probes_.contains(key)) return false;
-  auto has = has_in_process_probes(path);
-  if (!has || !*has) {  // not ELF: find_allocator_probes says so
+  if (const Result<ElfFile>& file = elf.get(); !file || !has_in_process_probes(*file)) {
+    // Not ELF: find_allocator_probes says so.
     // Remembered so that its notes are read once; bounded, by forgetting.
     if (no_in_process_probes_.size() >= kMaxRemembered) no_in_process_probes_.clear();
     no_in_process_probes_.insert(key);

@@ -118,8 +118,11 @@ class LibraryDiscovery : public LibraryWatch {
                            bool assume_in_process);
   static Result<UniqueFd> hold(pid_t pid, const std::string& path, const std::string& shown);
   static std::string held_path(const UniqueFd& file);
-  // Probes the in-process sampling probes of the file if it has them.
-  Result<bool> attach_in_process(pid_t pid, FileKey key, const std::string& path, const std::string& shown);
+  // Probes the in-process sampling probes of the file (`elf`, opened once
+  // for this and its allocator symbols) if it has them.
+  class LazyElf;
+  Result<bool> attach_in_process(pid_t pid, FileKey key, const std::string& path, const std::string& shown,
+                                 LazyElf& elf);
   // Preferred: whether process `pid`'s allocators are left to its own sampler.
   bool defers_for(pid_t pid, bool assume_in_process) const;
   // Whether `p` is settled (probed, failed or given up), or still awaited.
