@@ -1,6 +1,8 @@
 #include "record/untraced_processes.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <system_error>
 
 #include "host/process.h"
 
@@ -25,8 +27,10 @@ void UntracedProcesses::look(pid_t root, const std::string& library, uint64_t no
   if (judged_.size() >= kMaxKnown) judged_.clear();
   std::map<Key, int> still;
   for (pid_t pid : descendants_of({root})) {
-    Key key{pid, process_start_time(pid)};
-    if (key.second == 0 || judged_.contains(key)) continue;
+    std::error_code ec;
+    Key key{pid, process_start_time(pid),
+            std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec).string()};
+    if (std::get<1>(key) == 0 || ec || judged_.contains(key)) continue;
     if (maps_library(pid, library)) {
       judged_.insert(key);
       continue;

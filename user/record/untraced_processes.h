@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -30,7 +31,10 @@ class UntracedProcesses {
   static constexpr size_t kMaxKnown = 1 << 16;  // processes remembered; all forgotten beyond
 
  private:
-  using Key = std::pair<pid_t, double>;  // a process and its start (process_start_time): pids are reused
+  // A program a process runs: its pid, its start (process_start_time: pids
+  // are reused) and its executable (an exec keeps the other two: `env -i`
+  // maps the library, the program it runs may not).
+  using Key = std::tuple<pid_t, double, std::string>;
   uint64_t last_ms_ = 0;
   std::set<Key> judged_;
   std::map<Key, int> without_;  // seen without the library, how many times
