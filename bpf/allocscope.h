@@ -106,7 +106,7 @@ enum as_process_verdict {
   AS_PROC_IGNORED = 2,        /* not traced (allocscope itself, or judged by a filter); forgotten at exec */
   AS_PROC_MEMBER_IGNORED = 3, /* a member whose program a filter rejected: a member again at exec */
   AS_PROC_ACCEPTED =
-      4, /* (--all) a filter accepted its program, whatever its threads' names; forgotten at exec */
+      4, /* (--all) its program accepted by a filter, whatever its threads' names; forgotten at exec */
 };
 /* OR'ed into a verdict (or alone, for a process without one): the process
  * samples in process (it maps a file whose otel_memory probes are attached),
@@ -123,15 +123,15 @@ enum as_event_flags {
 };
 
 /* In-process sampling (the preload library, or any program that fires the
- * OpenTelemetry memory-profiling probes): USDT probes
- *   otel_memory:alloc(ptr, size, weighted_bytes[, code, offset, rate])
- *   otel_memory:free(ptr)
- * fired only for sampled blocks. The preload library adds the last three:
- * the entry code (with AS_USDT_UNTRACKED when its own set of sampled blocks
- * had no room, so that block's free will not be seen), the bytes before the
+ * OpenTelemetry memory-profiling probes): USDT probes fired only for sampled
+ * blocks, otel_memory:alloc(ptr, size, weighted_bytes[, code, offset, rate])
+ * and otel_memory:free(ptr). The preload library adds the last three: the
+ * entry code (with AS_USDT_UNTRACKED when its own set of sampled blocks had
+ * no room, so that block's free will not be seen), the bytes before the
  * sampled byte, and its mean bytes between samples (1: every allocation).
  * Providers with the three standard arguments only: see AS_EVF_WEIGHTED. */
 #define AS_USDT_PROVIDER "otel_memory"
+#define AS_USDT_FAST_PROVIDER "allocscope" /* the preload library's twins: preload/probe_sites.h */
 #define AS_USDT_FULL_ARGS 6
 /* Frames at the top of a sampled stack that are the sampler's own: the
  * full form fires from a function its entry point called (two frames), the

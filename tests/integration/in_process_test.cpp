@@ -5,6 +5,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "harness.h"
 #include "otel_provider_spec.h"
@@ -35,6 +38,40 @@ TEST(InProcess, TracedProgramBehavesAsUntraced) {
     EXPECT_GT(work, 0) << rate << ": nothing recorded under work()";
     std::remove(out.c_str());
   }
+}
+
+// The preload library's sampled calls reach BPF through the fastest site the
+// kernel offers: where `allocscope check` finds 10-byte nops rewritten into
+// calls (optimized_uprobes), allocscope attaches the allocscope:* twins and
+// the target then calls through the kernel's trampoline; elsewhere the
+// otel_memory sites, and no trampoline. Either way the program runs as
+// untraced and its sites are recorded.
+TEST(InProcess, SampledCallsTakeTheKernelsFastestSite) {
+  REQUIRE_BPF();
+  RunResult check = run({ALLOCSCOPE_BIN, "check", "--json"});
+  bool rewritten = nlohmann::json::parse(check.out)["features"]["optimized_uprobes"]["present"] == true;
+  Child workload({"/usr/bin/env", std::string("LD_PRELOAD=") + PRELOAD_LIB, "ALLOCSCOPE_RATE=4096",
+                  WORKLOAD_BIN, "--threads", "1", "--wait", "--hold"});
+  ASSERT_TRUE(workload.wait_for_line("ready", 10000));
+  std::string out = temp_path("fastest-site.folded");
+  Child rec(
+      {ALLOCSCOPE_BIN, "record", "-v", "--rate", "4096", "-o", out, "-p", std::to_string(workload.pid())});
+  ASSERT_TRUE(rec.wait_for_line("recording", 60000, true)) << rec.err();
+  workload.signal(SIGUSR1);
+  ASSERT_TRUE(workload.wait_for_line("done", 30000));
+  std::ifstream maps("/proc/" + std::to_string(workload.pid()) + "/maps");
+  std::stringstream text;
+  text << maps.rdbuf();
+  bool trampoline = text.str().find("[uprobes-trampoline]") != std::string::npos;
+  rec.signal(SIGINT);
+  EXPECT_EQ(rec.wait(), 0) << rec.err();
+  workload.signal(SIGUSR1);
+  EXPECT_EQ(workload.wait(), 0);
+  std::string provider = rewritten ? "(allocscope)" : "(otel_memory)";
+  EXPECT_NE(rec.err().find("in-process sampling probes " + provider), std::string::npos) << rec.err();
+  EXPECT_EQ(trampoline, rewritten) << text.str();
+  EXPECT_GT(site_value(read_folded(out), "site_malloc_kept", "malloc"), 0) << rec.err();
+  std::remove(out.c_str());
 }
 
 // Each of otel_provider's sites within kMaxZ sigma of its truth.
@@ -78,7 +115,7 @@ TEST(InProcess, ThirdPartyProviderIsRecorded) {
   REQUIRE_BPF();
   std::string out = temp_path("otel.folded");
   std::string log = record_waiting_provider({"-v"}, out);
-  EXPECT_NE(log.find("in-process sampling probes in"), std::string::npos) << log;
+  EXPECT_NE(log.find("in-process sampling probes (otel_memory) in"), std::string::npos) << log;
   expect_provider_sites(out, log);
 }
 

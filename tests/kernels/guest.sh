@@ -59,7 +59,8 @@ fi
 # Python frames of Debian's python3.11 (and its processes held at exit), of
 # pyenv's libpython interpreters (entered at their library's mapping) and of a
 # program embedding libpython3.11, an overlay root's unwind tables, Go's heap
-# (mallocgc's probe, frames by Go's own table).
+# (mallocgc's probe, frames by Go's own table), the preload library's sites
+# rewritten into calls where the kernel does (a forked child included).
 tests=(
   # /0: alloc_space, /2: inuse_space (the object counts come from the same recordings)
   'Metrics/ExactMode.*/0'
@@ -85,6 +86,9 @@ tests=(
   Children.ProgramsAShellRunsAreFollowedFromTheStart
   Exec.AProgramWhoseExecEventWasLostIsToldApartByItsStacks
   Launch.ACommandSamplesInProcessByDefault
+  InProcess.TracedProgramBehavesAsUntraced
+  InProcess.SampledCallsTakeTheKernelsFastestSite
+  InProcess.ThirdPartyProviderIsRecorded
   Launch.ATreeIsSampledProcessByProcess
   Agent.GoPprofReadsEachTargetAndItMatchesTruth
   Signals.KilledRecorderLeavesNoProbe

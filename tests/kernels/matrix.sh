@@ -20,13 +20,14 @@ budget=${ALLOCSCOPE_KERNEL_BUDGET:-240}
 # name | suite | metapackage | records or refuses | the features allocscope check must find missing
 # (first mainline kernels: uprobe_multi 6.6, uprobe sessions 6.13, multi-byte nop emulation after 6.12
 # (6.16 has it); task storage in tracing 5.11, cookies 5.15, bpf_loop and bpf_find_vma 5.17, cgroup
-# ancestors 5.14). trixie-backports carries Debian's newest kernel: every feature, uprobe sessions included.
+# ancestors 5.14, 10-byte nops rewritten into calls after 6.18). trixie-backports carries Debian's
+# newest kernel: every feature, uprobe sessions and rewritten nops included.
 KERNELS=(
-  "bookworm-6.1|bookworm|linux-image-amd64|records|uprobe_multi,uprobe_session,nop_emulation"
-  "bookworm-6.12|bookworm|linux-image-6.12-amd64|records|uprobe_session,nop_emulation"
-  "trixie-6.12|trixie|linux-image-amd64|records|uprobe_session,nop_emulation"
+  "bookworm-6.1|bookworm|linux-image-amd64|records|uprobe_multi,uprobe_session,nop_emulation,optimized_uprobes"
+  "bookworm-6.12|bookworm|linux-image-6.12-amd64|records|uprobe_session,nop_emulation,optimized_uprobes"
+  "trixie-6.12|trixie|linux-image-amd64|records|uprobe_session,nop_emulation,optimized_uprobes"
   "trixie-backports|trixie-backports|linux-image-amd64|records|"
-  "bullseye-5.10|bullseye|linux-image-amd64|refuses|task_storage,cookies,bpf_loop,bpf_find_vma,ancestor_cgroup,uprobe_multi,uprobe_session,nop_emulation"
+  "bullseye-5.10|bullseye|linux-image-amd64|refuses|task_storage,cookies,bpf_loop,bpf_find_vma,ancestor_cgroup,uprobe_multi,uprobe_session,nop_emulation,optimized_uprobes"
 )
 
 boot() {  # TREE SHARE: the kernel in TREE runs SHARE/run.sh; its status

@@ -4,9 +4,10 @@
  * preloaded after it), and runs the same per-thread exponential byte
  * countdown as allocscope's BPF programs. Only a sampled allocation, and the
  * free of a sampled block, fires a USDT probe (otel_memory:alloc and
- * otel_memory:free); every other call stays in the process: no system
- * call, lock or allocation. While no tracer is attached (the probes' semaphore is 0)
- * nothing is sampled.
+ * otel_memory:free, or their twins allocscope:*: probe_sites.h); every
+ * other call stays in the process: no system call, lock or allocation.
+ * While no tracer is attached (the probes' semaphores are 0) nothing is
+ * sampled.
  *
  * Configuration: ALLOCSCOPE_RATE, mean bytes between samples (default 512
  * KiB; 1 samples every allocation). */
@@ -22,21 +23,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define _SDT_HAS_SEMAPHORES 1
-/* Arguments in registers (or constants): the forms every USDT reader knows
- * (libbpf 1.1 reads no %rip-relative memory). */
-#define STAP_SDT_ARG_CONSTRAINT nr
-#include <sys/sdt.h>
-/* The probe site is sdt.h's one-byte nop, a trap when sampled. Not the
- * 5-byte NOP that Linux 6.18 turns into a call to a trampoline page: that
- * page is not inherited by fork, and a forked child that reaches the probe
- * jumps into nothing (SIGSEGV, seen on 6.18.44). Only sampled calls reach
- * it, so the trap costs ~1 us per sample. */
-
 #include "allocscope.h"
 #include "countdown.h"
 #include "preload/boot_arena.h"
 #include "preload/entry_codes.h"
+#include "preload/probe_sites.h"
 #include "preload/ring_channel.h"
 #include "preload/sampled_set.h"
 #include "preload/trial_record.h"
@@ -44,10 +35,6 @@
 #define EXPORT __attribute__((visibility("default")))
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
-
-/* Raised by the kernel while a tracer is attached to the probe. */
-__extension__ unsigned short otel_memory_alloc_semaphore __attribute__((unused, section(".probes")));
-__extension__ unsigned short otel_memory_free_semaphore __attribute__((unused, section(".probes")));
 
 /* ---- Settings and per-thread state ------------------------------------ */
 
@@ -188,7 +175,7 @@ __attribute__((noinline, cold)) static void fire_alloc(void *p, uint64_t size, u
     self->writing = 0;
     return;
   }
-  STAP_PROBE6(otel_memory, alloc, p, size, weight, code, offset, rate);
+  AS_FIRE_ALLOC(p, size, weight, code, offset, rate);
 }
 
 /* After an allocation of `size` bytes returned p: counts it down, and
@@ -196,7 +183,7 @@ __attribute__((noinline, cold)) static void fire_alloc(void *p, uint64_t size, u
  * another interposed call (an allocator calling itself) are the outer
  * call's, and not counted again. */
 ALWAYS_INLINE void count_allocation(struct thread_sampler *t, void *p, size_t size, uint32_t code) {
-  if (__builtin_expect(!otel_memory_alloc_semaphore && !ring, 1) || !p || t->depth || !sampler_ready) return;
+  if (__builtin_expect(!AS_PROBES_ATTACHED() && !ring, 1) || !p || t->depth || !sampler_ready) return;
   if (__builtin_expect(t->countdown >= size && t->seeded, 1)) {
     t->countdown -= size;
     return;
@@ -220,7 +207,7 @@ ALWAYS_INLINE void count_allocation(struct thread_sampler *t, void *p, size_t si
 __attribute__((noinline, cold)) static void fire_free(void *p) {
   struct thread_sampler *self = &tls;
   if (!ring) {
-    STAP_PROBE1(otel_memory, free, p);
+    AS_FIRE_FREE(p);
   } else if (self->writing) {
     as_ring_count_lost(ring, 0);
   } else {

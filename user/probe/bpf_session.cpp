@@ -308,7 +308,8 @@ size_t BpfSession::resume_probes() {
   size_t lost = 0;
   std::erase_if(attached_, [&](const Attached& a) {
     std::string path = "/proc/self/fd/" + std::to_string(a.file.get());
-    auto ok = a.in_process ? attach_in_process_now(a.pid, path) : attach_now(a.pid, path, a.targets);
+    bool ok =
+        a.in_process ? bool(attach_in_process_now(a.pid, path)) : bool(attach_now(a.pid, path, a.targets));
     lost += !ok;
     return !ok;
   });
@@ -403,32 +404,45 @@ Result<void> BpfSession::attach_classic(pid_t pid, const std::string& path,
   return {};
 }
 
-Result<void> BpfSession::attach_in_process(pid_t pid, const std::string& path) {
+Result<const char*> BpfSession::attach_in_process(pid_t pid, const std::string& path) {
   if (config_.null_probes)
     return fail("--null-probes measures allocator probes only, not in-process sampling");
-  if (auto ok = remember(pid, path, {}, true); !ok) return ok;
-  if (!paused_)
-    if (auto ok = attach_in_process_now(pid, path); !ok) {
-      if (config_.pausable) attached_.pop_back();
-      return ok;
-    }
-  return {};
+  if (auto ok = remember(pid, path, {}, true); !ok) return fail(ok.error());
+  if (paused_) return "none yet (paused)";
+  auto provider = attach_in_process_now(pid, path);
+  if (!provider && config_.pausable) attached_.pop_back();
+  return provider;
 }
 
-Result<void> BpfSession::attach_in_process_now(pid_t pid, const std::string& path) {
-  std::vector<Link> made;
-  for (auto [prog, name] :
-       {std::pair{skel_->progs.usdt_alloc, "alloc"}, std::pair{skel_->progs.usdt_free, "free"}}) {
-    if (!bpf_program__autoload(prog)) continue;
-    bpf_link* link =
-        bpf_program__attach_usdt(prog, pid ? pid : -1, path.c_str(), AS_USDT_PROVIDER, name, nullptr);
-    if (!link)
-      return fail(attach_error(
-          std::string("attach USDT probe ") + AS_USDT_PROVIDER + ":" + name + " (" + path + ")", pid, errno));
-    made.emplace_back(link);
+// The preload library's twins of the otel_memory probes (preload/
+// probe_sites.h) where the kernel rewrites them into calls; otel_memory's
+// where it does not, or the file has no twins (another program's own
+// probes, an older preload library).
+Result<const char*> BpfSession::attach_in_process_now(pid_t pid, const std::string& path) {
+  bool rewritten = kernel_->has(Feature::OptimizedUprobes);
+  for (const char* provider : {AS_USDT_FAST_PROVIDER, AS_USDT_PROVIDER}) {
+    if (provider != std::string_view(AS_USDT_PROVIDER) && !rewritten) continue;
+    std::vector<Link> made;
+    int err = 0;
+    for (auto [prog, name] :
+         {std::pair{skel_->progs.usdt_alloc, "alloc"}, std::pair{skel_->progs.usdt_free, "free"}}) {
+      if (!bpf_program__autoload(prog)) continue;
+      bpf_link* link = bpf_program__attach_usdt(prog, pid ? pid : -1, path.c_str(), provider, name, nullptr);
+      if (!link) {
+        err = errno;
+        break;
+      }
+      made.emplace_back(link);
+    }
+    // No twins in the file (or refused): otel_memory's probes.
+    if (err && provider != std::string_view(AS_USDT_PROVIDER)) continue;
+    if (err)
+      return fail(
+          attach_error(std::string("attach USDT probes ") + provider + ":* (" + path + ")", pid, err));
+    for (Link& l : made) entry_links_.push_back(std::move(l));
+    return provider;
   }
-  for (Link& l : made) entry_links_.push_back(std::move(l));
-  return {};
+  return fail("no in-process sampling probes in " + path);
 }
 
 void BpfSession::detach() {

@@ -83,8 +83,9 @@ class BpfSession final : public TableHost {
   // process that maps the file when pid is 0.
   Result<void> attach(pid_t pid, const std::string& library_path, const std::vector<ProbeTarget>& targets);
   // Probes the in-process sampling USDT probes (otel_memory:alloc and
-  // :free) of the object at `path`, in process `pid` or (0) every process.
-  Result<void> attach_in_process(pid_t pid, const std::string& path);
+  // :free, or the preload library's twins) of the object at `path`, in
+  // process `pid` or (0) every process. Returns the provider attached.
+  Result<const char*> attach_in_process(pid_t pid, const std::string& path);
   // Process verdicts (enum as_process_verdict) for system-wide probes and
   // lifecycle events; 0 removes the verdict.
   Result<void> set_verdict(uint32_t tgid, uint8_t verdict);
@@ -201,7 +202,7 @@ class BpfSession final : public TableHost {
   Result<void> attach_session(pid_t pid, const std::string& path, const std::vector<ProbeTarget>& targets);
   Result<void> attach_classic(pid_t pid, const std::string& path, const std::vector<ProbeTarget>& targets);
   Result<void> attach_now(pid_t pid, const std::string& path, const std::vector<ProbeTarget>& targets);
-  Result<void> attach_in_process_now(pid_t pid, const std::string& path);
+  Result<const char*> attach_in_process_now(pid_t pid, const std::string& path);
   // The Go program's slot in go_profiles (made when new), in its cookie;
   // fails with ENOSPC when the table is full.
   Result<void> place_go_profile(ProbeTarget& t);

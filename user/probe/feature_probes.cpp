@@ -7,6 +7,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -32,8 +33,9 @@
 #include "probe/skeleton_variant.h"
 #include "probe/uprobe_links.h"
 
-// Functions whose first instruction is what a probe tests: a push and a
-// 4-byte nop (emulated after 6.12). Nothing calls them but the probing child.
+// Functions whose first instruction is what a probe tests: a push, a
+// 4-byte nop (emulated after 6.12) and the preload library's 10-byte nop
+// (rewritten into a call by 7.x). Nothing calls them but the probing child.
 asm(R"(
     .pushsection .text
     .p2align 4
@@ -53,10 +55,19 @@ allocscope_probe_nop4:
     nopl 0(%rax)
     ret
     .size allocscope_probe_nop4, .-allocscope_probe_nop4
+    .p2align 4
+    .globl allocscope_probe_nop10
+    .hidden allocscope_probe_nop10
+    .type allocscope_probe_nop10, @function
+allocscope_probe_nop10:
+    .byte 0x66, 0x2e, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00
+    ret
+    .size allocscope_probe_nop10, .-allocscope_probe_nop10
     .popsection
 )");
 extern "C" void allocscope_probe_push();
 extern "C" void allocscope_probe_nop4();
+extern "C" void allocscope_probe_nop10();
 
 namespace allocscope {
 namespace {
@@ -156,11 +167,11 @@ FeatureState link_state(Probe which, uint32_t attach_type, const char* what, boo
   return present();
 }
 
-// Whether the calling process has the area of out-of-line single-step slots
-// ("[uprobes]") that the kernel maps at the first probe it cannot emulate.
-// Allocates nothing: it runs in a child forked from a process that may have
-// threads.
-bool has_single_step_area() {
+// Whether the calling process has a mapping of this name: "[uprobes]", the
+// out-of-line single-step slots the kernel maps at the first probe it cannot
+// emulate, or "[uprobes-trampoline]", where rewritten probes call. Allocates
+// nothing: it runs in a child forked from a process that may have threads.
+bool has_mapping_named(const char* name) {
   int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   char buf[4096 + 32];
@@ -171,7 +182,7 @@ bool has_single_step_area() {
     if (n <= 0) break;
     size_t len = kept + size_t(n);
     buf[len] = 0;
-    if (strstr(buf, "[uprobes]")) found = true;
+    if (strstr(buf, name)) found = true;
     kept = len < 32 ? len : 32;  // a name across two reads
     memmove(buf, buf + len - kept, kept);
   }
@@ -179,9 +190,9 @@ bool has_single_step_area() {
   return found;
 }
 
-// Runs `fn` twice in a child with a uprobe at its first instruction:
-// whether the kernel single-stepped it.
-Result<bool> single_stepped(bpf_program* prog, void (*fn)()) {
+// Runs `trial(fn)` in a child with a uprobe at fn's first instruction: the
+// byte it answers, or why there is none (the attach's errno kept).
+Result<char> probed_child(bpf_program* prog, void (*fn)(), char (*trial)(void (*)())) {
   auto offset = own_offset(fn);
   if (!offset) return fail(offset.error());
   int go[2], answer[2];
@@ -194,46 +205,88 @@ Result<bool> single_stepped(bpf_program* prog, void (*fn)()) {
   if (child == 0) {
     char c = 0;
     if (read(go_read.get(), &c, 1) == 1 && c == 1) {
-      fn();
-      fn();
-      char stepped = has_single_step_area() ? 1 : 0;
-      [[maybe_unused]] ssize_t w = write(answer_write.get(), &stepped, 1);
+      char said = trial(fn);
+      [[maybe_unused]] ssize_t w = write(answer_write.get(), &said, 1);
     }
     _exit(0);
   }
   LIBBPF_OPTS(bpf_uprobe_opts, opts);
   bpf_link* link = bpf_program__attach_uprobe_opts(prog, child, "/proc/self/exe", *offset, &opts);
   int attach_err = link ? 0 : errno;
-  char c = link ? 1 : 0, stepped = -1;
+  char c = link ? 1 : 0, said = -1;
   [[maybe_unused]] ssize_t w = write(go_write.get(), &c, 1);
   answer_write.reset();
-  ssize_t got = read(answer_read.get(), &stepped, 1);
+  ssize_t got = read(answer_read.get(), &said, 1);
   waitpid(child, nullptr, 0);
   bpf_link__destroy(link);
   if (!link) return fail_errno("attach a uprobe", attach_err);
-  if (got != 1 || stepped < 0) return fail("the probed child did not answer");
-  return stepped == 1;
+  if (got != 1 || said < 0) return fail("the probed child did not answer");
+  return said;
+}
+
+// Twice through the probe: 1 if the kernel single-stepped it.
+char single_step_trial(void (*fn)()) {
+  fn();
+  fn();
+  return has_mapping_named("[uprobes]") ? 1 : 0;
+}
+
+// Through the probe until the kernel may have rewritten it into a call: 0
+// if it did not; else 2 if a forked child then runs through it and exits,
+// 1 if the child dies (6.18's rewrite of 5-byte nops: the child has no
+// trampoline to call).
+char rewrite_trial(void (*fn)()) {
+  for (int i = 0; i < 3; ++i) fn();
+  if (!has_mapping_named("[uprobes-trampoline]")) return 0;
+  pid_t grandchild = fork();
+  if (grandchild == 0) {
+    prctl(PR_SET_DUMPABLE, 0);  // no core file if it dies
+    fn();
+    fn();
+    _exit(0);
+  }
+  int status = 0;
+  if (grandchild < 0 || waitpid(grandchild, &status, 0) != grandchild) return -1;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 2 : 1;
+}
+
+constexpr int kENOTSUPP = 524;  // the kernel's own: a probe on an instruction it cannot handle
+
+FeatureState rewrite_state(bpf_program* prog) {
+  auto said = probed_child(prog, allocscope_probe_nop10, rewrite_trial);
+  if (!said) {
+    int err = said.error().code;
+    if (err == EPERM || err == EACCES || err == 0) return unknown(said.error().message, err);
+    if (err == kENOTSUPP) return missing("the kernel refuses a probe on a 10-byte nop (ENOTSUPP)");
+    return missing("a probe on a 10-byte nop is refused (" + said.error().message + ")");
+  }
+  if (*said == 0) return missing("a probe on a 10-byte nop is not rewritten into a call");
+  if (*said == 1) return missing("a forked child dies at a probe rewritten into a call");
+  return present();
 }
 
 // Whether the kernel runs a probed push and a probed multi-byte nop without
-// a single-step.
+// a single-step, and rewrites a probed 10-byte nop into a call that forked
+// children keep.
 void probe_emulation(KernelFeatures& k) {
   auto s = load_one(Probe::Null, 0, k.session_kfunc_takes_ctx);
   if (!s) {
     FeatureState why = unknown(s.error().message, s.error().code);
-    for (Feature f : {Feature::PushEmulation, Feature::NopEmulation}) k.states[size_t(f)] = why;
+    for (Feature f : {Feature::PushEmulation, Feature::NopEmulation, Feature::OptimizedUprobes})
+      k.states[size_t(f)] = why;
     return;
   }
   bpf_program* prog = (*s)->progs.probe_null;
   auto judge = [&](void (*fn)(), const char* what) {
-    auto stepped = single_stepped(prog, fn);
+    auto stepped = probed_child(prog, fn, single_step_trial);
     if (!stepped) return unknown(stepped.error().message, stepped.error().code);
-    return *stepped ? missing(what) : present();
+    return *stepped == 1 ? missing(what) : present();
   };
   k.states[size_t(Feature::PushEmulation)] =
       judge(allocscope_probe_push, "a probe on push %rbp single-stepped");
   k.states[size_t(Feature::NopEmulation)] =
       judge(allocscope_probe_nop4, "a probe on a 4-byte nop single-stepped");
+  k.states[size_t(Feature::OptimizedUprobes)] = rewrite_state(prog);
 }
 
 }  // namespace

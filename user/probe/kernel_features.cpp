@@ -32,6 +32,9 @@ const std::array<FeatureSpec, kFeatureCount>& feature_specs() {
        "probes placed on other emulated instructions, or single-stepped"},
       {Feature::PushEmulation, "push_emulation", "push emulation", "4.15", false,
        "probes on push instructions without single-stepping", "probes on push instructions single-step"},
+      {Feature::OptimizedUprobes, "optimized_uprobes", "optimized uprobes on 10-byte nops", "6.19-7.3", false,
+       "sampled calls of the preload library reach BPF through a call and a system call",
+       "sampled calls of the preload library trap (int3)"},
   }};
   return specs;
 }

@@ -16,17 +16,18 @@
 namespace allocscope {
 
 enum class Feature {
-  Btf,             // the kernel's own BTF: CO-RE and typed tracepoints
-  RingBuffer,      // BPF ring buffer
-  TaskStorage,     // task-local storage from tracing programs, bpf_get_current_task_btf
-  Cookies,         // BPF cookies on uprobes (bpf_get_attach_cookie)
-  Loop,            // bpf_loop
-  FindVma,         // bpf_find_vma
-  AncestorCgroup,  // bpf_get_current_ancestor_cgroup_id from tracing programs
-  UprobeMulti,     // uprobe_multi links
-  UprobeSession,   // uprobe sessions: the entry decides whether the return is seen
-  NopEmulation,    // multi-byte nops (0f 1f) emulated in the trap, not single-stepped
-  PushEmulation,   // push %reg emulated in the trap
+  Btf,               // the kernel's own BTF: CO-RE and typed tracepoints
+  RingBuffer,        // BPF ring buffer
+  TaskStorage,       // task-local storage from tracing programs, bpf_get_current_task_btf
+  Cookies,           // BPF cookies on uprobes (bpf_get_attach_cookie)
+  Loop,              // bpf_loop
+  FindVma,           // bpf_find_vma
+  AncestorCgroup,    // bpf_get_current_ancestor_cgroup_id from tracing programs
+  UprobeMulti,       // uprobe_multi links
+  UprobeSession,     // uprobe sessions: the entry decides whether the return is seen
+  NopEmulation,      // multi-byte nops (0f 1f) emulated in the trap, not single-stepped
+  PushEmulation,     // push %reg emulated in the trap
+  OptimizedUprobes,  // a uprobe on a 10-byte nop rewritten into a call, kept by forked children
   kCount,
 };
 constexpr size_t kFeatureCount = size_t(Feature::kCount);

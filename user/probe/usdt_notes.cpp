@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <string_view>
 
 #include "allocscope.h"
@@ -15,29 +16,29 @@ namespace {
 
 // A stapsdt note's description: three addresses (probe, base, semaphore),
 // then the provider, the name and the arguments, each NUL-terminated.
-bool is_alloc_probe(const char* desc, size_t size) {
+std::optional<UsdtNote> parse_note(const char* desc, size_t size) {
   constexpr size_t kAddresses = 3 * sizeof(uint64_t);
-  if (size <= kAddresses) return false;
+  if (size <= kAddresses) return std::nullopt;
+  UsdtNote n;
+  std::memcpy(&n.pc, desc, sizeof n.pc);
+  std::memcpy(&n.semaphore, desc + 2 * sizeof(uint64_t), sizeof n.semaphore);
   std::string_view rest(desc + kAddresses, size - kAddresses);
-  size_t end = rest.find('\0');
-  if (end == std::string_view::npos || rest.substr(0, end) != AS_USDT_PROVIDER) return false;
-  rest.remove_prefix(end + 1);
-  end = rest.find('\0');
-  return end != std::string_view::npos && rest.substr(0, end) == "alloc";
+  for (std::string* field : {&n.provider, &n.name, &n.args}) {
+    size_t end = rest.find('\0');
+    if (end == std::string_view::npos) return std::nullopt;
+    *field = std::string(rest.substr(0, end));
+    rest.remove_prefix(end + 1);
+  }
+  return n;
 }
 
 }  // namespace
 
-Result<bool> has_in_process_probes(const std::string& path) {
-  auto file = ElfFile::open(path);
-  if (!file) return fail(file.error());
-  return has_in_process_probes(*file);
-}
-
-bool has_in_process_probes(const ElfFile& file) {
+std::vector<UsdtNote> usdt_notes(const ElfFile& file) {
+  std::vector<UsdtNote> out;
   Elf* elf = file.elf();
   size_t shstrndx;
-  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return false;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return out;
   for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
     GElf_Shdr shdr;
     if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE) continue;
@@ -51,9 +52,22 @@ bool has_in_process_probes(const ElfFile& file) {
       if (note.n_type != 3 || note.n_namesz != sizeof "stapsdt" ||
           std::memcmp(static_cast<const char*>(data->d_buf) + name_at, "stapsdt", note.n_namesz) != 0)
         continue;
-      if (is_alloc_probe(static_cast<const char*>(data->d_buf) + desc_at, note.n_descsz)) return true;
+      if (auto n = parse_note(static_cast<const char*>(data->d_buf) + desc_at, note.n_descsz))
+        out.push_back(std::move(*n));
     }
   }
+  return out;
+}
+
+Result<bool> has_in_process_probes(const std::string& path) {
+  auto file = ElfFile::open(path);
+  if (!file) return fail(file.error());
+  return has_in_process_probes(*file);
+}
+
+bool has_in_process_probes(const ElfFile& file) {
+  for (const UsdtNote& n : usdt_notes(file))
+    if (n.provider == AS_USDT_PROVIDER && n.name == "alloc") return true;
   return false;
 }
 

@@ -284,9 +284,11 @@ Result<bool> LibraryDiscovery::attach_in_process(pid_t pid, FileKey key, const s
     if (pid > 0)
       if (auto ok = session_.mark_in_process(uint32_t(pid)); !ok) return fail(ok.error());
   }
-  if (auto ok = session_.attach_in_process(system_wide_ ? 0 : pid, path); !ok) return fail(ok.error());
+  auto provider = session_.attach_in_process(system_wide_ ? 0 : pid, path);
+  if (!provider) return fail(provider.error());
   in_process_files_.insert(key);
-  if (verbose_) std::fprintf(stderr, "allocscope: in-process sampling probes in %s\n", shown.c_str());
+  if (verbose_)
+    std::fprintf(stderr, "allocscope: in-process sampling probes (%s) in %s\n", *provider, shown.c_str());
   return true;
 }
 
