@@ -15,7 +15,7 @@ home=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}
 cache=${ALLOCSCOPE_KERNEL_CACHE:-${XDG_CACHE_HOME:-$home/.cache}/allocscope/kernels}
 # Seconds per kernel, boot to power-off: over it is reported; a guest still
 # running at 2.5 times it has hung, and fails.
-budget=${ALLOCSCOPE_KERNEL_BUDGET:-240}
+budget=${ALLOCSCOPE_KERNEL_BUDGET:-300}
 
 # name | suite | metapackage | records or refuses | the features allocscope check must find missing
 # (first mainline kernels: uprobe_multi 6.6, uprobe sessions 6.13, multi-byte nop emulation after 6.12
