@@ -52,10 +52,9 @@ std::map<std::string, StackTotals> site_totals(const Recording& r) {
 }
 
 Recording decode_file(const std::string& out) {
-  auto rec = decode_pprof(read_text_file(out).value_or(""));
+  Recording rec = read_pprof(out);
   std::filesystem::remove(out);
-  EXPECT_TRUE(rec) << (rec ? "" : rec.error().message);
-  return rec ? *rec : Recording{};
+  return rec;
 }
 
 // allocscope record OPTIONS -- alloc_sites, with `preload` (if any) in the

@@ -36,10 +36,9 @@ Recording record_once(const std::vector<std::string>& options, const std::vector
   argv.insert(argv.end(), command.begin(), command.end());
   RunResult run_result = run(argv);
   EXPECT_EQ(run_result.status, 0) << run_result.err;
-  auto rec = decode_pprof(read_text_file(out).value_or(""));
+  Recording rec = read_pprof(out);
   std::filesystem::remove(out);
-  EXPECT_TRUE(rec) << (rec ? "" : rec.error().message);
-  return rec ? *rec : Recording{};
+  return rec;
 }
 
 // 30 recordings at a coarse rate: how often does each site's 95 % interval

@@ -23,12 +23,10 @@ constexpr int kThreads = 2;
 // Per program (the root frame's name without its pid), each site's totals.
 using SiteTotals = std::map<std::string, StackTotals>;
 std::map<std::string, SiteTotals> totals_by_program(const std::string& pprof) {
-  auto rec = decode_pprof(read_text_file(pprof).value_or(""));
-  EXPECT_TRUE(rec) << (rec ? "" : rec.error().message);
+  Recording rec = read_pprof(pprof);
   std::map<std::string, SiteTotals> by;
-  if (!rec) return by;
-  for (const RecSample& s : rec->samples) {
-    std::vector<std::string> names = frame_names(*rec, s);
+  for (const RecSample& s : rec.samples) {
+    std::vector<std::string> names = frame_names(rec, s);
     if (names.size() < 3) continue;
     std::string program = names[0].substr(0, names[0].rfind(" ("));
     for (const site_spec& site : kSites)

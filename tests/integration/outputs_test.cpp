@@ -312,11 +312,9 @@ TEST_F(Outputs, LeaksFindsTheLeakNotTheChurnOrTheCache) {
 // Live bytes per allocating function (the allocator's caller) in a saved profile.
 std::map<std::string, double> live_by_site(const std::string& file) {
   std::map<std::string, double> live;
-  auto rec = decode_pprof(slurp(file));
-  EXPECT_TRUE(rec) << file << ": " << (rec ? "" : rec.error().message);
-  if (!rec) return live;
-  for (const RecSample& s : rec->samples) {
-    std::vector<std::string> names = frame_names(*rec, s);
+  Recording rec = read_pprof(file);
+  for (const RecSample& s : rec.samples) {
+    std::vector<std::string> names = frame_names(rec, s);
     live[names.size() >= 2 ? names[names.size() - 2] : "?"] += s.totals.live_bytes;
   }
   return live;

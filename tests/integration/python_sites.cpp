@@ -53,19 +53,18 @@ std::map<std::string, int64_t> parse_lines(const std::string& out) {
 // Through the C library (all_sizes false) the small sites need not be seen.
 void expect_lines(const std::string& pprof, const std::map<std::string, int64_t>& lines,
                   const std::string& file, const std::string& leaf, bool all_sizes) {
-  auto rec = decode_pprof(read_text_file(pprof).value_or(""));
-  ASSERT_TRUE(rec) << rec.error().message;
-  auto name = [&](const RecLine& l) { return rec->functions[l.function].name; };
+  Recording rec = read_pprof(pprof);
+  auto name = [&](const RecLine& l) { return rec.functions[l.function].name; };
   std::set<std::string> seen;
   size_t wrong = 0;
-  for (const RecSample& s : rec->samples) {
-    if (s.locations.empty() || name(rec->locations[s.locations[0]].lines.at(0)) != leaf) continue;
+  for (const RecSample& s : rec.samples) {
+    if (s.locations.empty() || name(rec.locations[s.locations[0]].lines.at(0)) != leaf) continue;
     for (uint32_t at : s.locations)
-      for (const RecLine& l : rec->locations[at].lines) {
+      for (const RecLine& l : rec.locations[at].lines) {
         auto it = lines.find(name(l));
         if (it == lines.end()) continue;
         seen.insert(it->first);
-        const std::string& in = rec->functions[l.function].filename;
+        const std::string& in = rec.functions[l.function].filename;
         if ((l.line != it->second || in != file) && ++wrong <= 5)
           ADD_FAILURE() << it->first << " at " << in << ":" << l.line << ", not line " << it->second;
       }

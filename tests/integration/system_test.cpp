@@ -418,11 +418,10 @@ TEST(AllProcesses, OneProcessCannotFillTheLiveTable) {
     c->signal(SIGUSR1);
     EXPECT_EQ(c->wait(), 0);
   }
-  auto r = decode_pprof(read_text_file(out).value_or(""));
-  ASSERT_TRUE(r) << r.error();
+  Recording r = read_pprof(out);
   std::map<uint32_t, uint64_t> live;
-  for (const RecSample& s : r->samples) live[s.pid] += s.totals.live_samples;
-  std::map<std::string, uint64_t> counters(r->counters.begin(), r->counters.end());
+  for (const RecSample& s : r.samples) live[s.pid] += s.totals.live_samples;
+  std::map<std::string, uint64_t> counters(r.counters.begin(), r.counters.end());
   std::printf("  live samples: big %llu, small %llu; refused by the share %llu\n",
               (unsigned long long)live[uint32_t(big.pid())], (unsigned long long)live[uint32_t(small.pid())],
               (unsigned long long)counters["dropped_live_share"]);
