@@ -416,7 +416,9 @@ void EventSink::finish_exact(uint32_t instance, bool keep_live) {
   auto ids = instance_stacks_.find(instance);
   if (ids == instance_stacks_.end()) return;
   if (!keep_live) {
-    absorb_exact(hooks_.kernel.exact_totals(ids->second));
+    std::vector<ExactEntry> totals = hooks_.kernel.exact_totals(ids->second);
+    for (const auto& [id, t] : totals) stale_entries_ += t.allocs > t.frees ? t.allocs - t.frees : 0;
+    absorb_exact(totals);
     for (uint64_t id : ids->second) {
       if (auto it = stacks_.find(id); it != stacks_.end())
         if (auto stack = profile_stack(it->second)) profile_.release_live(*stack);

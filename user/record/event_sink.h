@@ -74,7 +74,13 @@ class EventSink {
   std::vector<as_live_key> stale_live(std::span<const std::pair<as_live_key, as_live_value>> live) const;
   void set_live_times(std::span<const std::pair<as_live_key, as_live_value>> live);
   bool has_stale_live() const { return !ended_ids_.empty(); }
-  void forget_stale_ids() { ended_ids_.clear(); }
+  // How many entries those are: their stacks' allocations less frees when
+  // their instances ended (fewer if some were never entered: a full map).
+  uint64_t stale_live_entries() const { return stale_entries_; }
+  void forget_stale_ids() {
+    ended_ids_.clear();
+    stale_entries_ = 0;
+  }
   // Exact mode: whether the kernel still keeps totals of the instance's
   // stacks (it has not ended, or it is a root kept to the end).
   bool has_kernel_totals(uint32_t instance) const { return instance_stacks_.contains(instance); }
@@ -190,6 +196,7 @@ class EventSink {
   std::unordered_map<uint32_t, std::vector<uint64_t>> instance_stacks_;  // instance -> its stack ids
   std::unordered_map<uint64_t, as_exact_totals> exact_seen_;             // what absorb_exact added so far
   std::unordered_set<uint64_t> ended_ids_;  // stack ids of ended instances, until their live entries go
+  uint64_t stale_entries_ = 0;              // the live entries they left
   static constexpr size_t kMaxRefused = 1 << 16;
   std::unordered_set<uint64_t> refused_;  // stack ids the full table turned away (bounded: drop reports)
   std::map<uint32_t, ProcessDrops> drops_;
