@@ -50,6 +50,7 @@ struct thread_sampler {
   uint32_t seeded;
   uint64_t stack_lo, stack_hi; /* the thread's stack, once a trial needed it (hi 1: unknown) */
   uint32_t writing;            /* writing a record into the ring (a signal handler's is dropped) */
+  uint32_t tid, tid_in;        /* gettid(), asked once in process tid_in (a forked child's thread differs) */
 };
 static __thread struct thread_sampler tls __attribute__((tls_model("initial-exec")));
 
@@ -147,6 +148,16 @@ static uint64_t stack_end_of(uint64_t sp) {
  * probe site for every entry point (each site is a uprobe to attach, and to
  * remove: ~0.1 s each), in a function the entry point calls: the tracer
  * skips these two frames of ours (bpf/allocscope.h, AS_USDT_OWN_FRAMES). */
+/* The calling thread's id for a record of process pid: gettid() is a
+ * system call, asked again only in another process. */
+static uint32_t thread_id(struct thread_sampler *t, uint32_t pid) {
+  if (t->tid_in != pid) {
+    t->tid = (uint32_t)gettid();
+    t->tid_in = pid;
+  }
+  return t->tid;
+}
+
 __attribute__((noinline, cold)) static void fire_alloc(void *p, uint64_t size, uint64_t offset,
                                                        uint32_t code) {
   uint64_t weight = size;
@@ -160,7 +171,8 @@ __attribute__((noinline, cold)) static void fire_alloc(void *p, uint64_t size, u
       return;
     }
     self->writing = 1;
-    struct as_trial_alloc t = {.tid = (uint32_t)gettid(),
+    uint32_t pid = as_channel_pid(ring);
+    struct as_trial_alloc t = {.tid = thread_id(self, pid),
                                .addr = (uint64_t)(uintptr_t)p,
                                .size = size,
                                .weight = weight,
@@ -171,7 +183,7 @@ __attribute__((noinline, cold)) static void fire_alloc(void *p, uint64_t size, u
     AS_CAPTURE_REGS(t.walk.ip, t.walk.sp, t.walk.bp);
     t.walk.skip = AS_USDT_OWN_FRAMES_FULL;
     t.walk.stack_end = stack_end_of(t.walk.sp);
-    as_trial_write_alloc(ring, as_channel_pid(ring), &t);
+    as_trial_write_alloc(ring, pid, &t);
     self->writing = 0;
     return;
   }
@@ -212,7 +224,8 @@ __attribute__((noinline, cold)) static void fire_free(void *p) {
     as_ring_count_lost(ring, 0);
   } else {
     self->writing = 1;
-    as_trial_write_free(ring, as_channel_pid(ring), (uint32_t)gettid(), (uint64_t)(uintptr_t)p);
+    uint32_t pid = as_channel_pid(ring);
+    as_trial_write_free(ring, pid, thread_id(self, pid), (uint64_t)(uintptr_t)p);
     self->writing = 0;
   }
 }

@@ -71,8 +71,33 @@ static void set_hello_path(const char *socket_path) {
 
 /* A socket of its own for each hello: no descriptor is kept that the
  * program could close and reuse for a file of its own. Never waits. */
+/* getpid(), kept in a page the kernel wipes in every child that does not
+ * share this memory (MADV_WIPEONFORK, Linux 4.14): a child asks again
+ * however it was made (fork, or clone() past atfork handlers), and a trial
+ * makes no system call for it. (A vfork child shares the page: it says its
+ * parent's id, and may not allocate anyway.) */
+static uint32_t *pid_page;
+
+static void make_pid_page(void) {
+  void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return;
+  if (madvise(p, 4096, MADV_WIPEONFORK) != 0) {
+    munmap(p, 4096);
+    return;
+  }
+  pid_page = (uint32_t *)p;
+}
+
+static uint32_t current_pid(void) {
+  uint32_t pid = pid_page ? __atomic_load_n(pid_page, __ATOMIC_RELAXED) : 0;
+  if (pid) return pid;
+  pid = (uint32_t)getpid();
+  if (pid_page) __atomic_store_n(pid_page, pid, __ATOMIC_RELAXED);
+  return pid;
+}
+
 uint32_t as_channel_pid(const struct as_ring_header *h) {
-  uint32_t pid = (uint32_t)getpid(); /* not cached: clone() and vfork skip atfork */
+  uint32_t pid = current_pid();
   if (__atomic_load_n(&hello_said, __ATOMIC_RELAXED) == pid || !hello_to.sun_path[0]) return pid;
   struct as_channel_hello m = {.ring = h->number, .pid = pid};
   int saved = errno; /* an allocation leaves errno as it was */
@@ -104,6 +129,7 @@ struct as_ring_header *as_channel_connect(const char *socket_path) {
     }
   }
   close(sock);
+  if (h) make_pid_page();
   return h;
 }
 
