@@ -87,7 +87,7 @@ TEST(Go, EverySitesAllocatedBytesAgreeWithTheTruth) {
       for (const GoSite& s : sites) {
         double truth = s.calls * s.size, got = go_site_bytes(f, s.function);
         if (exact)
-          EXPECT_EQ(got, truth) << s.function;
+          EXPECT_EQ(got, truth) << s.function << "\n" << r.err;  // the summary: drops, counters
         else
           EXPECT_LE(std::abs(got - truth), kMaxZ * ht_sigma(s.calls, s.size, 512 * 1024, true))
               << s.function << ": " << got << " of " << truth;
