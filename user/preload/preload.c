@@ -144,10 +144,6 @@ static uint64_t stack_end_of(uint64_t sp) {
   return as_stack_end_of(sp, &t->stack_lo, &t->stack_hi, &t->depth);
 }
 
-/* The sampled allocation leaves the process: remembered, then probed. One
- * probe site for every entry point (each site is a uprobe to attach, and to
- * remove: ~0.1 s each), in a function the entry point calls: the tracer
- * skips these two frames of ours (bpf/allocscope.h, AS_USDT_OWN_FRAMES). */
 /* The calling thread's id for a record of process pid: gettid() is a
  * system call, asked again only in another process. */
 static uint32_t thread_id(struct thread_sampler *t, uint32_t pid) {
@@ -158,6 +154,10 @@ static uint32_t thread_id(struct thread_sampler *t, uint32_t pid) {
   return t->tid;
 }
 
+/* The sampled allocation leaves the process: remembered, then probed. One
+ * probe site for every entry point (each site is a uprobe to attach, and to
+ * remove: ~0.1 s each), in a function the entry point calls: the tracer
+ * skips these two frames of ours (bpf/allocscope.h, AS_USDT_OWN_FRAMES). */
 __attribute__((noinline, cold)) static void fire_alloc(void *p, uint64_t size, uint64_t offset,
                                                        uint32_t code) {
   uint64_t weight = size;

@@ -69,8 +69,6 @@ static void set_hello_path(const char *socket_path) {
   memcpy(hello_to.sun_path + dir, AS_CHANNEL_HELLO_NAME, sizeof AS_CHANNEL_HELLO_NAME);
 }
 
-/* A socket of its own for each hello: no descriptor is kept that the
- * program could close and reuse for a file of its own. Never waits. */
 /* getpid(), kept in a page the kernel wipes in every child that does not
  * share this memory (MADV_WIPEONFORK, Linux 4.14): a child asks again
  * however it was made (fork, or clone() past atfork handlers), and a trial
@@ -96,6 +94,8 @@ static uint32_t current_pid(void) {
   return pid;
 }
 
+/* A socket of its own for each hello: no descriptor is kept that the
+ * program could close and reuse for a file of its own. Never waits. */
 uint32_t as_channel_pid(const struct as_ring_header *h) {
   uint32_t pid = current_pid();
   if (__atomic_load_n(&hello_said, __ATOMIC_RELAXED) == pid || !hello_to.sun_path[0]) return pid;

@@ -421,7 +421,8 @@ Result<const char*> BpfSession::attach_in_process(pid_t pid, const std::string& 
 Result<const char*> BpfSession::attach_in_process_now(pid_t pid, const std::string& path) {
   bool rewritten = kernel_->has(Feature::OptimizedUprobes);
   for (const char* provider : {AS_USDT_FAST_PROVIDER, AS_USDT_PROVIDER}) {
-    if (provider != std::string_view(AS_USDT_PROVIDER) && !rewritten) continue;
+    bool twins = provider == std::string_view(AS_USDT_FAST_PROVIDER);
+    if (twins && !rewritten) continue;
     std::vector<Link> made;
     int err = 0;
     for (auto [prog, name] :
@@ -435,7 +436,7 @@ Result<const char*> BpfSession::attach_in_process_now(pid_t pid, const std::stri
       made.emplace_back(link);
     }
     // No twins in the file (or refused): otel_memory's probes.
-    if (err && provider != std::string_view(AS_USDT_PROVIDER)) continue;
+    if (err && twins) continue;
     if (err)
       return fail(
           attach_error(std::string("attach USDT probes ") + provider + ":* (" + path + ")", pid, err));
