@@ -62,45 +62,57 @@ double go_site_bytes(const Folded& folded, const std::string& function) {
   return sum;
 }
 
-// Each site's allocated bytes: sampled, within kMaxZ standard deviations
-// (four checks a binary, each wrong by chance with probability below
-// 1.8e-7); exact (--rate 1), equal.
-TEST(Go, EverySitesAllocatedBytesAgreeWithTheTruth) {
-  REQUIRE_BPF();
-  std::vector<std::string> binaries = {GO_SITES_BIN, GO_SITES_STRIPPED_BIN};
-  if (std::string newer = NEWER_GO_SITES_BIN; !newer.empty())  // the newest Debian's Go (1.24)
-    binaries.insert(binaries.end(), {newer, newer + "_stripped"});
-  else
-    ADD_FAILURE()
-        << "go_sites was not built with a newer Go: configure with -DALLOCSCOPE_NEWER_GO (./dev.sh does)";
-  for (const std::string& binary : binaries)
-    for (bool exact : {false, true}) {
-      SCOPED_TRACE(binary + (exact ? " exact" : " sampled"));
-      std::string folded = temp_path("go-sites.folded"), json = temp_path("go-sites.json");
-      std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "-o", folded, "-o", json, "--", binary};
-      if (exact) argv.insert(argv.begin() + 2, {"--rate", "1"});
-      RunResult r = run(argv);
-      ASSERT_EQ(r.status, 0) << r.err;
-      std::vector<GoSite> sites = go_sites_said(r.out);
-      ASSERT_EQ(sites.size(), 4u) << r.out;
-      Folded f = read_folded(folded);
-      for (const GoSite& s : sites) {
-        double truth = s.calls * s.size, got = go_site_bytes(f, s.function);
-        if (exact)
-          EXPECT_EQ(got, truth) << s.function << "\n" << r.err;  // the summary: drops, counters
-        else
-          EXPECT_LE(std::abs(got - truth), kMaxZ * ht_sigma(s.calls, s.size, 512 * 1024, true))
-              << s.function << ": " << got << " of " << truth;
-      }
-      EXPECT_NE(r.err.find("note: 1 Go program(s) ran, their heap sampled at runtime.mallocgc"),
-                std::string::npos)
-          << r.err;
-      EXPECT_EQ(counters_of(json)["go_programs_sampled"], 1);
-      EXPECT_EQ(counters_of(json)["go_programs"], 0);
-      std::remove(folded.c_str());
-      std::remove(json.c_str());
-    }
+// The go_sites program as each Go builds it: bookworm's (1.19) and the newest
+// Debian release's (1.24, fetched by ./dev.sh), each also stripped.
+std::string go_sites_binary(const std::string& build) {
+  std::string newer = NEWER_GO_SITES_BIN;
+  if (build == "Debian12") return GO_SITES_BIN;
+  if (build == "Debian12Stripped") return GO_SITES_STRIPPED_BIN;
+  if (newer.empty()) return "";
+  return build == "Debian13" ? newer : newer + "_stripped";
 }
+
+class GoSites : public ::testing::TestWithParam<const char*> {};
+
+// Each site's allocated bytes: sampled, within kMaxZ standard deviations
+// (four checks a build, each wrong by chance with probability below
+// 1.8e-7); exact (--rate 1), equal.
+TEST_P(GoSites, AllocatedBytesAgreeWithTheTruth) {
+  REQUIRE_BPF();
+  std::string binary = go_sites_binary(GetParam());
+  ASSERT_FALSE(binary.empty())
+      << "go_sites was not built with a newer Go: configure with -DALLOCSCOPE_NEWER_GO (./dev.sh does)";
+  for (bool exact : {false, true}) {
+    SCOPED_TRACE(binary + (exact ? " exact" : " sampled"));
+    std::string folded = temp_path("go-sites.folded"), json = temp_path("go-sites.json");
+    std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "-o", folded, "-o", json, "--", binary};
+    if (exact) argv.insert(argv.begin() + 2, {"--rate", "1"});
+    RunResult r = run(argv);
+    ASSERT_EQ(r.status, 0) << r.err;
+    std::vector<GoSite> sites = go_sites_said(r.out);
+    ASSERT_EQ(sites.size(), 4u) << r.out;
+    Folded f = read_folded(folded);
+    for (const GoSite& s : sites) {
+      double truth = s.calls * s.size, got = go_site_bytes(f, s.function);
+      if (exact)
+        EXPECT_EQ(got, truth) << s.function << "\n" << r.err;  // the summary: drops, counters
+      else
+        EXPECT_LE(std::abs(got - truth), kMaxZ * ht_sigma(s.calls, s.size, 512 * 1024, true))
+            << s.function << ": " << got << " of " << truth;
+    }
+    EXPECT_NE(r.err.find("note: 1 Go program(s) ran, their heap sampled at runtime.mallocgc"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(counters_of(json)["go_programs_sampled"], 1);
+    EXPECT_EQ(counters_of(json)["go_programs"], 0);
+    std::remove(folded.c_str());
+    std::remove(json.c_str());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Go, GoSites,
+                         ::testing::Values("Debian12", "Debian12Stripped", "Debian13", "Debian13Stripped"),
+                         [](const auto& info) { return std::string(info.param); });
 
 // --all: a Go program started while the whole machine is recorded is held
 // at its exec until its allocator is probed: exact from its first call.

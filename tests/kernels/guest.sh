@@ -98,7 +98,9 @@ tests=(
   Python.SampledSitesOfAnAttachedInterpreter
   PythonLibraries.TheWholeMachineWalksLibraryRuntimesStartedAnyTime
   PythonLibraries.AProgramEmbeddingLibpythonIsExact
-  Go.EverySitesAllocatedBytesAgreeWithTheTruth
+  # Each Go release once, one of them stripped (the host runs all four builds)
+  Go/GoSites.AllocatedBytesAgreeWithTheTruth/Debian12
+  Go/GoSites.AllocatedBytesAgreeWithTheTruth/Debian13Stripped
   Go.AttachingToARunningGoProgramSamplesItsHeap
   GoHeap.AProgramStartedDuringAllAgreesWithItsOwnProfile
 )
