@@ -6,7 +6,9 @@ A file in layer L may include headers of L and of the layers below it; the
 BPF ABI headers (bpf/) and system headers may be included anywhere. cli/ is
 the top floor and sees only the entry points of record and report and the
 base layer (and the agent's). user/preload/ is a C library loaded into traced programs: it
-includes no layer at all. Prints each offending include as file:line and exits 1.
+includes no layer at all. Inside a layer with rooms (ROOMS), a file includes its layer's
+top-level headers and those of its own room and the rooms before it; a top-level header
+includes no room. Prints each offending include as file:line and exits 1.
 """
 import pathlib
 import re
@@ -14,12 +16,31 @@ import sys
 
 LAYERS = ["base", "stats", "model", "host", "symbols", "output", "probe", "record", "report", "agent", "check"]
 CLI_ALLOWED = {"record/record.h", "report/report.h", "agent/agent.h", "check/check.h"}
+ROOMS = {"record": ["events", "discovery", "view", "session"]}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
 def layer_of(header):
     first = header.split("/", 1)[0]
     return first if "/" in header and first in LAYERS else None
+
+
+def room_of(parts):
+    """The room of a path's parts below user/ ('' for a layer's top level)."""
+    return parts[1] if len(parts) > 2 and parts[1] in ROOMS.get(parts[0], []) else ""
+
+
+def room_violation(own_parts, header):
+    """Why an include from a file (its parts below user/) breaks its layer's rooms, or None."""
+    layer, rooms = own_parts[0], ROOMS.get(own_parts[0])
+    target = header.split("/")
+    if not rooms or target[0] != layer:
+        return None
+    own_room, target_room = room_of(own_parts), room_of(target)
+    rank = lambda room: rooms.index(room) + 1 if room else 0
+    if rank(target_room) > rank(own_room):
+        return f"{layer}/{own_room or '(top)'} includes {header} from the later room {target_room}"
+    return None
 
 
 def includes(path):
@@ -49,6 +70,9 @@ def violations(root):
             target = layer_of(m.group(1))
             if target and LAYERS.index(target) > LAYERS.index(own):
                 bad.append((path, n, f"{own} includes {m.group(1)} from the higher layer {target}"))
+            why = room_violation(path.relative_to(root / "user").parts, m.group(1))
+            if why:
+                bad.append((path, n, why))
     for path in sorted(p for p in (root / "cli").rglob("*") if p.suffix in (".h", ".cpp")):
         for n, line in enumerate(path.read_text().splitlines(), 1):
             m = INCLUDE.match(line)

@@ -14,7 +14,7 @@
 #include "host/perf_map.h"
 #include "host/proc_maps.h"
 #include "host/process.h"
-#include "record/process_filter.h"
+#include "record/discovery/filter_verdicts.h"
 
 using namespace allocscope;
 

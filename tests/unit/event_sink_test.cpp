@@ -1,6 +1,6 @@
 // The event path without a kernel: records as the BPF program writes them,
 // fed to the sink.
-#include "record/event_sink.h"
+#include "record/events/event_sink.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -15,7 +15,7 @@
 
 #include "fake_sink_hooks.h"
 #include "record/clocks.h"
-#include "record/process_filter.h"
+#include "record/discovery/filter_verdicts.h"
 
 namespace allocscope {
 namespace {

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "record/sink_hooks.h"
+#include "record/events/sink_hooks.h"
 
 namespace allocscope {
 

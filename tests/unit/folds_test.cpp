@@ -1,6 +1,6 @@
 // The folded instances of a long recording, and how a delta begun before a
 // fold sees through it.
-#include "record/folds.h"
+#include "record/view/folds.h"
 
 #include <gtest/gtest.h>
 

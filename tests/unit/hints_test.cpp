@@ -1,5 +1,5 @@
 // The advice a recording gives about itself.
-#include "record/hints.h"
+#include "record/view/hints.h"
 
 #include <gtest/gtest.h>
 

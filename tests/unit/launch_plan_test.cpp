@@ -1,6 +1,6 @@
 // How a launched command is sampled: what a program's file allows, and the
 // words the summary and outputs use for it.
-#include "record/launch_plan.h"
+#include "record/session/launch_plan.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

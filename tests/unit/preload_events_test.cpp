@@ -4,7 +4,7 @@
 // their stacks in userspace with TableLoader's tables (no kernel holds
 // them). Every site's allocated and live bytes and objects are checked
 // against the program's exact truth at rate 1.
-#include "record/preload_events.h"
+#include "record/events/preload_events.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -29,8 +29,8 @@
 #include "probe/table_host.h"
 #include "probe/table_loader.h"
 #include "record/clocks.h"
-#include "record/event_sink.h"
-#include "record/session_hooks.h"
+#include "record/events/event_sink.h"
+#include "record/events/session_hooks.h"
 #include "symbols/symbolizer.h"
 #include "workload_spec.h"
 

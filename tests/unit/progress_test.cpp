@@ -1,4 +1,4 @@
-#include "record/progress.h"
+#include "record/view/progress.h"
 
 #include <gtest/gtest.h>
 

@@ -25,7 +25,7 @@
 #include "host/proc_maps.h"
 #include "host/process.h"
 #include "output/render.h"
-#include "record/recording_builder.h"
+#include "record/view/recording_builder.h"
 
 extern char** environ;
 

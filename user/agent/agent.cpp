@@ -21,7 +21,7 @@
 #include "host/files.h"
 #include "probe/kernel_features.h"
 #include "record/clocks.h"
-#include "record/stop_signals.h"
+#include "record/session/stop_signals.h"
 
 namespace allocscope {
 namespace {

@@ -15,17 +15,17 @@
 #include "model/timeline.h"
 #include "probe/bpf_session.h"
 #include "probe/table_loader.h"
-#include "record/event_sink.h"
-#include "record/folds.h"
-#include "record/launch_plan.h"
-#include "record/library_discovery.h"
+#include "record/discovery/filter_verdicts.h"
+#include "record/discovery/library_discovery.h"
+#include "record/events/event_sink.h"
+#include "record/events/python_stacks.h"
+#include "record/events/session_hooks.h"
 #include "record/live_view.h"
-#include "record/process_filter.h"
-#include "record/python_stacks.h"
 #include "record/record.h"
-#include "record/recording_builder.h"
-#include "record/session_hooks.h"
-#include "record/summary.h"
+#include "record/session/launch_plan.h"
+#include "record/view/folds.h"
+#include "record/view/recording_builder.h"
+#include "record/view/summary.h"
 #include "symbols/symbolizer.h"
 
 namespace allocscope {
@@ -60,8 +60,8 @@ struct SessionParts {
 
   std::unique_ptr<BpfSession> session;
   TableLoader tables;
-  ProcessFilter verdicts;
-  SessionState kernel;
+  FilterVerdicts verdicts;
+  BpfKernelState kernel;
   SessionUnwind unwind;
   LibraryDiscovery libraries;
   PythonStacks python;

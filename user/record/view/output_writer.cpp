@@ -1,4 +1,4 @@
-#include "record/output_writer.h"
+#include "record/view/output_writer.h"
 
 #include <sys/stat.h>
 

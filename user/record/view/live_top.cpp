@@ -1,4 +1,4 @@
-#include "record/live_top.h"
+#include "record/view/live_top.h"
 
 #include <unistd.h>
 

@@ -9,14 +9,14 @@
 
 #include "probe/bpf_session.h"
 #include "probe/table_loader.h"
-#include "record/sink_hooks.h"
+#include "record/events/sink_hooks.h"
 #include "symbols/symbolizer.h"
 
 namespace allocscope {
 
-class SessionState : public KernelState {
+class BpfKernelState : public KernelState {
  public:
-  explicit SessionState(BpfSession& session) : session_(session) {}
+  explicit BpfKernelState(BpfSession& session) : session_(session) {}
 
   void forget_live(uint32_t tgid, std::span<const uint64_t> addrs) override {
     session_.forget_live(tgid, addrs);

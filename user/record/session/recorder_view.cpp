@@ -4,9 +4,9 @@
 #include <unordered_map>
 
 #include "record/clocks.h"
-#include "record/recorder.h"
-#include "record/recording_builder.h"
 #include "record/scope.h"
+#include "record/session/recorder.h"
+#include "record/view/recording_builder.h"
 
 namespace allocscope {
 

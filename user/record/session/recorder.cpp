@@ -1,7 +1,7 @@
 // The orchestrator of `allocscope record`: opens the session, attaches to or
 // launches the targets, runs the loop (recorder_loop.cpp) until the end, then
 // writes the outputs and the summary.
-#include "record/recorder.h"
+#include "record/session/recorder.h"
 
 #include <unistd.h>
 
@@ -25,20 +25,20 @@
 #include "probe/kernel_features.h"
 #include "probe/table_loader.h"
 #include "record/clocks.h"
-#include "record/event_sink.h"
-#include "record/launch_plan.h"
-#include "record/library_discovery.h"
-#include "record/live_top.h"
+#include "record/discovery/filter_verdicts.h"
+#include "record/discovery/library_discovery.h"
+#include "record/events/event_sink.h"
+#include "record/events/session_hooks.h"
 #include "record/messages.h"
-#include "record/output_writer.h"
-#include "record/preload_recorder.h"
-#include "record/process_filter.h"
-#include "record/progress.h"
 #include "record/record.h"
 #include "record/scope.h"
-#include "record/session_hooks.h"
-#include "record/stop_signals.h"
-#include "record/summary.h"
+#include "record/session/launch_plan.h"
+#include "record/session/preload_recorder.h"
+#include "record/session/stop_signals.h"
+#include "record/view/live_top.h"
+#include "record/view/output_writer.h"
+#include "record/view/progress.h"
+#include "record/view/summary.h"
 #include "symbols/symbolizer.h"
 
 namespace allocscope {

@@ -1,11 +1,11 @@
-#include "record/event_sink.h"
+#include "record/events/event_sink.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include "host/cgroup_names.h"
 #include "record/clocks.h"
-#include "record/python_stacks.h"
+#include "record/events/python_stacks.h"
 #include "stats/sampling.h"
 
 namespace allocscope {

@@ -1,4 +1,4 @@
-#include "record/python_stacks.h"
+#include "record/events/python_stacks.h"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>

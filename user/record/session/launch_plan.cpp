@@ -1,4 +1,4 @@
-#include "record/launch_plan.h"
+#include "record/session/launch_plan.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

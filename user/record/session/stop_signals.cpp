@@ -1,4 +1,4 @@
-#include "record/stop_signals.h"
+#include "record/session/stop_signals.h"
 
 #include <signal.h>
 

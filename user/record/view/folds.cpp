@@ -1,4 +1,4 @@
-#include "record/folds.h"
+#include "record/view/folds.h"
 
 namespace allocscope {
 

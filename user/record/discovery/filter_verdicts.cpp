@@ -1,4 +1,4 @@
-#include "record/process_filter.h"
+#include "record/discovery/filter_verdicts.h"
 
 #include <algorithm>
 
@@ -7,7 +7,7 @@
 
 namespace allocscope {
 
-ProcessFilter::ProcessFilter(const RecordConfig& config, BpfSession& session, CgroupNames& cgroup_names)
+FilterVerdicts::FilterVerdicts(const RecordConfig& config, BpfSession& session, CgroupNames& cgroup_names)
     : session_(session),
       cgroup_names_(cgroup_names),
       system_wide_(system_wide(config)),
@@ -24,14 +24,14 @@ bool cgroup_in_unit(std::string_view path, std::string_view unit) {
   return std::ranges::find(parts, unit) != parts.end();
 }
 
-Result<void> ProcessFilter::add_root(uint32_t tgid) {
+Result<void> FilterVerdicts::add_root(uint32_t tgid) {
   roots_.insert(tgid);
   return session_.set_verdict(tgid, AS_PROC_MEMBER);
 }
 
-Result<void> ProcessFilter::follow(uint32_t tgid) { return session_.set_verdict(tgid, AS_PROC_MEMBER); }
+Result<void> FilterVerdicts::follow(uint32_t tgid) { return session_.set_verdict(tgid, AS_PROC_MEMBER); }
 
-bool ProcessFilter::accept(uint32_t tgid, const std::string& comm, uint64_t cgroup) {
+bool FilterVerdicts::accept(uint32_t tgid, const std::string& comm, uint64_t cgroup) {
   bool yes = (!comm_filter_ || comm_filter_->found_in(comm)) && (unit_.empty() || in_unit(tgid, cgroup));
   // Every later process of the name (and cgroup) is judged in the kernel,
   // before it sends anything. A cgroup unknown here is not judged so.
@@ -52,7 +52,7 @@ bool ProcessFilter::accept(uint32_t tgid, const std::string& comm, uint64_t cgro
 // cgroup of the same name. The id the sample was taken in names the cgroup
 // even when the process is gone by now (short-lived, or allocscope behind);
 // a cgroup gone too leaves the process's own record.
-bool ProcessFilter::in_unit(uint32_t tgid, uint64_t cgroup) {
+bool FilterVerdicts::in_unit(uint32_t tgid, uint64_t cgroup) {
   if (auto it = in_unit_.find(cgroup); cgroup && it != in_unit_.end()) return it->second;
   std::string path = cgroup_names_.path_of(cgroup);
   if (path.empty()) return cgroup_in_unit(read_cgroup_path(pid_t(tgid)), unit_);
@@ -60,7 +60,7 @@ bool ProcessFilter::in_unit(uint32_t tgid, uint64_t cgroup) {
   return in_unit_[cgroup] = cgroup_in_unit(path, unit_);
 }
 
-void ProcessFilter::reject(uint32_t tgid) {
+void FilterVerdicts::reject(uint32_t tgid) {
   // Spares it the sampled path; a followed process stays followed, to be
   // judged again when it runs another program.
   if (system_wide_ && !roots_.contains(tgid))
@@ -68,7 +68,7 @@ void ProcessFilter::reject(uint32_t tgid) {
       ++verdicts_refused_;  // still sampled by the kernel; its samples are dropped here
 }
 
-RejectedLoss ProcessFilter::rejected_loss() const {
+RejectedLoss FilterVerdicts::rejected_loss() const {
   RejectedLoss l;
   if (!judge_names_) return l;
   for (const auto& [tgid, d] : session_.unjudged_drops())
@@ -79,7 +79,7 @@ RejectedLoss ProcessFilter::rejected_loss() const {
   return l;
 }
 
-bool ProcessFilter::judge_name(uint32_t tgid, const std::string& comm) {
+bool FilterVerdicts::judge_name(uint32_t tgid, const std::string& comm) {
   // By name alone: --unit's judgement needs the cgroup of a sample.
   if (!judge_names_ || !unit_.empty()) return false;
   auto judged = judged_names_.find(comm);
@@ -93,13 +93,13 @@ bool ProcessFilter::judge_name(uint32_t tgid, const std::string& comm) {
   return !judged->second && !roots_.contains(tgid) && !session_.has_verdict(tgid);
 }
 
-void ProcessFilter::unaccept(uint32_t tgid, bool) {
+void FilterVerdicts::unaccept(uint32_t tgid, bool) {
   // The kernel forgot the verdict at exec or exit; one written after that
   // moment is undone here (a new program is judged again).
   if (judge_names_ && !roots_.contains(tgid)) session_.clear_verdict_if(tgid, AS_PROC_ACCEPTED);
 }
 
-void ProcessFilter::unreject(uint32_t tgid, bool exited) {
+void FilterVerdicts::unreject(uint32_t tgid, bool exited) {
   // The verdict was written for the program that was sampled; the process
   // has since run another or exited, so whatever the kernel did at that
   // moment is done again here, after the write.

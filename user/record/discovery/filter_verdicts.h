@@ -12,8 +12,8 @@
 #include "base/result.h"
 #include "host/cgroup_names.h"
 #include "probe/bpf_session.h"
+#include "record/events/sink_hooks.h"
 #include "record/record.h"
-#include "record/sink_hooks.h"
 
 namespace allocscope {
 
@@ -27,9 +27,9 @@ struct RejectedLoss {
   uint64_t samples = 0, bytes = 0;
 };
 
-class ProcessFilter : public ProcessVerdicts {
+class FilterVerdicts : public ProcessVerdicts {
  public:
-  ProcessFilter(const RecordConfig& config, BpfSession& session, CgroupNames& cgroup_names);
+  FilterVerdicts(const RecordConfig& config, BpfSession& session, CgroupNames& cgroup_names);
 
   // A process recorded until it exits, whatever its name: a member of the
   // kernel's table that keeps its live samples at exit.

@@ -1,4 +1,4 @@
-#include "record/hints.h"
+#include "record/view/hints.h"
 
 namespace allocscope {
 namespace {

@@ -24,8 +24,8 @@
 #include "allocscope.h"
 #include "model/process_table.h"
 #include "model/profile.h"
-#include "record/sink_hooks.h"
-#include "record/waiting_events.h"
+#include "record/events/sink_hooks.h"
+#include "record/events/waiting_events.h"
 #include "symbols/symbolizer.h"
 
 namespace allocscope {

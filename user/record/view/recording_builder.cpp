@@ -1,4 +1,4 @@
-#include "record/recording_builder.h"
+#include "record/view/recording_builder.h"
 
 #include <algorithm>
 #include <map>

@@ -1,4 +1,4 @@
-#include "record/waiting_events.h"
+#include "record/events/waiting_events.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "record/summary.h"
+#include "record/view/summary.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -9,10 +9,10 @@
 #include "model/loss.h"
 #include "output/table.h"
 #include "output/text_format.h"
-#include "record/hints.h"
+#include "record/events/python_stacks.h"
 #include "record/messages.h"
-#include "record/python_stacks.h"
 #include "record/scope.h"
+#include "record/view/hints.h"
 
 namespace allocscope {
 namespace {

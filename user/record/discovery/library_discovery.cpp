@@ -1,4 +1,4 @@
-#include "record/library_discovery.h"
+#include "record/discovery/library_discovery.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

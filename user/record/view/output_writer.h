@@ -8,7 +8,7 @@
 #include "model/profile.h"
 #include "model/recording.h"
 #include "record/record.h"
-#include "record/recording_builder.h"
+#include "record/view/recording_builder.h"
 #include "symbols/symbolizer.h"
 
 namespace allocscope {

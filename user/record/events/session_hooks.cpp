@@ -1,4 +1,4 @@
-#include "record/session_hooks.h"
+#include "record/events/session_hooks.h"
 
 #include <chrono>
 

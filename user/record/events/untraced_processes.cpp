@@ -1,4 +1,4 @@
-#include "record/untraced_processes.h"
+#include "record/events/untraced_processes.h"
 
 #include <algorithm>
 #include <filesystem>

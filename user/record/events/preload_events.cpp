@@ -1,4 +1,4 @@
-#include "record/preload_events.h"
+#include "record/events/preload_events.h"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>

@@ -10,11 +10,11 @@
 #include "model/profile.h"
 #include "probe/bpf_session.h"
 #include "probe/table_loader.h"
-#include "record/event_sink.h"
+#include "record/discovery/filter_verdicts.h"
+#include "record/events/event_sink.h"
 #include "record/live_view.h"
-#include "record/process_filter.h"
-#include "record/progress.h"
 #include "record/record.h"
+#include "record/view/progress.h"
 
 namespace allocscope {
 

@@ -12,13 +12,13 @@
 #include "output/timeline.h"
 #include "record/clocks.h"
 #include "record/messages.h"
-#include "record/output_writer.h"
-#include "record/progress.h"
-#include "record/recorder.h"
-#include "record/recording_builder.h"
 #include "record/scope.h"
-#include "record/stop_signals.h"
-#include "record/summary.h"
+#include "record/session/recorder.h"
+#include "record/session/stop_signals.h"
+#include "record/view/output_writer.h"
+#include "record/view/progress.h"
+#include "record/view/recording_builder.h"
+#include "record/view/summary.h"
 
 namespace allocscope {
 namespace {

@@ -1,4 +1,4 @@
-#include "record/preload_recorder.h"
+#include "record/session/preload_recorder.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -26,17 +26,17 @@
 #include "probe/table_host.h"
 #include "probe/table_loader.h"
 #include "record/clocks.h"
-#include "record/event_sink.h"
-#include "record/launch_plan.h"
+#include "record/events/event_sink.h"
+#include "record/events/preload_events.h"
+#include "record/events/session_hooks.h"
+#include "record/events/untraced_processes.h"
 #include "record/messages.h"
-#include "record/output_writer.h"
-#include "record/preload_events.h"
-#include "record/progress.h"
-#include "record/recorder.h"
-#include "record/session_hooks.h"
-#include "record/stop_signals.h"
-#include "record/summary.h"
-#include "record/untraced_processes.h"
+#include "record/session/launch_plan.h"
+#include "record/session/recorder.h"
+#include "record/session/stop_signals.h"
+#include "record/view/output_writer.h"
+#include "record/view/progress.h"
+#include "record/view/summary.h"
 #include "symbols/elf_file.h"
 #include "symbols/go_build.h"
 #include "symbols/symbolizer.h"
@@ -45,7 +45,7 @@ namespace allocscope {
 namespace {
 
 // No kernel holds samples, files or held processes.
-struct NoKernel final : KernelState {
+struct NoKernelState final : KernelState {
   void forget_live(uint32_t, std::span<const uint64_t>) override {}
   std::vector<ExactEntry> exact_totals(std::span<const uint64_t>) override { return {}; }
   void forget_exact(std::span<const uint64_t>) override {}
@@ -62,7 +62,7 @@ struct NoProbes final : LibraryWatch {
 
 // Every process of the launched tree is recorded; the command's own keeps
 // at its exit what it never freed (as a root does on the kernel's path).
-struct LaunchedTree final : ProcessVerdicts {
+struct LaunchedTreeVerdicts final : ProcessVerdicts {
   uint32_t root = 0;
   bool accept(uint32_t, const std::string&, uint64_t) override { return true; }
   void reject(uint32_t) override {}
@@ -108,8 +108,8 @@ class PreloadRecorder {
   Symbolizer symbolizer_;
   UserspaceTableHost host_;
   TableLoader tables_{host_, config_.max_unwind_rows, config_.verbose};
-  LaunchedTree verdicts_;
-  NoKernel kernel_;
+  LaunchedTreeVerdicts verdicts_;
+  NoKernelState kernel_;
   NoProbes probes_;
   SessionUnwind unwind_{tables_, symbolizer_, true};
   EventSink sink_{

@@ -24,8 +24,8 @@
 #include "base/unique_fd.h"
 #include "host/proc_maps.h"
 #include "probe/bpf_session.h"
+#include "record/events/sink_hooks.h"
 #include "record/record.h"
-#include "record/sink_hooks.h"
 #include "symbols/symbolizer.h"
 
 namespace allocscope {

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "record/clocks.h"
-#include "record/event_sink.h"
-#include "record/python_stacks.h"
+#include "record/events/event_sink.h"
+#include "record/events/python_stacks.h"
 
 namespace allocscope {
 
