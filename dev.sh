@@ -238,15 +238,14 @@ check() {
 # Line tables only (-g1, what the reports' stacks need) and the tests' own
 # code at -O1 (tests/CMakeLists.txt): GCC's -O2 -g took 17 minutes on two
 # cores. GCC, as the main build: clang removes the C++ workloads' unused
-# new/delete pairs, so their sites vanish. No benchmarks: no test needs them.
+# new/delete pairs, so their sites vanish.
 sanitized_build() {
   # No -Werror: GCC 12 warns falsely (-Wrestrict) in code the sanitizers instrument.
   local go
   go=$(newer_go)
   cmake -S . -B "$BUILD-sanitize" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
-    -DALLOCSCOPE_SANITIZE=ON -DALLOCSCOPE_WERROR=OFF -DALLOCSCOPE_BENCH=OFF -DALLOCSCOPE_NEWER_GO="$go" >/dev/null ||
-    return
+    -DALLOCSCOPE_SANITIZE=ON -DALLOCSCOPE_WERROR=OFF -DALLOCSCOPE_NEWER_GO="$go" >/dev/null || return
   cmake --build "$BUILD-sanitize" -j"$(nproc)"
 }
 
