@@ -25,35 +25,39 @@ double total(const Recording& r, Metric m) {
   return t;
 }
 
+// What every stack of one output needs of its recording, computed once.
+struct OutputContext {
+  const Recording& r;
+  const RenderOptions& o;
+  Loss loss = loss_of(r);
+};
+
 // "[lo; hi]" of a stack's estimate.
-std::string interval_text(const Recording& r, const RecSample& s, const RenderOptions& o, const Loss& loss) {
-  Estimate e = estimate(s.totals, o.metric, r.rate, o.confidence, loss);
+std::string interval_text(const OutputContext& c, const RecSample& s) {
+  Estimate e = estimate(s.totals, c.o.metric, c.r.rate, c.o.confidence, c.loss);
   char pct[16];
-  std::snprintf(pct, sizeof pct, "%g%%", o.confidence * 100);
-  return std::string(pct) + " [" + format_amount(e.interval.lo, o.metric) + "; " +
-         format_amount(e.interval.hi, o.metric) + "]";
+  std::snprintf(pct, sizeof pct, "%g%%", c.o.confidence * 100);
+  return std::string(pct) + " [" + format_amount(e.interval.lo, c.o.metric) + "; " +
+         format_amount(e.interval.hi, c.o.metric) + "]";
 }
 
-std::string folded(const Recording& r, const RenderOptions& o) {
+std::string folded(const OutputContext& c) {
   std::vector<FoldedStack> stacks;
-  Loss loss = loss_of(r);
-  for (const RecSample& s : r.samples) {
-    std::vector<std::string> names = frame_names(r, s, o.lines);
-    if (o.interval_in_frame) names.back() += " " + interval_text(r, s, o, loss);
-    stacks.push_back({names, s.totals.value(o.metric)});
+  for (const RecSample& s : c.r.samples) {
+    std::vector<std::string> names = frame_names(c.r, s, c.o.lines);
+    if (c.o.interval_in_frame) names.back() += " " + interval_text(c, s);
+    stacks.push_back({names, s.totals.value(c.o.metric)});
   }
   std::ostringstream out;
   write_folded(out, stacks);
   return out.str();
 }
 
-std::vector<FlameStack> flame_stacks(const Recording& r, const RenderOptions& o) {
+std::vector<FlameStack> flame_stacks(const OutputContext& c) {
   std::vector<FlameStack> stacks;
-  Loss loss = loss_of(r);
-  for (const RecSample& s : r.samples)
-    if (s.totals.value(o.metric) > 0)
-      stacks.push_back(
-          {frame_names(r, s, o.lines), s.totals.value(o.metric), 0, interval_text(r, s, o, loss)});
+  for (const RecSample& s : c.r.samples)
+    if (s.totals.value(c.o.metric) > 0)
+      stacks.push_back({frame_names(c.r, s, c.o.lines), s.totals.value(c.o.metric), 0, interval_text(c, s)});
   return stacks;
 }
 
@@ -67,31 +71,32 @@ FlameOptions flame_options(const Recording& r, const RenderOptions& o, const std
   return f;
 }
 
-nlohmann::ordered_json estimate_json(const StackTotals& t, Metric m, const Recording& r,
-                                     const RenderOptions& o) {
-  Estimate e = estimate(t, m, r.rate, o.confidence, loss_of(r));
+nlohmann::ordered_json estimate_json(const OutputContext& c, const StackTotals& t, Metric m) {
+  Estimate e = estimate(t, m, c.r.rate, c.o.confidence, c.loss);
   return {{"estimate", e.value}, {"interval", {e.interval.lo, e.interval.hi}}};
 }
 
-nlohmann::ordered_json lifetime_json(const StackTotals& t, const Recording& r, const RenderOptions& o) {
-  LifetimeSummary l = summarize_lifetimes(t, o.long_lived_share * double(r.duration_nanos));
+nlohmann::ordered_json lifetime_json(const OutputContext& c, const StackTotals& t) {
+  LifetimeSummary l = summarize_lifetimes(t, c.o.long_lived_share * double(c.r.duration_nanos));
   return {{"freed_samples", l.freed}, {"median_ns", l.median_ns},   {"p90_ns", l.p90_ns},
           {"max_ns", l.max_ns},       {"live_share", l.live_share}, {"long_lived_share", l.long_lived_share}};
 }
 
-nlohmann::ordered_json totals_json(const StackTotals& t, const Recording& r, const RenderOptions& o) {
+nlohmann::ordered_json totals_json(const OutputContext& c, const StackTotals& t) {
   nlohmann::ordered_json j;
   for (Metric m : {Metric::AllocSpace, Metric::AllocObjects, Metric::InuseSpace, Metric::InuseObjects})
-    j[metric_name(m)] = estimate_json(t, m, r, o);
+    j[metric_name(m)] = estimate_json(c, t, m);
   j["samples"] = t.samples;
   j["live_samples"] = t.live_samples;
-  j["lifetime"] = lifetime_json(t, r, o);
+  j["lifetime"] = lifetime_json(c, t);
   return j;
 }
 
 // Everything the table shows (its rows, as chosen by --by, --sort and
 // --top), and every stack, for scripts.
-std::string json(const Recording& r, const RenderOptions& o) {
+std::string json(const OutputContext& c) {
+  const Recording& r = c.r;
+  const RenderOptions& o = c.o;
   nlohmann::ordered_json doc;
   doc["metric"] = metric_name(o.metric);
   doc["rate"] = r.rate;
@@ -100,18 +105,17 @@ std::string json(const Recording& r, const RenderOptions& o) {
   StackTotals all;
   for (const RecSample& s : r.samples) all.merge(s.totals);
   doc["total"] = all.value(o.metric);
-  doc["totals"] = totals_json(all, r, o);
+  doc["totals"] = totals_json(c, all);
   for (const auto& [name, value] : r.counters) doc["counters"][name] = value;
   for (const auto& [name, value] : r.paths) doc["paths"][name] = value;
-  Loss loss = loss_of(r);
-  doc["loss"] = {{"samples", loss.samples},
-                 {"exact", r.rate <= 1 && !loss.any()},
+  doc["loss"] = {{"samples", c.loss.samples},
+                 {"exact", r.rate <= 1 && !c.loss.any()},
                  {"description", describe_loss(r, o.metric)}};
   for (Metric m : {Metric::AllocSpace, Metric::AllocObjects, Metric::InuseSpace, Metric::InuseObjects})
-    doc["loss"][metric_name(m)] = {{"low_by_up_to", loss.low(m)}, {"high_by_up_to", loss.high(m)}};
+    doc["loss"][metric_name(m)] = {{"low_by_up_to", c.loss.low(m)}, {"high_by_up_to", c.loss.high(m)}};
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const TableRow& row : table_rows(r, o)) {
-    nlohmann::ordered_json j = totals_json(row.flat, r, o);
+    nlohmann::ordered_json j = totals_json(c, row.flat);
     j["name"] = row.name;
     j["cum"] = row.cum;
     rows.push_back(std::move(j));
@@ -121,7 +125,7 @@ std::string json(const Recording& r, const RenderOptions& o) {
   nlohmann::ordered_json stacks = nlohmann::ordered_json::array();
   for (const RecSample& s : r.samples) {
     std::vector<std::string> names = frame_names(r, s);
-    nlohmann::ordered_json j = totals_json(s.totals, r, o);
+    nlohmann::ordered_json j = totals_json(c, s.totals);
     j["pid"] = s.pid;
     if (s.ns_pid) j["ns_pid"] = s.ns_pid;
     j["comm"] = s.comm;
@@ -189,9 +193,9 @@ std::string describe(const Recording& r, Metric m) {
 Result<std::string> render(const Recording& r, Format f, const RenderOptions& o) {
   switch (f) {
     case Format::Folded:
-      return folded(r, o);
+      return folded(OutputContext{r, o});
     case Format::Svg:
-      return render_flamegraph(flame_stacks(r, o),
+      return render_flamegraph(flame_stacks(OutputContext{r, o}),
                                flame_options(r, o, std::string("allocscope: ") + metric_name(o.metric)));
     case Format::Pprof: {
       Recording copy = r;
@@ -201,7 +205,7 @@ Result<std::string> render(const Recording& r, Format f, const RenderOptions& o)
     case Format::Top:
       return render_table(r, o);
     case Format::Json:
-      return json(r, o);
+      return json(OutputContext{r, o});
   }
   return "";
 }
