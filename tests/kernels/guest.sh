@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# guest.sh BUILD EXPECT MISSING: run inside a matrix kernel (matrix.sh). EXPECT
-# is "records" (allocscope must record truthfully here: the integration
-# scenarios below, each against its workload's exact truth) or "refuses"
-# (it must say in one line which features the kernel lacks, before loading
-# anything). MISSING is the comma-separated set of features `allocscope
-# check` must find missing, no more and no fewer. Exit status 0: all held.
+# guest.sh BUILD EXPECT MISSING [SCENARIOS]: run inside a matrix kernel
+# (matrix.sh). EXPECT is "records" (allocscope must record truthfully here:
+# the integration scenarios below, each against its workload's exact truth)
+# or "refuses" (it must say in one line which features the kernel lacks,
+# before loading anything). MISSING is the comma-separated set of features
+# `allocscope check` must find missing, no more and no fewer. SCENARIOS is
+# "all" (the default) or "core": the probe, walk and sampling paths only,
+# for kernels between two that run them all. Exit status 0: all held.
 set -u
-build=$1 expect=$2 missing=$3
+build=$1 expect=$2 missing=$3 scenarios=${4:-all}
 bin=$build/allocscope
 status=0
 fail() {
@@ -61,7 +63,7 @@ fi
 # program embedding libpython3.11, an overlay root's unwind tables, Go's heap
 # (mallocgc's probe, frames by Go's own table), the preload library's sites
 # rewritten into calls where the kernel does (a forked child included).
-tests=(
+core=(
   # /0: alloc_space, /2: inuse_space (the object counts come from the same recordings)
   'Metrics/ExactMode.*/0'
   'Metrics/ExactMode.*/2'
@@ -78,6 +80,16 @@ tests=(
   Probes.SessionRunsTheReturnProgramOnlyForSampledCalls
   AllProcesses.PrivateCopyOfTheCLibraryIsSampled
   AllProcesses.CgroupFilterKeepsOnlyItsProcesses
+  Launch.ACommandSamplesInProcessByDefault
+  InProcess.TracedProgramBehavesAsUntraced
+  InProcess.SampledCallsTakeTheKernelsFastestSite
+  InProcess.ThirdPartyProviderIsRecorded
+  Launch.ATreeIsSampledProcessByProcess
+  Signals.KilledRecorderLeavesNoProbe
+  'Modes/Confined.*'
+)
+# Every BPF program is loaded (and verified) by the core scenarios too.
+more=(
   Containers.FirstProcessOfEachNewCLibraryIsExact
   Containers.ProcessesOfAnOverlayRootAreWalkedWhole
   Filters.ProgramsTheNameRulesOutAreNotHeldForTheirTables
@@ -85,14 +97,7 @@ tests=(
   HoldGuard.GuardContinuesTheHeldWhenItsOwnerDies
   Children.ProgramsAShellRunsAreFollowedFromTheStart
   Exec.AProgramWhoseExecEventWasLostIsToldApartByItsStacks
-  Launch.ACommandSamplesInProcessByDefault
-  InProcess.TracedProgramBehavesAsUntraced
-  InProcess.SampledCallsTakeTheKernelsFastestSite
-  InProcess.ThirdPartyProviderIsRecorded
-  Launch.ATreeIsSampledProcessByProcess
   Agent.GoPprofReadsEachTargetAndItMatchesTruth
-  Signals.KilledRecorderLeavesNoProbe
-  'Modes/Confined.*'
   Python.ExactSitesStandUnderTheirPythonCallers
   Python.AProcessEndingBeforeItsStacksAreReadKeepsItsFrames
   Python.SampledSitesOfAnAttachedInterpreter
@@ -104,6 +109,8 @@ tests=(
   Go.AttachingToARunningGoProgramSamplesItsHeap
   GoHeap.AProgramStartedDuringAllAgreesWithItsOwnProfile
 )
+tests=("${core[@]}")
+[ "$scenarios" = core ] || tests+=("${more[@]}")
 filter=$(IFS=:; echo "${tests[*]}")
 cd /tmp || exit 1
 ALLOCSCOPE_REQUIRE_BPF=1 "$build/tests/integration_tests" --gtest_filter="$filter" \

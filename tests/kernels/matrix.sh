@@ -17,17 +17,19 @@ cache=${ALLOCSCOPE_KERNEL_CACHE:-${XDG_CACHE_HOME:-$home/.cache}/allocscope/kern
 # running at 2.5 times it has hung, and fails.
 budget=${ALLOCSCOPE_KERNEL_BUDGET:-300}
 
-# name | suite | metapackage | records or refuses | the features allocscope check must find missing
+# name | suite | metapackage | records or refuses | the features allocscope check must find missing |
+# the scenarios run (guest.sh: all, or core for the 6.12 kernels, between 6.1's and 7.3's).
+# Longest first: two at a time, the matrix takes one full guest and one core guest.
 # (first mainline kernels: uprobe_multi 6.6, uprobe sessions 6.13, multi-byte nop emulation after 6.12
 # (6.16 has it); task storage in tracing 5.11, cookies 5.15, bpf_loop and bpf_find_vma 5.17, cgroup
 # ancestors 5.14, 10-byte nops rewritten into calls after 6.18). trixie-backports carries Debian's
 # newest kernel: every feature, uprobe sessions and rewritten nops included.
 KERNELS=(
-  "bookworm-6.1|bookworm|linux-image-amd64|records|uprobe_multi,uprobe_session,nop_emulation,optimized_uprobes"
-  "bookworm-6.12|bookworm|linux-image-6.12-amd64|records|uprobe_session,nop_emulation,optimized_uprobes"
-  "trixie-6.12|trixie|linux-image-amd64|records|uprobe_session,nop_emulation,optimized_uprobes"
-  "trixie-backports|trixie-backports|linux-image-amd64|records|"
-  "bullseye-5.10|bullseye|linux-image-amd64|refuses|task_storage,cookies,bpf_loop,bpf_find_vma,ancestor_cgroup,uprobe_multi,uprobe_session,nop_emulation,optimized_uprobes"
+  "bookworm-6.1|bookworm|linux-image-amd64|records|uprobe_multi,uprobe_session,nop_emulation,optimized_uprobes|all"
+  "trixie-backports|trixie-backports|linux-image-amd64|records||all"
+  "bookworm-6.12|bookworm|linux-image-6.12-amd64|records|uprobe_session,nop_emulation,optimized_uprobes|core"
+  "trixie-6.12|trixie|linux-image-amd64|records|uprobe_session,nop_emulation,optimized_uprobes|core"
+  "bullseye-5.10|bullseye|linux-image-amd64|refuses|task_storage,cookies,bpf_loop,bpf_find_vma,ancestor_cgroup,uprobe_multi,uprobe_session,nop_emulation,optimized_uprobes|all"
 )
 
 boot() {  # TREE SHARE: the kernel in TREE runs SHARE/run.sh; its status
@@ -52,8 +54,9 @@ first_boot_death() {  # SHARE: the first boot's panic line, or its console's las
 # One kernel (fetched beforehand: $2.tree): booted, judged. Its lines for the table into $2, its
 # failure's evidence to stderr (a failure's line starts with FAIL).
 run_kernel() {
-  local entry=$1 out=$2 name suite package expect missing tree share start status seconds release slowest retried=""
-  IFS='|' read -r name suite package expect missing <<<"$entry"
+  local entry=$1 out=$2 name suite package expect missing scenarios tree share start status seconds release slowest
+  local retried=""
+  IFS='|' read -r name suite package expect missing scenarios <<<"$entry"
   # Fetched one at a time beforehand (suites share apt's lists, and their lock).
   if ! tree=$(cat "$out.tree"); then
     echo "FAIL  $name: $package of $suite could not be fetched" >"$out"
@@ -61,7 +64,7 @@ run_kernel() {
   fi
   share=$(mktemp -d)
   printf '%s\n' "$build" "$source" >"$share/keep"
-  printf 'exec bash %q %q %q %q\n' "$here/guest.sh" "$build" "$expect" "$missing" >"$share/run.sh"
+  printf 'exec bash %q %q %q %q %q\n' "$here/guest.sh" "$build" "$expect" "$missing" "$scenarios" >"$share/run.sh"
   start=$SECONDS
   status=$(boot "$tree" "$share")
   # No guest.log: the guest died before its script began (a panic at boot under TCG, seen once
@@ -76,7 +79,7 @@ run_kernel() {
   seconds=$((SECONDS - start))
   release=$(cat "$tree/release")
   if [ "$status" = 0 ]; then
-    echo "ok    $name ($release, $(basename "$tree")): ${expect} as it must, ${seconds} s$retried" >"$out"
+    echo "ok    $name ($release, $(basename "$tree")): ${expect} as it must ($scenarios scenarios), ${seconds} s$retried" >"$out"
     # A kernel that must refuse runs no scenarios: no log, and no failure.
     slowest=$( (grep -hoE '^\[ +OK +\] [^ ]+ \([0-9]+ ms\)' "$share/integration.log" 2>/dev/null || true) |
       sed -E 's/^\[ +OK +\] ([^ ]+) \(([0-9]+) ms\)/\2 \1/' | sort -rn | awk 'NR <= 4 { printf "%s%s %.0f s", sep, $2, $1 / 1000; sep = ", " }')
