@@ -17,10 +17,8 @@
 #include "host/privileges.h"
 #include "host/process.h"
 #include "host/target.h"
-#include "model/timeline.h"
 #include "output/outputs.h"
 #include "output/text_format.h"
-#include "output/timeline.h"
 #include "probe/bpf_session.h"
 #include "probe/kernel_features.h"
 #include "probe/table_loader.h"
@@ -94,18 +92,19 @@ Result<void> Recorder::open_session() {
     sc.cgroup_level = cg->level;
   }
   // Events arrive only from poll(), once the parts below are made.
-  auto session = BpfSession::open(sc, [this](std::span<const uint8_t> data) { return parts_->sink(data); });
+  auto session = BpfSession::open(sc, [this](std::span<const uint8_t> data) { return r_.parts->sink(data); });
   if (!session) return fail(session.error());
-  parts_ = std::make_unique<SessionParts>(config_, in_process_use(), std::move(*session), profile_,
-                                          symbolizer_, cgroup_names_);
+  r_.parts = std::make_unique<SessionParts>(config_, in_process_use(), std::move(*session), r_.profile,
+                                            r_.symbolizer, r_.cgroup_names);
   // allocscope's own allocations are never sampled (system-wide probes see them).
-  return parts_->session->set_verdict(uint32_t(getpid()), AS_PROC_IGNORED);
+  return r_.parts->session->set_verdict(uint32_t(getpid()), AS_PROC_IGNORED);
 }
 
 Result<std::vector<Target>> Recorder::make_targets() {
   std::vector<Target> targets;
   if (!config_.command.empty()) {
-    auto t = Target::launch(launch_command(plan_, config_.command), launch_environment(plan_, config_.rate));
+    auto t =
+        Target::launch(launch_command(r_.plan, config_.command), launch_environment(r_.plan, config_.rate));
     if (!t) return fail(t.error());
     targets.push_back(std::move(*t));
   }
@@ -115,12 +114,12 @@ Result<std::vector<Target>> Recorder::make_targets() {
     targets.push_back(std::move(*t));
   }
   for (Target& t : targets)
-    if (auto ok = parts_->verdicts.add_root(uint32_t(t.pid())); !ok) return fail(ok.error());
+    if (auto ok = r_.parts->verdicts.add_root(uint32_t(t.pid())); !ok) return fail(ok.error());
   // Children forked before recording began: followed too (new ones are
   // marked by the kernel at fork).
   if (follows_children(config_) && !config_.pids.empty())
     for (pid_t child : descendants_of(config_.pids))
-      if (auto ok = parts_->verdicts.follow(uint32_t(child)); !ok) return fail(ok.error());
+      if (auto ok = r_.parts->verdicts.follow(uint32_t(child)); !ok) return fail(ok.error());
   return targets;
 }
 
@@ -156,36 +155,36 @@ Result<void> Recorder::prepare(std::vector<Target>& targets) {
   if (!config_.command.empty()) {
     auto plan = plan_launch(config_);
     if (!plan) return fail(plan.error());
-    plan_ = std::move(*plan);
+    r_.plan = std::move(*plan);
   }
   if (auto ok = open_session(); !ok) {
     bpf_refused_ = ok.error().code == EPERM || ok.error().code == EACCES;
     return ok;
   }
-  if (observer_) observer_->set_wake([session = parts_->session.get()] { session->wake(); });
+  if (observer_) observer_->set_wake([session = r_.parts->session.get()] { session->wake(); });
   auto made = make_targets();
   if (!made) return fail(made.error());
   targets = std::move(*made);
   if (config_.all)
-    if (auto ok = parts_->libraries.attach_every_process(); !ok) return ok;
+    if (auto ok = r_.parts->libraries.attach_every_process(); !ok) return ok;
   // Python programs already running: their frames are walked from now on
   // (a new one is read at its exec).
   for (pid_t pid : config_.all ? list_processes() : target_processes(targets, follows_children(config_)))
-    parts_->python.on_process(pid);
-  if (!plan_.files.empty()) parts_->python.on_files(plan_.files);  // a launched command's libpython
+    r_.parts->python.on_process(pid);
+  if (!r_.plan.files.empty()) r_.parts->python.on_files(r_.plan.files);  // a launched command's libpython
   // The launched command's files (found by running the loader): probed
   // before it runs.
   for (Target& t : targets) {
-    if (t.launched()) parts_->libraries.attach_paths(t.pid(), plan_.files, plan_.root_in_process);
+    if (t.launched()) r_.parts->libraries.attach_paths(t.pid(), r_.plan.files, r_.plan.root_in_process);
     // The preload library is not mapped before exec: its path alone tells.
-    if (t.launched() && plan_.in_process) {
-      if (!parts_->libraries.in_process_probed())
-        return fail("the preload library's probes could not be attached (" + plan_.preload_library + ")");
+    if (t.launched() && r_.plan.in_process) {
+      if (!r_.parts->libraries.in_process_probed())
+        return fail("the preload library's probes could not be attached (" + r_.plan.preload_library + ")");
       continue;
     }
-    if (auto ok = parts_->libraries.attach_process(t.pid()); !ok) return ok;
+    if (auto ok = r_.parts->libraries.attach_process(t.pid()); !ok) return ok;
   }
-  if (config_.unwind == UnwindMode::Dwarf) prepare_tables(targets, plan_.files);
+  if (config_.unwind == UnwindMode::Dwarf) prepare_tables(targets, r_.plan.files);
   return {};
 }
 
@@ -194,27 +193,20 @@ Result<void> Recorder::prepare(std::vector<Target>& targets) {
 void Recorder::prepare_tables(const std::vector<Target>& targets, const std::vector<std::string>& launched) {
   for (const Target& t : targets)
     if (t.launched())
-      parts_->tables.load_paths(launched);
+      r_.parts->tables.load_paths(launched);
     else
-      parts_->tables.load_process(t.pid());
+      r_.parts->tables.load_process(t.pid());
 }
 
 InProcessUse Recorder::in_process_use() const {
-  if (!plan_.in_process) return InProcessUse::Alongside;
-  return plan_.probes ? InProcessUse::Preferred : InProcessUse::Only;
-}
-
-// A launched command: how its processes were sampled, as far as they ended.
-std::string Recorder::sampling() const {
-  if (config_.command.empty() || !parts_) return "";
-  const ProcessTable& table = parts_->sink.processes();
-  return describe_sampling(plan_, table.ended_in_process(), table.ended_through_probes());
+  if (!r_.plan.in_process) return InProcessUse::Alongside;
+  return r_.plan.probes ? InProcessUse::Preferred : InProcessUse::Only;
 }
 
 void Recorder::announce(std::vector<Target>& targets) {
   std::string names;
   for (Target& t : targets) {
-    symbolizer_.track(t.pid());  // after exec: the command's maps
+    r_.symbolizer.track(t.pid());  // after exec: the command's maps
     names += (names.empty() ? "" : ", ") + std::to_string(t.pid()) + " (" + read_comm(t.pid()) + ")";
   }
   if (config_.quiet) return;
@@ -222,7 +214,7 @@ void Recorder::announce(std::vector<Target>& targets) {
                                                 " (Ctrl-C stops sooner)"
                                           : "Ctrl-C to stop";
   if (config_.all && targets.empty()) {
-    size_t n = parts_->libraries.libraries_probed();
+    size_t n = r_.parts->libraries.libraries_probed();
     std::fprintf(stderr, "allocscope: recording every process (%zu allocator file%s); %s\n", n,
                  n == 1 ? "" : "s", until.c_str());
   } else {
@@ -235,34 +227,34 @@ void Recorder::announce(std::vector<Target>& targets) {
 // the exit status.
 int Recorder::finish(std::vector<Target>& targets, const LoopEnd& l) {
   bool launched = !targets.empty() && targets.front().launched();
-  parts_->session->detach();
-  while (parts_->session->poll(0).value_or(0) > 0) {
+  r_.parts->session->detach();
+  while (r_.parts->session->poll(0).value_or(0) > 0) {
   }
-  if (parts_->sink.has_waiting()) {  // walks that wait for tables being built
+  if (r_.parts->sink.has_waiting()) {  // walks that wait for tables being built
     constexpr uint64_t kMaxBuildWaitMs = 10'000;
-    parts_->tables.wait_for_builds(kMaxBuildWaitMs);
-    parts_->sink.release_all_waiting();
+    r_.parts->tables.wait_for_builds(kMaxBuildWaitMs);
+    r_.parts->sink.release_all_waiting();
   }
   end_vanished(now_ms(), true);  // every event is read: a process gone now has ended
   // The observer is shown the final state, probes gone, before it stops.
   if (observer_) {
-    observer_->on_tick(*this);
+    observer_->on_tick(view_);
     observer_->on_stop();
   }
   if (!config_.quiet && l.target_gone && !launched)
     std::fprintf(stderr, "allocscope: the traced processes exited; inuse shows what they held at exit\n");
   unsigned number = config_.interval_ms ? l.interval + 1 : 0;
-  targets_ended_ = l.target_gone;
-  auto written = write(number, l.end - l.interval_start);
+  r_.targets_ended = l.target_gone;
+  auto written = write_outputs(r_, number, l.end - l.interval_start);
   if (!written) print_error(written.error());
-  auto peak = write_peak(l.start);
+  auto peak = write_peak(r_, l.start);
   if (!peak) print_error(peak.error());
-  auto chart = write_timeline(l.end - l.start);
+  auto chart = write_timeline(r_, l.end - l.start);
   if (!chart) print_error(chart.error());
   if (!config_.quiet) {
-    print_summary(state(), config_, l.end - l.start);
-    print_live_peaks(state(), config_, l.start, snapshots_, snapshots_missed_);
-    if (written) print_written(config_, number, config_.peak && profile_.peak().seen());
+    print_summary(r_.state(), config_, l.end - l.start);
+    print_live_peaks(r_.state(), config_, l.start, snapshots_, snapshots_missed_);
+    if (written) print_written(config_, number, config_.peak && r_.profile.peak().seen());
   }
   // A signal is passed on to a launched command; after --duration it runs on
   // untraced and allocscope waits for it.

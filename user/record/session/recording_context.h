@@ -1,0 +1,107 @@
+// What every job of a BPF recording shares: its settings, the profile and
+// its symbols, and, once the kernel's session is open, the parts that feed
+// them. The Recorder runs the recording (recorder.cpp, recorder_loop.cpp),
+// the RecorderView shows it to an observer while it runs (recorder_view.h),
+// and recording_outputs.cpp writes it; each holds this context.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "model/profile.h"
+#include "model/timeline.h"
+#include "probe/bpf_session.h"
+#include "probe/table_loader.h"
+#include "record/discovery/filter_verdicts.h"
+#include "record/discovery/library_discovery.h"
+#include "record/events/event_sink.h"
+#include "record/events/python_stacks.h"
+#include "record/events/session_hooks.h"
+#include "record/record.h"
+#include "record/session/launch_plan.h"
+#include "record/view/folds.h"
+#include "record/view/recording_builder.h"
+#include "record/view/summary.h"
+#include "symbols/symbolizer.h"
+
+namespace allocscope {
+
+// What exists once the BPF session is open, in the order it is made (and
+// unmade in reverse): each part holds references to those above it.
+struct SessionParts {
+  SessionParts(const RecordConfig& c, InProcessUse use, std::unique_ptr<BpfSession> s, Profile& profile,
+               Symbolizer& symbolizer, CgroupNames& cgroup_names)
+      : session(std::move(s)),
+        tables(*session, c.max_unwind_rows, c.verbose),
+        verdicts(c, *session, cgroup_names),
+        kernel(*session),
+        unwind(tables, symbolizer, c.unwind == UnwindMode::Dwarf),
+        libraries(c, use, *session, symbolizer),
+        python(
+            symbolizer,
+            [session = session.get()](uint32_t dev, uint64_t ino, const as_py_layout& layout) {
+              return session->add_python_file(dev, ino, layout).has_value();
+            },
+            [session = session.get()](pid_t pid, const as_py_process& process) {
+              return session->add_python_process(uint32_t(pid), process).has_value();
+            }),
+        sink(profile, symbolizer, {verdicts, kernel, libraries, unwind}, c.max_stacks, c.per_process) {
+    sink.use_python(&python);
+    sink.use_cgroup_names(&cgroup_names);
+  }
+
+  std::unique_ptr<BpfSession> session;
+  TableLoader tables;
+  FilterVerdicts verdicts;
+  BpfKernelState kernel;
+  SessionUnwind unwind;
+  LibraryDiscovery libraries;
+  PythonStacks python;
+  EventSink sink;
+};
+
+// What the loop did that the counters and the summary report.
+struct LoopTallies {
+  uint64_t held_too_long = 0;  // held processes continued by the bound, not by their file's settling
+  uint64_t duty_windows = 0, duty_lost = 0;
+};
+
+struct RecordingContext {
+  explicit RecordingContext(const RecordConfig& c) : config(c), profile(c.rate, c.max_stacks, c.max_live) {
+    if (c.peak) profile.keep_peak();
+    if (!c.timeline.empty()) timeline.emplace();
+  }
+
+  // A launched command: how its processes were sampled, as far as they ended.
+  std::string sampling() const;
+  // The figures the summary, the progress line and the counters read.
+  RecordingState state() const;
+  // Exact mode: the kernel's totals, as of now, and (for outputs) the ages
+  // of the blocks still live, which takes a read of the whole live map.
+  void absorb_exact(bool with_ages = true);
+  NamedCounters counters();
+  RecordingMeta meta(uint64_t duration_ms);
+
+  const RecordConfig& config;
+  Profile profile;
+  Symbolizer symbolizer;
+  CgroupNames cgroup_names;
+  std::unique_ptr<SessionParts> parts;  // once the session is open
+  LaunchPlan plan;                      // a launched command: how its processes are sampled
+  std::optional<Timeline> timeline;     // --timeline
+  Folds folds{1 << 20};                 // ended processes' stacks, folded for an observer
+  LoopTallies tallies;
+  int64_t start_wall_ns = 0;   // of the recording, or of its current --interval
+  bool targets_ended = false;  // the last outputs are written after the traced programs ended
+};
+
+// The outputs (recording_outputs.cpp): the profile's (numbered with
+// --interval), --peak's in-use profile at its highest, and --timeline's chart.
+Result<void> write_outputs(RecordingContext& r, unsigned number, uint64_t duration_ms);
+Result<void> write_peak(RecordingContext& r, uint64_t start_ms);
+Result<void> write_timeline(RecordingContext& r, uint64_t duration_ms);
+
+}  // namespace allocscope
