@@ -2,7 +2,8 @@
  * process. It interposes the allocator's entry points, forwards each call to
  * the next definition (the C library, or jemalloc, tcmalloc, mimalloc
  * preloaded after it), and runs the same per-thread exponential byte
- * countdown as allocscope's BPF programs. Only a sampled allocation, and the
+ * countdown as allocscope's BPF programs (sampler.h; CPython's own
+ * allocator is counted too: python_domains.c). Only a sampled allocation, and the
  * free of a sampled block, fires a USDT probe (otel_memory:alloc and
  * otel_memory:free, or their twins allocscope:*: probe_sites.h); every
  * other call stays in the process: no system call, lock or allocation.
@@ -13,53 +14,19 @@
  * KiB; 1 samples every allocation). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <math.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "allocscope.h"
-#include "countdown.h"
 #include "preload/boot_arena.h"
 #include "preload/entry_codes.h"
-#include "preload/probe_sites.h"
-#include "preload/ring_channel.h"
-#include "preload/sampled_set.h"
-#include "preload/trial_record.h"
+#include "preload/python_domains.h"
+#include "preload/sampler.h"
 
 #define EXPORT __attribute__((visibility("default")))
-#define ALWAYS_INLINE static inline __attribute__((always_inline))
-#define UNLIKELY(x) __builtin_expect(!!(x), 0)
-
-/* ---- Settings and per-thread state ------------------------------------ */
-
-#define DEFAULT_RATE (512 * 1024)
-static uint64_t sample_rate = DEFAULT_RATE;
-static uint64_t log2_table[AS_LOG2_TABLE_SIZE];
-static int sampler_ready; /* the table is filled: sampling may start */
-
-struct thread_sampler {
-  uint64_t countdown; /* bytes before the next sampled byte */
-  uint64_t rng;       /* splitmix64 state */
-  uint32_t depth;     /* interposed calls in progress on this thread */
-  uint32_t seeded;
-  uint64_t stack_lo, stack_hi; /* the thread's stack, once a trial needed it (hi 1: unknown) */
-  uint32_t writing;            /* writing a record into the ring (a signal handler's is dropped) */
-  uint32_t tid, tid_in;        /* gettid(), asked once in process tid_in (a forked child's thread differs) */
-};
-static __thread struct thread_sampler tls __attribute__((tls_model("initial-exec")));
-
-/* Without BPF: the ring allocscope reads the trials from (a forked child
- * writes into its parent's). */
-static struct as_ring_header *ring;
-
-/* A page-aligned set in pages of its own: the child of a fork empties it. */
-static struct as_sampled_set sampled __attribute__((aligned(4096)));
 
 /* ---- The next definitions, found lazily --------------------------------- */
 
@@ -111,141 +78,11 @@ static int resolve(void) {
   return 1;
 }
 
-/* ---- Sampling ---------------------------------------------------------- */
-
-static uint64_t splitmix64(uint64_t *state) {
-  uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
-static uint64_t draw_countdown(struct thread_sampler *t) {
-  uint32_t msb;
-  uint64_t norm = as_normalize(splitmix64(&t->rng) | 1, &msb);
-  uint32_t i = as_table_index(norm);
-  return as_countdown_from(norm, msb, log2_table[i], log2_table[i + 1], sample_rate);
-}
-
-/* A seed per thread and per process: the clock, the thread's own address
- * and a global count (no system call: clock_gettime is in the vDSO). */
-static void seed(struct thread_sampler *t) {
-  static uint64_t threads;
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  t->rng = ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec) ^ (uint64_t)(uintptr_t)t ^
-           (__atomic_fetch_add(&threads, 1, __ATOMIC_RELAXED) << 48);
-  t->countdown = draw_countdown(t);
-  t->seeded = 1;
-}
-
-static uint64_t stack_end_of(uint64_t sp) {
-  struct thread_sampler *t = &tls;
-  return as_stack_end_of(sp, &t->stack_lo, &t->stack_hi, &t->depth);
-}
-
-/* The calling thread's id for a record of process pid: gettid() is a
- * system call, asked again only in another process. */
-static uint32_t thread_id(struct thread_sampler *t, uint32_t pid) {
-  if (t->tid_in != pid) {
-    t->tid = (uint32_t)gettid();
-    t->tid_in = pid;
-  }
-  return t->tid;
-}
-
-/* The sampled allocation leaves the process: remembered, then probed. One
- * probe site for every entry point (each site is a uprobe to attach, and to
- * remove: ~0.1 s each), in a function the entry point calls: the tracer
- * skips these two frames of ours (bpf/allocscope.h, AS_USDT_OWN_FRAMES). */
-__attribute__((noinline, cold)) static void fire_alloc(void *p, uint64_t size, uint64_t offset,
-                                                       uint32_t code) {
-  uint64_t weight = size;
-  if (sample_rate > 1) weight = (uint64_t)llround((double)size / -expm1(-(double)size / (double)sample_rate));
-  if (!as_set_insert(&sampled, (uint64_t)(uintptr_t)p)) code |= AS_USDT_UNTRACKED;
-  uint64_t rate = sample_rate;
-  if (ring) {
-    struct thread_sampler *self = &tls;
-    if (self->writing) { /* a signal handler's trial, inside this thread's own write */
-      as_ring_count_lost(ring, 0);
-      return;
-    }
-    self->writing = 1;
-    uint32_t pid = as_channel_pid(ring);
-    struct as_trial_alloc t = {.tid = thread_id(self, pid),
-                               .addr = (uint64_t)(uintptr_t)p,
-                               .size = size,
-                               .weight = weight,
-                               .offset = offset,
-                               .rate = rate,
-                               .ts_ns = (uint64_t)as_ring_now_ns(),
-                               .code = code};
-    AS_CAPTURE_REGS(t.walk.ip, t.walk.sp, t.walk.bp);
-    t.walk.skip = AS_USDT_OWN_FRAMES_FULL;
-    t.walk.stack_end = stack_end_of(t.walk.sp);
-    as_trial_write_alloc(ring, pid, &t);
-    self->writing = 0;
-    return;
-  }
-  AS_FIRE_ALLOC(p, size, weight, code, offset, rate);
-}
-
-/* After an allocation of `size` bytes returned p: counts it down, and
- * fires the probe if one of its bytes is the sampled one. Calls made inside
- * another interposed call (an allocator calling itself) are the outer
- * call's, and not counted again. */
-ALWAYS_INLINE void count_allocation(struct thread_sampler *t, void *p, size_t size, uint32_t code) {
-  if (__builtin_expect(!AS_PROBES_ATTACHED() && !ring, 1) || !p || t->depth || !sampler_ready) return;
-  if (__builtin_expect(t->countdown >= size && t->seeded, 1)) {
-    t->countdown -= size;
-    return;
-  }
-  if (sample_rate <= 1) {
-    fire_alloc(p, size, 0, code);
-    return;
-  }
-  if (!t->seeded) {
-    seed(t);
-    if (t->countdown >= size) {
-      t->countdown -= size;
-      return;
-    }
-  }
-  uint64_t offset = t->countdown; /* memoryless: a fresh draw for the bytes after */
-  t->countdown = draw_countdown(t);
-  fire_alloc(p, size, offset, code);
-}
-
-__attribute__((noinline, cold)) static void fire_free(void *p) {
-  struct thread_sampler *self = &tls;
-  if (!ring) {
-    AS_FIRE_FREE(p);
-  } else if (self->writing) {
-    as_ring_count_lost(ring, 0);
-  } else {
-    self->writing = 1;
-    uint32_t pid = as_channel_pid(ring);
-    as_trial_write_free(ring, pid, thread_id(self, pid), (uint64_t)(uintptr_t)p);
-    self->writing = 0;
-  }
-}
-
-/* Before a block is freed (and its address can be handed out again). */
-ALWAYS_INLINE void release(void *p) {
-  if (p && UNLIKELY(as_set_remove(&sampled, (uint64_t)(uintptr_t)p))) fire_free(p);
-}
-
-static void leave_call(uint32_t **depth) { --**depth; }
-/* The interposed call in progress, until the block ends (also when an
- * operator new throws through it). */
-#define IN_CALL(t) \
-  uint32_t *in_call_ __attribute__((cleanup(leave_call), unused)) = (++(t)->depth, &(t)->depth)
-
 /* ---- The C family -------------------------------------------------------- */
 
 EXPORT void *malloc(size_t size) {
   if (UNLIKELY(!next.malloc) && !resolve()) return as_boot_alloc(size, 16);
-  struct thread_sampler *t = &tls;
+  struct thread_sampler *t = &as_tls;
   void *p;
   {
     IN_CALL(t);
@@ -260,7 +97,7 @@ EXPORT void *calloc(size_t n, size_t size) {
     size_t total;
     return __builtin_mul_overflow(n, size, &total) ? NULL : as_boot_alloc(total, 16); /* the arena is zero */
   }
-  struct thread_sampler *t = &tls;
+  struct thread_sampler *t = &as_tls;
   void *p;
   {
     IN_CALL(t);
@@ -292,7 +129,7 @@ static void *grow_boot_block(void *old, size_t size) {
 EXPORT void *realloc(void *old, size_t size) {
   if (UNLIKELY(as_is_boot(old))) return grow_boot_block(old, size);
   if (UNLIKELY(!next.realloc) && !resolve()) return as_boot_alloc(size, 16);
-  struct thread_sampler *t = &tls;
+  struct thread_sampler *t = &as_tls;
   release(old);
   void *p;
   {
@@ -309,7 +146,7 @@ EXPORT void *reallocarray(void *old, size_t n, size_t size) {
     return next.reallocarray ? next.reallocarray(old, n, size) : NULL;
   if (UNLIKELY(as_is_boot(old))) return grow_boot_block(old, total);
   if (UNLIKELY(!next.realloc) && !resolve()) return as_boot_alloc(total, 16);
-  struct thread_sampler *t = &tls;
+  struct thread_sampler *t = &as_tls;
   release(old);
   void *p;
   {
@@ -325,7 +162,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size) {
     *out = as_boot_alloc(size, align);
     return *out ? 0 : 12 /* ENOMEM */;
   }
-  struct thread_sampler *t = &tls;
+  struct thread_sampler *t = &as_tls;
   int err;
   {
     IN_CALL(t);
@@ -340,7 +177,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size) {
   EXPORT void *name params {                                                            \
     if (UNLIKELY(!next.name) && !resolve()) return as_boot_alloc(size_arg, boot_align); \
     if (UNLIKELY(!next.name)) return NULL;                                              \
-    struct thread_sampler *t = &tls;                                                    \
+    struct thread_sampler *t = &as_tls;                                                 \
     void *p;                                                                            \
     {                                                                                   \
       IN_CALL(t);                                                                       \
@@ -405,7 +242,7 @@ typedef void (*delete_aligned_nothrow_fn)(void *, size_t, const void *);
     type f = find_##symbol();                                    \
     if (UNLIKELY(!f)) return fallback;                           \
     if (!count_operators((void *)f)) return f args;              \
-    struct thread_sampler *t = &tls;                             \
+    struct thread_sampler *t = &as_tls;                          \
     void *p;                                                     \
     {                                                            \
       IN_CALL(t);                                                \
@@ -457,41 +294,12 @@ DELETE_OPERATOR(_ZdlPvSt11align_val_tRKSt9nothrow_t, delete_aligned_nothrow_fn,
 DELETE_OPERATOR(_ZdaPvSt11align_val_tRKSt9nothrow_t, delete_aligned_nothrow_fn,
                 (void *p, size_t a, const void *tag), (p, a, tag))
 
-#include "preload/python_domains.h"
-
 /* ---- Process lifecycle ----------------------------------------------------- */
-
-/* A forked child is a new process to the tracer: its own random stream, and
- * none of the parent's sampled blocks (the tracer keys them by process). */
-static void after_fork_in_child(void) {
-  tls.seeded = 0;
-  madvise(&sampled, sizeof(sampled), MADV_DONTNEED);
-  if (ring) { /* a writer of its parent's ring: allocscope keeps the ring while it lives */
-    uint32_t pid = as_channel_pid(ring); /* a hello first: its own, in its PID namespace */
-    as_trial_write(ring, AS_TRIAL_FORK, pid, pid, 0);
-  }
-}
-
-static uint64_t rate_from_environment(void) {
-  const char *s = getenv("ALLOCSCOPE_RATE");
-  if (!s || !*s) return DEFAULT_RATE;
-  char *end;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (*end || v == 0 || v > AS_MAX_RATE) return DEFAULT_RATE;
-  return v;
-}
 
 __attribute__((constructor(101))) static void start(void) {
   resolve();
-  sample_rate = rate_from_environment();
-  for (int i = 0; i < AS_LOG2_TABLE_SIZE; i++)
-    log2_table[i] = (uint64_t)llround(log2(1.0 + (double)i / (1 << AS_LOG2_TABLE_BITS)) * 4294967296.0);
-  pthread_atfork(NULL, NULL, after_fork_in_child);
-  const char *socket_path = getenv(AS_CHANNEL_ENV);
-  if (socket_path && *socket_path) ring = as_channel_connect(socket_path);
-  if (ring) { /* this thread's stack now: the C library reads the first one's with stdio's locks */
-    stack_end_of((uint64_t)(uintptr_t)__builtin_frame_address(0));
-  }
-  wrap_python_domains();
-  __atomic_store_n(&sampler_ready, 1, __ATOMIC_RELEASE);
+  as_sampler_start();
+  pthread_atfork(NULL, NULL, as_sampler_after_fork);
+  as_wrap_python_domains();
+  __atomic_store_n(&as_sampler_ready, 1, __ATOMIC_RELEASE);
 }

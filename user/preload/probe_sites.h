@@ -17,7 +17,8 @@
  *
  * Each site fires only while its probe is attached (its semaphore raised);
  * otel_memory's also while no semaphore is up, for tracers that raise none.
- * Included once, by preload.c: the semaphores are defined here. */
+ * The sites are sampler.c's, which defines the semaphores (AS_SEMAPHORE);
+ * the fast path reads them (AS_PROBES_ATTACHED). */
 #pragma once
 
 #include <stdint.h>
@@ -31,10 +32,12 @@
 /* Raised by the kernel while a tracer is attached to the probe. */
 #define AS_SEMAPHORE(provider, name) \
   __extension__ unsigned short provider##_##name##_semaphore __attribute__((unused, section(".probes")))
-AS_SEMAPHORE(otel_memory, alloc);
-AS_SEMAPHORE(otel_memory, free);
-AS_SEMAPHORE(allocscope, alloc);
-AS_SEMAPHORE(allocscope, free);
+#define AS_SEMAPHORE_DECL(provider, name) \
+  extern unsigned short provider##_##name##_semaphore __attribute__((visibility("hidden")))
+AS_SEMAPHORE_DECL(otel_memory, alloc);
+AS_SEMAPHORE_DECL(otel_memory, free);
+AS_SEMAPHORE_DECL(allocscope, alloc);
+AS_SEMAPHORE_DECL(allocscope, free);
 
 /* sdt.h's note (type 3 "stapsdt": the site, the base, the semaphore,
  * provider, name, arguments), so every USDT reader reads it, for a site

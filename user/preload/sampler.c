@@ -1,0 +1,168 @@
+/* The sampler's state and what runs only for a sampled allocation or the
+ * free of a sampled block: the countdown's draws, and the probe sites (or,
+ * without BPF, the ring's records). Its fast path is sampler.h's. */
+#define _GNU_SOURCE
+#include "preload/sampler.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "allocscope.h"
+#include "countdown.h"
+#include "preload/ring_channel.h"
+#include "preload/trial_record.h"
+
+AS_SEMAPHORE(otel_memory, alloc);
+AS_SEMAPHORE(otel_memory, free);
+AS_SEMAPHORE(allocscope, alloc);
+AS_SEMAPHORE(allocscope, free);
+
+__thread struct thread_sampler as_tls __attribute__((tls_model("initial-exec")));
+uint64_t as_sample_rate = AS_DEFAULT_RATE;
+int as_sampler_ready;
+struct as_ring_header *as_ring;
+/* A page-aligned set in pages of its own: the child of a fork empties it. */
+struct as_sampled_set as_sampled __attribute__((aligned(4096)));
+
+static uint64_t log2_table[AS_LOG2_TABLE_SIZE];
+
+static uint64_t splitmix64(uint64_t *state) {
+  uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+static uint64_t draw_countdown(struct thread_sampler *t) {
+  uint32_t msb;
+  uint64_t norm = as_normalize(splitmix64(&t->rng) | 1, &msb);
+  uint32_t i = as_table_index(norm);
+  return as_countdown_from(norm, msb, log2_table[i], log2_table[i + 1], as_sample_rate);
+}
+
+/* A seed per thread and per process: the clock, the thread's own address
+ * and a global count (no system call: clock_gettime is in the vDSO). */
+static void seed(struct thread_sampler *t) {
+  static uint64_t threads;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  t->rng = ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec) ^ (uint64_t)(uintptr_t)t ^
+           (__atomic_fetch_add(&threads, 1, __ATOMIC_RELAXED) << 48);
+  t->countdown = draw_countdown(t);
+  t->seeded = 1;
+}
+
+int as_countdown_expired(uint64_t size, uint64_t *offset) {
+  struct thread_sampler *t = &as_tls;
+  *offset = 0;
+  if (as_sample_rate <= 1) return 1;
+  if (!t->seeded) {
+    seed(t);
+    if (t->countdown >= size) {
+      t->countdown -= size;
+      return 0;
+    }
+  }
+  *offset = t->countdown; /* memoryless: a fresh draw for the bytes after */
+  t->countdown = draw_countdown(t);
+  return 1;
+}
+
+static uint64_t stack_end_of(uint64_t sp) {
+  struct thread_sampler *t = &as_tls;
+  return as_stack_end_of(sp, &t->stack_lo, &t->stack_hi, &t->depth);
+}
+
+/* The calling thread's id for a record of process pid: gettid() is a
+ * system call, asked again only in another process. */
+static uint32_t thread_id(struct thread_sampler *t, uint32_t pid) {
+  if (t->tid_in != pid) {
+    t->tid = (uint32_t)gettid();
+    t->tid_in = pid;
+  }
+  return t->tid;
+}
+
+/* The sampled allocation leaves the process: remembered, then probed. One
+ * probe site for every entry point (each site is a uprobe to attach, and to
+ * remove: ~0.1 s each), in a function the entry point calls: the tracer
+ * skips these two frames of ours (bpf/allocscope.h, AS_USDT_OWN_FRAMES). */
+__attribute__((noinline)) void as_fire_alloc(void *p, uint64_t size, uint64_t offset, uint32_t code) {
+  uint64_t weight = size;
+  if (as_sample_rate > 1)
+    weight = (uint64_t)llround((double)size / -expm1(-(double)size / (double)as_sample_rate));
+  if (!as_set_insert(&as_sampled, (uint64_t)(uintptr_t)p)) code |= AS_USDT_UNTRACKED;
+  uint64_t rate = as_sample_rate;
+  if (as_ring) {
+    struct thread_sampler *self = &as_tls;
+    if (self->writing) { /* a signal handler's trial, inside this thread's own write */
+      as_ring_count_lost(as_ring, 0);
+      return;
+    }
+    self->writing = 1;
+    uint32_t pid = as_channel_pid(as_ring);
+    struct as_trial_alloc t = {.tid = thread_id(self, pid),
+                               .addr = (uint64_t)(uintptr_t)p,
+                               .size = size,
+                               .weight = weight,
+                               .offset = offset,
+                               .rate = rate,
+                               .ts_ns = (uint64_t)as_ring_now_ns(),
+                               .code = code};
+    AS_CAPTURE_REGS(t.walk.ip, t.walk.sp, t.walk.bp);
+    t.walk.skip = AS_USDT_OWN_FRAMES_FULL;
+    t.walk.stack_end = stack_end_of(t.walk.sp);
+    as_trial_write_alloc(as_ring, pid, &t);
+    self->writing = 0;
+    return;
+  }
+  AS_FIRE_ALLOC(p, size, weight, code, offset, rate);
+}
+
+__attribute__((noinline)) void as_fire_free(void *p) {
+  struct thread_sampler *self = &as_tls;
+  if (!as_ring) {
+    AS_FIRE_FREE(p);
+  } else if (self->writing) {
+    as_ring_count_lost(as_ring, 0);
+  } else {
+    self->writing = 1;
+    uint32_t pid = as_channel_pid(as_ring);
+    as_trial_write_free(as_ring, pid, thread_id(self, pid), (uint64_t)(uintptr_t)p);
+    self->writing = 0;
+  }
+}
+
+/* A forked child is a new process to the tracer: its own random stream, and
+ * none of the parent's sampled blocks (the tracer keys them by process). */
+void as_sampler_after_fork(void) {
+  as_tls.seeded = 0;
+  madvise(&as_sampled, sizeof(as_sampled), MADV_DONTNEED);
+  if (as_ring) { /* a writer of its parent's ring: allocscope keeps the ring while it lives */
+    uint32_t pid = as_channel_pid(as_ring); /* a hello first: its own, in its PID namespace */
+    as_trial_write(as_ring, AS_TRIAL_FORK, pid, pid, 0);
+  }
+}
+
+static uint64_t rate_from_environment(void) {
+  const char *s = getenv("ALLOCSCOPE_RATE");
+  if (!s || !*s) return AS_DEFAULT_RATE;
+  char *end;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (*end || v == 0 || v > AS_MAX_RATE) return AS_DEFAULT_RATE;
+  return v;
+}
+
+void as_sampler_start(void) {
+  as_sample_rate = rate_from_environment();
+  for (int i = 0; i < AS_LOG2_TABLE_SIZE; i++)
+    log2_table[i] = (uint64_t)llround(log2(1.0 + (double)i / (1 << AS_LOG2_TABLE_BITS)) * 4294967296.0);
+  const char *socket_path = getenv(AS_CHANNEL_ENV);
+  if (socket_path && *socket_path) as_ring = as_channel_connect(socket_path);
+  if (as_ring) { /* this thread's stack now: the C library reads the first one's with stdio's locks */
+    stack_end_of((uint64_t)(uintptr_t)__builtin_frame_address(0));
+  }
+}
