@@ -237,10 +237,10 @@ check() {
 SANITIZER_SKIPS='PythonLibraries\.(EveryPyenvInterpreterIsExact|AttachedPyenvInterpreters)|Python\.ExactSitesOfDebian13'
 SANITIZER_SKIPS+='|Python\.PreloadCountsCPythons|Go/GoSites\.[^/]*/(Debian12Stripped|Debian13)|Outputs\.DiffCallsOnly'
 
-# allocscope and its unit and integration tests under ASan and UBSan. Any
-# report of theirs, from any process, fails the stage, and so does a unit
-# test's verdict. The integration tests run side by side for the
-# sanitizers' reports only: their verdicts are the main stage's and the
+# allocscope and its unit tests under ASan and UBSan, and the main tree's
+# integration tests run against that allocscope. Any report, from any
+# process, fails the stage, and so does a unit test's verdict. The
+# integration tests run side by side for the sanitizers' reports only: their verdicts are the main stage's and the
 # guests', at the product's speed (ASan makes allocscope 2-3 times slower:
 # short-lived processes end before it reads them, holds pass their bounds,
 # and its allocator is ASan's, which a preloaded tcmalloc then fights). The
@@ -249,19 +249,23 @@ SANITIZER_SKIPS+='|Python\.PreloadCountsCPythons|Go/GoSites\.[^/]*/(Debian12Stri
 # Line tables only (-g1, what the reports' stacks need) and the tests' own
 # code at -O1 (tests/CMakeLists.txt): GCC's -O2 -g took 17 minutes on two
 # cores. GCC, as the main build: clang removes the C++ workloads' unused
-# new/delete pairs, so their sites vanish.
+# new/delete pairs, so their sites vanish. No integration tests (the main
+# tree's run), and the Go programs' packages come from the main tree's cache.
 sanitized_build() {
   # No -Werror: GCC 12 warns falsely (-Wrestrict) in code the sanitizers instrument.
-  local go
+  local go go_cache=()
   go=$(newer_go)
+  [ ! -d "$BUILD/tests/go-cache" ] || go_cache=(-DALLOCSCOPE_GO_CACHE="$(realpath "$BUILD/tests/go-cache")")
   cmake -S . -B "$BUILD-sanitize" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
-    -DALLOCSCOPE_SANITIZE=ON -DALLOCSCOPE_WERROR=OFF -DALLOCSCOPE_NEWER_GO="$go" >/dev/null || return
+    -DALLOCSCOPE_SANITIZE=ON -DALLOCSCOPE_WERROR=OFF -DALLOCSCOPE_NEWER_GO="$go" -DALLOCSCOPE_INTEGRATION_TESTS=OFF \
+    "${go_cache[@]}" >/dev/null || return
   cmake --build "$BUILD-sanitize" -j"$(nproc)"
 }
 
 sanitized() {
   wait_sanitized_build
+  build || return  # the integration tests' (a no-op after the main stage)
   sanitized_build || return
   echo "dev.sh: unit tests under AddressSanitizer and UBSan"
   local reports status=0 log=$BUILD-sanitize/integration.log
@@ -272,8 +276,8 @@ sanitized() {
   # As many at a time as there are cores: two at a time, each took 1.6 times
   # as long as alone (the stage a fifth shorter).
   echo "dev.sh: integration tests under the sanitizers, $(nproc) at a time, for their reports only (log: $log)"
-  ctest --test-dir "$BUILD-sanitize" -L integration -E "$FAST_TIER_SKIPS|$SANITIZER_SKIPS" -j"$(nproc)" >"$log" 2>&1 ||
-    true
+  ALLOCSCOPE_TEST_BIN=$(realpath "$BUILD-sanitize/allocscope") ctest --test-dir "$BUILD" -L integration \
+    -E "$FAST_TIER_SKIPS|$SANITIZER_SKIPS" -j"$(nproc)" >"$log" 2>&1 || true
   grep -E '^[0-9]+% tests passed' "$log" | sed 's/^/dev.sh: at sanitized pace (not counted): /' || true
   unset ASAN_OPTIONS UBSAN_OPTIONS
   if [ -n "$(ls -A "$reports")" ]; then

@@ -32,6 +32,14 @@
 
 namespace allocscope::test {
 
+const char* allocscope_bin() {
+  static const char* const bin = [] {
+    const char* other = getenv("ALLOCSCOPE_TEST_BIN");
+    return other && *other ? other : ALLOCSCOPE_BUILT_BIN;
+  }();
+  return bin;
+}
+
 std::string bpf_unavailable() {
   if (geteuid() != 0) return "not root";
   if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) return "kernel without BTF";

@@ -14,6 +14,11 @@
 
 namespace allocscope::test {
 
+// The allocscope under test: this tree's, or ALLOCSCOPE_TEST_BIN's (the
+// sanitizers' stage runs these tests against its own build).
+const char* allocscope_bin();
+#define ALLOCSCOPE_BIN ::allocscope::test::allocscope_bin()
+
 // Skips (or, with ALLOCSCOPE_REQUIRE_BPF set, fails) when BPF cannot be loaded.
 #define REQUIRE_BPF()                                                                          \
   do {                                                                                         \
