@@ -5,7 +5,9 @@ on this machine, as ns per malloc+free pair measured inside malloc_bench
 
   sudo bench/run.py [--build DIR] [--reps N] [--pairs N] [--smoke]
 
---smoke: a few thousand pairs, one round, no peers: proves the script works.
+--smoke: a few thousand pairs, one round, a configuration of each kind
+(attached, a forced fallback, preloaded, launched), no peers: proves the
+script works.
 """
 import argparse
 import atexit
@@ -102,6 +104,11 @@ def measure(config, bench_argv):
 FALLBACKS_6_1 = "uprobe_session,uprobe_multi,nop_emulation"
 
 
+SMOKE = {"untraced", "floor: null probes, placed", "floor: null probes, malloc family only",
+         "allocscope (live tracking)", "fallback: Debian 12's 6.1 paths", "preload library, no tracer",
+         "allocscope record (default)"}
+
+
 def configurations(build, smoke):
     allocscope = os.path.join(build, "allocscope")
     a = lambda *opts: allocscope_tracer(allocscope, list(opts))
@@ -134,14 +141,15 @@ def configurations(build, smoke):
         {"name": "allocscope record --no-bpf", "prefix": launch("--no-bpf")},
         {"name": "allocscope --preload --rate 1", "prefix": launch("--preload", "--rate", "1")},
     ]
-    if not smoke:
-        if shutil.which("memleak-bpfcc"):
-            configs.append({"name": "BCC memleak-bpfcc -p", "attach": memleak_tracer, "stop": True})
-        if shutil.which("heaptrack"):
-            # Its record goes to a directory of our own (no name another user could make first).
-            out = tempfile.mkdtemp(prefix="allocscope-bench-")
-            atexit.register(shutil.rmtree, out, True)
-            configs.append({"name": "heaptrack", "prefix": ("heaptrack", "-o", os.path.join(out, "ht"))})
+    if smoke:  # one of each way to run a configuration, and the floors the tables divide by
+        return [c for c in configs if c["name"] in SMOKE]
+    if shutil.which("memleak-bpfcc"):
+        configs.append({"name": "BCC memleak-bpfcc -p", "attach": memleak_tracer, "stop": True})
+    if shutil.which("heaptrack"):
+        # Its record goes to a directory of our own (no name another user could make first).
+        out = tempfile.mkdtemp(prefix="allocscope-bench-")
+        atexit.register(shutil.rmtree, out, True)
+        configs.append({"name": "heaptrack", "prefix": ("heaptrack", "-o", os.path.join(out, "ht"))})
     return configs
 
 

@@ -139,9 +139,15 @@ class TransientCgroups : public ::testing::Test {
   void TearDown() override {
     if (!root_.empty()) std::filesystem::remove(root_ + slice_);
   }
+  // Two at a time, as a busy host starts them (and in half the time).
   std::vector<Job> run_jobs() {
-    std::vector<Job> jobs;
-    for (int n = 0; n < kJobs; ++n) jobs.push_back(run_in_new_cgroup(root_, slice_, n));
+    std::vector<Job> jobs(kJobs);
+    auto every_other = [&](int first) {
+      for (int n = first; n < kJobs; n += 2) jobs[n] = run_in_new_cgroup(root_, slice_, n);
+    };
+    std::thread odd(every_other, 1);
+    every_other(0);
+    odd.join();
     return jobs;
   }
   std::string root_, slice_;
