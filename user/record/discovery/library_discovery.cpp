@@ -189,7 +189,7 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
     // symbols are read once; bounded, by forgetting (a file is read again).
     if (not_allocators_.size() >= kMaxRemembered) not_allocators_.clear();
     not_allocators_.insert(key);
-    if (cause == Cause::NoAllocator) note_go_program(key, path, shown, go_heap);
+    if (cause == Cause::NoAllocator) note_go_program(key, elf, shown, go_heap);
     return false;
   }
   if (!targets) return fail(targets.error());
@@ -215,7 +215,7 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
     if (as_fn_kind(t.fn) == AS_FN_GO_MALLOC) entries[t.fn] = t.offset - t.placed_at;
   if (go_heap.route == GoHeapRoute::Runtime) remember_go_runtime(key, shown, *targets);
   probed_targets_.try_emplace(key, std::move(found));  // bounded as the files probed are
-  if (go) note_go_program(key, path, shown, go_heap);
+  if (go) note_go_program(key, elf, shown, go_heap);
   return true;
 }
 
@@ -413,11 +413,11 @@ uint64_t LibraryDiscovery::allocator_address(uint32_t tgid, int fn) {
   return 0;
 }
 
-void LibraryDiscovery::note_go_program(FileKey key, const std::string& path, const std::string& shown,
+void LibraryDiscovery::note_go_program(FileKey key, LazyElf& elf, const std::string& shown,
                                        const GoHeapChoice& c) {
   if (go_files_.contains(key)) return;  // counted once a file, whatever the processes running it
-  auto elf = ElfFile::open(path);
-  std::optional<GoBuild> go = elf ? go_build(*elf) : std::nullopt;
+  const Result<ElfFile>& file = elf.get();
+  std::optional<GoBuild> go = file ? go_build(*file) : std::nullopt;
   if (!go) return;
   if (go_files_.size() >= kMaxRemembered) go_files_.clear();
   std::string& version = go_files_[key] = go->version.empty() ? "go1.17 or older" : go->version;

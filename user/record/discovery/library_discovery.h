@@ -132,7 +132,7 @@ class LibraryDiscovery : public LibraryWatch {
   void miss(const std::string& name, const std::string& why);
   // Counts the file if it is a Go program, its heap `sampled` or not.
   void remember_go_runtime(FileKey key, const std::string& shown, const std::vector<ProbeTarget>& targets);
-  void note_go_program(FileKey key, const std::string& path, const std::string& shown, const GoHeapChoice& c);
+  void note_go_program(FileKey key, LazyElf& elf, const std::string& shown, const GoHeapChoice& c);
 
   BpfSession& session_;
   Symbolizer& symbolizer_;
