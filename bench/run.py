@@ -176,8 +176,10 @@ def overhead_table(build, reps, pairs, threads_list, smoke):
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for threads in threads_list:
         base = statistics.median(results[("untraced", threads)])
-        floor = statistics.median(results[("floor: null probes, placed", threads)]) - base
-        floor_malloc = statistics.median(results[("floor: null probes, malloc family only", threads)]) - base
+        # The floors, unless --only left them out (then no ratio to them).
+        floor, floor_malloc = (statistics.median(results[(name, threads)]) - base
+                               if (name, threads) in results else 0
+                               for name in ("floor: null probes, placed", "floor: null probes, malloc family only"))
         for c in configs:
             v = results[(c["name"], threads)]
             med = statistics.median(v)
