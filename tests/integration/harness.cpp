@@ -174,11 +174,6 @@ RunResult run(const std::vector<std::string>& argv, int timeout_ms, const std::s
   return {status, c.out(), c.err()};
 }
 
-double figure_after(const std::string& text, const std::string& label) {
-  size_t at = text.find(label);
-  return at == std::string::npos ? -1 : std::strtod(text.c_str() + at + label.size(), nullptr);
-}
-
 Folded read_folded(const std::string& path) {
   Folded folded;
   std::ifstream in(path);

@@ -63,9 +63,6 @@ struct RunResult {
 };
 RunResult run(const std::vector<std::string>& argv, int timeout_ms = 300000, const std::string& cgroup = "");
 
-// The number right after `label` in `text` (a summary's figure), -1 if none.
-double figure_after(const std::string& text, const std::string& label);
-
 // Folded file -> frame list (root first) -> value.
 using Folded = std::map<std::vector<std::string>, double>;
 Folded read_folded(const std::string& path);
