@@ -240,8 +240,8 @@ SANITIZER_SKIPS+='|Python\.PreloadCountsCPythons|Go/GoSites\.[^/]*/(Debian12Stri
 # allocscope and its unit tests under ASan and UBSan, and the main tree's
 # integration tests run against that allocscope. Any report, from any
 # process, fails the stage, and so does a unit test's verdict. The
-# integration tests run side by side for the sanitizers' reports only: their verdicts are the main stage's and the
-# guests', at the product's speed (ASan makes allocscope 2-3 times slower:
+# integration tests run side by side for the sanitizers' reports only:
+# their verdicts are the main stage's and the guests', at the product's speed (ASan makes allocscope 2-3 times slower:
 # short-lived processes end before it reads them, holds pass their bounds,
 # and its allocator is ASan's, which a preloaded tcmalloc then fights). The
 # fast tier's set: the soaks and repeats reach no code the others do not,

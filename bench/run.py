@@ -176,10 +176,11 @@ def overhead_table(build, reps, pairs, threads_list, smoke):
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for threads in threads_list:
         base = statistics.median(results[("untraced", threads)])
-        # The floors, unless --only left them out (then no ratio to them).
-        floor, floor_malloc = (statistics.median(results[(name, threads)]) - base
-                               if (name, threads) in results else 0
-                               for name in ("floor: null probes, placed", "floor: null probes, malloc family only"))
+        def overhead_of(name):  # 0 when --only left it out: then no ratio to it
+            v = results.get((name, threads))
+            return statistics.median(v) - base if v else 0
+        floor = overhead_of("floor: null probes, placed")
+        floor_malloc = overhead_of("floor: null probes, malloc family only")
         for c in configs:
             v = results[(c["name"], threads)]
             med = statistics.median(v)
