@@ -134,10 +134,12 @@ def configurations(build, smoke):
         # In process (record --preload): the countdown runs in the program.
         {"name": "preload library, no tracer", "prefix": ("env", "LD_PRELOAD=" + preload)},
         {"name": "allocscope --preload", "prefix": launch("--preload")},
-        # record's default for a launched command (in process, trials trap
-        # into BPF) beside the path without BPF (trials through the ring,
-        # no trap): issue 51's mallocbench ratio.
+        # record's default for a launched command (in process: trials trap
+        # into BPF, frees of sampled blocks go through a ring) beside its
+        # frees trapping too, and the path without BPF (trials through the
+        # ring, no trap): issue 51's mallocbench ratio.
         {"name": "allocscope record (default)", "prefix": launch()},
+        {"name": "allocscope record --frees-trap", "prefix": launch("--frees-trap")},
         {"name": "allocscope record --no-bpf", "prefix": launch("--no-bpf")},
         {"name": "allocscope --preload --rate 1", "prefix": launch("--preload", "--rate", "1")},
     ]

@@ -84,6 +84,20 @@ static __always_inline void count_exact_free(const struct as_live_value *v) {
   __sync_fetch_and_add(&t->lifetimes[b], 1);
 }
 
+static __always_inline void send_free(struct as_event *e, __u64 pid_tgid, __u64 addr) {
+  e->kind = AS_EV_FREE;
+  e->tgid = pid_tgid >> 32;
+  e->tid = (__u32)pid_tgid;
+  e->fn = AS_FN_FREE;
+  e->flags = 0;
+  e->ts_ns = bpf_ktime_get_ns();
+  e->addr = addr;
+  e->size = 0;
+  e->offset = 0;
+  e->stack = 0;
+  bpf_ringbuf_submit(e, submit_flags());
+}
+
 static __always_inline void free_address(__u64 addr) {
   __u64 id = bpf_get_current_pid_tgid();
   struct as_live_key key = {.tgid = id >> 32, .addr = addr};
@@ -111,17 +125,20 @@ static __always_inline void free_address(__u64 addr) {
     count_bytes(AS_CNT_FREE_DROPS_BYTES, v.size);
     return;
   }
-  e->kind = AS_EV_FREE;
-  e->tgid = id >> 32;
-  e->tid = (__u32)id;
-  e->fn = AS_FN_FREE;
-  e->flags = 0;
-  e->ts_ns = bpf_ktime_get_ns();
-  e->addr = addr;
-  e->size = 0;
-  e->offset = 0;
-  e->stack = 0;
-  bpf_ringbuf_submit(e, submit_flags());
+  send_free(e, id, addr);
+}
+
+/* A free the process sent here for want of room in its ring: userspace
+ * holds its block (AS_EVF_FREE_IN_RING), the live map does not. */
+static __always_inline void forward_free(__u64 addr) {
+  if (!addr || sample_rate <= 1) return;
+  struct as_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+  if (!e) {
+    count(AS_CNT_FREE_DROPS);
+    return;
+  }
+  count(AS_CNT_FREES);
+  send_free(e, bpf_get_current_pid_tgid(), addr);
 }
 
 /* Entry of an allocating call; returns whether its return must be seen.
@@ -243,9 +260,10 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, __u32 fn, __u64 size
   AS_PART(AS_PART_SEND);
   __u64 id = stack->id;
   bool collected = flags & AS_EVF_COLLECTED;
-  bool live = track_live && !collected && !(flags & AS_EVF_LIVE_DROPPED);
+  bool elsewhere = flags & AS_EVF_FREE_IN_RING; /* userspace alone tracks it */
+  bool live = track_live && !collected && !elsewhere && !(flags & AS_EVF_LIVE_DROPPED);
   if (!track_live) flags |= AS_EVF_UNTRACKED;
-  if (track_live && !collected && !live) {
+  if (track_live && !collected && !elsewhere && !live) {
     count(AS_CNT_LIVE_FULL);
     count_bytes(AS_CNT_LIVE_FULL_BYTES, size);
   }

@@ -39,10 +39,10 @@ typedef int8_t as_s8;
 #endif
 
 /* The kfunc that tells a uprobe session's return from its entry takes no
- * argument up to Linux 6.18 and the program's context later (7.3): an
- * object is built for each (AS_SESSION_KFUNC_CTX), since libbpf refuses a
- * whole object whose extern's prototype differs from the kernel's, weak or
- * not, and userspace opens the one this kernel's BTF matches. */
+ * argument up to Linux 6.18 and the program's context later (7.3): an object
+ * is built for each (AS_SESSION_KFUNC_CTX), as libbpf refuses an object whose
+ * extern's prototype differs from the kernel's, and userspace opens the one
+ * this kernel's BTF matches. */
 #ifdef __bpf__
 #ifdef AS_SESSION_KFUNC_CTX
 extern bool bpf_session_is_return(void *ctx) __ksym __weak;
@@ -77,9 +77,9 @@ enum as_fn {
   AS_FN_COUNT = 14,
 };
 
-/* Entry codes (the attach cookie, and `fn` in events): the kind in the low
- * byte, how the arguments carry the size and pointer; above it, userspace's
- * index of the named entry point (0: the C library's own of that kind). */
+/* Entry codes (the attach cookie, `fn` in events): the kind in the low byte,
+ * how the arguments carry size and pointer; above it, userspace's index of
+ * the named entry point (0: the C library's own of that kind). */
 #define AS_FN_KIND_MASK 0xff
 #define AS_COOKIE_GO_STACK_CHECK (1ULL << 32) /* Go's probe is on its stack check's jbe (see go.bpf.h) */
 #define AS_COOKIE_GO_SHIFT 40 /* Go profile: its go_profiles slot; Go free: the kind, then its offset */
@@ -108,37 +108,38 @@ enum as_process_verdict {
   AS_PROC_ACCEPTED =
       4, /* (--all) its program accepted by a filter, whatever its threads' names; forgotten at exec */
 };
-/* OR'ed into a verdict (or alone, for a process without one): the process
- * samples in process (it maps a file whose otel_memory probes are attached),
- * so the system-wide allocator probes leave it to those. Cleared at exec. */
+/* OR'ed into a verdict (or alone): the process samples in process (it maps a file whose
+ * otel_memory probes are attached), not through the system-wide allocator probes. Cleared at exec. */
 #define AS_PROC_IN_PROCESS 0x80
 #define AS_PROC_VERDICT_MASK 0x7f
 
 enum as_event_flags {
-  AS_EVF_LIVE_DROPPED = 1, /* live map was full: this sample's free will not be seen */
-  AS_EVF_UNTRACKED = 2,    /* live tracking is off (--no-free): no live entry, nothing dropped */
-  AS_EVF_WEIGHTED = 4,     /* a USDT provider gave only a weight: `offset` holds it (weighted bytes) */
-  AS_EVF_COLLECTED = 8,    /* a garbage-collected block (Go): no address, no free; alloc metrics only */
-  AS_EVF_NO_OFFSET = 16,   /* the sampler (Go's runtime) did not say where its sampled byte was */
+  AS_EVF_LIVE_DROPPED = 1,  /* live map was full: this sample's free will not be seen */
+  AS_EVF_UNTRACKED = 2,     /* live tracking is off (--no-free): no live entry, nothing dropped */
+  AS_EVF_WEIGHTED = 4,      /* a USDT provider gave only a weight: `offset` holds it (weighted bytes) */
+  AS_EVF_COLLECTED = 8,     /* a garbage-collected block (Go): no address, no free; alloc metrics only */
+  AS_EVF_NO_OFFSET = 16,    /* the sampler (Go's runtime) did not say where its sampled byte was */
+  AS_EVF_FREE_IN_RING = 32, /* the process sends this block's free through its ring: no live entry here */
 };
 
 /* In-process sampling (the preload library, or any program that fires the
  * OpenTelemetry memory-profiling probes): USDT probes fired only for sampled
  * blocks, otel_memory:alloc(ptr, size, weighted_bytes[, code, offset, rate])
- * and otel_memory:free(ptr). The preload library adds the last three: the
- * entry code (with AS_USDT_UNTRACKED when its own set of sampled blocks had
- * no room, so that block's free will not be seen), the bytes before the
- * sampled byte, and its mean bytes between samples (1: every allocation).
- * Providers with the three standard arguments only: see AS_EVF_WEIGHTED. */
+ * and otel_memory:free(ptr). The preload library adds the last three: the entry
+ * code (and flags below), the bytes before the sampled byte, its mean bytes
+ * between samples (1: all). Providers of the first three: AS_EVF_WEIGHTED. */
 #define AS_USDT_PROVIDER "otel_memory"
 #define AS_USDT_FAST_PROVIDER "allocscope" /* the preload library's twins: preload/probe_sites.h */
 #define AS_USDT_FULL_ARGS 6
-/* Frames at the top of a sampled stack that are the sampler's own: the
- * full form fires from a function its entry point called (two frames), the
- * standard form is taken to fire in the entry point itself (one). */
+/* The sampler's own frames atop a sampled stack: the full form fires from a
+ * function its entry point called (two), the standard one in it (one). */
 #define AS_USDT_OWN_FRAMES_FULL 2
 #define AS_USDT_OWN_FRAMES 1
-#define AS_USDT_UNTRACKED 0x10000
+#define AS_USDT_UNTRACKED 0x10000 /* code: the sampler's set of blocks was full: no free will come */
+#define AS_USDT_FREE_IN_RING                                                                          \
+  0x20000                      /* code: its free comes through the ring allocscope handed the process \
+                                */
+#define AS_USDT_FREE_FORWARD 1 /* OR'ed into free's ptr: one the ring refused, passed on as it is */
 
 /* Per-CPU counters, summed by userspace. */
 enum as_counter {
@@ -182,9 +183,9 @@ enum as_counter {
   AS_CNT_COUNT = 45,
 };
 
-/* The live filter: counters of live samples per hash slot, which lets a
- * free of an address never sampled (nearly every free) skip the live map.
- * Userspace, deleting live keys itself, decrements the same slot. */
+/* The live filter: live samples per hash slot, so that a free of an address
+ * never sampled (nearly every free) skips the live map. Userspace, deleting
+ * live keys itself, decrements the same slot. */
 #define AS_LIVE_FILTER_BITS 20
 #define AS_LIVE_FILTER_STRIDE 8 /* bytes between slots of the mmapped array (elements are 8-aligned) */
 
@@ -210,9 +211,9 @@ struct as_live_value {
  * Userspace compiles each binary's call frame information (.eh_frame,
  * .debug_frame, Go's pclntab) into rows sorted by pc for the kernel, which
  * unwinds sampled stacks itself (bpf/unwind.h). On x86-64 the CFA of code
- * that calls is rsp or rbp plus an offset (or, in PLT entries and realigned
- * frames, a known expression of them), the return address is at CFA - 8
- * and the only register later CFAs need is rbp. */
+ * that calls is rsp or rbp plus an offset (in PLT entries and realigned
+ * frames, a known expression of them), the return address is at CFA - 8, and
+ * later CFAs need only rbp. */
 enum as_cfa_kind {
   AS_ROW_NONE = 0,      /* no unwind information here: the walk stops */
   AS_CFA_RSP = 1,       /* CFA = rsp + 8 * cfa_off */
@@ -373,9 +374,8 @@ struct as_cgroup_event {
 
 /* A stack, sent once: the id later events name it by, the mappings of its
  * frames, return addresses innermost first (the first is the allocator's
- * return into its direct caller). Ids cover the process instance (pid,
- * start time, exec count) and the entry point, so no two processes or
- * programs share one. */
+ * return into its direct caller). Ids cover the process instance (pid, start
+ * time, exec count) and the entry point: no two programs share one. */
 struct as_stack_event {
   as_u32 kind; /* AS_EV_STACK */
   as_u32 tgid;

@@ -38,6 +38,10 @@ int usdt_alloc(struct pt_regs *ctx) {
     }
     fn = code & 0xffff;
     if (code & AS_USDT_UNTRACKED) flags |= AS_EVF_LIVE_DROPPED;
+    /* Its free comes to userspace through the process's ring: no trap
+     * for it, and no live entry here to delete. (Exact mode keeps its
+     * totals here: it takes every free.) */
+    if ((code & AS_USDT_FREE_IN_RING) && sample_rate > 1) flags |= AS_EVF_FREE_IN_RING;
     offset = usdt_arg(ctx, 4);
     own.count = AS_USDT_OWN_FRAMES_FULL;
   } else {
@@ -59,7 +63,11 @@ SEC("usdt")
 int usdt_free(struct pt_regs *ctx) {
   as_no_private_stack(ctx, tail_classic);
   AS_PART(AS_PART_LAST);
-  free_address(usdt_arg(ctx, 0));
+  __u64 addr = usdt_arg(ctx, 0);
+  if (addr & AS_USDT_FREE_FORWARD)
+    forward_free(addr & ~(__u64)AS_USDT_FREE_FORWARD);
+  else
+    free_address(addr);
   AS_PART(AS_PART_FREE);
   AS_PART_COUNT_ONE(AS_PART_FREES);
   return 0;

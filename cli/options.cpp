@@ -184,6 +184,8 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, OptionText& t) {
   // Benchmark switches (BENCHMARKS.md): not for everyday use.
   rec->add_flag("--null-probes", c.null_probes, "Probes that do nothing: the overhead floor")->group("");
   rec->add_flag("--naive-placement", c.naive_placement, "Every probe on its function's entry")->group("");
+  rec->add_flag("--frees-trap", c.frees_trap, "In process, sampled: frees of sampled blocks trap, no ring")
+      ->group("");
   t.children_flag =
       rec->add_flag("--children,!--no-children", t.children,
                     "Follow every process the targets fork or run (default with -- CMD): system-wide probes, "

@@ -141,7 +141,7 @@ pid_t start_writer_in_pid_namespace(const std::string& socket, int& out) {
   EXPECT_EQ(pipe2(p, O_CLOEXEC), 0);
   pid_t pid = fork();
   if (pid == 0) {
-    as_ring_header* h = as_channel_connect(socket.c_str());
+    as_ring_header* h = as_channel_connect(socket.c_str(), AS_CHANNEL_TIMEOUT_MS);
     if (!h) _exit(1);
     uint32_t self = as_channel_pid(h);
     as_trial_write(h, AS_TRIAL_FORK, self, self, 0);
@@ -207,7 +207,7 @@ int answer_until_exit(PreloadChannel& channel, pid_t pid) {
 uint64_t ring_size_handed(PreloadChannel& channel) {
   pid_t pid = fork();
   if (pid == 0) {
-    as_ring_header* h = as_channel_connect(channel.socket_path().c_str());
+    as_ring_header* h = as_channel_connect(channel.socket_path().c_str(), AS_CHANNEL_TIMEOUT_MS);
     _exit(!h ? 0 : h->size == PreloadChannel::kSmallRingBytes ? 1 : h->size == (512 << 20) ? 2 : 3);
   }
   int status = answer_until_exit(channel, pid);
@@ -236,7 +236,7 @@ TEST(PreloadChannel, AFailedHelloLeavesErrnoAsItWas) {
   ASSERT_EQ(unlink(hello.c_str()), 0);
   pid_t pid = fork();
   if (pid == 0) {
-    as_ring_header* h = as_channel_connect(channel->socket_path().c_str());
+    as_ring_header* h = as_channel_connect(channel->socket_path().c_str(), AS_CHANNEL_TIMEOUT_MS);
     if (!h) _exit(2);
     errno = EDOM;
     uint32_t self = as_channel_pid(h);  // its first: a hello, refused (no such socket)
@@ -249,7 +249,7 @@ TEST(PreloadChannel, AFailedHelloLeavesErrnoAsItWas) {
 }
 
 TEST(PreloadChannel, AProcessWithoutAnAnswerRunsUntraced) {
-  EXPECT_EQ(as_channel_connect("/nonexistent/allocscope/socket"), nullptr);
+  EXPECT_EQ(as_channel_connect("/nonexistent/allocscope/socket", AS_CHANNEL_TIMEOUT_MS), nullptr);
   auto channel = PreloadChannel::open(4096);
   ASSERT_TRUE(channel.has_value());
   EXPECT_EQ(channel->socket_path().find("/allocscope-"), channel->socket_path().rfind("/allocscope-"));

@@ -103,9 +103,9 @@ TEST(PreloadEntryCodes, AreTheAllocatorTablesCodes) {
 
 TEST(PreloadEnvironment, PutsTheLibraryFirstAndSetsTheRate) {
   // An outer recording's socket is not inherited: the library would write there.
-  auto env = preload_environment(
-      {"PATH=/bin", "LD_PRELOAD=libjemalloc.so.2", "ALLOCSCOPE_RATE=7", "ALLOCSCOPE_SOCKET=/tmp/a/rings"},
-      "/x/lib.so", 65536);
+  auto env = preload_environment({"PATH=/bin", "LD_PRELOAD=libjemalloc.so.2", "ALLOCSCOPE_RATE=7",
+                                  "ALLOCSCOPE_SOCKET=/tmp/a/rings", "ALLOCSCOPE_FREES_SOCKET=/tmp/b/rings"},
+                                 "/x/lib.so", 65536);
   std::set<std::string> got(env.begin(), env.end());
   EXPECT_EQ(got, (std::set<std::string>{"PATH=/bin", "LD_PRELOAD=/x/lib.so:libjemalloc.so.2",
                                         "ALLOCSCOPE_RATE=65536"}));

@@ -20,6 +20,12 @@ class MappedMemory {
     if (addr == MAP_FAILED) return fail_errno(std::string("map ") + what, errno);
     return MappedMemory(addr, bytes);
   }
+  // Maps `bytes` of `fd` shared, read only (a BPF ring buffer's positions).
+  static Result<MappedMemory> map_shared_read(int fd, size_t bytes, const char* what) {
+    void* addr = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
+    if (addr == MAP_FAILED) return fail_errno(std::string("map ") + what, errno);
+    return MappedMemory(addr, bytes);
+  }
   MappedMemory(MappedMemory&& o) noexcept
       : addr_(std::exchange(o.addr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
   MappedMemory& operator=(MappedMemory&& o) noexcept {

@@ -58,8 +58,8 @@ std::vector<std::string> preload_environment(const std::vector<std::string>& env
     if (e.starts_with("LD_PRELOAD=")) {
       std::string rest = e.substr(sizeof "LD_PRELOAD=" - 1);
       if (!rest.empty()) preload += ":" + rest;
-    } else if (!e.starts_with("ALLOCSCOPE_RATE=") &&
-               !e.starts_with("ALLOCSCOPE_SOCKET=")) {  // ours, not an outer one's
+    } else if (!e.starts_with("ALLOCSCOPE_RATE=") && !e.starts_with("ALLOCSCOPE_SOCKET=") &&
+               !e.starts_with("ALLOCSCOPE_FREES_SOCKET=")) {  // ours, not an outer one's
       out.push_back(e);
     }
   }

@@ -52,6 +52,14 @@ bool in_nested_pid_namespace(pid_t pid) {
   return text && pid_namespace_depth(*text) > 1;
 }
 
+bool in_other_time_namespace(pid_t pid) {
+  struct stat mine {
+  }, theirs{};
+  if (stat("/proc/self/ns/time", &mine) != 0) return false;
+  if (stat(("/proc/" + std::to_string(pid) + "/ns/time").c_str(), &theirs) != 0) return false;
+  return mine.st_ino != theirs.st_ino || mine.st_dev != theirs.st_dev;
+}
+
 std::string cgroup_v2_path(std::string_view text) {
   while (!text.empty()) {
     std::string_view line = text.substr(0, text.find('\n'));

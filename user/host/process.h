@@ -55,6 +55,10 @@ size_t pid_namespace_depth(std::string_view status);
 // Whether the process lives in a PID namespace below /proc's (its getpid()
 // is not its id here).
 bool in_nested_pid_namespace(pid_t pid);
+// Whether the process's CLOCK_MONOTONIC is not this one's (a time namespace
+// of its own, with its offsets). False when the kernel has none, or when
+// either cannot be read.
+bool in_other_time_namespace(pid_t pid);
 
 // When the process started, seconds since the epoch; 0 when unknown.
 double process_start_time(pid_t pid);

@@ -156,7 +156,7 @@ void Profile::on_alloc(const AllocSample& s) {
     return;
   }
   live_changing(*id, w.bytes);
-  live_[s.pid].emplace(s.addr, LiveEntry{*id, w.objects, w.bytes, s.size, s.offset, s.ts_ns});
+  live_[s.pid].emplace(s.addr, LiveEntry{*id, s.kernel_held, w.objects, w.bytes, s.size, s.offset, s.ts_ns});
   ++live_count_;
   t.live_objects += w.objects;
   t.live_bytes += w.bytes;
@@ -184,6 +184,7 @@ void Profile::on_free(uint32_t pid, uint64_t addr, uint64_t ts_ns) {
     ++counters_.unmatched_frees;
     return;
   }
+  if (ts_ns && ts_ns < it->second.ts_ns) return;
   if (ts_ns >= it->second.ts_ns) stacks_[it->second.stack].totals.lifetimes.add(ts_ns - it->second.ts_ns);
   unlive(it->second);
   set->second.erase(it);
@@ -195,7 +196,7 @@ std::vector<uint64_t> Profile::drop_process(uint32_t pid) {
   auto set = live_.find(pid);
   if (set == live_.end()) return addrs;
   for (const auto& [addr, e] : set->second) {
-    addrs.push_back(addr);
+    if (e.kernel_held) addrs.push_back(addr);
     unlive(e);
   }
   live_.erase(set);

@@ -72,6 +72,7 @@ struct AllocSample {
   uint64_t offset = 0;       // bytes before the sampled byte
   uint64_t ts_ns = 0;        // CLOCK_MONOTONIC
   bool live_tracked = true;  // false when the kernel's live map was full
+  bool kernel_held = true;   // the kernel keeps its live entry (not when its free comes another way)
   std::span<const uint64_t> ips;
 };
 
@@ -110,9 +111,11 @@ class Profile {
   }
 
   void on_alloc(const AllocSample& s);
+  // A free older than the live sample at its address (ts_ns before the
+  // sample's) was of the block before it, already replaced: passed over.
   void on_free(uint32_t pid, uint64_t addr, uint64_t ts_ns = 0);
   // The process ended (exit or exec): its memory is no longer in use. Returns
-  // the addresses of the live samples dropped.
+  // the addresses of the live samples dropped that the kernel holds.
   std::vector<uint64_t> drop_process(uint32_t pid);
   // Every live sample forgotten (their frees will not be seen).
   void drop_all_live();
@@ -164,6 +167,7 @@ class Profile {
  private:
   struct LiveEntry {
     uint32_t stack;
+    bool kernel_held;
     double objects, bytes;
     uint64_t size, offset, ts_ns;
   };

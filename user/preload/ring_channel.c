@@ -14,10 +14,10 @@
 #include <unistd.h>
 
 /* The descriptor passed with the one byte allocscope sends; -1 if none. */
-static int receive_fd(int sock) {
+static int receive_fd(int sock, int timeout_ms) {
   struct pollfd p = {.fd = sock, .events = POLLIN};
   int n;
-  do n = poll(&p, 1, AS_CHANNEL_TIMEOUT_MS);
+  do n = poll(&p, 1, timeout_ms);
   while (n < 0 && errno == EINTR);
   if (n <= 0) return -1;
   char byte;
@@ -113,7 +113,7 @@ uint32_t as_channel_pid(const struct as_ring_header *h) {
   return pid;
 }
 
-struct as_ring_header *as_channel_connect(const char *socket_path) {
+struct as_ring_header *as_channel_connect(const char *socket_path, int timeout_ms) {
   struct sockaddr_un addr = {.sun_family = AF_UNIX};
   if (!socket_path || !*socket_path || strlen(socket_path) >= sizeof addr.sun_path) return NULL;
   strcpy(addr.sun_path, socket_path);
@@ -122,7 +122,7 @@ struct as_ring_header *as_channel_connect(const char *socket_path) {
   if (sock < 0) return NULL;
   struct as_ring_header *h = NULL;
   if (connect(sock, (struct sockaddr *)&addr, sizeof addr) == 0) {
-    int fd = receive_fd(sock);
+    int fd = receive_fd(sock, timeout_ms);
     if (fd >= 0) {
       h = map_ring(fd);
       close(fd);

@@ -18,7 +18,13 @@
 #include "preload/shared_ring.h"
 
 #define AS_CHANNEL_ENV "ALLOCSCOPE_SOCKET"
-#define AS_CHANNEL_TIMEOUT_MS 5000    /* a process waits this long for its ring, then runs untraced */
+#define AS_CHANNEL_TIMEOUT_MS 5000 /* a process waits this long for its ring, then runs untraced */
+/* A recording with BPF: the ring takes only the frees of sampled blocks,
+ * which trap without it. A process waits for it only briefly (allocscope
+ * answers on a thread of its own): a stopped allocscope must not hold up
+ * every program its command runs. */
+#define AS_FREES_CHANNEL_ENV "ALLOCSCOPE_FREES_SOCKET"
+#define AS_FREES_CHANNEL_TIMEOUT_MS 50
 #define AS_CHANNEL_HELLO_NAME "hello" /* beside the socket: where hellos go */
 #define AS_CHANNEL_HELLO_TRIES 16     /* a process that cannot say hello stops trying */
 
@@ -34,9 +40,9 @@ extern "C" {
 #endif
 
 /* The ring allocscope hands this process, mapped; NULL when there is no
- * socket to reach, no answer in time, or an answer that is not a ring.
- * Makes no allocation (it runs in the allocator's constructor). */
-struct as_ring_header *as_channel_connect(const char *socket_path);
+ * socket to reach, no answer within timeout_ms, or an answer that is not a
+ * ring. Makes no allocation (it runs in the allocator's constructor). */
+struct as_ring_header *as_channel_connect(const char *socket_path, int timeout_ms);
 
 /* getpid(), for a record in ring h: said hello first if this process has
  * not yet (a forked child has not: the parent's hello is inherited). */

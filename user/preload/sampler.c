@@ -23,7 +23,7 @@ AS_SEMAPHORE(allocscope, free);
 __thread struct thread_sampler as_tls __attribute__((tls_model("initial-exec")));
 uint64_t as_sample_rate = AS_DEFAULT_RATE;
 int as_sampler_ready;
-struct as_ring_header *as_ring;
+struct as_ring_header *as_ring, *as_free_ring;
 /* A page-aligned set in pages of its own: the child of a fork empties it. */
 struct as_sampled_set as_sampled __attribute__((aligned(4096)));
 
@@ -119,21 +119,32 @@ __attribute__((noinline)) void as_fire_alloc(void *p, uint64_t size, uint64_t of
     self->writing = 0;
     return;
   }
+  if (as_free_ring) code |= AS_USDT_FREE_IN_RING;
   AS_FIRE_ALLOC(p, size, weight, code, offset, rate);
 }
 
 __attribute__((noinline)) void as_fire_free(void *p) {
   struct thread_sampler *self = &as_tls;
-  if (!as_ring) {
+  struct as_ring_header *ring = as_free_ring;
+  if (!ring) {
     AS_FIRE_FREE(p);
-  } else if (self->writing) {
-    as_ring_count_lost(as_ring, 0);
-  } else {
-    self->writing = 1;
-    uint32_t pid = as_channel_pid(as_ring);
-    as_trial_write_free(as_ring, pid, thread_id(self, pid), (uint64_t)(uintptr_t)p);
-    self->writing = 0;
+    return;
   }
+  if (!self->writing) {
+    self->writing = 1;
+    uint32_t pid = as_channel_pid(ring);
+    int written = as_trial_write_free(ring, pid, thread_id(self, pid), (uint64_t)(uintptr_t)p);
+    self->writing = 0;
+    if (written) return;
+  }
+  /* Not written (a signal handler's, inside this thread's own write; a full
+   * ring; its lock held long). With BPF the probe takes it, marked: the
+   * kernel holds no entry for the block, and passes the free on. Without,
+   * it is lost (a failed write counted itself). */
+  if (!as_ring)
+    AS_FIRE_FREE((uintptr_t)p | AS_USDT_FREE_FORWARD);
+  else if (self->writing)
+    as_ring_count_lost(ring, 0);
 }
 
 /* A forked child is a new process to the tracer: its own random stream, and
@@ -141,9 +152,9 @@ __attribute__((noinline)) void as_fire_free(void *p) {
 void as_sampler_after_fork(void) {
   as_tls.seeded = 0;
   madvise(&as_sampled, sizeof(as_sampled), MADV_DONTNEED);
-  if (as_ring) { /* a writer of its parent's ring: allocscope keeps the ring while it lives */
-    uint32_t pid = as_channel_pid(as_ring); /* a hello first: its own, in its PID namespace */
-    as_trial_write(as_ring, AS_TRIAL_FORK, pid, pid, 0);
+  if (as_free_ring) { /* a writer of its parent's ring: allocscope keeps the ring while it lives */
+    uint32_t pid = as_channel_pid(as_free_ring); /* a hello first: its own, in its PID namespace */
+    as_trial_write(as_free_ring, AS_TRIAL_FORK, pid, pid, 0);
   }
 }
 
@@ -160,8 +171,12 @@ void as_sampler_start(void) {
   as_sample_rate = rate_from_environment();
   for (int i = 0; i < AS_LOG2_TABLE_SIZE; i++)
     log2_table[i] = (uint64_t)llround(log2(1.0 + (double)i / (1 << AS_LOG2_TABLE_BITS)) * 4294967296.0);
-  const char *socket_path = getenv(AS_CHANNEL_ENV);
-  if (socket_path && *socket_path) as_ring = as_channel_connect(socket_path);
+  const char *socket_path = getenv(AS_CHANNEL_ENV), *frees_path = getenv(AS_FREES_CHANNEL_ENV);
+  if (socket_path && *socket_path)
+    as_free_ring = as_channel_connect(socket_path, AS_CHANNEL_TIMEOUT_MS);
+  else if (frees_path && *frees_path)
+    as_free_ring = as_channel_connect(frees_path, AS_FREES_CHANNEL_TIMEOUT_MS);
+  if (as_free_ring && !(as_free_ring->flags & AS_RING_FREES_ONLY)) as_ring = as_free_ring;
   if (as_ring) { /* this thread's stack now: the C library reads the first one's with stdio's locks */
     stack_end_of((uint64_t)(uintptr_t)__builtin_frame_address(0));
   }

@@ -33,9 +33,12 @@ extern __thread struct thread_sampler as_tls __attribute__((tls_model("initial-e
 
 extern uint64_t as_sample_rate AS_HIDDEN; /* mean bytes between samples; 1: every allocation */
 extern int as_sampler_ready AS_HIDDEN;    /* the countdown's table is filled: sampling may start */
-/* Without BPF: the ring allocscope reads the trials from (a forked child
- * writes into its parent's). */
+/* The ring allocscope handed this process (a forked child writes into its
+ * parent's). Without BPF it takes the trials and frees (as_ring); with BPF
+ * only the frees of sampled blocks (as_free_ring alone), the trials
+ * trapping into the kernel's probes. */
 extern struct as_ring_header *as_ring AS_HIDDEN;
+extern struct as_ring_header *as_free_ring AS_HIDDEN;
 extern struct as_sampled_set as_sampled AS_HIDDEN;
 
 /* The rate from ALLOCSCOPE_RATE, the countdown's table, and the ring when

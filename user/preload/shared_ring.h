@@ -40,6 +40,10 @@
 #define AS_RING_MAX_WAIT_NS (1000 * 1000000L) /* for room in a full ring, a record */
 #define AS_RING_READER_STALE_NS (2000 * 1000000L) /* a reader silent this long is gone: no waiting */
 #define AS_RING_SPINS 64                          /* tries for a taken lock, then it yields... */
+/* The header's flags. FREES_ONLY: the kernel's probes take the sampled
+ * trials (a recording with BPF); the ring takes only the frees of sampled
+ * blocks, each a trap saved. */
+#define AS_RING_FREES_ONLY 1u
 #define AS_RING_WAIT_NS \
   (20 * 1000000L) /* ...for this long (its holder preempted?) before the record is lost */
 
@@ -47,10 +51,10 @@
  * of two, the data's bytes) is set by the reader before any writer maps it. */
 struct as_ring_header {
   uint64_t size;
-  uint64_t producer; /* next byte to reserve */
-  uint64_t consumer; /* next byte to read: written by the reader only */
-  uint32_t lock;     /* writers' reservation lock: 0 free, else its holder's process id */
-  uint32_t pad;
+  uint64_t producer;         /* next byte to reserve */
+  uint64_t consumer;         /* next byte to read: written by the reader only */
+  uint32_t lock;             /* writers' reservation lock: 0 free, else its holder's process id */
+  uint32_t flags;            /* AS_RING_FREES_ONLY: set by the reader before it is handed out */
   uint64_t lost, lost_bytes; /* records no room or a taken lock refused, and their payload bytes */
   uint64_t reader_beat_ns;   /* CLOCK_MONOTONIC when the reader last read: 0 never */
   uint64_t number;           /* the reader's name for the ring, set before it is handed out */
@@ -101,9 +105,16 @@ static inline bool as_ring_lock(struct as_ring_header *h, uint32_t tgid) {
 
 enum as_ring_refusal { AS_RING_PLACED = 0, AS_RING_NO_ROOM = 1, AS_RING_LOCKED = 2, AS_RING_TOO_LONG = 3 };
 
+/* No stamp: as_ring_try_reserve_stamped's stamp_at. */
+#define AS_RING_NO_STAMP UINT32_MAX
+
 /* Room for a record of `len` payload bytes now, or NULL (not counted) and
- * why in *why (enum as_ring_refusal). */
-static inline void *as_ring_try_reserve(struct as_ring_header *h, uint32_t len, uint32_t tgid, int *why) {
+ * why in *why (enum as_ring_refusal). Unless stamp_at is AS_RING_NO_STAMP,
+ * the time (CLOCK_MONOTONIC, 8 bytes) is written at that payload offset
+ * under the lock, before the record is seen: stamps follow the records'
+ * order, and a reader stopped at a busy record can read its stamp. */
+static inline void *as_ring_try_reserve_stamped(struct as_ring_header *h, uint32_t len, uint32_t tgid,
+                                                int *why, uint32_t stamp_at) {
   uint64_t size = h->size, need = as_ring_span(len);
   if (len > AS_RING_LEN_MASK || need > size / 2 || tgid == 0) {
     *why = AS_RING_TOO_LONG;
@@ -130,10 +141,18 @@ static inline void *as_ring_try_reserve(struct as_ring_header *h, uint32_t len, 
   struct as_ring_record *r = (struct as_ring_record *)(data + offset);
   r->tgid = tgid;
   __atomic_store_n(&r->len_flags, len | AS_RING_BUSY, __ATOMIC_RELAXED);
+  if (stamp_at != AS_RING_NO_STAMP && (uint64_t)stamp_at + 8 <= len) {
+    uint64_t now = (uint64_t)as_ring_now_ns();
+    __builtin_memcpy((uint8_t *)(r + 1) + stamp_at, &now, sizeof now);
+  }
   __atomic_store_n(&h->producer, at + skip + need, __ATOMIC_RELEASE);
   __atomic_store_n(&h->lock, 0, __ATOMIC_RELEASE);
   *why = AS_RING_PLACED;
   return r + 1;
+}
+
+static inline void *as_ring_try_reserve(struct as_ring_header *h, uint32_t len, uint32_t tgid, int *why) {
+  return as_ring_try_reserve_stamped(h, len, tgid, why, AS_RING_NO_STAMP);
 }
 
 /* Whether a writer may wait for room: the reader read lately. */
@@ -147,11 +166,12 @@ static inline bool as_ring_reader_alive(struct as_ring_header *h, long now) {
  * too long, the lock held too long, or no room in time. `wait`: whether
  * to wait for room while the reader reads. The wait is a raw system call:
  * not a cancellation point inside malloc. */
-static inline void *as_ring_reserve_for(struct as_ring_header *h, uint32_t len, uint32_t tgid, bool wait) {
+static inline void *as_ring_reserve_stamped(struct as_ring_header *h, uint32_t len, uint32_t tgid, bool wait,
+                                            uint32_t stamp_at) {
   long deadline = 0;
   for (;;) {
     int why;
-    void *p = as_ring_try_reserve(h, len, tgid, &why);
+    void *p = as_ring_try_reserve_stamped(h, len, tgid, &why, stamp_at);
     if (p) return p;
     if (why != AS_RING_NO_ROOM || !wait) break;
     long now = as_ring_now_ns();
@@ -164,6 +184,10 @@ static inline void *as_ring_reserve_for(struct as_ring_header *h, uint32_t len, 
   }
   as_ring_count_lost(h, len);
   return NULL;
+}
+
+static inline void *as_ring_reserve_for(struct as_ring_header *h, uint32_t len, uint32_t tgid, bool wait) {
+  return as_ring_reserve_stamped(h, len, tgid, wait, AS_RING_NO_STAMP);
 }
 
 static inline void *as_ring_reserve(struct as_ring_header *h, uint32_t len, uint32_t tgid) {
@@ -214,6 +238,20 @@ static inline const void *as_ring_peek(struct as_ring_header *h, uint32_t *len, 
     *tgid = r->tgid;
     return r + 1;
   }
+}
+
+/* Reader: the payload of the record at the front, committed or still
+ * busy (what its writer wrote so far: its stamp, if it takes one), and
+ * its length; NULL when there is none. */
+static inline const void *as_ring_front(struct as_ring_header *h, uint32_t *len) {
+  uint64_t at = h->consumer, size = h->size;
+  if (at >= __atomic_load_n(&h->producer, __ATOMIC_ACQUIRE)) return NULL;
+  struct as_ring_record *r = (struct as_ring_record *)(as_ring_data(h) + (at & (size - 1)));
+  uint32_t lf = __atomic_load_n(&r->len_flags, __ATOMIC_ACQUIRE);
+  uint64_t left = size - (at & (size - 1));
+  if ((lf & AS_RING_PADDING) || as_ring_span(lf & AS_RING_LEN_MASK) > left) return NULL;
+  *len = lf & AS_RING_LEN_MASK;
+  return r + 1;
 }
 
 /* Reader: done with the record as_ring_peek gave; its room is free again. */

@@ -7,6 +7,7 @@
 #ifndef ALLOCSCOPE_TRIAL_RECORD_H
 #define ALLOCSCOPE_TRIAL_RECORD_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "allocscope.h"
@@ -81,15 +82,20 @@ static inline int as_trial_write_alloc(struct as_ring_header *h, uint32_t tgid,
 
 static inline int as_trial_write(struct as_ring_header *h, uint32_t kind, uint32_t tgid, uint32_t tid,
                                  uint64_t addr) {
-  /* A fork's record never waits: the child must not be held in fork(). */
-  bool wait = kind != AS_TRIAL_FORK;
-  struct as_trial_free *p =
-      (struct as_trial_free *)as_ring_reserve_for(h, (uint32_t)sizeof(struct as_trial_free), tgid, wait);
+  /* Stamped as it is placed: a reader stopped at a busy one knows every
+   * record after it is later. */
+  uint32_t len = (uint32_t)sizeof(struct as_trial_free), at = (uint32_t)offsetof(struct as_trial_free, ts_ns);
+  struct as_trial_free *p;
+  if (h->flags & AS_RING_FREES_ONLY) { /* never waits, nor counts: the caller traps instead */
+    int why;
+    p = (struct as_trial_free *)as_ring_try_reserve_stamped(h, len, tgid, &why, at);
+  } else { /* a fork's record never waits: the child must not be held in fork() */
+    p = (struct as_trial_free *)as_ring_reserve_stamped(h, len, tgid, kind != AS_TRIAL_FORK, at);
+  }
   if (!p) return 0;
   p->kind = kind;
   p->tid = tid;
   p->addr = addr;
-  p->ts_ns = (uint64_t)as_ring_now_ns();
   as_ring_commit(p);
   return 1;
 }

@@ -102,15 +102,12 @@ bpf_program* entry_program(allocscope_bpf* s, as_fn fn) {
   return nullptr;
 }
 
-// A negative return stops libbpf's delivery loop; poll() tells it apart.
-constexpr int kStopDelivery = -EINTR;
+}  // namespace
 
-int on_event(void* ctx, void* data, size_t size) {
+int BpfSession::on_event(void* ctx, void* data, size_t size) {
   auto* handler = static_cast<BpfSession::Handler*>(ctx);
   return (*handler)({static_cast<const uint8_t*>(data), size}) ? 0 : kStopDelivery;
 }
-
-}  // namespace
 
 void BpfSession::LinkCloser::operator()(bpf_link* l) const { bpf_link__destroy(l); }
 
@@ -452,49 +449,6 @@ void BpfSession::detach() {
   release_in_parallel(raw_links_, entry_links_);
   release_in_parallel(return_links_, lifecycle_links_);
   hold_guard_.reset();  // no process is held from here on: those still held go on
-}
-
-// The ring buffer's own epoll set, nested in one that also holds an eventfd
-// that wake() writes: another thread can end the wait at once. (libbpf's
-// set cannot take foreign descriptors: it reads each event as a ring index.)
-Result<void> BpfSession::make_waker() {
-  wake_fd_ = UniqueFd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  epoll_ = UniqueFd(epoll_create1(EPOLL_CLOEXEC));
-  if (!wake_fd_ || !epoll_) return fail_errno("create the ring buffer's wait set", errno);
-  for (int fd : {ring_buffer__epoll_fd(ring_.get()), wake_fd_.get()}) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = fd;
-    if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev) != 0)
-      return fail_errno("watch the ring buffer", errno);
-  }
-  return {};
-}
-
-Result<void> BpfSession::wake_once_readable(int fd) {
-  epoll_event ev{};
-  ev.events = EPOLLIN | EPOLLONESHOT;  // a dead process's pidfd stays readable
-  ev.data.fd = fd;
-  if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) return fail_errno("watch a target's exit", errno);
-  return {};
-}
-
-void BpfSession::wake() {
-  uint64_t one = 1;
-  [[maybe_unused]] ssize_t n = write(wake_fd_.get(), &one, sizeof one);  // a full counter is awake already
-}
-
-Result<int> BpfSession::poll(int timeout_ms) {
-  epoll_event ev[2];
-  if (epoll_wait(epoll_.get(), ev, 2, timeout_ms) < 0 && errno != EINTR)
-    return fail_errno("poll ring buffer", errno);
-  uint64_t wakes;
-  [[maybe_unused]] ssize_t n = read(wake_fd_.get(), &wakes, sizeof wakes);  // re-arm
-  // Events are mostly submitted without a wakeup: read what is there.
-  int got = ring_buffer__consume(ring_.get());
-  if (got == kStopDelivery) return 0;
-  if (got < 0) return fail_errno("read ring buffer", -got);
-  return got;
 }
 
 }  // namespace allocscope

@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <array>
+#include <cerrno>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -161,16 +162,27 @@ class BpfSession final : public TableHost {
   size_t resume_probes();
   bool paused() const { return paused_; }
 
-  // Ends a poll() in progress (or the next one) at once; from any thread.
+  // Ends a wait() in progress (or the next one) at once; from any thread.
   void wake() override;
-  // Ends the first poll() after `fd` becomes readable (a target's pidfd,
+  // Ends the first wait() after `fd` becomes readable (a target's pidfd,
   // when it exits: the kernel's exit event comes before the process can be
-  // reaped, and the loop then waited out a whole poll). Once per fd.
+  // reaped, and the loop then waited out a whole wait). Once per fd.
   Result<void> wake_once_readable(int fd);
-  // Delivers pending events to the handler; waits up to timeout_ms for some.
-  // The handler returning false stops the delivery (poll returns early:
-  // a reader that lags still gets control back).
-  Result<int> poll(int timeout_ms);
+  // Waits up to timeout_ms for events (or a wake).
+  Result<void> wait(int timeout_ms);
+  // Delivers the pending events to the handler. The handler returning false
+  // stops the delivery before the end (a reader that lags still gets
+  // control back): `stopped`.
+  struct Delivered {
+    int events = 0;
+    bool stopped = false;
+  };
+  Result<Delivered> deliver();
+  // The ring buffer's positions, in bytes: up to where events were placed
+  // (reserved, maybe not yet committed), and up to where they were read.
+  // Read at or past a placed position, every event placed before it was read.
+  uint64_t events_placed() const;
+  uint64_t events_read() const;
   Counters counters() const;
   // With SessionConfig::verifier_stats: each loaded program's, by name.
   const std::vector<std::pair<std::string, VerifierStats>>& verifier_stats() const { return stats_; }
@@ -227,9 +239,14 @@ class BpfSession final : public TableHost {
   const KernelFeatures* kernel_ = nullptr;
   std::unique_ptr<allocscope_bpf, SkeletonCloser> skel_;
   Handler handler_;
+  // libbpf's callback: the handler's refusal stops its delivery loop with
+  // kStopDelivery (a negative return), which deliver() tells apart.
+  static constexpr int kStopDelivery = -EINTR;
+  static int on_event(void* ctx, void* data, size_t size);
   std::unique_ptr<ring_buffer, RingCloser> ring_;
-  UniqueFd wake_fd_, epoll_;  // poll() waits on both
-  MappedMemory live_filter_;  // the kernel's live filter, mapped here
+  UniqueFd wake_fd_, epoll_;     // wait() waits on both
+  MappedMemory ring_positions_;  // the ring buffer's consumer and producer pages
+  MappedMemory live_filter_;     // the kernel's live filter, mapped here
   // BTF types of the unwind tables' template (libbpf frees it at load).
   uint32_t table_btf_key_ = 0, table_btf_value_ = 0;
   std::unique_ptr<HoldGuard> hold_guard_;  // with hold_new_files

@@ -91,11 +91,12 @@ bool process_gone(uint32_t tgid) {
 
 }  // namespace
 
-Result<PreloadChannel> PreloadChannel::open(uint64_t ring_bytes, const std::string& parent) {
+Result<PreloadChannel> PreloadChannel::open(uint64_t ring_bytes, Use use, const std::string& parent) {
   if (ring_bytes < 4096 || (ring_bytes & (ring_bytes - 1)))
     return fail("a preload ring's size must be a power of two of at least 4096 bytes");
   PreloadChannel c;
   c.ring_bytes_ = ring_bytes;
+  c.use_ = use;
   std::string templ = runtime_parent(parent) + "/allocscope-XXXXXX";
   if (!mkdtemp(templ.data())) return fail_errno("make a private directory for the preload's socket", errno);
   c.socket_.dir = templ;
@@ -140,6 +141,7 @@ Result<PreloadChannel::Ring> PreloadChannel::make_ring(pid_t pid, uint64_t numbe
   if (!memory) return fail(memory.error());
   as_ring_beat(header_of(*memory));
   header_of(*memory)->number = number;
+  header_of(*memory)->flags = use_ == Use::FreesOnly ? AS_RING_FREES_ONLY : 0;
   __atomic_store_n(&header_of(*memory)->size, size, __ATOMIC_RELEASE);
   Ring r{.id = {pid, number}, .memory = std::move(*memory)};
   return r;
@@ -158,6 +160,10 @@ size_t PreloadChannel::accept_waiting(const std::function<void(const RingId&)>& 
     socklen_t len = sizeof cred;
     if (rings_.size() >= kMaxRings || getsockopt(conn.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
       ++counts_.refused;
+      continue;
+    }
+    if (use_ == Use::FreesOnly && in_other_time_namespace(cred.pid)) {
+      ++counts_.other_clock;
       continue;
     }
     UniqueFd memfd;
@@ -227,7 +233,7 @@ uint32_t PreloadChannel::writer_here(Ring& r, uint32_t pid) {
   return pid;
 }
 
-size_t PreloadChannel::drain(const OnRecord& on, size_t max_per_ring) {
+size_t PreloadChannel::drain(const OnRecord& on, size_t max_per_ring, const OnRecord& on_unread) {
   size_t n = 0;
   drained_all_ = true;
   read_hellos();
@@ -246,6 +252,7 @@ size_t PreloadChannel::drain(const OnRecord& on, size_t max_per_ring) {
       if (taken && taken % 64 == 0) as_ring_beat(h);  // a long read: writers go on waiting for room
       if (taken == max_per_ring) {
         drained_all_ = false;
+        tell_unread(r, on_unread);
         break;
       }
       const void* p = as_ring_peek(h, &len, &tgid, &busy);
@@ -258,6 +265,7 @@ size_t PreloadChannel::drain(const OnRecord& on, size_t max_per_ring) {
         if (busy == 0) break;
         if (uint32_t here = writer_here(r, busy); !here || !writer_gone(here, r)) {
           drained_all_ = false;
+          tell_unread(r, on_unread);
           break;
         }
         as_ring_skip_busy(h);
@@ -281,6 +289,12 @@ size_t PreloadChannel::drain(const OnRecord& on, size_t max_per_ring) {
   }
   counts_.records += n;
   return n;
+}
+
+void PreloadChannel::tell_unread(Ring& r, const OnRecord& on_unread) {
+  uint32_t len = 0;
+  if (const void* p = on_unread ? as_ring_front(header_of(r.memory), &len) : nullptr)
+    on_unread(r.id, 0, {static_cast<const uint8_t*>(p), len});
 }
 
 size_t PreloadChannel::release_finished(uint64_t now_ms) {

@@ -29,9 +29,16 @@ class PreloadChannel {
   // Bytes of the rings in use at once; past them a process gets a small ring (counted).
   static constexpr uint64_t kMaxRingBytes = uint64_t(1) << 30, kSmallRingBytes = 128 << 10;
 
+  // What the rings carry. FreesOnly: a recording with BPF, whose probes
+  // take the trials; only the frees of sampled blocks come through a ring
+  // (their records' clock must be the kernel's: a process in a time
+  // namespace of its own gets no ring, and its frees trap).
+  enum class Use { TrialsAndFrees, FreesOnly };
+
   // Listens in a new private directory under `parent` ($XDG_RUNTIME_DIR or
   // /tmp when empty); each ring holds ring_bytes (a power of two) of records.
-  static Result<PreloadChannel> open(uint64_t ring_bytes, const std::string& parent = "");
+  static Result<PreloadChannel> open(uint64_t ring_bytes, Use use = Use::TrialsAndFrees,
+                                     const std::string& parent = "");
   PreloadChannel(PreloadChannel&&) noexcept = default;
   PreloadChannel& operator=(PreloadChannel&&) = delete;
 
@@ -62,7 +69,9 @@ class PreloadChannel {
   // is false): one busy writer must not starve the others, nor processes
   // waiting for a ring. Writers waiting for room are told the reader reads.
   static constexpr size_t kMaxPerPass = 16384;
-  size_t drain(const OnRecord& on, size_t max_per_ring = kMaxPerPass);
+  // on_unread: for each ring read short of its end, the record it stopped
+  // at (committed, or as much of it as its writer wrote), tgid 0.
+  size_t drain(const OnRecord& on, size_t max_per_ring = kMaxPerPass, const OnRecord& on_unread = {});
   // Whether the last drain read every ring to its end (none stopped at a
   // record its live writer has not finished).
   bool drained_all() const { return drained_all_; }
@@ -74,6 +83,7 @@ class PreloadChannel {
 
   struct Counts {
     uint64_t rings = 0, refused = 0;    // rings in use; processes beyond kMaxRings or unanswerable
+    uint64_t other_clock = 0;           // FreesOnly: processes in a time namespace of their own
     uint64_t small = 0;                 // rings made small: kMaxRingBytes in use
     uint64_t released = 0;              // rings released (their processes gone)
     uint64_t records = 0;               // records read
@@ -101,6 +111,7 @@ class PreloadChannel {
   // The id here of the process whose getpid() is `pid`; 0 when unknown.
   uint32_t writer_here(Ring& r, uint32_t pid);
   void read_hellos();
+  void tell_unread(Ring& r, const OnRecord& on_unread);
   PreloadChannel() = default;
   uint64_t next_ring_bytes() const;
   Result<Ring> make_ring(pid_t pid, uint64_t number, UniqueFd& fd) const;
@@ -116,6 +127,7 @@ class PreloadChannel {
 
   SocketPath socket_;
   uint64_t ring_bytes_ = 0;
+  Use use_ = Use::TrialsAndFrees;
   UniqueFd listen_, hello_;
   std::vector<Ring> rings_;
   std::unordered_map<uint32_t, uint64_t> newest_ring_;  // by process: the number of the last ring it got

@@ -66,6 +66,7 @@ struct RecordConfig {
   std::string force_fallback;    // --force-fallback: kernel features taken as missing ("uprobe_session")
   bool null_probes = false;      // benchmark floor: probes that do nothing
   bool naive_placement = false;  // benchmark: every probe on the entry instruction
+  bool frees_trap = false;       // benchmark: in process, frees of sampled blocks trap (no ring)
   bool verbose = false;
   bool quiet = false;
   bool hangup_stops = true;   // SIGHUP ends the recording (the agent reopens its log instead)

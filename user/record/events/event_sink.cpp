@@ -350,6 +350,7 @@ void EventSink::on_alloc(std::span<const uint8_t> data) {
                      .offset = offset,
                      .ts_ns = e.ts_ns,
                      .live_tracked = !(e.flags & (AS_EVF_LIVE_DROPPED | AS_EVF_UNTRACKED | AS_EVF_COLLECTED)),
+                     .kernel_held = !(e.flags & AS_EVF_FREE_IN_RING),
                      .ips = s.ips});
   note_new_profile_stack(before, s);
   const ProfileCounters& now = profile_.counters();
@@ -363,7 +364,7 @@ void EventSink::on_alloc(std::span<const uint8_t> data) {
 // A sample the kernel tracks live but this side does not (filtered out, or a
 // table full): its kernel entry would outlive the process.
 void EventSink::forget_untracked(uint32_t tgid, uint64_t addr, uint16_t flags) {
-  if (!(flags & (AS_EVF_LIVE_DROPPED | AS_EVF_UNTRACKED | AS_EVF_COLLECTED)))
+  if (!(flags & (AS_EVF_LIVE_DROPPED | AS_EVF_UNTRACKED | AS_EVF_COLLECTED | AS_EVF_FREE_IN_RING)))
     hooks_.kernel.forget_live(tgid, std::span<const uint64_t>(&addr, 1));
 }
 

@@ -19,6 +19,7 @@
 #include "host/target.h"
 #include "output/outputs.h"
 #include "output/text_format.h"
+#include "preload/ring_channel.h"
 #include "probe/bpf_session.h"
 #include "probe/kernel_features.h"
 #include "probe/table_loader.h"
@@ -92,7 +93,7 @@ Result<void> Recorder::open_session() {
     sc.cgroup_level = cg->level;
   }
   // Events arrive only from poll(), once the parts below are made.
-  auto session = BpfSession::open(sc, [this](std::span<const uint8_t> data) { return r_.parts->sink(data); });
+  auto session = BpfSession::open(sc, [this](std::span<const uint8_t> data) { return r_.take_event(data); });
   if (!session) return fail(session.error());
   r_.parts = std::make_unique<SessionParts>(config_, in_process_use(), std::move(*session), r_.profile,
                                             r_.symbolizer, r_.cgroup_names);
@@ -103,8 +104,10 @@ Result<void> Recorder::open_session() {
 Result<std::vector<Target>> Recorder::make_targets() {
   std::vector<Target> targets;
   if (!config_.command.empty()) {
-    auto t =
-        Target::launch(launch_command(r_.plan, config_.command), launch_environment(r_.plan, config_.rate));
+    std::vector<std::string> env = launch_environment(r_.plan, config_.rate);
+    if (r_.free_channel)
+      env.push_back(std::string(AS_FREES_CHANNEL_ENV) + "=" + r_.free_channel->socket_path());
+    auto t = Target::launch(launch_command(r_.plan, config_.command), env);
     if (!t) return fail(t.error());
     targets.push_back(std::move(*t));
   }
@@ -162,6 +165,8 @@ Result<void> Recorder::prepare(std::vector<Target>& targets) {
     return ok;
   }
   if (observer_) observer_->set_wake([session = r_.parts->session.get()] { session->wake(); });
+  if (frees_through_rings())
+    if (auto ok = r_.open_free_channel(); !ok) return ok;
   auto made = make_targets();
   if (!made) return fail(made.error());
   targets = std::move(*made);
@@ -198,6 +203,15 @@ void Recorder::prepare_tables(const std::vector<Target>& targets, const std::vec
       r_.parts->tables.load_process(t.pid());
 }
 
+// A launched command sampled in process: each process sends the frees of
+// its sampled blocks through a ring, not a trap. Not in exact mode (the
+// kernel counts every free there), nor with frees unseen (--no-free), nor
+// with the probes paused now and then (--duty: frees then are not seen).
+bool Recorder::frees_through_rings() const {
+  return r_.plan.in_process && !config_.command.empty() && config_.rate > 1 && !config_.no_free &&
+         !config_.duty_period_ms && !config_.frees_trap;
+}
+
 InProcessUse Recorder::in_process_use() const {
   if (!r_.plan.in_process) return InProcessUse::Alongside;
   return r_.plan.probes ? InProcessUse::Preferred : InProcessUse::Only;
@@ -228,8 +242,9 @@ void Recorder::announce(std::vector<Target>& targets) {
 int Recorder::finish(std::vector<Target>& targets, const LoopEnd& l) {
   bool launched = !targets.empty() && targets.front().launched();
   r_.parts->session->detach();
-  while (r_.parts->session->poll(0).value_or(0) > 0) {
+  while (r_.deliver_events(0, true).value_or(0) > 0) {
   }
+  r_.flush_ring_frees();
   if (r_.parts->sink.has_waiting()) {  // walks that wait for tables being built
     constexpr uint64_t kMaxBuildWaitMs = 10'000;
     r_.parts->tables.wait_for_builds(kMaxBuildWaitMs);

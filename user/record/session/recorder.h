@@ -48,6 +48,7 @@ class Recorder final {
   Result<void> prepare(std::vector<Target>& targets);
   void prepare_tables(const std::vector<Target>& targets, const std::vector<std::string>& launched);
   InProcessUse in_process_use() const;
+  bool frees_through_rings() const;
   void announce(std::vector<Target>& targets);
   Result<LoopEnd> loop(std::vector<Target>& targets);
   void sweep_exact_live(uint64_t now);

@@ -53,7 +53,7 @@ Result<LoopEnd> Recorder::loop(std::vector<Target>& targets) {
     uint64_t next_interval = config_.interval_ms ? l.interval_start + config_.interval_ms : UINT64_MAX;
     uint64_t next_stop = config_.duration_ms ? l.start + config_.duration_ms : UINT64_MAX;
     r_.parts->sink.yield_at(std::min({next_interval, next_stop, now + 1000}));
-    if (auto n = r_.parts->session->poll(100); !n) return fail(n.error());
+    if (auto n = r_.deliver_events(100); !n) return fail(n.error());
     // Tables built meanwhile: in, their held processes continued, and the
     // walks that waited for them finished.
     bool tables_in = r_.parts->tables.collect() > 0;

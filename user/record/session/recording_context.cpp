@@ -1,11 +1,92 @@
 // The figures every job of a recording reads: its state, counters and meta.
 #include "record/session/recording_context.h"
 
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+
+#include "preload/trial_record.h"
 #include "record/clocks.h"
 #include "record/messages.h"
 #include "record/scope.h"
 
 namespace allocscope {
+
+// A ring per process, of frees (40 bytes each) read every poll: a megabyte
+// holds some 26,000. Never above what --ringbuf-bytes allows the kernel's.
+Result<void> RecordingContext::open_free_channel() {
+  constexpr uint64_t kDefault = 1 << 20, kLeast = 64 << 10;
+  uint64_t bytes = std::max(kLeast, std::bit_floor(std::min<uint64_t>(kDefault, config.ringbuf_bytes)));
+  auto channel = AnsweredChannel::open(bytes, PreloadChannel::Use::FreesOnly);
+  if (!channel) return fail(channel.error());
+  free_channel = std::move(*channel);
+  return {};
+}
+
+// Every free written before `now` is read, but for the rings read short of
+// their end: there, every record after the first unread one is later than
+// its stamp. A writer stuck in a record (stopped by a signal, preempted
+// long) holds the time back at most kMaxHoldBackNs: then its ring's later
+// frees may come after an allocation at their address (live_replaced).
+uint64_t RecordingContext::read_ring_frees(uint64_t now) {
+  constexpr uint64_t kMaxHoldBackNs = 100'000'000;
+  auto to_sink = [this](std::span<const uint8_t> e) { parts->sink(e); };
+  uint64_t read_to = now;
+  auto stamp_of = [](std::span<const uint8_t> record) {
+    as_trial_free f{};
+    if (record.size() >= sizeof f) std::memcpy(&f, record.data(), sizeof f);
+    return f;
+  };
+  free_channel->drain(
+      [&](const PreloadChannel::RingId&, uint32_t tgid, std::span<const uint8_t> record) {
+        as_trial_free f = stamp_of(record);
+        if (f.kind == AS_TRIAL_FREE) ring_frees.add(tgid, f.tid, f.addr, f.ts_ns, to_sink);
+      },
+      SIZE_MAX,
+      [&](const PreloadChannel::RingId&, uint32_t, std::span<const uint8_t> record) {
+        read_to = std::min(read_to, std::max(stamp_of(record).ts_ns, now - kMaxHoldBackNs));
+      });
+  return read_to;
+}
+
+bool RecordingContext::take_event(std::span<const uint8_t> data) {
+  // An event later than the rings' read stops the pass: the frees before
+  // it may not have been read yet.
+  if (free_channel && !ring_frees.before(data, [this](std::span<const uint8_t> e) { parts->sink(e); }))
+    return false;
+  return parts->sink(data);
+}
+
+Result<int> RecordingContext::deliver_events(int timeout_ms, bool last) {
+  BpfSession& s = *parts->session;
+  if (auto ok = s.wait(timeout_ms); !ok) return fail(ok.error());
+  // The time, then the rings (the frees written before it are read), then
+  // where the ring buffer's events end: the allocations of those frees are
+  // before it.
+  uint64_t placed = 0;
+  if (free_channel) {
+    uint64_t read_to = read_ring_frees(monotonic_ns());
+    placed = s.events_placed();
+    ring_frees.pass_begins(last ? UINT64_MAX : read_to);
+    if (std::vector<uint8_t> kept = ring_frees.take_kept(); !kept.empty()) take_event(kept);
+  }
+  auto got = s.deliver();
+  if (!got) return fail(got.error());
+  if (free_channel) {
+    // A pass ends early at an event still being written too (libbpf stops there).
+    bool complete = !got->stopped && s.events_read() >= placed;
+    ring_frees.pass_ends(complete, [this](std::span<const uint8_t> e) { parts->sink(e); });
+    free_channel->release_finished(now_ms());
+  }
+  return got->events;
+}
+
+void RecordingContext::flush_ring_frees() {
+  if (!free_channel) return;
+  read_ring_frees(monotonic_ns());
+  ring_frees.flush([this](std::span<const uint8_t> e) { parts->sink(e); });
+}
 
 std::string RecordingContext::sampling() const {
   if (config.command.empty() || !parts) return "";
@@ -13,9 +94,20 @@ std::string RecordingContext::sampling() const {
   return describe_sampling(plan, table.ended_in_process(), table.ended_through_probes());
 }
 
+// The rings' frees are the kernel's kind of figure: frees seen, and lost
+// (a full ring, a writer gone in the middle) as the ring buffer's are.
+static SourceFigures with_ring_frees(SourceFigures f, const AnsweredChannel* channel,
+                                     const RingFrees& frees) {
+  if (!channel) return f;
+  PreloadChannel::Counts c = channel->counts();
+  f.counters[AS_CNT_FREES] += frees.counts().read;
+  f.counters[AS_CNT_FREE_DROPS] += c.lost + c.abandoned + c.unplaced;
+  return f;
+}
+
 RecordingState RecordingContext::state() const {
   const LibraryDiscovery& l = parts->libraries;
-  return {figures_of(*parts->session),
+  return {with_ring_frees(figures_of(*parts->session), free_channel.get(), ring_frees),
           profile,
           parts->sink,
           parts->tables,
@@ -51,6 +143,13 @@ NamedCounters RecordingContext::counters() {
   c.emplace_back("python_frames_table_full", symbolizer.python_frames_full());
   c.emplace_back("debug_files_refused", Symbolizer::debug_files_refused());
   if (folds.size()) c.emplace_back("fold_journal_dropped", folds.journal_dropped());
+  if (free_channel) {
+    PreloadChannel::Counts k = free_channel->counts();
+    c.emplace_back("ring_frees", ring_frees.counts().read);
+    c.emplace_back("ring_frees_early", ring_frees.counts().early);
+    c.emplace_back("rings_refused", k.refused);  // their processes' frees trap, as before
+    c.emplace_back("rings_other_clock", k.other_clock);
+  }
   if (config.duty_period_ms) {
     c.emplace_back("duty_windows", tallies.duty_windows + 1);  // the first window began attached
     c.emplace_back("duty_probes_paused", parts->session->paused());

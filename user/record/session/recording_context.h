@@ -13,12 +13,14 @@
 
 #include "model/profile.h"
 #include "model/timeline.h"
+#include "probe/answered_channel.h"
 #include "probe/bpf_session.h"
 #include "probe/table_loader.h"
 #include "record/discovery/filter_verdicts.h"
 #include "record/discovery/library_discovery.h"
 #include "record/events/event_sink.h"
 #include "record/events/python_stacks.h"
+#include "record/events/ring_frees.h"
 #include "record/events/session_hooks.h"
 #include "record/record.h"
 #include "record/session/launch_plan.h"
@@ -85,6 +87,24 @@ struct RecordingContext {
   NamedCounters counters();
   RecordingMeta meta(uint64_t duration_ms);
 
+  // A launched command sampled in process: the frees of its sampled blocks
+  // come through the rings of a channel (ring_frees.h) rather than traps.
+  Result<void> open_free_channel();
+  // An event of the kernel's, to the sink after the ring frees it follows;
+  // false: stop delivering (the sink's word, or an event kept for the next
+  // pass).
+  bool take_event(std::span<const uint8_t> data);
+  // Waits up to timeout_ms for the kernel's events, then delivers them,
+  // the rings' frees among them; returns how many events the kernel sent.
+  // `last`: the probes are gone, every event goes (none is kept for later).
+  Result<int> deliver_events(int timeout_ms, bool last = false);
+  // The rings' frees read (into ring_frees); returns the time before which
+  // every free was read (`now`, or earlier).
+  uint64_t read_ring_frees(uint64_t now);
+  // The recording ends, its probes gone and the kernel's events read: the
+  // frees left in the rings go to the sink.
+  void flush_ring_frees();
+
   const RecordConfig& config;
   Profile profile;
   Symbolizer symbolizer;
@@ -96,6 +116,8 @@ struct RecordingContext {
   LoopTallies tallies;
   int64_t start_wall_ns = 0;   // of the recording, or of its current --interval
   bool targets_ended = false;  // the last outputs are written after the traced programs ended
+  std::unique_ptr<AnsweredChannel> free_channel;  // open_free_channel's
+  RingFrees ring_frees;
 };
 
 // The outputs (recording_outputs.cpp): the profile's (numbered with

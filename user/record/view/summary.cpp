@@ -258,6 +258,8 @@ NamedCounters recording_counters(const RecordingState& s) {
           {"dropped_filtered_out", s.rejected_loss.samples},
           {"dropped_frees", k[AS_CNT_FREE_DROPS]},
           {"dropped_frees_bytes", k[AS_CNT_FREE_DROPS_BYTES]},
+          {"frees_unmatched", p.unmatched_frees},
+          {"live_replaced", p.replaced_live},
           {"dropped_live_map_full", k[AS_CNT_LIVE_FULL] + k[AS_CNT_LIVE_SHARE] + p.live_full},
           {"dropped_live_map_full_bytes",
            k[AS_CNT_LIVE_FULL_BYTES] + k[AS_CNT_LIVE_SHARE_BYTES] + p.live_full_bytes},
