@@ -8,7 +8,8 @@ rounds of:
 
   preload     the library counting, nobody listening (no trap): the floor
   null probe  bpftrace's empty programs on the same two USDT probes: the trap
-  fp, dwarf   allocscope record --unwind fp / dwarf
+  fp, dwarf   allocscope record --unwind fp / dwarf (frees through the ring)
+  trap        allocscope record --unwind dwarf --frees-trap (frees trap too)
 
 With the kernel's BPF statistics on (kernel.bpf_stats_enabled, restored
 after), the time inside allocscope's usdt_alloc and usdt_free programs is
@@ -112,13 +113,15 @@ def one_round(build, depth, pairs, out):
             row["null probe"] = run_held(wl, preload_env(build))[0]
         finally:
             probe.close()
-    for unwind in ("fp", "dwarf"):
-        argv = [os.path.join(build, "allocscope"), "record", "-q", "--rate", RATE, "--unwind", unwind, "-o", out,
-                "--"] + wl
+    # The frees of sampled blocks go through the process's ring (no trap)
+    # unless --frees-trap: "trap" is dwarf with them trapping, as before.
+    for name, options in (("fp", ["--unwind", "fp"]), ("dwarf", ["--unwind", "dwarf"]),
+                          ("trap", ["--unwind", "dwarf", "--frees-trap"])):
+        argv = [os.path.join(build, "allocscope"), "record", "-q", "--rate", RATE] + options + ["-o", out, "--"] + wl
         ns, progs = run_held(argv, stats=True)
-        row[unwind] = ns
-        for name, (t, n) in progs.items():
-            row[f"{unwind} {name}"] = t / n
+        row[name] = ns
+        for prog, (t, n) in progs.items():  # the free's program: a pair's share (most frees never trap)
+            row[f"{name} {prog}"] = t / (n if prog == "usdt_alloc" else pairs)
     return row
 
 
@@ -184,9 +187,10 @@ def slope(xs, ys):
 
 def report(depths, medians):
     print("### A sampled trial's cost, ns (medians): a pair is one sampled malloc and its tracked free\n")
-    print("| depth | preload (no trap) | null probe: trap | fp: pair | fp: in BPF alloc | fp: in BPF free "
-          "| dwarf: pair | dwarf: in BPF alloc | dwarf: in BPF free |")
-    print("|---" * 9 + "|")
+    print("| depth | preload (no trap) | null probe: traps | fp: pair | fp: in BPF alloc | fp: in BPF free "
+          "| dwarf: pair | dwarf: in BPF alloc | dwarf: in BPF free | dwarf, frees trapping: pair "
+          "| ...: in BPF free |")
+    print("|---" * 11 + "|")
     for d in depths:
         m = medians[d]
         base = m["preload"]
@@ -198,7 +202,8 @@ def report(depths, medians):
             return f"{m[k]:,.0f}" if k in m else "-"
 
         print(f"| {d} | {base:,.0f} | {over('null probe')} | {over('fp')} | {own('fp usdt_alloc')} | "
-              f"{own('fp usdt_free')} | {over('dwarf')} | {own('dwarf usdt_alloc')} | {own('dwarf usdt_free')} |")
+              f"{own('fp usdt_free')} | {over('dwarf')} | {own('dwarf usdt_alloc')} | {own('dwarf usdt_free')} | "
+              f"{over('trap')} | {own('trap usdt_free')} |")
     print("\n### The walk, from the BPF time over depth (a line through the depths)\n")
     for unwind in ("fp", "dwarf"):
         key = f"{unwind} usdt_alloc"
@@ -208,12 +213,14 @@ def report(depths, medians):
     d = depths[len(depths) // 2]
     m = medians[d]
     if "null probe" in m and "dwarf usdt_alloc" in m:
-        trap = m["null probe"] - m["preload"]
-        bpf = m["dwarf usdt_alloc"] + m.get("dwarf usdt_free", 0)
-        rest = m["dwarf"] - m["preload"] - trap - bpf
-        print(f"* at depth {d}, dwarf: trap {trap:,.0f} ns (two: the alloc's and the free's), in BPF {bpf:,.0f}"
-              f" ns, the rest {rest:,.0f} ns (the probes' own work beyond an empty program's, and the reader"
-              " on the other core)")
+        traps = m["null probe"] - m["preload"]
+        for key, what in (("trap", "frees trapping"), ("dwarf", "frees through the ring")):
+            trap = traps if key == "trap" else traps / 2
+            bpf = m[f"{key} usdt_alloc"] + m.get(f"{key} usdt_free", 0)
+            rest = m[key] - m["preload"] - trap - bpf
+            print(f"* at depth {d}, dwarf, {what}: traps {trap:,.0f} ns, in BPF {bpf:,.0f} ns, the rest "
+                  f"{rest:,.0f} ns (the probes' own work beyond an empty program's, the ring, and the reader"
+                  " on the other core)")
 
 
 def main():
