@@ -58,6 +58,7 @@ class RingFrees {
   bool before(std::span<const uint8_t> event, const Emit& emit);
   // The event kept by the last pass (empty if none), handed over once.
   std::vector<uint8_t> take_kept() { return std::exchange(kept_, {}); }
+  bool has_kept() const { return !kept_.empty(); }
   // The pass ended; complete: it read past every event placed in the ring
   // buffer before it began.
   void pass_ends(bool complete, const Emit& emit);

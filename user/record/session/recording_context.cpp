@@ -69,7 +69,10 @@ Result<int> RecordingContext::deliver_events(int timeout_ms, bool last) {
     uint64_t read_to = read_ring_frees(monotonic_ns());
     placed = s.events_placed();
     ring_frees.pass_begins(last ? UINT64_MAX : read_to);
-    if (std::vector<uint8_t> kept = ring_frees.take_kept(); !kept.empty()) take_event(kept);
+    if (std::vector<uint8_t> kept = ring_frees.take_kept(); !kept.empty()) {
+      take_event(kept);
+      if (ring_frees.has_kept()) return 0;  // still too late: the events after it wait behind it
+    }
   }
   auto got = s.deliver();
   if (!got) return fail(got.error());
