@@ -121,6 +121,22 @@ TEST(InProcess, AProgramOnAnotherClockFreesThroughTheKernel) {
   EXPECT_EQ(counter_of(rec, "frees_unmatched"), 0u);
 }
 
+// While the recording runs, each program of the command maps a ring for its
+// frees; once it ends (--duration, the command running on untraced), a
+// program the command runs gets none (no listener: it goes on at once).
+TEST(InProcess, ProgramsGetRingsOnlyWhileTheRecordingRuns) {
+  REQUIRE_BPF();
+  std::string out = temp_path("rings-while.pb.gz");
+  RunResult r = run({ALLOCSCOPE_BIN, "record", "-q", "--duration", "1s", "-o", out, "--", "/bin/sh", "-c",
+                     "cat /proc/self/maps; echo ended; sleep 3; cat /proc/self/maps"});
+  std::remove(out.c_str());
+  ASSERT_EQ(r.status, 0) << r.err;
+  size_t ended = r.out.find("ended");
+  ASSERT_NE(ended, std::string::npos) << r.out;
+  EXPECT_NE(r.out.substr(0, ended).find("allocscope-ring"), std::string::npos) << "no ring while recording";
+  EXPECT_EQ(r.out.find("allocscope-ring", ended), std::string::npos) << "a ring after the end";
+}
+
 // Each of otel_provider's sites within kMaxZ sigma of its truth.
 void expect_provider_sites(const std::string& out, const std::string& log) {
   Folded f = read_folded(out);

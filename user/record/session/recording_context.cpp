@@ -89,6 +89,15 @@ void RecordingContext::flush_ring_frees() {
   if (!free_channel) return;
   read_ring_frees(monotonic_ns());
   ring_frees.flush([this](std::span<const uint8_t> e) { parts->sink(e); });
+  // No more rings: a program the command runs from now on frees through
+  // the probe, which is gone, and no ring of it fills unread.
+  free_channel_counts = free_channel->counts();
+  free_channel.reset();
+}
+
+std::optional<PreloadChannel::Counts> RecordingContext::ring_counts() const {
+  if (free_channel) return free_channel->counts();
+  return free_channel_counts;
 }
 
 std::string RecordingContext::sampling() const {
@@ -99,10 +108,10 @@ std::string RecordingContext::sampling() const {
 
 // The rings' frees are the kernel's kind of figure: frees seen, and lost
 // (a full ring, a writer gone in the middle) as the ring buffer's are.
-static SourceFigures with_ring_frees(SourceFigures f, const AnsweredChannel* channel,
+static SourceFigures with_ring_frees(SourceFigures f, const std::optional<PreloadChannel::Counts>& rings,
                                      const RingFrees& frees) {
-  if (!channel) return f;
-  PreloadChannel::Counts c = channel->counts();
+  if (!rings) return f;
+  const PreloadChannel::Counts& c = *rings;
   f.counters[AS_CNT_FREES] += frees.counts().read;
   f.counters[AS_CNT_FREE_DROPS] += c.lost + c.abandoned + c.unplaced;
   return f;
@@ -110,7 +119,7 @@ static SourceFigures with_ring_frees(SourceFigures f, const AnsweredChannel* cha
 
 RecordingState RecordingContext::state() const {
   const LibraryDiscovery& l = parts->libraries;
-  return {with_ring_frees(figures_of(*parts->session), free_channel.get(), ring_frees),
+  return {with_ring_frees(figures_of(*parts->session), ring_counts(), ring_frees),
           profile,
           parts->sink,
           parts->tables,
@@ -146,8 +155,8 @@ NamedCounters RecordingContext::counters() {
   c.emplace_back("python_frames_table_full", symbolizer.python_frames_full());
   c.emplace_back("debug_files_refused", Symbolizer::debug_files_refused());
   if (folds.size()) c.emplace_back("fold_journal_dropped", folds.journal_dropped());
-  if (free_channel) {
-    PreloadChannel::Counts k = free_channel->counts();
+  if (auto rings = ring_counts()) {
+    const PreloadChannel::Counts& k = *rings;
     c.emplace_back("ring_frees", ring_frees.counts().read);
     c.emplace_back("ring_frees_early", ring_frees.counts().early);
     c.emplace_back("rings_refused", k.refused);  // their processes' frees trap, as before

@@ -102,8 +102,10 @@ struct RecordingContext {
   // every free was read (`now`, or earlier).
   uint64_t read_ring_frees(uint64_t now);
   // The recording ends, its probes gone and the kernel's events read: the
-  // frees left in the rings go to the sink.
+  // frees left in the rings go to the sink, and the channel closes.
   void flush_ring_frees();
+  // The channel's figures, open or closed; none without one.
+  std::optional<PreloadChannel::Counts> ring_counts() const;
 
   const RecordConfig& config;
   Profile profile;
@@ -116,7 +118,8 @@ struct RecordingContext {
   LoopTallies tallies;
   int64_t start_wall_ns = 0;   // of the recording, or of its current --interval
   bool targets_ended = false;  // the last outputs are written after the traced programs ended
-  std::unique_ptr<AnsweredChannel> free_channel;  // open_free_channel's
+  std::unique_ptr<AnsweredChannel> free_channel;              // open_free_channel's, until flush_ring_frees
+  std::optional<PreloadChannel::Counts> free_channel_counts;  // its figures once closed
   RingFrees ring_frees;
 };
 
