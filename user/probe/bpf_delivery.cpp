@@ -6,6 +6,7 @@
 
 #include <cerrno>
 
+#include "allocscope.h"  // before the skeleton, which names its types
 #include "allocscope.skel.h"
 #include "probe/bpf_session.h"
 

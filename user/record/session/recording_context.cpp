@@ -60,7 +60,11 @@ bool RecordingContext::take_event(std::span<const uint8_t> data) {
 
 Result<int> RecordingContext::deliver_events(int timeout_ms, bool last) {
   BpfSession& s = *parts->session;
-  if (auto ok = s.wait(timeout_ms); !ok) return fail(ok.error());
+  // An event kept by the last pass may be the one that woke the loop (a
+  // held process's): the next pass comes at once, not at the next wakeup.
+  constexpr int kKeptWaitMs = 2;
+  if (auto ok = s.wait(ring_frees.has_kept() ? std::min(timeout_ms, kKeptWaitMs) : timeout_ms); !ok)
+    return fail(ok.error());
   // The time, then the rings (the frees written before it are read), then
   // where the ring buffer's events end: the allocations of those frees are
   // before it.
