@@ -42,11 +42,6 @@ size_t AnsweredChannel::drain(const PreloadChannel::OnRecord& on, size_t max_per
   return channel_.drain(on, max_per_ring, on_unread);
 }
 
-bool AnsweredChannel::drained_all() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return channel_.drained_all();
-}
-
 size_t AnsweredChannel::release_finished(uint64_t now_ms) {
   std::lock_guard<std::mutex> lock(mutex_);
   return channel_.release_finished(now_ms);

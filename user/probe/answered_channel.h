@@ -29,7 +29,6 @@ class AnsweredChannel {
   // As PreloadChannel's, under the lock.
   size_t drain(const PreloadChannel::OnRecord& on, size_t max_per_ring = PreloadChannel::kMaxPerPass,
                const PreloadChannel::OnRecord& on_unread = {});
-  bool drained_all() const;
   size_t release_finished(uint64_t now_ms);
   PreloadChannel::Counts counts() const;
 

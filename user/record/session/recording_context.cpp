@@ -31,7 +31,6 @@ Result<void> RecordingContext::open_free_channel() {
 // frees may come after an allocation at their address (live_replaced).
 uint64_t RecordingContext::read_ring_frees(uint64_t now) {
   constexpr uint64_t kMaxHoldBackNs = 100'000'000;
-  auto to_sink = [this](std::span<const uint8_t> e) { parts->sink(e); };
   uint64_t read_to = now;
   auto stamp_of = [](std::span<const uint8_t> record) {
     as_trial_free f{};
@@ -53,8 +52,7 @@ uint64_t RecordingContext::read_ring_frees(uint64_t now) {
 bool RecordingContext::take_event(std::span<const uint8_t> data) {
   // An event later than the rings' read stops the pass: the frees before
   // it may not have been read yet.
-  if (free_channel && !ring_frees.before(data, [this](std::span<const uint8_t> e) { parts->sink(e); }))
-    return false;
+  if (free_channel && !ring_frees.before(data, to_sink)) return false;
   return parts->sink(data);
 }
 
@@ -83,7 +81,7 @@ Result<int> RecordingContext::deliver_events(int timeout_ms, bool last) {
   if (free_channel) {
     // A pass ends early at an event still being written too (libbpf stops there).
     bool complete = !got->stopped && s.events_read() >= placed;
-    ring_frees.pass_ends(complete, [this](std::span<const uint8_t> e) { parts->sink(e); });
+    ring_frees.pass_ends(complete, to_sink);
     free_channel->release_finished(now_ms());
   }
   return got->events;
@@ -92,7 +90,7 @@ Result<int> RecordingContext::deliver_events(int timeout_ms, bool last) {
 void RecordingContext::flush_ring_frees() {
   if (!free_channel) return;
   read_ring_frees(monotonic_ns());
-  ring_frees.flush([this](std::span<const uint8_t> e) { parts->sink(e); });
+  ring_frees.flush(to_sink);
   // No more rings: a program the command runs from now on frees through
   // the probe, which is gone, and no ring of it fills unread.
   free_channel_counts = free_channel->counts();

@@ -121,6 +121,8 @@ struct RecordingContext {
   std::unique_ptr<AnsweredChannel> free_channel;              // open_free_channel's, until flush_ring_frees
   std::optional<PreloadChannel::Counts> free_channel_counts;  // its figures once closed
   RingFrees ring_frees;
+  // The rings' frees to the sink: made once, not per event.
+  const RingFrees::Emit to_sink = [this](std::span<const uint8_t> e) { parts->sink(e); };
 };
 
 // The outputs (recording_outputs.cpp): the profile's (numbered with
