@@ -128,6 +128,32 @@ static __always_inline void free_address(__u64 addr) {
   send_free(e, id, addr);
 }
 
+/* Exact mode: one live entry whose stack's totals userspace has deleted (its
+ * program ended) goes, with its filter slot. Deleting the entry the walk is
+ * on is allowed for a hash map. */
+static long sweep_entry(struct bpf_map *map, struct as_live_key *key, struct as_live_value *v,
+                        struct as_sweep *s) {
+  s->visited++;
+  if (bpf_map_lookup_elem(&exact_totals, &v->stack) || bpf_map_delete_elem(map, key) != 0) return 0;
+  __u32 slot = as_live_slot(key->tgid, key->addr);
+  __u32 *live_here = bpf_map_lookup_elem(&live_filter, &slot);
+  if (live_here) __sync_fetch_and_add(live_here, -1);
+  s->deleted++;
+  return 0;
+}
+
+/* Run by userspace (BPF_PROG_RUN): the sweep of ended programs' entries in
+ * the kernel, none copied out, as one entry deleted by a system call each
+ * cost the exact agent most of its time. */
+SEC("syscall")
+int sweep_live(struct as_sweep *ctx) {
+  struct as_sweep s = {};
+  bpf_for_each_map_elem(&live, sweep_entry, &s, 0);
+  ctx->visited = s.visited;
+  ctx->deleted = s.deleted;
+  return 0;
+}
+
 /* A free the process sent here for want of room in its ring: userspace
  * holds its block (AS_EVF_FREE_IN_RING), the live map does not. */
 static __always_inline void forward_free(__u64 addr) {
@@ -179,8 +205,10 @@ static __always_inline bool alloc_enter(__u32 fn, __u64 size, __u64 memptr) {
 static const struct as_exact_totals zero_totals = {}; /* too big for the BPF stack: inserts copy it */
 
 /* Exact mode: the allocation is added to its stack's totals here, and its
- * block remembered with the stack so that its free subtracts it. */
-static __always_inline void count_exact(__u64 id, __u64 size, __u64 addr, __u64 now) {
+ * block remembered with the stack so that its free subtracts it. A block
+ * not counted is not remembered: a live entry whose stack has no totals is
+ * one sweep_live may delete. */
+static __always_inline bool count_exact(__u64 id, __u64 size) {
   struct as_exact_totals *t = bpf_map_lookup_elem(&exact_totals, &id);
   if (!t) {
     bpf_map_update_elem(&exact_totals, &id, &zero_totals, BPF_NOEXIST);
@@ -189,10 +217,11 @@ static __always_inline void count_exact(__u64 id, __u64 size, __u64 addr, __u64 
   if (!t) {
     count(AS_CNT_EXACT_FULL);
     count_bytes(AS_CNT_EXACT_FULL_BYTES, size);
-    return;
+    return false;
   }
   __sync_fetch_and_add(&t->allocs, 1);
   __sync_fetch_and_add(&t->alloc_bytes, size);
+  return true;
 }
 
 static __always_inline void track_live_block(__u32 tgid, __u64 addr, struct as_live_value *val,
@@ -269,8 +298,7 @@ static __always_inline void emit_alloc(struct pt_regs *ctx, __u32 fn, __u64 size
   }
   struct as_live_value val = {.ts_ns = now, .size = size, .stack = id};
   if (sample_rate <= 1) {
-    count_exact(id, size, addr, now);
-    if (live) track_live_block(tgid, addr, &val, &flags);
+    if (count_exact(id, size) && live) track_live_block(tgid, addr, &val, &flags);
     return;
   }
   /* Reserved before the live insert so that a racing free's event is

@@ -38,11 +38,9 @@ typedef int8_t as_s8;
 #define AS_UNROLL
 #endif
 
-/* The kfunc that tells a uprobe session's return from its entry takes no
- * argument up to Linux 6.18 and the program's context later (7.3): an object
- * is built for each (AS_SESSION_KFUNC_CTX), as libbpf refuses an object whose
- * extern's prototype differs from the kernel's, and userspace opens the one
- * this kernel's BTF matches. */
+/* The kfunc that tells a uprobe session's return from its entry takes no argument up to
+ * Linux 6.18, the program's context later (7.3): libbpf refuses an extern unlike the kernel's,
+ * so an object is built for each (AS_SESSION_KFUNC_CTX), and userspace opens the one that fits. */
 #ifdef __bpf__
 #ifdef AS_SESSION_KFUNC_CTX
 extern bool bpf_session_is_return(void *ctx) __ksym __weak;
@@ -68,9 +66,7 @@ enum as_fn {
   AS_FN_VALLOC = 7,
   AS_FN_PVALLOC = 8,
   AS_FN_FREE = 9,
-  /* Not an allocator: the C library's _exit, where a process whose Python
-   * frames are walked is held until its code objects are read. */
-  AS_FN_EXIT = 10,
+  AS_FN_EXIT = 10,       /* not an allocator: the C library's _exit (a Python process held there) */
   AS_FN_GO_MALLOC = 11,  /* Go's runtime.mallocgc: size in rax; its collector frees, never a call */
   AS_FN_GO_PROFILE = 12, /* Go's runtime.mProf_Malloc: a block its runtime sampled (as_go_profile) */
   AS_FN_GO_FREE = 13,    /* Go's runtime.freeSpecial: a sampled block's record freed by its sweeper */
@@ -136,9 +132,8 @@ enum as_event_flags {
 #define AS_USDT_OWN_FRAMES_FULL 2
 #define AS_USDT_OWN_FRAMES 1
 #define AS_USDT_UNTRACKED 0x10000 /* code: the sampler's set of blocks was full: no free will come */
-#define AS_USDT_FREE_IN_RING                                                                          \
-  0x20000                      /* code: its free comes through the ring allocscope handed the process \
-                                */
+/* code: its free comes through the ring allocscope handed the process */
+#define AS_USDT_FREE_IN_RING 0x20000
 #define AS_USDT_FREE_FORWARD 1 /* OR'ed into free's ptr: one the ring refused, passed on as it is */
 
 /* Per-CPU counters, summed by userspace. */
@@ -477,6 +472,10 @@ struct as_exact_totals {
   as_u64 free_bytes;
   as_u32 lifetimes[AS_LIFETIME_BUCKETS]; /* freed allocations by lifetime (log2 buckets) */
 };
+/* Context of sweep_live, run by userspace: live entries it visited, deleted. */
+struct as_sweep {
+  as_u64 visited, deleted;
+};
 
 AS_STATIC_ASSERT(sizeof(struct as_live_key) == 16, "as_live_key layout");
 AS_STATIC_ASSERT(sizeof(struct as_live_value) == 24, "as_live_value layout");
@@ -496,5 +495,6 @@ AS_STATIC_ASSERT(sizeof(struct as_table_event) == 8 + 40, "as_table_event layout
 AS_STATIC_ASSERT(sizeof(struct as_deferred_walk) == 64, "as_deferred_walk layout");
 AS_STATIC_ASSERT(sizeof(struct as_proc_event) == 112, "as_proc_event layout");
 AS_STATIC_ASSERT(sizeof(struct as_exact_totals) == 32 + 4 * AS_LIFETIME_BUCKETS, "as_exact_totals layout");
+AS_STATIC_ASSERT(sizeof(struct as_sweep) == 16, "as_sweep layout");
 
 #endif

@@ -622,6 +622,13 @@ void churn_soak(bool exact, int seconds, int max_stacks) {
     if (std::none_of(frames.begin(), frames.end(),
                      [](const std::string& f) { return f.starts_with("site_"); }))
       other_bytes += value;
+  // And the blocks one run leaves unfreed at its exit (deterministic too):
+  // the exact agent's kernel entries to sweep.
+  one = run({ALLOCSCOPE_BIN, "record", "--rate", "1", "-q", "--metric", "inuse_objects", "-o", one_run, "--",
+             WORKLOAD_BIN, "--threads", "1", "--scale-pct", "1"});
+  ASSERT_EQ(one.status, 0) << one.err;
+  double left_per_run = 0;
+  for (const auto& [frames, value] : read_folded(one_run)) left_per_run += value;
   std::remove(one_run.c_str());
   // A run makes about 9 stacks: ended processes are forgotten once
   // max_stacks / 18 have run.
@@ -686,6 +693,17 @@ void churn_soak(bool exact, int seconds, int max_stacks) {
   EXPECT_EQ(table_full, 0);
   if (exact) {
     EXPECT_EQ(total, truth) << "every run's bytes, those of forgotten processes included";
+    // Every block the runs left went from the kernel's live map, no other:
+    // the sweep (10 s after the one before, at most) comes after the last run's end.
+    const std::string swept_metric = "allocscope_recording_events_total{name=\"exact_live_swept\"}";
+    double swept = 0;
+    for (int i = 0; i < 150 && swept < runs * left_per_run; ++i) {
+      if (i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      auto now = client.Get("/metrics");
+      ASSERT_TRUE(now && now->status == 200);
+      swept = metric(now->body, swept_metric);
+    }
+    EXPECT_EQ(swept, runs * left_per_run) << left_per_run << " blocks a run";
   } else {
     EXPECT_LT((total - truth) / std::sqrt(var), kMaxZ) << total << " vs " << truth;
     EXPECT_LT((truth - total - lost) / std::sqrt(var), kMaxZ) << total << " vs " << truth;

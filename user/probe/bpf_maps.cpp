@@ -247,6 +247,17 @@ std::vector<std::pair<as_live_key, as_live_value>> BpfSession::live_entries() co
   return all_entries<as_live_key, as_live_value>(bpf_map__fd(skel_->maps.live));
 }
 
+// One pass of the kernel over the live map: nothing copied out, and one
+// system call for every entry an ended program left.
+Result<uint64_t> BpfSession::sweep_live() {
+  if (!bpf_program__autoload(skel_->progs.sweep_live)) return 0;  // no live entries (--no-free)
+  as_sweep sweep{};
+  LIBBPF_OPTS(bpf_test_run_opts, opts, .ctx_in = &sweep, .ctx_size_in = sizeof(sweep));
+  if (bpf_prog_test_run_opts(bpf_program__fd(skel_->progs.sweep_live), &opts) != 0)
+    return fail_errno("sweep the live map of ended programs' blocks", errno);
+  return sweep.deleted;
+}
+
 bool BpfSession::release_held(uint32_t tgid, uint64_t stamp) {
   return hold_guard_ && hold_guard_->release(tgid, stamp, &hold_times_);
 }

@@ -146,6 +146,7 @@ void BpfSession::configure_programs() {
     enable(p.alloc_return, 0);
   }
   enable(p.list_code_vmas, 0);
+  if (config_.rate == 1 && !config_.no_free && !config_.null_probes) enable(p.sweep_live, 0);
   if (!config_.null_probes) {  // the floor measures the allocator probes alone
     enable(p.usdt_alloc, 0);
     if (!config_.no_free) enable(p.usdt_free, 0);

@@ -146,8 +146,11 @@ class BpfSession final : public TableHost {
   std::vector<std::pair<uint64_t, as_exact_totals>> exact_totals() const;
   std::vector<std::pair<uint64_t, as_exact_totals>> exact_totals(std::span<const uint64_t> ids) const;
   void forget_exact(std::span<const uint64_t> ids);
-  // Every live entry the kernel holds (exact mode reads ages and sweeps).
+  // Every live entry the kernel holds (exact mode reads ages).
   std::vector<std::pair<as_live_key, as_live_value>> live_entries() const;
+  // Exact mode: deletes, in the kernel, the live entries whose stacks'
+  // totals were forgotten (forget_exact); the entries it deleted.
+  Result<uint64_t> sweep_live();
   // Samples lost to a full ring buffer, per process (bounded: the busiest).
   std::vector<std::pair<uint32_t, uint64_t>> process_drops() const;
   // Removes every probe (entry probes first, so no call is left half-seen).

@@ -424,18 +424,9 @@ void EventSink::finish_exact(uint32_t instance, bool keep_live) {
       if (auto it = stacks_.find(id); it != stacks_.end())
         if (auto stack = profile_stack(it->second)) profile_.release_live(*stack);
       exact_seen_.erase(id);
-      ended_ids_.insert(id);
     }
     hooks_.kernel.forget_exact(ids->second);
   }
-}
-
-std::vector<as_live_key> EventSink::stale_live(
-    std::span<const std::pair<as_live_key, as_live_value>> live) const {
-  std::vector<as_live_key> out;
-  for (const auto& [key, value] : live)
-    if (ended_ids_.contains(value.stack)) out.push_back(key);
-  return out;
 }
 
 void EventSink::set_live_times(std::span<const std::pair<as_live_key, as_live_value>> live) {

@@ -69,18 +69,13 @@ class EventSink {
   // Exact mode: folds the kernel's totals (all of them, read at once) into
   // the profile, as what changed since the last call.
   void absorb_exact(std::span<const ExactEntry> totals);
-  // Exact mode: kernel live entries whose stacks belong to ended instances
-  // (to delete), and the allocation times of the others by profile stack.
-  std::vector<as_live_key> stale_live(std::span<const std::pair<as_live_key, as_live_value>> live) const;
+  // Exact mode: the allocation times of the kernel's live entries, by profile stack.
   void set_live_times(std::span<const std::pair<as_live_key, as_live_value>> live);
-  bool has_stale_live() const { return !ended_ids_.empty(); }
-  // How many entries those are: their stacks' allocations less frees when
-  // their instances ended (fewer if some were never entered: a full map).
+  // Exact mode: the live entries ended instances left in the kernel since
+  // the last sweep (their stacks' allocations less frees when they ended;
+  // fewer if some were never entered: a full map).
   uint64_t stale_live_entries() const { return stale_entries_; }
-  void forget_stale_ids() {
-    ended_ids_.clear();
-    stale_entries_ = 0;
-  }
+  void swept() { stale_entries_ = 0; }
   // Exact mode: whether the kernel still keeps totals of the instance's
   // stacks (it has not ended, or it is a root kept to the end).
   bool has_kernel_totals(uint32_t instance) const { return instance_stacks_.contains(instance); }
@@ -195,8 +190,7 @@ class EventSink {
   std::unordered_map<uint64_t, KnownStack> stacks_;                      // by kernel stack id
   std::unordered_map<uint32_t, std::vector<uint64_t>> instance_stacks_;  // instance -> its stack ids
   std::unordered_map<uint64_t, as_exact_totals> exact_seen_;             // what absorb_exact added so far
-  std::unordered_set<uint64_t> ended_ids_;  // stack ids of ended instances, until their live entries go
-  uint64_t stale_entries_ = 0;              // the live entries they left
+  uint64_t stale_entries_ = 0;  // live entries ended instances left, until swept
   static constexpr size_t kMaxRefused = 1 << 16;
   std::unordered_set<uint64_t> refused_;  // stack ids the full table turned away (bounded: drop reports)
   std::map<uint32_t, ProcessDrops> drops_;

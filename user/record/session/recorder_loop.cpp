@@ -99,21 +99,21 @@ void Recorder::duty_step(uint64_t elapsed_ms) {
   }
 }
 
-// Exact mode: the kernel's live entries of ended processes, deleted now and
-// then (finding them means reading the whole live map), unless they freed
-// all they allocated. (Sweeping less often reads no fewer entries: in the
-// agent's soak nearly every entry read is one to delete.)
+// Exact mode: the kernel's live entries of ended processes, deleted by the
+// kernel itself (sweep_live), unless they freed all they allocated. A sweep
+// walks every bucket of the live map (4M with --rate 1: tens of ms), so it
+// waits for a sixteenth of the map or 10 s.
 void Recorder::sweep_exact_live(uint64_t now) {
-  if (!exact_mode(config_) || !r_.parts->sink.has_stale_live()) return;
-  if (r_.parts->sink.stale_live_entries() == 0) {
-    r_.parts->sink.forget_stale_ids();
-    return;
-  }
-  if (now - last_sweep_ms_ < 1000) return;
+  EventSink& sink = r_.parts->sink;
+  uint64_t stale = sink.stale_live_entries();
+  if (!exact_mode(config_) || stale == 0) return;
+  if (stale < config_.max_live / 16 && now - last_sweep_ms_ < 10000) return;
   last_sweep_ms_ = now;
-  auto live = r_.parts->session->live_entries();
-  r_.parts->session->forget_live(r_.parts->sink.stale_live(live));
-  r_.parts->sink.forget_stale_ids();
+  if (auto swept = r_.parts->session->sweep_live(); swept)
+    r_.tallies.live_swept += *swept;
+  else
+    print_error(swept.error());
+  sink.swept();
 }
 
 // Once process events were lost, an exit among them would leave its

@@ -139,6 +139,7 @@ RecordingState RecordingContext::state() const {
           l.go_sampled().names,
           l.missed_names(),
           tallies.held_too_long,
+          tallies.live_swept,
           parts->verdicts.rejected_loss(),
           sampling(),
           &parts->python};

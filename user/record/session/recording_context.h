@@ -68,6 +68,7 @@ struct SessionParts {
 // What the loop did that the counters and the summary report.
 struct LoopTallies {
   uint64_t held_too_long = 0;  // held processes continued by the bound, not by their file's settling
+  uint64_t live_swept = 0;     // exact mode: live entries of ended programs the kernel deleted
   uint64_t duty_windows = 0, duty_lost = 0;
 };
 

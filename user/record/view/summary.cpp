@@ -280,6 +280,7 @@ NamedCounters recording_counters(const RecordingState& s) {
           {"processes_held", k[AS_CNT_HOLDS]},
           {"holds_refused", k[AS_CNT_HOLD_REFUSED]},
           {"held_too_long", s.held_too_long},
+          {"exact_live_swept", s.live_swept},
           {"dropped_other_rate", k[AS_CNT_USDT_RATE] + s.sink.other_rate()},
           {"stacks_unwound", s.sink.stacks_seen()},
           {"stacks_truncated", s.sink.stacks_truncated()},

@@ -52,6 +52,7 @@ struct RecordingState {
   std::vector<std::string> go_sampled_names;
   std::vector<std::string> missed_names;  // the first files not probed, each with its reason
   uint64_t held_too_long = 0;             // held processes continued by the bound on the wait
+  uint64_t live_swept = 0;                // exact mode: ended programs' live entries deleted
   RejectedLoss rejected_loss;             // ring buffer losses of processes the filter then rejected
   std::string sampling;                   // a launched command: how its processes were sampled
   const PythonStacks* python = nullptr;   // Python frames: what was walked, read, refused
