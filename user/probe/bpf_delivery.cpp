@@ -68,10 +68,10 @@ uint64_t BpfSession::events_read() const {
 
 Result<BpfSession::Delivered> BpfSession::deliver() {
   // Events are mostly submitted without a wakeup: read what is there.
+  uint64_t before = handed_;
   int got = ring_buffer__consume(ring_.get());
-  if (got == kStopDelivery) return Delivered{0, true};
-  if (got < 0) return fail_errno("read ring buffer", -got);
-  return Delivered{got, false};
+  if (got < 0 && got != kStopDelivery) return fail_errno("read ring buffer", -got);
+  return Delivered{int(handed_ - before), got == kStopDelivery};
 }
 
 }  // namespace allocscope

@@ -247,8 +247,8 @@ std::vector<std::pair<as_live_key, as_live_value>> BpfSession::live_entries() co
   return all_entries<as_live_key, as_live_value>(bpf_map__fd(skel_->maps.live));
 }
 
-// One pass of the kernel over the live map: nothing copied out, and one
-// system call for every entry an ended program left.
+// One pass of the kernel over the live map, in one system call: no entry
+// copied out, none deleted by a call of its own.
 Result<uint64_t> BpfSession::sweep_live() {
   if (!bpf_program__autoload(skel_->progs.sweep_live)) return 0;  // no live entries (--no-free)
   as_sweep sweep{};

@@ -105,8 +105,9 @@ bpf_program* entry_program(allocscope_bpf* s, as_fn fn) {
 }  // namespace
 
 int BpfSession::on_event(void* ctx, void* data, size_t size) {
-  auto* handler = static_cast<BpfSession::Handler*>(ctx);
-  return (*handler)({static_cast<const uint8_t*>(data), size}) ? 0 : kStopDelivery;
+  auto* s = static_cast<BpfSession*>(ctx);
+  ++s->handed_;  // libbpf has consumed it, whatever the handler says
+  return s->handler_({static_cast<const uint8_t*>(data), size}) ? 0 : kStopDelivery;
 }
 
 void BpfSession::LinkCloser::operator()(bpf_link* l) const { bpf_link__destroy(l); }
@@ -235,7 +236,7 @@ Result<std::unique_ptr<BpfSession>> BpfSession::open(const SessionConfig& config
     return fail(load_error(-err, kernel.release, with_program_logs(capture.text(), logs)), -err);
   for (auto& [prog, log] : logs)
     s->stats_.emplace_back(bpf_program__name(prog), parse_verifier_stats(log.data()));
-  s->ring_.reset(ring_buffer__new(bpf_map__fd(s->skel_->maps.events), on_event, &s->handler_, nullptr));
+  s->ring_.reset(ring_buffer__new(bpf_map__fd(s->skel_->maps.events), on_event, s.get(), nullptr));
   if (!s->ring_) return fail_errno("create ring buffer", errno);
   if (auto ok = s->make_waker(); !ok) return fail(ok.error());
   if (config.hold_new_files) {  // before any process can be held

@@ -175,7 +175,7 @@ class BpfSession final : public TableHost {
   Result<void> wait(int timeout_ms);
   // Delivers the pending events to the handler. The handler returning false
   // stops the delivery before the end (a reader that lags still gets
-  // control back): `stopped`.
+  // control back): `stopped`. `events` counts that last one too.
   struct Delivered {
     int events = 0;
     bool stopped = false;
@@ -242,6 +242,7 @@ class BpfSession final : public TableHost {
   const KernelFeatures* kernel_ = nullptr;
   std::unique_ptr<allocscope_bpf, SkeletonCloser> skel_;
   Handler handler_;
+  uint64_t handed_ = 0;  // events handed to handler_
   // libbpf's callback: the handler's refusal stops its delivery loop with
   // kStopDelivery (a negative return), which deliver() tells apart.
   static constexpr int kStopDelivery = -EINTR;

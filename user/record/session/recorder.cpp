@@ -242,8 +242,7 @@ void Recorder::announce(std::vector<Target>& targets) {
 int Recorder::finish(std::vector<Target>& targets, const LoopEnd& l) {
   bool launched = !targets.empty() && targets.front().launched();
   r_.parts->session->detach();
-  while (r_.deliver_events(0, true).value_or(0) > 0) {
-  }
+  drain_events();
   r_.flush_ring_frees();
   if (r_.parts->sink.has_waiting()) {  // walks that wait for tables being built
     constexpr uint64_t kMaxBuildWaitMs = 10'000;

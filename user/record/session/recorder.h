@@ -52,6 +52,7 @@ class Recorder final {
   void announce(std::vector<Target>& targets);
   Result<LoopEnd> loop(std::vector<Target>& targets);
   void sweep_exact_live(uint64_t now);
+  void drain_events();
   void end_vanished(uint64_t now, bool drained = false);
   void duty_step(uint64_t elapsed_ms);
   void watch_live(uint64_t start_ms);

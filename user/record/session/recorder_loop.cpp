@@ -99,6 +99,25 @@ void Recorder::duty_step(uint64_t elapsed_ms) {
   }
 }
 
+// After the probes went: every event placed before is read. The sink's
+// deadlines are lifted (a pass it cut short would have ended the drain
+// with events unread: a slow detach easily outlasts the last deadline),
+// and an event still being written is waited for, 100 ms at most.
+void Recorder::drain_events() {
+  EventSink& sink = r_.parts->sink;
+  BpfSession& session = *r_.parts->session;
+  sink.yield_at(UINT64_MAX);
+  sink.yield_above(INFINITY);
+  for (int waits = 0; waits < 100;) {
+    auto n = r_.deliver_events(0, true);
+    if (!n) break;
+    if (*n > 0) continue;
+    if (session.events_read() >= session.events_placed()) break;
+    ++waits;
+    usleep(1000);
+  }
+}
+
 // Exact mode: the kernel's live entries of ended processes, deleted by the
 // kernel itself (sweep_live), unless they freed all they allocated. A sweep
 // walks every bucket of the live map (4M with --rate 1: tens of ms), so it
