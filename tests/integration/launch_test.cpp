@@ -6,7 +6,9 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 
 #include "harness.h"
@@ -116,6 +118,37 @@ TEST(Launch, ExactModeProbes) {
   RunResult r = run(argv);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("sampling: allocator probes (exact mode)"), std::string::npos) << r.err;
+}
+
+// Exact mode keeps a kernel entry for every block; a child that ended
+// leaves its unfreed ones, and the kernel's sweep (sweep_live) deletes
+// those: as many as an exact recording of one run counts in use at its end,
+// give or take the shell's forked copies (a block or so each before their
+// exec). Deleting the shell's own entries too would add some 40.
+// --max-live 8192: the run's 763 pass a sixteenth of the map, so the sweep
+// comes at once rather than 10 s after the one before.
+TEST(Launch, ExactModeSweepsWhatAnEndedChildLeft) {
+  REQUIRE_BPF();
+  const std::string one = temp_path("sweep-one.folded"), json = temp_path("sweep.json");
+  const std::string run_args = " --threads 1 --scale-pct 1";
+  RunResult r = run({ALLOCSCOPE_BIN, "record", "--rate", "1", "-q", "--metric", "inuse_objects", "-o", one,
+                     "--", WORKLOAD_BIN, "--threads", "1", "--scale-pct", "1"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  double left = 0;
+  for (const auto& [frames, value] : read_folded(one)) left += value;
+  ASSERT_GT(left, 512) << "the premise: a run leaves a sixteenth of the map unfreed at its exit";
+  r = run({ALLOCSCOPE_BIN, "record", "--rate", "1", "--max-live", "8192", "-q", "-o", json, "--", "/bin/sh",
+           "-c", std::string(WORKLOAD_BIN) + run_args + " >/dev/null; sleep 2"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::ifstream in(json);
+  auto doc = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_TRUE(doc.is_object());
+  EXPECT_EQ(doc["counters"].value("dropped_live_map_full", 0.0), 0);
+  double swept = doc["counters"].value("exact_live_swept", 0.0);
+  EXPECT_GE(swept, left);
+  EXPECT_LE(swept, left + 8);
+  std::filesystem::remove(one);
+  std::filesystem::remove(json);
 }
 
 // --probes: the allocator probes alone, as before in-process sampling.

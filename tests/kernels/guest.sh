@@ -85,6 +85,7 @@ core=(
   InProcess.SampledCallsTakeTheKernelsFastestSite
   InProcess.ThirdPartyProviderIsRecorded
   Launch.ATreeIsSampledProcessByProcess
+  Launch.ExactModeSweepsWhatAnEndedChildLeft
   Signals.KilledRecorderLeavesNoProbe
   'Modes/Confined.*'
 )
