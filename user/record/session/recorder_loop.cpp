@@ -121,18 +121,15 @@ void Recorder::drain_events() {
 // Exact mode: the kernel's live entries of ended processes, deleted by the
 // kernel itself (sweep_live), unless they freed all they allocated. A sweep
 // walks every bucket of the live map (4M with --rate 1: tens of ms), so it
-// waits for a sixteenth of the map or 10 s.
+// waits for a sixteenth of the map or 10 s (or a read of the live blocks'
+// ages: absorb_exact).
 void Recorder::sweep_exact_live(uint64_t now) {
   EventSink& sink = r_.parts->sink;
   uint64_t stale = sink.stale_live_entries();
   if (!exact_mode(config_) || stale == 0) return;
   if (stale < config_.max_live / 16 && now - last_sweep_ms_ < 10000) return;
   last_sweep_ms_ = now;
-  if (auto swept = r_.parts->session->sweep_live(); swept)
-    r_.tallies.live_swept += *swept;
-  else
-    print_error(swept.error());
-  sink.swept();
+  r_.sweep_stale_live();
 }
 
 // Once process events were lost, an exit among them would leave its

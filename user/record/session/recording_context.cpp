@@ -145,11 +145,23 @@ RecordingState RecordingContext::state() const {
           &parts->python};
 }
 
+void RecordingContext::sweep_stale_live() {
+  if (!exact_mode(config) || parts->sink.stale_live_entries() == 0) return;
+  if (auto swept = parts->session->sweep_live(); swept)
+    tallies.live_swept += *swept;
+  else
+    print_error(swept.error());
+  parts->sink.swept();
+}
+
 void RecordingContext::absorb_exact(bool with_ages) {
   if (!exact_mode(config)) return;
   parts->sink.absorb_exact(parts->session->exact_totals());
   profile.settle_peak(monotonic_ns());
-  if (with_ages && !config.no_free) parts->sink.set_live_times(parts->session->live_entries());
+  if (with_ages && !config.no_free) {
+    sweep_stale_live();  // their ages are no live block's, and the read copies fewer
+    parts->sink.set_live_times(parts->session->live_entries());
+  }
 }
 
 NamedCounters RecordingContext::counters() {

@@ -85,6 +85,9 @@ struct RecordingContext {
   // Exact mode: the kernel's totals, as of now, and (for outputs) the ages
   // of the blocks still live, which takes a read of the whole live map.
   void absorb_exact(bool with_ages = true);
+  // Exact mode: the kernel deletes the live entries ended processes left
+  // (sweep_live), if there are any.
+  void sweep_stale_live();
   NamedCounters counters();
   RecordingMeta meta(uint64_t duration_ms);
 
