@@ -121,28 +121,30 @@ static SourceFigures with_ring_frees(SourceFigures f, const std::optional<Preloa
 
 RecordingState RecordingContext::state() const {
   const LibraryDiscovery& l = parts->libraries;
-  return {with_ring_frees(figures_of(*parts->session), ring_counts(), ring_frees),
-          profile,
-          parts->sink,
-          parts->tables,
-          l.libraries_missed(),
-          parts->verdicts.verdicts_refused(),
-          l.without_allocator(),
-          l.without_allocator_names(),
-          l.go_unsampled().count,
-          l.go_unsampled().names,
-          l.go_profiled().count,
-          l.go_profiled().names,
-          l.go_unsampled_by_runtime().count,
-          l.go_unsampled_by_runtime().names,
-          l.go_sampled().count,
-          l.go_sampled().names,
-          l.missed_names(),
-          tallies.held_too_long,
-          tallies.live_swept,
-          parts->verdicts.rejected_loss(),
-          sampling(),
-          &parts->python};
+  RecordingState st{with_ring_frees(figures_of(*parts->session), ring_counts(), ring_frees),
+                    profile,
+                    parts->sink,
+                    parts->tables,
+                    l.libraries_missed(),
+                    parts->verdicts.verdicts_refused(),
+                    l.without_allocator(),
+                    l.without_allocator_names(),
+                    l.go_unsampled().count,
+                    l.go_unsampled().names,
+                    l.go_profiled().count,
+                    l.go_profiled().names,
+                    l.go_unsampled_by_runtime().count,
+                    l.go_unsampled_by_runtime().names,
+                    l.go_sampled().count,
+                    l.go_sampled().names,
+                    l.missed_names(),
+                    tallies.held_too_long,
+                    tallies.live_swept,
+                    parts->verdicts.rejected_loss(),
+                    sampling(),
+                    &parts->python};
+  if (auto rings = ring_counts()) st.ring_frees_lost = rings->lost + rings->abandoned + rings->unplaced;
+  return st;
 }
 
 void RecordingContext::sweep_stale_live() {

@@ -148,9 +148,13 @@ void print_warnings(const RecordingState& s, const RecordConfig& config) {
   lost.rate = config.rate;
   lost.counters = recording_counters(s);
   if (std::string what = describe_loss(lost, config.metric); !what.empty()) print_error("warning: " + what);
-  if (charged_ringbuf_drops(k, s) || k[AS_CNT_FREE_DROPS])
+  if (charged_ringbuf_drops(k, s) || k[AS_CNT_FREE_DROPS] > s.ring_frees_lost)
     print_error("warning: the ring buffer overflowed. Raise --ringbuf-size" +
                 std::string(exact_mode(config) ? "." : " or --rate."));
+  if (s.ring_frees_lost)
+    print_error("warning: " + std::to_string(s.ring_frees_lost) +
+                " free(s) of sampled blocks were lost in their process's ring (a writer gone in the middle "
+                "of a record, or a process that never said which it is): those blocks count as in use");
   if (k[AS_CNT_EXACT_FULL])
     print_error("warning: the per-stack totals were full (exact mode). Raise --max-stacks.");
   if (k[AS_CNT_LIVE_FULL] || p.live_full)

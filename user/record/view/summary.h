@@ -56,6 +56,7 @@ struct RecordingState {
   RejectedLoss rejected_loss;             // ring buffer losses of processes the filter then rejected
   std::string sampling;                   // a launched command: how its processes were sampled
   const PythonStacks* python = nullptr;   // Python frames: what was walked, read, refused
+  uint64_t ring_frees_lost = 0;           // of dropped_frees, those lost in their process's ring
 };
 
 HoldTimes hold_figures(const RecentDurations& holds);
