@@ -121,20 +121,35 @@ TEST(InProcess, AProgramOnAnotherClockFreesThroughTheKernel) {
   EXPECT_EQ(counter_of(rec, "frees_unmatched"), 0u);
 }
 
-// While the recording runs, each program of the command maps a ring for its
-// frees; once it ends (--duration, the command running on untraced), a
-// program the command runs gets none (no listener: it goes on at once).
+// While the recording runs, each program of the command that samples maps
+// a ring for its frees (at --rate 2, at its first allocation); once it ends
+// (--duration, the command running on untraced), a program the command
+// runs gets none (no listener: it goes on at once).
 TEST(InProcess, ProgramsGetRingsOnlyWhileTheRecordingRuns) {
   REQUIRE_BPF();
   std::string out = temp_path("rings-while.pb.gz");
-  RunResult r = run({ALLOCSCOPE_BIN, "record", "-q", "--duration", "1s", "-o", out, "--", "/bin/sh", "-c",
-                     "cat /proc/self/maps; echo ended; sleep 3; cat /proc/self/maps"});
+  RunResult r = run({ALLOCSCOPE_BIN, "record", "-q", "--rate", "2", "--duration", "1s", "-o", out, "--",
+                     "/bin/sh", "-c", "cat /proc/self/maps; echo ended; sleep 3; cat /proc/self/maps"});
   std::remove(out.c_str());
   ASSERT_EQ(r.status, 0) << r.err;
   size_t ended = r.out.find("ended");
   ASSERT_NE(ended, std::string::npos) << r.out;
   EXPECT_NE(r.out.substr(0, ended).find("allocscope-ring"), std::string::npos) << "no ring while recording";
   EXPECT_EQ(r.out.find("allocscope-ring", ended), std::string::npos) << "a ring after the end";
+}
+
+// A program asks for its ring at its first sampled allocation, not at its
+// start: at --rate 4GiB neither the shell nor cat (some 300 KB between
+// them) samples but with probability 1e-4, and neither maps a ring.
+TEST(InProcess, AProgramThatNeverSamplesMapsNoRing) {
+  REQUIRE_BPF();
+  std::string out = temp_path("rings-none.pb.gz");
+  RunResult r = run({ALLOCSCOPE_BIN, "record", "-q", "--rate", "4GiB", "-o", out, "--", "/bin/sh", "-c",
+                     "cat /proc/self/maps"});
+  std::remove(out.c_str());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("liballocscope-preload"), std::string::npos) << "the premise: sampled in process";
+  EXPECT_EQ(r.out.find("allocscope-ring"), std::string::npos) << r.out;
 }
 
 // Each of otel_provider's sites within kMaxZ sigma of its truth.

@@ -5,8 +5,11 @@
 #include "preload/sampler.h"
 
 #include <math.h>
+#include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,6 +31,39 @@ struct as_ring_header *as_ring, *as_free_ring;
 struct as_sampled_set as_sampled __attribute__((aligned(4096)));
 
 static uint64_t log2_table[AS_LOG2_TABLE_SIZE];
+
+/* The frees channel (with BPF), connected at the process's first sampled
+ * trial rather than at its start: a program that never samples (most short
+ * ones) pays nothing for it, some 0.6 ms of its start. */
+enum { FREES_NONE, FREES_OFFERED, FREES_CONNECTING, FREES_READY };
+static char frees_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+static int frees_state;
+
+/* The ring for the free of a block sampled now: NULL when there is none
+ * (its free traps). Other threads wait for a connect in progress (at most
+ * its timeout); a signal handler inside its own thread's connect cannot:
+ * *busy, and its block goes untracked. */
+static struct as_ring_header *frees_ring(struct thread_sampler *self, int *busy) {
+  int s = __atomic_load_n(&frees_state, __ATOMIC_ACQUIRE);
+  if (s == FREES_OFFERED && __atomic_compare_exchange_n(&frees_state, &s, FREES_CONNECTING, 0,
+                                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    self->connecting = 1;
+    struct as_ring_header *ring = as_channel_connect(frees_path, AS_FREES_CHANNEL_TIMEOUT_MS);
+    __atomic_store_n(&as_free_ring, ring, __ATOMIC_RELEASE);
+    self->connecting = 0;
+    __atomic_store_n(&frees_state, ring ? FREES_READY : FREES_NONE, __ATOMIC_RELEASE);
+    return ring;
+  }
+  if (s == FREES_CONNECTING && self->connecting) {
+    *busy = 1;
+    return NULL;
+  }
+  while (s == FREES_CONNECTING) {
+    sched_yield();
+    s = __atomic_load_n(&frees_state, __ATOMIC_ACQUIRE);
+  }
+  return s == FREES_READY ? __atomic_load_n(&as_free_ring, __ATOMIC_ACQUIRE) : NULL;
+}
 
 static uint64_t splitmix64(uint64_t *state) {
   uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
@@ -94,7 +130,9 @@ __attribute__((noinline)) void as_fire_alloc(void *p, uint64_t size, uint64_t of
   uint64_t weight = size;
   if (as_sample_rate > 1)
     weight = (uint64_t)llround((double)size / -expm1(-(double)size / (double)as_sample_rate));
-  if (!as_set_insert(&as_sampled, (uint64_t)(uintptr_t)p)) code |= AS_USDT_UNTRACKED;
+  int busy = 0;
+  struct as_ring_header *frees = as_ring ? NULL : frees_ring(&as_tls, &busy);
+  if (busy || !as_set_insert(&as_sampled, (uint64_t)(uintptr_t)p)) code |= AS_USDT_UNTRACKED;
   uint64_t rate = as_sample_rate;
   if (as_ring) {
     struct thread_sampler *self = &as_tls;
@@ -119,13 +157,13 @@ __attribute__((noinline)) void as_fire_alloc(void *p, uint64_t size, uint64_t of
     self->writing = 0;
     return;
   }
-  if (as_free_ring) code |= AS_USDT_FREE_IN_RING;
+  if (frees) code |= AS_USDT_FREE_IN_RING;
   AS_FIRE_ALLOC(p, size, weight, code, offset, rate);
 }
 
 __attribute__((noinline)) void as_fire_free(void *p) {
   struct thread_sampler *self = &as_tls;
-  struct as_ring_header *ring = as_free_ring;
+  struct as_ring_header *ring = __atomic_load_n(&as_free_ring, __ATOMIC_ACQUIRE);
   if (!ring) {
     AS_FIRE_FREE(p);
     return;
@@ -152,6 +190,10 @@ __attribute__((noinline)) void as_fire_free(void *p) {
 void as_sampler_after_fork(void) {
   as_tls.seeded = 0;
   madvise(&as_sampled, sizeof(as_sampled), MADV_DONTNEED);
+  if (frees_state == FREES_CONNECTING) { /* another thread's connect, which did not come along */
+    as_tls.connecting = 0;
+    frees_state = FREES_OFFERED;
+  }
   if (as_free_ring) { /* a writer of its parent's ring: allocscope keeps the ring while it lives */
     uint32_t pid = as_channel_pid(as_free_ring); /* a hello first: its own, in its PID namespace */
     as_trial_write(as_free_ring, AS_TRIAL_FORK, pid, pid, 0);
@@ -171,12 +213,14 @@ void as_sampler_start(void) {
   as_sample_rate = rate_from_environment();
   for (int i = 0; i < AS_LOG2_TABLE_SIZE; i++)
     log2_table[i] = (uint64_t)llround(log2(1.0 + (double)i / (1 << AS_LOG2_TABLE_BITS)) * 4294967296.0);
-  const char *socket_path = getenv(AS_CHANNEL_ENV), *frees_path = getenv(AS_FREES_CHANNEL_ENV);
-  if (socket_path && *socket_path)
+  const char *socket_path = getenv(AS_CHANNEL_ENV), *frees_socket = getenv(AS_FREES_CHANNEL_ENV);
+  if (socket_path && *socket_path) {
     as_free_ring = as_channel_connect(socket_path, AS_CHANNEL_TIMEOUT_MS);
-  else if (frees_path && *frees_path)
-    as_free_ring = as_channel_connect(frees_path, AS_FREES_CHANNEL_TIMEOUT_MS);
-  if (as_free_ring && !(as_free_ring->flags & AS_RING_FREES_ONLY)) as_ring = as_free_ring;
+    if (as_free_ring && !(as_free_ring->flags & AS_RING_FREES_ONLY)) as_ring = as_free_ring;
+  } else if (frees_socket && *frees_socket && strlen(frees_socket) < sizeof frees_path) {
+    strcpy(frees_path, frees_socket); /* the program may change its environment */
+    frees_state = FREES_OFFERED;
+  }
   if (as_ring) { /* this thread's stack now: the C library reads the first one's with stdio's locks */
     stack_end_of((uint64_t)(uintptr_t)__builtin_frame_address(0));
   }

@@ -28,6 +28,7 @@ struct thread_sampler {
   uint64_t stack_lo, stack_hi; /* the thread's stack, once a trial needed it (hi 1: unknown) */
   uint32_t writing;            /* writing a record into the ring (a signal handler's is dropped) */
   uint32_t tid, tid_in;        /* gettid(), asked once in process tid_in (a forked child's thread differs) */
+  uint32_t connecting;         /* connecting to the frees channel (a signal handler's trial goes untracked) */
 };
 extern __thread struct thread_sampler as_tls __attribute__((tls_model("initial-exec"))) AS_HIDDEN;
 
@@ -35,8 +36,9 @@ extern uint64_t as_sample_rate AS_HIDDEN; /* mean bytes between samples; 1: ever
 extern int as_sampler_ready AS_HIDDEN;    /* the countdown's table is filled: sampling may start */
 /* The ring allocscope handed this process (a forked child writes into its
  * parent's). Without BPF it takes the trials and frees (as_ring); with BPF
- * only the frees of sampled blocks (as_free_ring alone), the trials
- * trapping into the kernel's probes. */
+ * only the frees of sampled blocks (as_free_ring alone, asked for at the
+ * process's first sampled trial), the trials trapping into the kernel's
+ * probes. */
 extern struct as_ring_header *as_ring AS_HIDDEN;
 extern struct as_ring_header *as_free_ring AS_HIDDEN;
 extern struct as_sampled_set as_sampled AS_HIDDEN;
