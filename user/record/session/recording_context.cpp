@@ -108,6 +108,10 @@ std::string RecordingContext::sampling() const {
   return describe_sampling(plan, table.ended_in_process(), table.ended_through_probes());
 }
 
+// Frees the rings lost: a full ring, a writer gone in the middle, a process
+// that never said which it is.
+static uint64_t ring_frees_lost(const PreloadChannel::Counts& c) { return c.lost + c.abandoned + c.unplaced; }
+
 // The rings' frees are the kernel's kind of figure: frees seen, and lost
 // (a full ring, a writer gone in the middle) as the ring buffer's are.
 static SourceFigures with_ring_frees(SourceFigures f, const std::optional<PreloadChannel::Counts>& rings,
@@ -115,7 +119,7 @@ static SourceFigures with_ring_frees(SourceFigures f, const std::optional<Preloa
   if (!rings) return f;
   const PreloadChannel::Counts& c = *rings;
   f.counters[AS_CNT_FREES] += frees.counts().read;
-  f.counters[AS_CNT_FREE_DROPS] += c.lost + c.abandoned + c.unplaced;
+  f.counters[AS_CNT_FREE_DROPS] += ring_frees_lost(c);
   return f;
 }
 
@@ -143,7 +147,7 @@ RecordingState RecordingContext::state() const {
                     parts->verdicts.rejected_loss(),
                     sampling(),
                     &parts->python};
-  if (auto rings = ring_counts()) st.ring_frees_lost = rings->lost + rings->abandoned + rings->unplaced;
+  if (auto rings = ring_counts()) st.ring_frees_lost = ring_frees_lost(*rings);
   return st;
 }
 
