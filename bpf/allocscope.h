@@ -260,11 +260,12 @@ enum as_stop {
 };
 
 #define AS_COMM_LEN 16
-/* A Go program whose runtime samples its heap, in its file's addresses: mProf_Malloc's probe (the pc
- * less it is the load bias), MemProfileRate, mallocgc (its caller starts a stack); args 1: (mp, p, size). */
+/* A Go program whose runtime samples its heap, in file addresses: mProf_Malloc's probe (pc less it: the
+ * bias), MemProfileRate, mallocgc; args 1: (mp, p, size), a nil at mp + profstack (not 0) a dropped sample.
+ */
 #define AS_GO_MAX_PROGRAMS 256
 struct as_go_profile {
-  as_u64 probe, rate, mallocgc, mallocgc_end, args, calls; /* calls: the probe's, counted by it */
+  as_u64 probe, rate, mallocgc, mallocgc_end, args, calls, profstack; /* calls: the probe's, counted */
 };
 #define AS_MAX_HELD 1024 /* processes stopped at once while the files they map are examined */
 /* Distinct mappings a stack's frames may lie in. */
@@ -490,7 +491,7 @@ AS_STATIC_ASSERT(sizeof(struct as_stack_event) ==
 AS_STATIC_ASSERT(sizeof(struct as_py_layout) == 64, "as_py_layout layout");
 AS_STATIC_ASSERT(sizeof(struct as_py_process) == 72, "as_py_process layout");
 AS_STATIC_ASSERT(sizeof(struct as_py_frame) == 16, "as_py_frame layout");
-AS_STATIC_ASSERT(sizeof(struct as_go_profile) == 48, "as_go_profile layout");
+AS_STATIC_ASSERT(sizeof(struct as_go_profile) == 56, "as_go_profile layout");
 AS_STATIC_ASSERT(sizeof(struct as_table_event) == 8 + 40, "as_table_event layout");
 AS_STATIC_ASSERT(sizeof(struct as_deferred_walk) == 64, "as_deferred_walk layout");
 AS_STATIC_ASSERT(sizeof(struct as_proc_event) == 112, "as_proc_event layout");

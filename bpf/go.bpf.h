@@ -75,7 +75,7 @@ static __always_inline void go_profile(struct pt_regs *ctx, __u64 cookie) {
   barrier_var(ax); /* read each: a pointer chosen into the context is refused */
   barrier_var(bx);
   barrier_var(cx);
-  __u64 p = g->args ? bx : ax, size = g->args ? cx : bx;
+  __u64 p = g->args ? bx : ax, size = g->args ? cx : bx, profstack = 0;
   if (!p || !size || bpf_probe_read_user(&rate, sizeof(rate), (void *)(bias + g->rate)) != 0) return;
   if (rate == 1 && sample_rate > 1) {
     struct thread_state *st = thread_state(true);
@@ -84,15 +84,25 @@ static __always_inline void go_profile(struct pt_regs *ctx, __u64 cookie) {
     count(AS_CNT_GO_RATE);
     return;
   }
+  /* The runtime keeps no record of a block sampled while its m is being
+   * made (its start): no free of it will come either. */
+  if (g->profstack &&
+      (bpf_probe_read_user(&profstack, sizeof(profstack), (void *)(ax + g->profstack)) != 0 || !profstack))
+    return;
   __u32 tgid = bpf_get_current_pid_tgid() >> 32;
   if (!process_traced(tgid, true)) {
     count(AS_CNT_FILTERED);
     return;
   }
   /* A call entered twice (a probe on the entry, before the stack check:
-   * morestack restarts it) is one block: the first entry tracks it. */
+   * morestack restarts it) is one block: the first entry tracks it. On the
+   * stack check a call is seen once, and an entry is a block whose free
+   * was not seen, its address now reused: freed here. */
   struct as_live_key key = {.tgid = tgid, .addr = p};
-  if (bpf_map_lookup_elem(&live, &key)) return;
+  if (bpf_map_lookup_elem(&live, &key)) {
+    if (!(cookie & AS_COOKIE_GO_STACK_CHECK)) return;
+    free_address(p);
+  }
   struct own_frames own = {.until = bias + g->mallocgc, .until_end = bias + g->mallocgc_end};
   emit_alloc(ctx, AS_FN_GO_MALLOC, size, offset, p, rate == 1 ? 0 : AS_EVF_NO_OFFSET, &own);
 }

@@ -4,9 +4,13 @@
 // deferred walk still leaves out.
 #include "probe/go_runtime.h"
 
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <sstream>
 
 #include "go_programs.h"
@@ -44,6 +48,46 @@ TEST(RipTargets, AddressesRelativeToTheNextInstruction) {
   EXPECT_EQ(rip_targets(code, 0x1000), (std::vector<uint64_t>{0x1017, 0x1000 + 15 - 0x20}));
 }
 
+TEST(GoProfstackOffset, TheFieldMProfMallocTestsFirst) {
+  // sub rsp, 0x70; mov rsi, [rax+0x2b0]; nop; test rsi, rsi; je +0x160
+  const uint8_t code[] = {0x48, 0x83, 0xec, 0x70, 0x48, 0x8b, 0xb0, 0xb0, 0x02, 0x00, 0x00,
+                          0x90, 0x48, 0x85, 0xf6, 0x0f, 0x84, 0x60, 0x01, 0x00, 0x00};
+  EXPECT_EQ(go_profstack_offset(code, 0x1000), 0x2b0u);
+  // The same load, another register tested: not the check.
+  const uint8_t other[] = {0x48, 0x8b, 0xb0, 0xb0, 0x02, 0x00, 0x00, 0x48,
+                           0x85, 0xd2, 0x0f, 0x84, 0x60, 0x01, 0x00, 0x00};
+  EXPECT_FALSE(go_profstack_offset(other, 0x1000));
+  // Tested, then no branch on it.
+  const uint8_t no_je[] = {0x48, 0x8b, 0xb0, 0xb0, 0x02, 0x00, 0x00, 0x48, 0x85, 0xf6, 0xc3};
+  EXPECT_FALSE(go_profstack_offset(no_je, 0x1000));
+}
+
+// The offset of runtime.m's field `name` by the DWARF Go's linker writes.
+std::optional<uint64_t> dwarf_member_offset(const ElfFile& elf, const char* type, const char* name) {
+  std::unique_ptr<Dwarf, decltype(&dwarf_end)> dw(dwarf_begin_elf(elf.elf(), DWARF_C_READ, nullptr),
+                                                  &dwarf_end);
+  if (!dw) return std::nullopt;
+  Dwarf_Off off = 0, next = 0;
+  size_t header = 0;
+  while (dwarf_nextcu(dw.get(), off, &next, &header, nullptr, nullptr, nullptr) == 0) {
+    Dwarf_Die cu, die, member;
+    if (dwarf_offdie(dw.get(), off + header, &cu) && dwarf_child(&cu, &die) == 0) do {
+        const char* n = dwarf_diename(&die);
+        if (dwarf_tag(&die) != DW_TAG_structure_type || !n || std::string(n) != type) continue;
+        if (dwarf_child(&die, &member) == 0) do {
+            const char* m = dwarf_diename(&member);
+            Dwarf_Attribute a;
+            Dwarf_Word at = 0;
+            if (m && std::string(m) == name && dwarf_attr(&member, DW_AT_data_member_location, &a) &&
+                dwarf_formudata(&a, &at) == 0)
+              return at;
+          } while (dwarf_siblingof(&member, &member) == 0);
+      } while (dwarf_siblingof(&die, &die) == 0);
+    off = next;
+  }
+  return std::nullopt;
+}
+
 std::string workload_source(const char* name) {
   std::ifstream in(std::string(WORKLOADS_DIR) + "/" + name);
   std::stringstream s;
@@ -75,6 +119,9 @@ TEST(GoRuntimeSampling, FoundByTheFunctionTableAsByTheSymbols) {
     EXPECT_EQ(by_symbols->free_special, *table->entry("runtime.freeSpecial"));
     EXPECT_EQ(by_symbols->mallocgc, *table->entry("runtime.mallocgc"));
     EXPECT_GT(by_symbols->mallocgc_end, by_symbols->mallocgc + 64);
+    // Go 1.24 drops a sample while m.profStack is nil; 1.19 has no such field.
+    EXPECT_EQ(by_symbols->profstack,
+              go == "go" ? 0 : dwarf_member_offset(*elf, "runtime.m", "profStack").value_or(1));
     // The same file read without its symbols: the code finds the variable.
     auto without = go_runtime_sampling(*elf, *table, go == "go" ? "go1.19.8" : "go1.24.4", {});
     ASSERT_TRUE(without) << without.error().message;
@@ -93,6 +140,7 @@ TEST(GoRuntimeSampling, FoundByTheFunctionTableAsByTheSymbols) {
         }
       }
       EXPECT_EQ((*targets)[2].go_profile->args, go == "go" ? 0u : 1u);
+      EXPECT_EQ((*targets)[2].go_profile->profstack, by_symbols->profstack);
       EXPECT_EQ((*targets)[1].go_cookie >> AS_COOKIE_GO_SHIFT,
                 go == "go" ? (2u | 10u << 8) : (3u | 16u << 8));
     }

@@ -65,7 +65,13 @@ std::vector<ProbeTarget> go_allocator(const ElfFile& elf, const std::vector<ElfS
   }
   const GoRuntimeSampling& s = *sampling;
   ProbeTarget profile{.fn = uint16_t(AS_FN_GO_PROFILE), .vaddr = s.mprof_malloc};
-  profile.go_profile = as_go_profile{0, s.rate, s.mallocgc, s.mallocgc_end, s.layout.mp_first ? 1u : 0u, 0};
+  profile.go_profile = as_go_profile{.probe = 0,
+                                     .rate = s.rate,
+                                     .mallocgc = s.mallocgc,
+                                     .mallocgc_end = s.mallocgc_end,
+                                     .args = s.layout.mp_first ? 1u : 0u,
+                                     .calls = 0,
+                                     .profstack = s.profstack};
   ProbeTarget free{.fn = uint16_t(AS_FN_GO_FREE), .vaddr = s.free_special};
   free.go_cookie = (uint64_t(s.layout.kind) | uint64_t(s.layout.kind_offset) << 8) << AS_COOKIE_GO_SHIFT;
   targets.push_back(free);  // attached first: no sample's free is missed in between

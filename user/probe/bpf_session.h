@@ -260,7 +260,7 @@ class BpfSession final : public TableHost {
   std::vector<UniqueFd> raw_links_;  // links made with bpf(2) directly, unknown to this libbpf
   std::vector<std::pair<std::string, VerifierStats>> stats_;
   // go_profiles' slots, one per distinct Go program (as_go_profile's fields).
-  std::map<std::array<uint64_t, 5>, uint32_t> go_slots_;
+  std::map<std::array<uint64_t, 6>, uint32_t> go_slots_;
 };
 
 }  // namespace allocscope

@@ -49,6 +49,45 @@ std::vector<uint64_t> rip_targets(std::span<const uint8_t> code, uint64_t addres
   return out;
 }
 
+std::optional<uint64_t> go_profstack_offset(std::span<const uint8_t> code, uint64_t address) {
+  csh h = 0;
+  if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK) return std::nullopt;
+  cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
+  cs_insn* insn = cs_malloc(h);
+  const uint8_t* at = code.data();
+  size_t left = code.size();
+  uint64_t pc = address;
+  std::optional<uint64_t> found;
+  x86_reg loaded = X86_REG_INVALID;  // the register last loaded from [rax + disp]
+  int64_t disp = 0;
+  bool tested = false;
+  for (int n = 0; !found && n < 16 && insn && cs_disasm_iter(h, &at, &left, &pc, insn); ++n) {
+    const cs_x86& x = insn->detail->x86;
+    auto reg = [&](int i) {
+      return x.op_count > i && x.operands[i].type == X86_OP_REG ? x.operands[i].reg : X86_REG_INVALID;
+    };
+    if (insn->id == X86_INS_NOP) continue;
+    if (tested) {
+      if (insn->id == X86_INS_JE) found = uint64_t(disp);
+      break;
+    }
+    if (insn->id == X86_INS_MOV && x.op_count == 2 && x.operands[1].type == X86_OP_MEM &&
+        x.operands[1].mem.base == X86_REG_RAX && x.operands[1].mem.index == X86_REG_INVALID &&
+        x.operands[1].size == 8 && x.operands[1].mem.disp > 0) {
+      loaded = reg(0);
+      disp = x.operands[1].mem.disp;
+    } else if (insn->id == X86_INS_TEST && loaded != X86_REG_INVALID && reg(0) == loaded &&
+               reg(1) == loaded) {
+      tested = true;
+    } else if (insn->id == X86_INS_CALL || insn->id == X86_INS_RET) {
+      break;
+    }
+  }
+  if (insn) cs_free(insn, 1);
+  cs_close(&h);
+  return found;
+}
+
 namespace {
 
 std::optional<uint64_t> symbol(const std::vector<ElfSymbol>& symbols, std::string_view name) {
@@ -65,6 +104,16 @@ std::set<uint64_t> targets_of(const ElfFile& elf, const GoPclntab& table, std::s
   if (!code) return {};
   std::vector<uint64_t> found = rip_targets(*code, range->first);
   return {found.begin(), found.end()};
+}
+
+std::optional<uint64_t> profstack_offset(const ElfFile& elf, const GoPclntab& table) {
+  auto range = table.range("runtime.mProf_Malloc");
+  if (!range) return std::nullopt;
+  auto off = elf.vaddr_to_offset(range->first);
+  if (!off) return std::nullopt;
+  auto code = elf.read(*off, std::min<uint64_t>(range->second - range->first, 256));
+  if (!code) return std::nullopt;
+  return go_profstack_offset(*code, range->first);
 }
 
 // Stripped: the one variable both the sampler's reset (profilealloc) and a
@@ -109,6 +158,11 @@ Result<GoRuntimeSampling> go_runtime_sampling(const ElfFile& elf, const GoPclnta
   s.mprof_malloc = *mprof;
   s.free_special = *free;
   std::tie(s.mallocgc, s.mallocgc_end) = *mallocgc;
+  if (layout->mp_first) {
+    auto offset = profstack_offset(elf, table);
+    if (!offset) return fail("runtime.mProf_Malloc's test of its m was not found (a new layout)");
+    s.profstack = *offset;
+  }
   if (auto rate = symbol(elf.objects(), "runtime.MemProfileRate")) {
     s.rate = *rate;
   } else {

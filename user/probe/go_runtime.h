@@ -35,6 +35,7 @@ struct GoRuntimeSampling {
   uint64_t mprof_malloc = 0, free_special = 0;  // entries
   uint64_t rate = 0;                            // runtime.MemProfileRate
   uint64_t mallocgc = 0, mallocgc_end = 0;
+  uint64_t profstack = 0;  // offset of m.profStack, whose nil drops a sample (1.23 on); 0: none
   GoProfileLayout layout;
 };
 
@@ -44,6 +45,12 @@ struct GoRuntimeSampling {
 Result<GoRuntimeSampling> go_runtime_sampling(const ElfFile& elf, const GoPclntab& table,
                                               std::string_view version,
                                               const std::vector<ElfSymbol>& functions);
+
+// mProf_Malloc(mp, ...) of Go 1.23 on returns without a record while mp's
+// profStack is not made yet (samples of the runtime's start): the offset
+// its first test (`mov r, [rax+d]; test r, r; je`) reads, from the code of
+// the function at `address`. Pure.
+std::optional<uint64_t> go_profstack_offset(std::span<const uint8_t> code, uint64_t address);
 
 // The addresses of memory a function's code reads or writes relative to
 // rip (`code` at virtual address `address`). Pure.
