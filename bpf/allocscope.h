@@ -260,9 +260,8 @@ enum as_stop {
 };
 
 #define AS_COMM_LEN 16
-/* A Go program whose runtime samples its heap, in file addresses: mProf_Malloc's probe (pc less it: the
- * bias), MemProfileRate, mallocgc; args 1: (mp, p, size), a nil at mp + profstack (not 0) a dropped sample.
- */
+/* A Go program sampling its heap, in file addresses: mProf_Malloc's probe (pc less it: the bias),
+ * MemProfileRate, mallocgc; args 1: (mp, p, size), a nil at mp + profstack (not 0) a dropped sample. */
 #define AS_GO_MAX_PROGRAMS 256
 struct as_go_profile {
   as_u64 probe, rate, mallocgc, mallocgc_end, args, calls, profstack; /* calls: the probe's, counted */
