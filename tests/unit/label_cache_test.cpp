@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <vector>
 
 namespace allocscope {
 namespace {
@@ -26,6 +27,36 @@ TEST(LabelCache, AnEndedInstanceIsLabelledByTheCgroupOfItsSample) {
   });
   EXPECT_EQ(labels.of(gone).unit, "short-job.service");
   EXPECT_EQ(labels.of(unknown).unit, "");
+}
+
+// An id the table released and gave to a new instance: the new one never
+// shows the old one's labels, whether it has labels of its own or none.
+TEST(LabelCache, AReusedIdLosesTheLabelsOfItsLastInstance) {
+  ProcessTable table;
+  std::map<uint64_t, std::string> paths = {{55, "/system.slice/first.service"},
+                                           {66, "/system.slice/third.service"}};
+  std::string none;
+  auto path = [&](uint64_t id) -> const std::string& {
+    auto it = paths.find(id);
+    return it == paths.end() ? none : it->second;
+  };
+  LabelCache labels(16);
+  auto run_once = [&](uint32_t tgid, uint64_t cgroup) {
+    uint32_t id = table.current(tgid, "job");
+    if (cgroup) table.set_cgroup(id, cgroup);
+    table.end(tgid);
+    labels.refresh(table, path);
+    table.release_ended(std::vector<bool>(table.slots(), false));
+    return id;
+  };
+  uint32_t first = run_once(999999990, 55);
+  EXPECT_EQ(labels.of(first).unit, "first.service");
+  uint32_t second = run_once(999999991, 0);  // ended before it named a cgroup
+  ASSERT_EQ(second, first);
+  EXPECT_EQ(labels.of(second).unit, "");
+  uint32_t third = run_once(999999992, 66);
+  ASSERT_EQ(third, first);
+  EXPECT_EQ(labels.of(third).unit, "third.service");
 }
 
 }  // namespace

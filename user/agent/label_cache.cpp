@@ -7,13 +7,18 @@ namespace allocscope {
 void LabelCache::refresh(const ProcessTable& table,
                          const std::function<const std::string&(uint64_t)>& cgroup_path) {
   if (table.made() == seen_) return;
-  std::erase_if(labels_, [&](const auto& e) { return table.instance(e.first).serial != e.second.serial; });
+  // Only the ids of new instances can carry another's labels (a released
+  // id given again): a scan of the table, no walk of every label each tick.
   for (uint32_t id = 0; id < table.slots(); ++id) {
     const ProcessInstance& p = table.instance(id);
+    if (p.serial <= seen_) continue;
     // An ended instance (one that lived milliseconds) is labelled by the
     // cgroup its sample named; /proc would describe whoever has its pid now.
-    if (p.serial <= seen_ || p.rejected || (p.ended && !p.cgroup)) continue;
-    if (labels_.size() >= capacity_) {
+    if (p.rejected || (p.ended && !p.cgroup)) {
+      labels_.erase(id);
+      continue;
+    }
+    if (labels_.size() >= capacity_ && !labels_.contains(id)) {
       ++dropped_;
       continue;
     }

@@ -16,8 +16,8 @@ namespace allocscope {
 class LabelCache {
  public:
   explicit LabelCache(size_t capacity) : capacity_(capacity) {}
-  // Reads the labels of the instances made since the last call, and drops
-  // those of ids the table released (and perhaps gave to a new instance).
+  // Reads the labels of the instances made since the last call; an id the
+  // table released and gave to a new instance loses the old one's labels.
   // When full, new ones go unlabelled and are counted: an ended instance
   // keeps its labels while its stacks are held (its program, unit or
   // cgroup profiles still show it).
