@@ -49,6 +49,22 @@ std::vector<uint64_t> rip_targets(std::span<const uint8_t> code, uint64_t addres
   return out;
 }
 
+namespace {
+
+// The displacement of operand i when it is the 8 bytes at [rax + disp].
+std::optional<int64_t> rax_field(const cs_x86& x, int i) {
+  if (x.op_count <= i || x.operands[i].type != X86_OP_MEM || x.operands[i].size != 8) return std::nullopt;
+  const x86_op_mem& m = x.operands[i].mem;
+  if (m.base != X86_REG_RAX || m.index != X86_REG_INVALID || m.disp <= 0) return std::nullopt;
+  return m.disp;
+}
+
+x86_reg reg_of(const cs_x86& x, int i) {
+  return x.op_count > i && x.operands[i].type == X86_OP_REG ? x.operands[i].reg : X86_REG_INVALID;
+}
+
+}  // namespace
+
 std::optional<uint64_t> go_profstack_offset(std::span<const uint8_t> code, uint64_t address) {
   csh h = 0;
   if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK) return std::nullopt;
@@ -58,29 +74,29 @@ std::optional<uint64_t> go_profstack_offset(std::span<const uint8_t> code, uint6
   size_t left = code.size();
   uint64_t pc = address;
   std::optional<uint64_t> found;
-  x86_reg loaded = X86_REG_INVALID;  // the register last loaded from [rax + disp]
+  x86_reg loaded = X86_REG_INVALID;  // the register last loaded from [rax + disp], and that disp
   int64_t disp = 0;
-  bool tested = false;
+  std::optional<int64_t> tested;  // the field a test or a compare with 0 read
   for (int n = 0; !found && n < 16 && insn && cs_disasm_iter(h, &at, &left, &pc, insn); ++n) {
     const cs_x86& x = insn->detail->x86;
-    auto reg = [&](int i) {
-      return x.op_count > i && x.operands[i].type == X86_OP_REG ? x.operands[i].reg : X86_REG_INVALID;
-    };
     if (insn->id == X86_INS_NOP) continue;
-    if (tested) {
-      if (insn->id == X86_INS_JE) found = uint64_t(disp);
+    if (tested) {  // the next instruction branches on it, or this is not the check
+      if (insn->id == X86_INS_JE) found = uint64_t(*tested);
       break;
     }
-    if (insn->id == X86_INS_MOV && x.op_count == 2 && x.operands[1].type == X86_OP_MEM &&
-        x.operands[1].mem.base == X86_REG_RAX && x.operands[1].mem.index == X86_REG_INVALID &&
-        x.operands[1].size == 8 && x.operands[1].mem.disp > 0) {
-      loaded = reg(0);
-      disp = x.operands[1].mem.disp;
-    } else if (insn->id == X86_INS_TEST && loaded != X86_REG_INVALID && reg(0) == loaded &&
-               reg(1) == loaded) {
-      tested = true;
-    } else if (insn->id == X86_INS_CALL || insn->id == X86_INS_RET) {
-      break;
+    std::optional<int64_t> field = rax_field(x, 1);
+    bool writes_rax = reg_of(x, 0) == X86_REG_RAX && insn->id != X86_INS_CMP && insn->id != X86_INS_TEST;
+    if (insn->id == X86_INS_MOV && field && reg_of(x, 0) != X86_REG_INVALID && !writes_rax) {
+      loaded = reg_of(x, 0);  // mov r, [rax + disp]; test r, r
+      disp = *field;
+    } else if (insn->id == X86_INS_TEST && loaded != X86_REG_INVALID && reg_of(x, 0) == loaded &&
+               reg_of(x, 1) == loaded) {
+      tested = disp;
+    } else if (insn->id == X86_INS_CMP && rax_field(x, 0) && x.op_count == 2 &&
+               x.operands[1].type == X86_OP_IMM && x.operands[1].imm == 0) {
+      tested = rax_field(x, 0);  // cmp qword ptr [rax + disp], 0
+    } else if (writes_rax || insn->id == X86_INS_CALL || insn->id == X86_INS_RET) {
+      break;  // mp is gone, or the function went on without the check
     }
   }
   if (insn) cs_free(insn, 1);
