@@ -59,5 +59,18 @@ TEST(LabelCache, AReusedIdLosesTheLabelsOfItsLastInstance) {
   EXPECT_EQ(labels.of(third).unit, "third.service");
 }
 
+// A folded instance (no process, no cgroup) keeps the labels its caller set
+// when the cache reads the instances made since.
+TEST(LabelCache, AFoldedInstanceKeepsTheLabelsItWasGiven) {
+  ProcessTable table;
+  LabelCache labels(16);
+  std::string none;
+  auto path = [&](uint64_t) -> const std::string& { return none; };
+  uint32_t folded = table.add_folded("job");
+  labels.set(folded, table.instance(folded).serial, labels_from_cgroup("/system.slice/folded.service"));
+  labels.refresh(table, path);
+  EXPECT_EQ(labels.of(folded).unit, "folded.service");
+}
+
 }  // namespace
 }  // namespace allocscope

@@ -14,8 +14,8 @@ void LabelCache::refresh(const ProcessTable& table,
     if (p.serial <= seen_) continue;
     // An ended instance (one that lived milliseconds) is labelled by the
     // cgroup its sample named; /proc would describe whoever has its pid now.
-    if (p.rejected || (p.ended && !p.cgroup)) {
-      labels_.erase(id);
+    if (p.rejected || (p.ended && !p.cgroup)) {  // but a folded one's, set() by the caller, stay
+      if (auto it = labels_.find(id); it != labels_.end() && it->second.serial != p.serial) labels_.erase(it);
       continue;
     }
     if (labels_.size() >= capacity_ && !labels_.contains(id)) {
