@@ -321,8 +321,13 @@ Counters BpfSession::counters() const {
   return total;
 }
 
+// A Go program's slot key: what it told the probe, not the probe's count.
+static std::array<uint64_t, 6> go_slot_key(const as_go_profile& g) {
+  return {g.probe, g.rate, g.mallocgc, g.mallocgc_end, g.args, g.profstack};
+}
+
 uint64_t BpfSession::go_profile_calls(const as_go_profile& g) const {
-  auto it = go_slots_.find({g.probe, g.rate, g.mallocgc, g.mallocgc_end, g.args, g.profstack});
+  auto it = go_slots_.find(go_slot_key(g));
   as_go_profile now{};
   if (it == go_slots_.end() ||
       bpf_map__lookup_elem(skel_->maps.go_profiles, &it->second, sizeof(uint32_t), &now, sizeof now, 0) != 0)
@@ -335,8 +340,7 @@ uint64_t BpfSession::go_profile_calls(const as_go_profile& g) const {
 Result<void> BpfSession::place_go_profile(ProbeTarget& t) {
   if (!t.go_profile || config_.null_probes) return {};
   const as_go_profile& g = *t.go_profile;
-  std::array<uint64_t, 6> key{g.probe, g.rate, g.mallocgc, g.mallocgc_end, g.args, g.profstack};
-  auto [it, made] = go_slots_.try_emplace(key, uint32_t(go_slots_.size()));
+  auto [it, made] = go_slots_.try_emplace(go_slot_key(g), uint32_t(go_slots_.size()));
   if (made && it->second >= AS_GO_MAX_PROGRAMS) {
     go_slots_.erase(it);
     return fail("Go programs whose runtime sampling is read: table full (" +

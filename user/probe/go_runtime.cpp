@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <functional>
 #include <iterator>
 #include <set>
 
@@ -27,29 +28,26 @@ std::optional<GoProfileLayout> go_profile_layout(std::string_view version) {
                          .kind_offset = uint8_t(minor >= 24 ? 16 : 10)};
 }
 
-std::vector<uint64_t> rip_targets(std::span<const uint8_t> code, uint64_t address) {
-  std::vector<uint64_t> out;
+namespace {
+
+// Each instruction of `code` (at virtual address `address`) with its
+// details, to `visit` until it returns false; bytes that are no
+// instruction (Go pads with int3) are passed over.
+void disassemble(std::span<const uint8_t> code, uint64_t address,
+                 const std::function<bool(const cs_insn&)>& visit) {
   csh h = 0;
-  if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK) return out;
+  if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK) return;
   cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
-  cs_option(h, CS_OPT_SKIPDATA, CS_OPT_ON);  // past bytes that are no instruction (Go pads with int3)
+  cs_option(h, CS_OPT_SKIPDATA, CS_OPT_ON);
   cs_insn* insn = cs_malloc(h);
   const uint8_t* at = code.data();
   size_t left = code.size();
   uint64_t pc = address;
-  while (insn && cs_disasm_iter(h, &at, &left, &pc, insn)) {
-    if (!insn->detail) continue;
-    const cs_x86& x = insn->detail->x86;
-    for (uint8_t i = 0; i < x.op_count; ++i)
-      if (x.operands[i].type == X86_OP_MEM && x.operands[i].mem.base == X86_REG_RIP)
-        out.push_back(insn->address + insn->size + uint64_t(x.operands[i].mem.disp));
-  }
+  while (insn && cs_disasm_iter(h, &at, &left, &pc, insn))
+    if (insn->detail && !visit(*insn)) break;
   if (insn) cs_free(insn, 1);
   cs_close(&h);
-  return out;
 }
-
-namespace {
 
 // The displacement of operand i when it is the 8 bytes at [rax + disp].
 std::optional<int64_t> rax_field(const cs_x86& x, int i) {
@@ -65,42 +63,47 @@ x86_reg reg_of(const cs_x86& x, int i) {
 
 }  // namespace
 
+std::vector<uint64_t> rip_targets(std::span<const uint8_t> code, uint64_t address) {
+  std::vector<uint64_t> out;
+  disassemble(code, address, [&](const cs_insn& insn) {
+    const cs_x86& x = insn.detail->x86;
+    for (uint8_t i = 0; i < x.op_count; ++i)
+      if (x.operands[i].type == X86_OP_MEM && x.operands[i].mem.base == X86_REG_RIP)
+        out.push_back(insn.address + insn.size + uint64_t(x.operands[i].mem.disp));
+    return true;
+  });
+  return out;
+}
+
 std::optional<uint64_t> go_profstack_offset(std::span<const uint8_t> code, uint64_t address) {
-  csh h = 0;
-  if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK) return std::nullopt;
-  cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
-  cs_insn* insn = cs_malloc(h);
-  const uint8_t* at = code.data();
-  size_t left = code.size();
-  uint64_t pc = address;
   std::optional<uint64_t> found;
   x86_reg loaded = X86_REG_INVALID;  // the register last loaded from [rax + disp], and that disp
   int64_t disp = 0;
   std::optional<int64_t> tested;  // the field a test or a compare with 0 read
-  for (int n = 0; !found && n < 16 && insn && cs_disasm_iter(h, &at, &left, &pc, insn); ++n) {
-    const cs_x86& x = insn->detail->x86;
-    if (insn->id == X86_INS_NOP) continue;
+  int n = 0;
+  disassemble(code, address, [&](const cs_insn& insn) {
+    const cs_x86& x = insn.detail->x86;
+    if (insn.id == X86_INS_NOP) return true;
     if (tested) {  // the next instruction branches on it, or this is not the check
-      if (insn->id == X86_INS_JE) found = uint64_t(*tested);
-      break;
+      if (insn.id == X86_INS_JE) found = uint64_t(*tested);
+      return false;
     }
     std::optional<int64_t> field = rax_field(x, 1);
-    bool writes_rax = reg_of(x, 0) == X86_REG_RAX && insn->id != X86_INS_CMP && insn->id != X86_INS_TEST;
-    if (insn->id == X86_INS_MOV && field && reg_of(x, 0) != X86_REG_INVALID && !writes_rax) {
+    bool writes_rax = reg_of(x, 0) == X86_REG_RAX && insn.id != X86_INS_CMP && insn.id != X86_INS_TEST;
+    if (insn.id == X86_INS_MOV && field && reg_of(x, 0) != X86_REG_INVALID && !writes_rax) {
       loaded = reg_of(x, 0);  // mov r, [rax + disp]; test r, r
       disp = *field;
-    } else if (insn->id == X86_INS_TEST && loaded != X86_REG_INVALID && reg_of(x, 0) == loaded &&
+    } else if (insn.id == X86_INS_TEST && loaded != X86_REG_INVALID && reg_of(x, 0) == loaded &&
                reg_of(x, 1) == loaded) {
       tested = disp;
-    } else if (insn->id == X86_INS_CMP && rax_field(x, 0) && x.op_count == 2 &&
+    } else if (insn.id == X86_INS_CMP && rax_field(x, 0) && x.op_count == 2 &&
                x.operands[1].type == X86_OP_IMM && x.operands[1].imm == 0) {
       tested = rax_field(x, 0);  // cmp qword ptr [rax + disp], 0
-    } else if (writes_rax || insn->id == X86_INS_CALL || insn->id == X86_INS_RET) {
-      break;  // mp is gone, or the function went on without the check
+    } else if (writes_rax || insn.id == X86_INS_CALL || insn.id == X86_INS_RET) {
+      return false;  // mp is gone, or the function went on without the check
     }
-  }
-  if (insn) cs_free(insn, 1);
-  cs_close(&h);
+    return ++n < 16;
+  });
   return found;
 }
 
@@ -111,25 +114,32 @@ std::optional<uint64_t> symbol(const std::vector<ElfSymbol>& symbols, std::strin
   return it == symbols.end() ? std::nullopt : std::optional<uint64_t>(it->vaddr);
 }
 
+// The first `most` bytes of a function's code, and its address.
+std::optional<std::pair<std::vector<uint8_t>, uint64_t>> function_code(const ElfFile& elf,
+                                                                       const GoPclntab& table,
+                                                                       std::string_view function,
+                                                                       uint64_t most) {
+  auto range = table.range(function);
+  if (!range) return std::nullopt;
+  auto off = elf.vaddr_to_offset(range->first);
+  if (!off) return std::nullopt;
+  auto code = elf.read(*off, std::min(range->second - range->first, most));
+  if (!code) return std::nullopt;
+  return std::pair{std::move(*code), range->first};
+}
+
 std::set<uint64_t> targets_of(const ElfFile& elf, const GoPclntab& table, std::string_view function) {
   auto range = table.range(function);
   if (!range || range->second - range->first > (1u << 20)) return {};
-  auto off = elf.vaddr_to_offset(range->first);
-  if (!off) return {};
-  auto code = elf.read(*off, range->second - range->first);
+  auto code = function_code(elf, table, function, 1u << 20);
   if (!code) return {};
-  std::vector<uint64_t> found = rip_targets(*code, range->first);
+  std::vector<uint64_t> found = rip_targets(code->first, code->second);
   return {found.begin(), found.end()};
 }
 
 std::optional<uint64_t> profstack_offset(const ElfFile& elf, const GoPclntab& table) {
-  auto range = table.range("runtime.mProf_Malloc");
-  if (!range) return std::nullopt;
-  auto off = elf.vaddr_to_offset(range->first);
-  if (!off) return std::nullopt;
-  auto code = elf.read(*off, std::min<uint64_t>(range->second - range->first, 256));
-  if (!code) return std::nullopt;
-  return go_profstack_offset(*code, range->first);
+  auto code = function_code(elf, table, "runtime.mProf_Malloc", 256);
+  return code ? go_profstack_offset(code->first, code->second) : std::nullopt;
 }
 
 // Stripped: the one variable both the sampler's reset (profilealloc) and a
