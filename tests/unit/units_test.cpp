@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 
@@ -81,6 +82,23 @@ TEST(FormatBytes, PicksTheLargestUnitAndOneDecimalWhenNeeded) {
   EXPECT_EQ(format_bytes(double(1ULL << 40)), "1 TiB");
   EXPECT_EQ(format_bytes(double(1ULL << 50)), "1024 TiB");  // TiB is the largest unit
   EXPECT_EQ(format_bytes(100.5), "100.5 B");
+}
+
+TEST(FormatBytes, NegativeHugeAndNonFiniteValuesAreWrittenNotCast) {
+  EXPECT_EQ(format_bytes(-2048), "-2 KiB");
+  EXPECT_EQ(format_bytes(-0.25), "0 B");
+  EXPECT_EQ(format_bytes(3.29477e+71), "3e+59 TiB");  // a fuzzed pprof's value
+  EXPECT_EQ(format_bytes(INFINITY), "inf TiB");
+  EXPECT_EQ(format_bytes(NAN), "nan B");
+}
+
+TEST(RoundSaturating, RoundsInRangeAndSaturatesOutside) {
+  EXPECT_EQ(round_saturating(2.5), 3);
+  EXPECT_EQ(round_saturating(-2.5), -3);
+  EXPECT_EQ(round_saturating(1e30), INT64_MAX);
+  EXPECT_EQ(round_saturating(-1e30), INT64_MIN);
+  EXPECT_EQ(round_saturating(INFINITY), INT64_MAX);
+  EXPECT_EQ(round_saturating(NAN), 0);
 }
 
 }  // namespace

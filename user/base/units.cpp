@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 
 namespace allocscope {
@@ -64,19 +65,35 @@ std::optional<uint64_t> parse_duration_ms(std::string_view text) {
 
 std::string format_bytes(double bytes) {
   static const char* names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  if (bytes > -0.5 && bytes < 0.5)  // float residue of live sums
-    bytes = 0;
+  // Live sums can be negative or float residue; a corrupt profile can hold
+  // anything, and casting such a double to an integer is undefined.
+  const char* sign = bytes < 0 ? "-" : "";
+  double v = std::fabs(bytes);
+  if (v < 0.5) {
+    v = 0;
+    sign = "";
+  }
   int i = 0;
-  while (bytes >= 1023.95 && i < 4) {  // 1048575 B is "1.0 MiB", not "1024.0 KiB"
-    bytes /= 1024;
+  while (v >= 1023.95 && i < 4) {  // 1048575 B is "1.0 MiB", not "1024.0 KiB"
+    v /= 1024;
     ++i;
   }
-  char buf[32];
-  if (bytes == static_cast<double>(static_cast<uint64_t>(bytes)))
-    std::snprintf(buf, sizeof buf, "%llu %s", static_cast<unsigned long long>(bytes), names[i]);
+  char buf[48];
+  if (!(v < 1e15))  // huge, infinite or NaN: no fixed-point digits
+    std::snprintf(buf, sizeof buf, "%s%.3g %s", sign, v, names[i]);
+  else if (v == std::floor(v))
+    std::snprintf(buf, sizeof buf, "%s%.0f %s", sign, v, names[i]);
   else
-    std::snprintf(buf, sizeof buf, "%.1f %s", bytes, names[i]);
+    std::snprintf(buf, sizeof buf, "%s%.1f %s", sign, v, names[i]);
   return buf;
+}
+
+int64_t round_saturating(double v) {
+  constexpr double kLimit = 9.2e18;
+  if (std::isnan(v)) return 0;
+  if (v >= kLimit) return INT64_MAX;
+  if (v <= -kLimit) return INT64_MIN;
+  return std::llround(v);
 }
 
 }  // namespace allocscope

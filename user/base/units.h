@@ -17,4 +17,8 @@ std::optional<uint64_t> parse_duration_ms(std::string_view text);
 // 524288 -> "512 KiB", 1536 -> "1.5 KiB".
 std::string format_bytes(double bytes);
 
+// An estimate as an integer: llround is undefined outside int64's range and
+// for NaN, where an estimate is already meaningless, so this saturates (NaN: 0).
+int64_t round_saturating(double v);
+
 }  // namespace allocscope

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <map>
 
+#include "base/units.h"
+
 namespace allocscope {
 
 std::string folded_frame(std::string name) {
@@ -25,7 +27,7 @@ void write_folded(std::ostream& out, const std::vector<FoldedStack>& stacks) {
     lines[key] += s.value;
   }
   for (const auto& [key, value] : lines) {
-    long long rounded = std::llround(value);
+    int64_t rounded = round_saturating(value);
     if (rounded != 0) out << key << ' ' << rounded << '\n';
   }
 }

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "base/units.h"
 #include "model/recording.h"
 #include "profile.pb.h"
 
@@ -28,23 +29,14 @@ constexpr std::array<ColumnType, kColumns> kColumnTypes = {{{"alloc_objects", "c
                                                             {"samples", "count"},
                                                             {"live_samples", "count"}}};
 
-// llround is undefined outside int64's range and for NaN; an estimate there
-// is already meaningless, so it saturates rather than crash a report.
-inline int64_t round_value(double v) {
-  constexpr double kLimit = 9.2e18;
-  if (std::isnan(v)) return 0;
-  if (v >= kLimit) return INT64_MAX;
-  if (v <= -kLimit) return INT64_MIN;
-  return std::llround(v);
-}
-
 inline int64_t count_value(uint64_t n) {
   return n > uint64_t{INT64_MAX} ? INT64_MAX : static_cast<int64_t>(n);
 }
 
 inline std::array<int64_t, kColumns> column_values(const StackTotals& t) {
-  return {round_value(t.alloc_objects), round_value(t.alloc_bytes), round_value(t.live_objects),
-          round_value(t.live_bytes),    count_value(t.samples),     count_value(t.live_samples)};
+  return {
+      round_saturating(t.alloc_objects), round_saturating(t.alloc_bytes), round_saturating(t.live_objects),
+      round_saturating(t.live_bytes),    count_value(t.samples),          count_value(t.live_samples)};
 }
 
 }  // namespace allocscope::pprof_columns
