@@ -4,6 +4,9 @@
 #define ALLOCSCOPE_ABI_H
 
 #ifdef __bpf__
+/* Loops in BPF code are unrolled: 6.1's verifier refuses a back-edge the
+ * compiler laid out as a fall-through ("back-edge from insn"). */
+#define AS_UNROLL _Pragma("unroll")
 typedef __u8 as_u8;
 typedef __u16 as_u16;
 typedef __u32 as_u32;
@@ -13,6 +16,7 @@ typedef __s32 as_s32;
 typedef __s16 as_s16;
 typedef __s8 as_s8;
 #else
+#define AS_UNROLL
 #include <stdint.h>
 typedef uint8_t as_u8;
 typedef uint16_t as_u16;
@@ -28,14 +32,6 @@ typedef int8_t as_s8;
 #define AS_STATIC_ASSERT static_assert
 #else
 #define AS_STATIC_ASSERT _Static_assert
-#endif
-
-/* Loops in BPF code are unrolled: 6.1's verifier refuses a back-edge the
- * compiler laid out as a fall-through ("back-edge from insn"). */
-#ifdef __bpf__
-#define AS_UNROLL _Pragma("unroll")
-#else
-#define AS_UNROLL
 #endif
 
 /* The kfunc that tells a uprobe session's return from its entry takes no argument up to
@@ -216,6 +212,7 @@ enum as_cfa_kind {
   AS_CFA_PLT = 3,       /* CFA = rsp + 8, + 8 more when (pc & 15) >= cfa_off */
   AS_CFA_DEREF_RBP = 4, /* CFA = *(rbp + 8 * cfa_off) */
   AS_ROW_END = 5,       /* the outermost frame (return address undefined) */
+  AS_CFA_SIGNAL = 6,    /* a signal's return trampoline: the interrupted rsp at rsp + 8 * cfa_off, rip next */
 };
 
 #define AS_RBP_LOST (-128) /* as_unwind_row.rbp: the caller's rbp cannot be recovered */
@@ -224,7 +221,7 @@ struct as_unwind_row {
   as_u32 pc;      /* file offset of the first instruction it covers, bytes */
   as_s16 cfa_off; /* see enum as_cfa_kind, 8-byte units */
   as_u8 kind;     /* enum as_cfa_kind */
-  as_s8 rbp;      /* the caller's rbp saved at CFA + 8 * rbp; 0: unchanged; AS_RBP_LOST */
+  as_s8 rbp; /* the caller's rbp saved at CFA (AS_CFA_SIGNAL: rsp) + 8 * rbp; 0: unchanged; AS_RBP_LOST */
 };
 
 /* A table as the kernel holds it, an array of rows:
@@ -407,7 +404,8 @@ struct as_deferred_walk {
   /* Frames still to leave out, the stopped one first: `skip` of them, or (until_end != 0) every one
    * up to the first whose call lies in [until, until_end) (runtime addresses), that one included. */
   as_u64 until, until_end;
-  as_u32 skip;
+  as_u16 skip;
+  as_u16 ip_exact; /* as struct as_unwind_regs */
   as_u32 steps; /* frames unwound before the stopped one (0: its pc is the probe's, not a return address) */
 };
 

@@ -20,8 +20,8 @@ struct as_unwind_regs {
   as_u64 ip; /* exact pc in frame 0, else a return address */
   as_u64 sp;
   as_u64 bp;
-  as_u32 bp_lost; /* the caller's rbp is unknown (an expression or undefined rule) */
-  as_u32 pad;
+  as_u32 bp_lost;  /* the caller's rbp is unknown (an expression or undefined rule) */
+  as_u32 ip_exact; /* ip is where a signal interrupted the frame, not a return address */
 };
 
 /* The frame-pointer rule as a row: CFA = rbp + 16, return address at CFA - 8,
@@ -50,6 +50,25 @@ AS_INLINE as_u64 as_row_cfa(const struct as_unwind_row *row, const struct as_unw
   return 0;
 }
 
+/* Leaves a signal handler through its return trampoline: the interrupted
+ * frame's registers are in the signal frame the kernel pushed (struct
+ * ucontext at rsp). Its pc is exact: no call before it. */
+AS_INLINE int as_signal_step(const struct as_unwind_row *row, struct as_unwind_regs *r, as_u64 stack_end,
+                             void *mem) {
+  as_u64 at = r->sp + (as_s64)row->cfa_off * 8, sp = 0, ip = 0, bp = 0;
+  if (AS_READ_U64(mem, at, &sp) != 0 || AS_READ_U64(mem, at + 8, &ip) != 0 ||
+      AS_READ_U64(mem, r->sp + (as_s64)row->rbp * 8, &bp) != 0)
+    return AS_STOP_READ;
+  /* Handlers on an alternate stack (sigaltstack) end here too. */
+  if (sp <= r->sp || sp > stack_end || ip == 0) return AS_STOP_BAD_FRAME;
+  r->ip = ip;
+  r->sp = sp;
+  r->bp = bp;
+  r->bp_lost = 0;
+  r->ip_exact = 1;
+  return AS_STOP_NONE;
+}
+
 /* Moves `r` to the caller's frame. `stack_end` bounds the thread's stack:
  * every CFA lies above the previous stack pointer and at most at
  * stack_end, so a walk through bad rules or garbage ends at once. */
@@ -57,6 +76,7 @@ AS_INLINE int as_unwind_step(const struct as_unwind_row *row, struct as_unwind_r
                              void *mem) {
   if (row->kind == AS_ROW_END) return AS_STOP_COMPLETE;
   if (row->kind == AS_ROW_NONE) return AS_STOP_NO_INFO;
+  if (row->kind == AS_CFA_SIGNAL) return as_signal_step(row, r, stack_end, mem);
   as_u64 cfa = as_row_cfa(row, r, mem);
   if (cfa <= r->sp || cfa > stack_end || (cfa & 7) != 0) return AS_STOP_BAD_FRAME;
   as_u64 ra = 0, bp = r->bp;
@@ -74,6 +94,7 @@ AS_INLINE int as_unwind_step(const struct as_unwind_row *row, struct as_unwind_r
   r->sp = cfa;
   r->bp = bp;
   r->bp_lost = bp_lost;
+  r->ip_exact = 0;
   return AS_STOP_NONE;
 }
 

@@ -203,8 +203,8 @@ static long walk_frame(__u64 unused, void *data) {
   __u64 ip = w->regs.ip;
   /* A return address: the call is before it. The first pc (the allocator's
    * return into its caller, or a USDT probe's site) is where that code
-   * resumes, and its state. */
-  __u64 at = w->steps == 0 ? ip : ip - 1;
+   * resumes, and its state; so is a pc a signal interrupted. */
+  __u64 at = w->steps == 0 || w->regs.ip_exact ? ip : ip - 1;
   __u64 tag = at | (w->generation << 48);
   struct cached_row *c = rows ? &rows->rows[(at ^ (at >> 9)) & (ROW_CACHE - 1)] : 0;
   if (c && c->tag == tag) {
@@ -306,6 +306,7 @@ static __always_inline struct walk_scratch *walk_stack(struct pt_regs *ctx, __u1
     w->regs.sp = sp;
     w->regs.bp = bp;
     w->regs.bp_lost = 0;
+    w->regs.ip_exact = 0;
     w->id = instance;
     w->stop = AS_STOP_NONE;
     w->restart = 0;
@@ -372,6 +373,7 @@ static __always_inline void fill_deferred(struct as_stack_event *to, struct as_d
   walk->sp = w->regs.sp;
   walk->bp = w->regs.bp;
   walk->bp_lost = w->regs.bp_lost;
+  walk->ip_exact = w->regs.ip_exact;
   walk->skip = w->skip;
   walk->until = w->until;
   walk->until_end = w->until_end;

@@ -5,6 +5,7 @@
 #include "symbols/unwind_table.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -134,6 +135,33 @@ TEST(UnwindTable, WalksAChainWithoutFramePointersToTheOutermostFrame) {
   EXPECT_EQ(n.back(), "_start");
 }
 
+// A stack captured inside a signal handler: above it, the signal frame the
+// kernel pushed, then the code the signal interrupted.
+Capture in_handler;
+extern "C" void capture_in_handler(int) { in_handler = capture(); }
+extern "C" __attribute__((noinline)) void raise_into_handler() {
+  raise(SIGUSR1);
+  asm volatile("" ::: "memory");  // not a tail call: this frame stays
+}
+
+TEST(UnwindTable, WalksOutOfASignalHandlerIntoTheInterruptedCode) {
+  struct sigaction sa {
+  }, old{};
+  sa.sa_handler = capture_in_handler;
+  ASSERT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
+  raise_into_handler();
+  sigaction(SIGUSR1, &old, nullptr);
+  CopyMemory mem(in_handler);
+  Walk w = Walker(in_handler.maps).walk(in_handler, mem);
+  auto n = function_names(w.ips);
+  SCOPED_TRACE("frames:" + joined(n));
+  ptrdiff_t handler = index_of(n, "capture_in_handler"), raiser = index_of(n, "raise_into_handler");
+  EXPECT_GT(handler, 2);
+  EXPECT_GT(raiser, handler + 1);  // the C library's trampoline and raise() between
+  EXPECT_GT(index_of(n, "main"), raiser);
+  EXPECT_EQ(w.stop, AS_STOP_COMPLETE);
+}
+
 TEST(UnwindTable, FramePointerRuleStopsAtTheFirstBadFrameInsteadOfGuessing) {
   // unwind_chain_middle keeps a number in rbp: the frame-pointer rule gives a
   // CFA below the stack pointer, which the step refuses. The walk ends
@@ -203,6 +231,13 @@ TEST(UnwindTable, CLibraryHasPltAndOutermostRows) {
   EXPECT_GT(count(AS_CFA_PLT), 0);  // the .plt's expression
   EXPECT_GT(count(AS_ROW_END), 0);  // clone3 / thread start: undefined return address
   EXPECT_GT(count(AS_CFA_RBP), 0);  // functions that keep a frame pointer
+  // __restore_rt: the interrupted rsp, rip and rbp where Linux's x86-64
+  // signal frame keeps them (struct ucontext's uc_mcontext at rsp + 40).
+  auto sig = std::find_if(t->rows.begin(), t->rows.end(),
+                          [](const as_unwind_row& r) { return r.kind == AS_CFA_SIGNAL; });
+  ASSERT_NE(sig, t->rows.end());
+  EXPECT_EQ(sig->cfa_off, 160 / 8);
+  EXPECT_EQ(sig->rbp, 120 / 8);
 }
 
 TEST(UnwindTable, KernelLayoutFindsWhatTheRowsSay) {
@@ -290,6 +325,20 @@ TEST(UnwindStep, EachRuleKind) {
   EXPECT_EQ(as_unwind_step(&deref, &r, 0x8000, &m), AS_STOP_NONE);
   EXPECT_EQ(r.sp, 0x7010u);
   EXPECT_EQ(r.ip, 0x1111u);
+  // A signal's trampoline: rsp at rsp + 24, rip next, rbp at rsp + 8; the
+  // pc is then exact (no call before it).
+  r = {0x400000, 0x7000, 0x55, 1, 0};
+  as_unwind_row sig{0, 3, AS_CFA_SIGNAL, 1};
+  EXPECT_EQ(as_unwind_step(&sig, &r, 0x8000, &m), AS_STOP_NONE);
+  EXPECT_EQ(r.sp, 0x7010u);
+  EXPECT_EQ(r.ip, 0x3333u);
+  EXPECT_EQ(r.bp, 0x1111u);
+  EXPECT_EQ(r.bp_lost, 0u);
+  EXPECT_EQ(r.ip_exact, 1u);
+  EXPECT_EQ(as_unwind_step(&rsp, &r, 0x8000, &m), AS_STOP_NONE);
+  EXPECT_EQ(r.ip_exact, 0u);           // a return address again
+  r = {0x400000, 0x7018, 0x55, 0, 0};  // the saved rsp (0) is below this one
+  EXPECT_EQ(as_unwind_step(&sig, &r, 0x8000, &m), AS_STOP_BAD_FRAME);
   // The outermost frame and code without information.
   as_unwind_row end{0, 0, AS_ROW_END, 0}, none{0, 0, AS_ROW_NONE, 0};
   EXPECT_EQ(as_unwind_step(&end, &r, 0x8000, &m), AS_STOP_COMPLETE);

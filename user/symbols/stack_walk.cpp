@@ -14,13 +14,15 @@ int StackCopy::read(uint64_t addr, uint64_t* out) {
 int continue_walk(as_unwind_regs regs, uint64_t stack_end, RowLookup& rows, UnwindMemory& mem,
                   std::vector<uint64_t>& ips, bool first, size_t max_frames) {
   // A return address: the call is before it. Frame 0's pc, the allocator's
-  // return into its caller, is where that caller resumes.
-  std::optional<as_unwind_row> row = rows.row(first ? regs.ip : regs.ip - 1);
+  // return into its caller, is where that caller resumes; so is a pc a signal
+  // interrupted.
+  std::optional<as_unwind_row> row = rows.row(first || regs.ip_exact ? regs.ip : regs.ip - 1);
   if (!row) return AS_STOP_BAD_IP;
   for (;;) {
     if (int stop = as_unwind_step(&*row, &regs, stack_end, &mem); stop != AS_STOP_NONE) return stop;
     if (ips.size() >= max_frames) return AS_STOP_DEPTH;
-    row = rows.row(regs.ip - 1);  // the caller's pc must be code, as the kernel checks
+    row = rows.row(regs.ip_exact ? regs.ip
+                                 : regs.ip - 1);  // the caller's pc must be code, as the kernel checks
     if (!row) return AS_STOP_BAD_IP;
     ips.push_back(regs.ip);
   }

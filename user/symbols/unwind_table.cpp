@@ -153,6 +153,31 @@ as_unwind_row row_for(Dwarf_Frame* fr) {
   return r;
 }
 
+// A signal's return trampoline (glibc's __restore_rt, which the kernel makes
+// a handler return to): its FDE, marked a signal frame, says where the kernel
+// saved the interrupted registers, as expressions of rsp: CFA (the
+// interrupted rsp) = *(rsp + a), rip at rsp + a + 8, rbp at rsp + b. elfutils
+// gives DW_CFA_expression rules as [DW_OP_call_frame_cfa, expression].
+as_unwind_row signal_row(Dwarf_Frame* fr) {
+  as_unwind_row none{0, 0, AS_ROW_NONE, 0};
+  Dwarf_Op mem[3], *ops = nullptr;
+  size_t n = 0;
+  if (dwarf_frame_cfa(fr, &ops, &n) != 0 || n != 2 || ops[0].atom != DW_OP_breg7 ||
+      ops[1].atom != DW_OP_deref)
+    return none;
+  int64_t sp_at = int64_t(ops[0].number);
+  auto saved_at_rsp = [&](int reg) -> std::optional<int64_t> {
+    if (dwarf_frame_register(fr, reg, mem, &ops, &n) != 0 || n != 2 || ops[0].atom != DW_OP_call_frame_cfa ||
+        ops[1].atom != DW_OP_breg7)
+      return std::nullopt;
+    return int64_t(ops[1].number);
+  };
+  auto rip = saved_at_rsp(kRegRip), rbp = saved_at_rsp(kRegRbp);
+  if (!rip || !rbp || *rip != sp_at + 8 || !fits_units(sp_at, 0, INT16_MAX) || !fits_units(*rbp, 0, INT8_MAX))
+    return none;
+  return {0, int16_t(sp_at / 8), AS_CFA_SIGNAL, int8_t(*rbp / 8)};
+}
+
 struct CfiCloser {
   void operator()(Dwarf_CFI* c) const { dwarf_cfi_end(c); }
 };
@@ -187,7 +212,7 @@ void add_rows(Dwarf_CFI* cfi, const std::vector<uint64_t>& starts, const std::ve
       Dwarf_Addr start = 0, end = 0;
       bool signal = false;
       if (dwarf_frame_info(fr, &start, &end, &signal) < 0 || end <= pc) break;
-      as_unwind_row r = signal ? as_unwind_row{0, 0, AS_ROW_NONE, 0} : row_for(fr);
+      as_unwind_row r = signal ? signal_row(fr) : row_for(fr);
       t.unsupported += r.kind == AS_ROW_NONE;
       push(pc, r);
       any = true;
