@@ -88,6 +88,30 @@ TEST(Unwind, DwarfFindsFullChainsWithoutFramePointers) {
 // their root, __libc_start_main or a thread's start_thread (unnamed frames
 // as module+0xoffset on the way); the frame-pointer walk mostly stops
 // early. Both depths printed.
+// Allocations in a signal handler, and in a child forked inside one (as
+// PostgreSQL 15's postmaster starts its backends), keep the frames of the
+// code the signal interrupted, whichever walks them: the kernel (probes, and
+// in-process trials) or allocscope itself (--no-bpf). Exact mode: every byte.
+TEST(Unwind, StacksLeadOutOfSignalHandlers) {
+  REQUIRE_BPF();
+  const double each = 64 * 40000.0;  // SIGNAL_CALLS * SIGNAL_SIZE
+  for (const char* path : {"--probes", "--preload", "--no-bpf"}) {
+    SCOPED_TRACE(path);
+    Folded f = record_folded({path, "--rate", "1"}, {SIGNAL_ALLOCS_BIN});
+    double in_handler = 0, in_child = 0;
+    for (const auto& [frames, value] : f) {
+      if (std::find(frames.begin(), frames.end(), "alloc_in_handler") == frames.end()) continue;
+      std::string stack;
+      for (const std::string& frame : frames) stack += frame + ";";
+      EXPECT_TRUE(has_in_order(frames, {"main", "raise_here", "on_signal", "alloc_in_handler"})) << stack;
+      bool child = std::find(frames.begin(), frames.end(), "alloc_in_forked_child") != frames.end();
+      (child ? in_child : in_handler) += value;
+    }
+    EXPECT_EQ(in_handler, each);
+    EXPECT_EQ(in_child, each);
+  }
+}
+
 TEST(Unwind, DebianBinaryWithoutFramePointers) {
   REQUIRE_BPF();
   std::string input = temp_path("sort-input.txt");
