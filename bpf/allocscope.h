@@ -171,7 +171,8 @@ enum as_counter {
   AS_CNT_NOT_DEFERRED = 42, /* walks short of a table sent cut short: the ring buffer was half full */
   AS_CNT_PY_PROCESSES_FULL = 43, /* processes running a CPython library not walked: table full */
   AS_CNT_GO_RATE = 44, /* blocks Go's runtime sampled at a MemProfileRate not the session's: not counted */
-  AS_CNT_COUNT = 45,
+  AS_CNT_HOLD_RELAYS = 45, /* parents that stopped themselves with a held child (su, sudo): held with it */
+  AS_CNT_COUNT = 46,
 };
 
 /* The live filter: live samples per hash slot, so that a free of an address

@@ -71,7 +71,42 @@ static __always_inline __u64 hold_current(struct task_struct *t, __u32 tgid, __u
     return 0;
   }
   count(AS_CNT_HOLDS);
+  struct hold_watch w = {.child = tgid, .since = since};
+  __u32 parent = BPF_CORE_READ(t, real_parent, tgid);
+  bpf_map_update_elem(&hold_watches, &parent, &w, BPF_ANY);
   return since;
+}
+
+#define AS_SIGTSTP 20
+#define AS_SIGTTIN 21
+#define AS_SIGTTOU 22
+#define AS_RELAY_WINDOW_NS 250000000 /* a stop this soon after its child's hold began is its relay */
+
+/* A process stopping itself while its child is held (or was, a moment ago:
+ * it saw the stop before the child went on) passes the hold up: it is held
+ * with its child and continued with it (user/probe/hold_guard.cpp), or by
+ * the hold's bound, and its own parent is watched in turn. */
+SEC("tp_btf/signal_generate")
+int BPF_PROG(on_signal_generate, int sig, struct kernel_siginfo *info, struct task_struct *task, int group,
+             int result) {
+  if (sig != AS_SIGSTOP && sig != AS_SIGTSTP && sig != AS_SIGTTIN && sig != AS_SIGTTOU) return 0;
+  __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+  if (task->tgid != tgid || result != 0 /* TRACE_SIGNAL_DELIVERED */) return 0;
+  struct hold_watch *w = bpf_map_lookup_elem(&hold_watches, &tgid);
+  if (!w) return 0;
+  __u32 child = w->child;
+  __u64 since = w->since, *still = bpf_map_lookup_elem(&held, &child);
+  if (still)
+    since = *still;
+  else if ((__s64)(bpf_ktime_get_ns() - since) > AS_RELAY_WINDOW_NS)
+    return 0;
+  if (bpf_map_update_elem(&held, &tgid, &since, BPF_NOEXIST) != 0) return 0;
+  bpf_map_update_elem(&hold_relays, &child, &tgid, BPF_ANY);
+  struct hold_watch up = {.child = tgid, .since = since};
+  __u32 parent = task->real_parent->tgid;
+  bpf_map_update_elem(&hold_watches, &parent, &up, BPF_ANY);
+  count(AS_CNT_HOLD_RELAYS);
+  return 0;
 }
 
 static __always_inline void set_hold(struct as_proc_event *e, __u64 stamp) {

@@ -156,6 +156,29 @@ struct {
   __type(value, __u64);
 } held SEC(".maps");
 
+/* A parent that waits on its child's stops and stops itself in turn (su,
+ * runuser and sudo pass a child's stop up to their own parent) would stay
+ * stopped after a hold. hold_watch: a held process's parent -> the child
+ * (and when it was held); hold_relays: a held child -> the parent held with
+ * it when it stopped itself, continued with the child. LRU: no cleanup. */
+struct hold_watch {
+  __u32 child;
+  __u32 pad;
+  __u64 since;
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, AS_MAX_HELD);
+  __type(key, __u32);
+  __type(value, struct hold_watch);
+} hold_watches SEC(".maps");
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, AS_MAX_HELD);
+  __type(key, __u32);
+  __type(value, __u32);
+} hold_relays SEC(".maps");
+
 /* Filters' judgements by name (and cgroup), written by userspace when it
  * judges a process: every later process of that name is decided here,
  * before anything of it is sent. AS_PROC_MEMBER: recorded; AS_PROC_IGNORED. */

@@ -68,17 +68,31 @@ struct HeldMap {
   }
 };
 
+// The kernel's hold_relays: a held child -> the parent held with it.
+struct RelaysMap {
+  int fd = bpf_map_create(BPF_MAP_TYPE_HASH, "relays_test", 4, 4, 64, nullptr);
+  ~RelaysMap() {
+    if (fd >= 0) close(fd);
+  }
+  void link(pid_t child, pid_t parent) {
+    uint32_t key = uint32_t(child), value = uint32_t(parent);
+    ASSERT_EQ(bpf_map_update_elem(fd, &key, &value, BPF_ANY), 0);
+  }
+};
+
 // A held map and its guard, started.
 class HoldGuardTest : public ::testing::Test {
  protected:
   void SetUp() override {
     REQUIRE_BPF();
     ASSERT_GE(map.fd, 0);
-    auto started = HoldGuard::start(map.fd);
+    ASSERT_GE(relays.fd, 0);
+    auto started = HoldGuard::start(map.fd, relays.fd);
     ASSERT_TRUE(started) << started.error().message;
     guard = std::move(*started);
   }
   HeldMap map;
+  RelaysMap relays;
   std::unique_ptr<HoldGuard> guard;
 };
 
@@ -91,6 +105,32 @@ TEST_F(HoldGuardTest, ReleasesOnceAndOnlyWhatItHolds) {
   EXPECT_FALSE(map.holds(a));
   EXPECT_TRUE(exits(a));
   EXPECT_FALSE(guard->release(uint32_t(getpid()), stamp));  // never one not held
+}
+
+// su under sudo: each stopped itself when its child stopped, and the kernel
+// held it with that child. Releasing the child continues the chain; a
+// parent the bound continued already is not continued again.
+TEST_F(HoldGuardTest, ContinuesTheParentsThatStoppedWithTheChild) {
+  pid_t child = stopped_child(), su = stopped_child(), sudo = stopped_child();
+  uint64_t stamp = monotonic_now_ns();
+  for (pid_t p : {child, su, sudo}) map.hold(p, stamp);
+  relays.link(child, su);
+  relays.link(su, sudo);
+  EXPECT_TRUE(guard->release(uint32_t(child), stamp));
+  for (pid_t p : {child, su, sudo}) {
+    EXPECT_FALSE(map.holds(p)) << p;
+    EXPECT_TRUE(exits(p)) << p;
+  }
+  pid_t other = stopped_child(), unheld = stopped_child();
+  map.hold(other, stamp);
+  relays.link(other, unheld);
+  EXPECT_TRUE(guard->release(uint32_t(other), stamp));
+  EXPECT_TRUE(exits(other));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  int status;
+  EXPECT_EQ(waitpid(unheld, &status, WNOHANG | WCONTINUED), 0) << "continued, though not held";
+  kill(unheld, SIGCONT);
+  EXPECT_TRUE(exits(unheld));
 }
 
 // An event read late (its hold already ended by the bound) names its own

@@ -3,6 +3,7 @@
 // tree that do not (a static program, an environment cleared of LD_PRELOAD)
 // are probed, process by process, each counted once.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -151,6 +152,24 @@ TEST(Launch, ExactModeSweepsWhatAnEndedChildLeft) {
 }
 
 // --probes: the allocator probes alone, as before in-process sampling.
+// su, runuser and sudo stop themselves when their child stops, until they
+// are continued: a hold of the child (each new file it maps, from its exec
+// on) must not leave them stopped for ever. Output and status as untraced.
+TEST(Launch, ACommandUnderRunuserRunsThroughItsHolds) {
+  REQUIRE_BPF();
+  ASSERT_EQ(access("/usr/sbin/runuser", X_OK), 0) << "runuser (util-linux) is missing";
+  std::vector<std::string> command = {"/usr/sbin/runuser",   "-u", "nobody", "--", "/bin/sh", "-c",
+                                      "echo relayed; exit 3"};
+  std::string out = temp_path("relay.folded");
+  std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "-o", out, "--"};
+  argv.insert(argv.end(), command.begin(), command.end());
+  RunResult r = run(argv, 120000);
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_EQ(r.out, "relayed\n");
+  EXPECT_NE(r.err.find("held for a file not seen before"), std::string::npos) << r.err;
+  std::remove(out.c_str());
+}
+
 TEST(Launch, ProbesCanBeChosen) {
   REQUIRE_BPF();
   const int scale = 3;

@@ -152,6 +152,7 @@ void BpfSession::configure_programs() {
     enable(p.usdt_alloc, 0);
     if (!config_.no_free) enable(p.usdt_free, 0);
     for (bpf_program* lifecycle : {p.on_fork, p.on_exec, p.on_exit}) enable(lifecycle, 0);
+    if (config_.hold_new_files) enable(p.on_signal_generate, 0);
     if (config_.filter_processes) enable(p.on_syscall_exit, 0);
     if (config_.cgroup_names)
       for (bpf_program* cgroups : {p.on_cgroup_mkdir, p.on_cgroup_rmdir}) enable(cgroups, 0);
@@ -160,8 +161,8 @@ void BpfSession::configure_programs() {
 
 Result<void> BpfSession::attach_lifecycle() {
   auto& p = skel_->progs;
-  for (bpf_program* prog :
-       {p.on_fork, p.on_exec, p.on_exit, p.on_syscall_exit, p.on_cgroup_mkdir, p.on_cgroup_rmdir}) {
+  for (bpf_program* prog : {p.on_fork, p.on_exec, p.on_exit, p.on_signal_generate, p.on_syscall_exit,
+                            p.on_cgroup_mkdir, p.on_cgroup_rmdir}) {
     if (!bpf_program__autoload(prog)) continue;
     bpf_link* link = bpf_program__attach(prog);
     if (!link)
@@ -240,7 +241,7 @@ Result<std::unique_ptr<BpfSession>> BpfSession::open(const SessionConfig& config
   if (!s->ring_) return fail_errno("create ring buffer", errno);
   if (auto ok = s->make_waker(); !ok) return fail(ok.error());
   if (config.hold_new_files) {  // before any process can be held
-    auto guard = HoldGuard::start(bpf_map__fd(s->skel_->maps.held));
+    auto guard = HoldGuard::start(bpf_map__fd(s->skel_->maps.held), bpf_map__fd(s->skel_->maps.hold_relays));
     if (!guard) return fail(guard.error());
     s->hold_guard_ = std::move(*guard);
   }

@@ -79,14 +79,14 @@ namespace {
 
 }  // namespace
 
-Result<std::unique_ptr<HoldGuard>> HoldGuard::start(int held_map) {
+Result<std::unique_ptr<HoldGuard>> HoldGuard::start(int held_map, int relays_map) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return fail_errno("create the hold guard's pipe", errno);
   UniqueFd read_end(fds[0]), write_end(fds[1]);
   pid_t pid = fork();
   if (pid < 0) return fail_errno("fork the hold guard", errno);
   if (pid == 0) guard_main(held_map, read_end.get());
-  return std::unique_ptr<HoldGuard>(new HoldGuard(held_map, std::move(write_end), pid));
+  return std::unique_ptr<HoldGuard>(new HoldGuard(held_map, relays_map, std::move(write_end), pid));
 }
 
 HoldGuard::~HoldGuard() {
@@ -106,7 +106,22 @@ bool HoldGuard::release(uint32_t tgid, uint64_t stamp, RecentDurations* times) {
   if (bpf_map_delete_elem(map_, &tgid) != 0) return false;
   kill(pid_t(tgid), SIGCONT);
   if (times) time_hold(*times, since);
+  release_relays(tgid);
   return true;
+}
+
+// After the child, so that a parent continued finds it running. A parent
+// no longer held (continued by the bound) stops the chain.
+void HoldGuard::release_relays(uint32_t child) {
+  constexpr int kMaxChain = 8;  // su under sudo under ...: a few at most
+  for (int i = 0; i < kMaxChain && relays_ >= 0; ++i) {
+    uint32_t parent = 0;
+    if (bpf_map_lookup_elem(relays_, &child, &parent) != 0) return;
+    bpf_map_delete_elem(relays_, &child);
+    if (bpf_map_delete_elem(map_, &parent) != 0) return;
+    kill(pid_t(parent), SIGCONT);
+    child = parent;
+  }
 }
 
 size_t HoldGuard::release_older(uint64_t before_ns, const std::unordered_set<uint32_t>& waiting,

@@ -20,16 +20,19 @@ namespace allocscope {
 
 class HoldGuard {
  public:
-  // `held_map`: the kernel's map of held processes (tgid -> when, ns).
-  static Result<std::unique_ptr<HoldGuard>> start(int held_map);
+  // `held_map`: the kernel's map of held processes (tgid -> when, ns);
+  // `relays_map`, if any: held child -> the parent held with it, having
+  // stopped itself when it saw the child stop (su, sudo).
+  static Result<std::unique_ptr<HoldGuard>> start(int held_map, int relays_map = -1);
   HoldGuard(const HoldGuard&) = delete;
   HoldGuard& operator=(const HoldGuard&) = delete;
   // Continues every process still held, then lets the guard go.
   ~HoldGuard();
 
   // Continues `tgid` if the kernel still holds it by the hold stamped
-  // `stamp` (as_proc_event.hold): true when it did. A later hold of the
-  // process (its event not read yet) stays. How long it was held goes to `times`.
+  // `stamp` (as_proc_event.hold): true when it did, and then the parents
+  // held with it. A later hold of the process (its event not read yet)
+  // stays. How long it was held goes to `times`.
   bool release(uint32_t tgid, uint64_t stamp, RecentDurations* times = nullptr);
   // Continues those held since before `before_ns` (CLOCK_MONOTONIC), but
   // those in `waiting` only when held since before `waiting_before_ns`; how many.
@@ -37,9 +40,12 @@ class HoldGuard {
                        uint64_t waiting_before_ns = 0, RecentDurations* times = nullptr);
 
  private:
-  HoldGuard(int held_map, UniqueFd pipe, pid_t guard)
-      : map_(held_map), pipe_(std::move(pipe)), guard_(guard) {}
+  HoldGuard(int held_map, int relays_map, UniqueFd pipe, pid_t guard)
+      : map_(held_map), relays_(relays_map), pipe_(std::move(pipe)), guard_(guard) {}
+  void release_relays(uint32_t child);
+
   int map_;
+  int relays_;
   UniqueFd pipe_;  // the write end: its closing (here or by death) wakes the guard
   pid_t guard_;
 };

@@ -219,7 +219,11 @@ void print_warnings(const RecordingState& s, const RecordConfig& config) {
     print_error(std::to_string(h.count) +
                 " process(es) held for a file not seen before (stopped until it was examined): median " +
                 format_duration_ns(double(h.p50)) + ", 99th percentile " + format_duration_ns(double(h.p99)) +
-                ", longest " + format_duration_ns(double(h.max)));
+                ", longest " + format_duration_ns(double(h.max)) +
+                (k[AS_CNT_HOLD_RELAYS] ? "; " + std::to_string(k[AS_CNT_HOLD_RELAYS]) +
+                                             " parent(s) that stop with their child (su, sudo) held and "
+                                             "continued with it"
+                                       : ""));
   if (uint64_t n = k[AS_CNT_HOLD_REFUSED] + s.held_too_long)
     print_error("warning: " + std::to_string(n) +
                 " process(es) mapping a new file ran on before it was examined (the table of held "
@@ -283,6 +287,7 @@ NamedCounters recording_counters(const RecordingState& s) {
           {"libraries_not_probed", s.libraries_missed},
           {"processes_held", k[AS_CNT_HOLDS]},
           {"holds_refused", k[AS_CNT_HOLD_REFUSED]},
+          {"hold_relays", k[AS_CNT_HOLD_RELAYS]},
           {"held_too_long", s.held_too_long},
           {"exact_live_swept", s.live_swept},
           {"dropped_other_rate", k[AS_CNT_USDT_RATE] + s.sink.other_rate()},
