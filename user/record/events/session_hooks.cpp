@@ -15,7 +15,8 @@ int SessionUnwind::finish_walk(uint32_t tgid, const as_deferred_walk& w, std::sp
   std::optional<as_file_key> file;
   auto walk = [&] {
     ProcessRows rows(tables_, pid_t(tgid), symbolizer_.maps(pid_t(tgid)));
-    int stop = continue_walk({w.ip, w.sp, w.bp, w.bp_lost, w.ip_exact}, w.stack_end, rows, mem, ips, w.steps == 0);
+    int stop =
+        continue_walk({w.ip, w.sp, w.bp, w.bp_lost, w.ip_exact}, w.stack_end, rows, mem, ips, w.steps == 0);
     file = rows.waits_for();
     return stop;
   };
