@@ -158,6 +158,7 @@ TEST(UnwindTable, WalksOutOfASignalHandlerIntoTheInterruptedCode) {
   ptrdiff_t handler = index_of(n, "capture_in_handler"), raiser = index_of(n, "raise_into_handler");
   EXPECT_GT(handler, 2);
   EXPECT_GT(raiser, handler + 1);  // the C library's trampoline and raise() between
+  EXPECT_EQ(index_of(n, kSignalFrame), handler + 1);
   EXPECT_GT(index_of(n, "main"), raiser);
   EXPECT_EQ(w.stop, AS_STOP_COMPLETE);
 }

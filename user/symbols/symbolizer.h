@@ -27,6 +27,10 @@
 
 namespace allocscope {
 
+// The name of a signal's return trampoline (between a handler and the code
+// the signal interrupted) that no symbol names, as debuggers show it.
+inline constexpr const char* kSignalFrame = "[signal handler called]";
+
 // What a return address resolves to.
 struct FrameInfo {
   // The function the call is in (the address's symbol): demangled name, or
