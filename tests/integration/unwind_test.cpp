@@ -112,6 +112,18 @@ TEST(Unwind, StacksLeadOutOfSignalHandlers) {
     EXPECT_EQ(in_handler, each);
     EXPECT_EQ(in_child, each);
   }
+  // A timer's signal that strikes the program's own loop (the pc is where
+  // it struck, not a return address); and in a static musl program, whose
+  // trampoline no call frame information describes.
+  for (const char* bin : {SIGNAL_ALLOCS_BIN, SIGNAL_ALLOCS_MUSL_BIN}) {
+    Folded f = record_folded({"--probes", "--rate", "1"}, {bin, "--async"});
+    double whole = 0;
+    for (const auto& [frames, value] : f)
+      if (has_in_order(frames, {"main", "spin_until_signal", "[signal handler called]", "on_signal",
+                                "alloc_in_handler"}))
+        whole += value;
+    EXPECT_EQ(whole, 2 * each) << bin;
+  }
 }
 
 TEST(Unwind, DebianBinaryWithoutFramePointers) {

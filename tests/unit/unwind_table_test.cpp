@@ -19,6 +19,7 @@
 #include "host/proc_maps.h"
 #include "host/process.h"
 #include "self_rows.h"
+#include "symbols/elf_file.h"
 #include "symbols/stack_walk.h"
 #include "symbols/symbolizer.h"
 #include "symbols/unwind_step.h"
@@ -239,6 +240,31 @@ TEST(UnwindTable, CLibraryHasPltAndOutermostRows) {
   ASSERT_NE(sig, t->rows.end());
   EXPECT_EQ(sig->cfa_off, 160 / 8);
   EXPECT_EQ(sig->rbp, 120 / 8);
+}
+
+// musl's __restore_rt has no FDE: found by its rt_sigreturn bytes, it gets
+// the signal row from the nop before it, and the code after keeps its rule.
+TEST(UnwindTable, MuslsSignalTrampolineIsFoundByItsCode) {
+  const std::string musl = "/usr/lib/ld-musl-x86_64.so.1";
+  auto f = ElfFile::open(musl);
+  ASSERT_TRUE(f.has_value()) << "musl (Debian's package) is missing: " << f.error();
+  auto t = build_unwind_table(*f);
+  ASSERT_TRUE(t.has_value()) << t.error();
+  auto sig = std::find_if(t->rows.begin(), t->rows.end(),
+                          [](const as_unwind_row& r) { return r.kind == AS_CFA_SIGNAL; });
+  ASSERT_NE(sig, t->rows.end());
+  EXPECT_EQ(sig->cfa_off, 160 / 8);
+  EXPECT_EQ(sig->rbp, 120 / 8);
+  auto code = f->read(sig->pc, 10);
+  ASSERT_TRUE(code.has_value());
+  const std::vector<uint8_t> want = {0x90, 0x48, 0xc7, 0xc0, 0x0f,
+                                     0x00, 0x00, 0x00, 0x0f, 0x05};  // nop; mov $15,%rax; syscall
+  EXPECT_EQ(*code, want);
+  ASSERT_NE(sig + 1, t->rows.end());
+  EXPECT_EQ((sig + 1)->pc, sig->pc + 10);
+  EXPECT_EQ(std::count_if(t->rows.begin(), t->rows.end(),
+                          [](const as_unwind_row& r) { return r.kind == AS_CFA_SIGNAL; }),
+            1);
 }
 
 TEST(UnwindTable, KernelLayoutFindsWhatTheRowsSay) {

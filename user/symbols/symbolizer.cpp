@@ -20,6 +20,7 @@
 #include "symbols/demangle.h"
 #include "symbols/elf_file.h"
 #include "symbols/go_pclntab.h"
+#include "symbols/signal_trampoline.h"
 
 namespace allocscope {
 
@@ -170,25 +171,10 @@ struct Symbolizer::Module {
     } else if (std::vector<GoPosition> go_frames = go_frames_at(vaddr); !go_frames.empty()) {
       f.clear();  // Go's table has the inlined calls DWARF would have had
       for (GoPosition& p : go_frames) f.push_back({p.function, p.function, std::move(p.file), p.line});
-    } else if (f.size() == 1 && signal_trampoline(vaddr)) {
+    } else if (f.size() == 1 && is_signal_trampoline(mod, elf, vaddr + bias, vaddr)) {
       f.back().function = f.back().system_name = kSignalFrame;
     }
     return f;
-  }
-
-  // Whether the call frame information marks vaddr a signal frame: the C
-  // library's return trampoline (glibc's __restore_rt, a local symbol that
-  // its stripped build leaves unnamed).
-  bool signal_trampoline(uint64_t vaddr) {
-    Dwarf_Addr cfi_bias = 0;
-    Dwarf_CFI* cfi = mod ? dwfl_module_eh_cfi(mod, &cfi_bias) : nullptr;
-    Dwarf_Frame* frame = nullptr;
-    if (!cfi || dwarf_cfi_addrframe(cfi, vaddr + bias - cfi_bias, &frame) != 0) return false;
-    bool signal = false;
-    Dwarf_Addr start = 0, end = 0;
-    bool ok = dwarf_frame_info(frame, &start, &end, &signal) >= 0;
-    std::free(frame);
-    return ok && signal;
   }
 
   std::vector<GoPosition> go_frames_at(uint64_t vaddr) {

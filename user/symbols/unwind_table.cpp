@@ -13,6 +13,7 @@
 
 #include "symbols/go_build.h"
 #include "symbols/go_pclntab.h"
+#include "symbols/signal_trampoline.h"
 
 namespace allocscope {
 namespace {
@@ -287,6 +288,50 @@ void merge_equal_rows(std::vector<as_unwind_row>& rows) {
   rows.erase(last, rows.end());
 }
 
+// Linux's x86-64 signal frame, as a handler's return finds it at rsp: struct
+// ucontext, whose uc_mcontext (at 40) keeps rbp at 120, rsp at 160, rip at 168.
+constexpr int16_t kSignalRsp = 160 / 8;
+constexpr int8_t kSignalRbp = 120 / 8;
+
+// A trampoline's row over [from, to), unless call frame information
+// describes the code there already (glibc's, marked a signal frame).
+void place_signal_row(std::vector<as_unwind_row>& rows, uint32_t from, uint32_t to) {
+  if (const as_unwind_row* covering = find_row(rows, from); covering && covering->kind != AS_ROW_NONE) return;
+  const as_unwind_row* after = find_row(rows, to);
+  as_unwind_row rest = after ? *after : as_unwind_row{0, 0, AS_ROW_NONE, 0};
+  rest.pc = to;
+  auto at = [&](uint32_t pc) {
+    return std::lower_bound(rows.begin(), rows.end(), pc,
+                            [](const as_unwind_row& r, uint32_t v) { return r.pc < v; });
+  };
+  auto hi = at(to);
+  bool rest_needed = hi == rows.end() || hi->pc != to;
+  auto it = rows.erase(at(from), hi);
+  it = rows.insert(it, {from, kSignalRsp, AS_CFA_SIGNAL, kSignalRbp});
+  if (rest_needed) rows.insert(it + 1, rest);
+}
+
+// Signal trampolines no FDE describes (musl's __restore_rt, in its libc.so
+// and in static programs), found as libunwind finds them: by the
+// rt_sigreturn call, "mov $15, %rax; syscall". A handler returns to its
+// first byte, so the row starts one byte before (musl puts a nop there for
+// unwinders). `rows` sorted by pc.
+void add_signal_trampolines(Elf* elf, const std::vector<Segment>& segs, std::vector<as_unwind_row>& rows) {
+  size_t size = 0;
+  const char* raw = elf_rawfile(elf, &size);
+  if (!raw) return;
+  for (const Segment& s : segs) {
+    if (s.offset >= size || s.filesz > size - s.offset) continue;
+    const char *from = raw + s.offset, *end = from + s.filesz;
+    while (const void* hit = memmem(from, size_t(end - from), kSigreturnCode, sizeof kSigreturnCode)) {
+      uint64_t off = uint64_t(static_cast<const char*>(hit) - raw);
+      from = static_cast<const char*>(hit) + sizeof kSigreturnCode;
+      if (off > s.offset && off + sizeof kSigreturnCode <= UINT32_MAX)
+        place_signal_row(rows, uint32_t(off - 1), uint32_t(off + sizeof kSigreturnCode));
+    }
+  }
+}
+
 }  // namespace
 
 Result<UnwindTable> build_unwind_table(const ElfFile& f) {
@@ -320,6 +365,7 @@ Result<UnwindTable> build_unwind_table(const ElfFile& f) {
   std::stable_sort(t.rows.begin(), t.rows.end(),
                    [](const as_unwind_row& a, const as_unwind_row& b) { return a.pc < b.pc; });
   if (go) merge_equal_rows(t.rows);
+  if (t.source != UnwindTable::Source::FramePointers) add_signal_trampolines(elf, segs, t.rows);
   // Code at the entry point that no FDE describes (the dynamic loader's
   // _start and _dl_start_user) is the process's first frame: nothing called it.
   if (auto entry = file_offset(segs, eh.e_entry)) {

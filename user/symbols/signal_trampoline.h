@@ -1,0 +1,21 @@
+// Signal return trampolines: the code a signal handler returns to, which
+// calls rt_sigreturn. Between a handler's frame and the code the signal
+// interrupted; glibc's has call frame information marking it a signal
+// frame, musl's none.
+#pragma once
+
+#include <elfutils/libdwfl.h>
+
+#include <cstdint>
+
+namespace allocscope {
+
+// "mov $15, %rax; syscall": the rt_sigreturn call, as libunwind knows it.
+inline constexpr uint8_t kSigreturnCode[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+
+// Whether the return address one byte after `vaddr` (an ELF address of
+// `elf`, at `addr` in `mod`) is a signal trampoline: by its call frame
+// information, or by its code.
+bool is_signal_trampoline(Dwfl_Module* mod, Elf* elf, uint64_t addr, uint64_t vaddr);
+
+}  // namespace allocscope
