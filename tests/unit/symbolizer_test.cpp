@@ -197,6 +197,29 @@ TEST(Symbolizer, CompactKeepsWhatIsUsedUnderNewIds) {
   EXPECT_EQ(sym.resolved_mappings(), 0u);
 }
 
+// A process gone before its maps were read (a short one, read late): the
+// kernel's mappings name files by device and inode only. A file allocscope
+// maps itself (the C library, the loader) still gets its path.
+TEST(Symbolizer, AGoneProcessStillNamesTheFilesAllocscopeMapsToo) {
+  pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  ASSERT_GT(gone, 0);
+  ASSERT_EQ(waitpid(gone, nullptr, 0), gone);
+  uint64_t qsort_at = libc_qsort() + 1;
+  auto maps = read_maps(getpid());
+  ASSERT_TRUE(maps.has_value());
+  const Mapping* libc = find_mapping(*maps, qsort_at);
+  ASSERT_NE(libc, nullptr);
+  Mapping from_kernel = *libc;
+  from_kernel.path.clear();
+  Symbolizer sym;
+  sym.add_mappings(gone, std::vector<Mapping>{from_kernel});
+  std::vector<uint64_t> ips{qsort_at};
+  uint32_t map = sym.resolve(gone, ips)[0];
+  ASSERT_NE(map, Symbolizer::kNoMapping);
+  EXPECT_EQ(sym.describe(map, qsort_at).function, "qsort");
+}
+
 // coreutils' sleep is stripped and its debug package is not installed: the
 // frame is named as before DWARF was read, and has no position.
 TEST(Symbolizer, WithoutDwarfOneFrameWithoutPosition) {

@@ -217,7 +217,12 @@ FrameInfo named(FrameInfo info, std::string name) {
 
 }  // namespace
 
-Symbolizer::Symbolizer() = default;
+// The files allocscope maps itself are those its targets most often do (the
+// C library, the loader): their paths are known even for a process gone
+// before its maps could be read.
+Symbolizer::Symbolizer() {
+  if (auto self = read_maps(getpid())) learn_paths(*self);
+}
 uint64_t Symbolizer::debug_files_refused() { return g_debug_refused; }
 Symbolizer::~Symbolizer() = default;
 
