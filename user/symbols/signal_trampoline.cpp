@@ -1,7 +1,5 @@
 #include "symbols/signal_trampoline.h"
 
-#include <gelf.h>
-
 #include <cstdlib>
 #include <cstring>
 
@@ -20,26 +18,17 @@ bool marked_signal_frame(Dwfl_Module* mod, uint64_t addr) {
   return ok && signal;
 }
 
-bool sigreturn_follows(Elf* elf, uint64_t vaddr) {
-  size_t n = 0;
-  if (!elf || elf_getphdrnum(elf, &n) != 0) return false;
-  for (size_t i = 0; i < n; ++i) {
-    GElf_Phdr ph;
-    if (!gelf_getphdr(elf, int(i), &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) ||
-        vaddr < ph.p_vaddr || vaddr - ph.p_vaddr + 1 + sizeof kSigreturnCode > ph.p_filesz)
-      continue;
-    Elf_Data* d = elf_getdata_rawchunk(elf, int64_t(vaddr - ph.p_vaddr + ph.p_offset + 1),
-                                       sizeof kSigreturnCode, ELF_T_BYTE);
-    return d && d->d_size == sizeof kSigreturnCode &&
-           std::memcmp(d->d_buf, kSigreturnCode, sizeof kSigreturnCode) == 0;
-  }
-  return false;
+bool sigreturn_follows(Elf* elf, uint64_t file_offset) {
+  Elf_Data* d =
+      elf ? elf_getdata_rawchunk(elf, int64_t(file_offset + 1), sizeof kSigreturnCode, ELF_T_BYTE) : nullptr;
+  return d && d->d_size == sizeof kSigreturnCode &&
+         std::memcmp(d->d_buf, kSigreturnCode, sizeof kSigreturnCode) == 0;
 }
 
 }  // namespace
 
-bool is_signal_trampoline(Dwfl_Module* mod, Elf* elf, uint64_t addr, uint64_t vaddr) {
-  return marked_signal_frame(mod, addr) || sigreturn_follows(elf, vaddr);
+bool is_signal_trampoline(Dwfl_Module* mod, Elf* elf, uint64_t addr, uint64_t file_offset) {
+  return marked_signal_frame(mod, addr) || sigreturn_follows(elf, file_offset);
 }
 
 }  // namespace allocscope

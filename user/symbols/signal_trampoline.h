@@ -13,9 +13,9 @@ namespace allocscope {
 // "mov $15, %rax; syscall": the rt_sigreturn call, as libunwind knows it.
 inline constexpr uint8_t kSigreturnCode[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
 
-// Whether the return address one byte after `vaddr` (an ELF address of
-// `elf`, at `addr` in `mod`) is a signal trampoline: by its call frame
-// information, or by its code.
-bool is_signal_trampoline(Dwfl_Module* mod, Elf* elf, uint64_t addr, uint64_t vaddr);
+// Whether the return address one byte after `addr` (a module address of
+// `mod`, at `file_offset` in `elf`) is a signal trampoline: by its call
+// frame information, or by its code.
+bool is_signal_trampoline(Dwfl_Module* mod, Elf* elf, uint64_t addr, uint64_t file_offset);
 
 }  // namespace allocscope

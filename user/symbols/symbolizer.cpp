@@ -171,8 +171,6 @@ struct Symbolizer::Module {
     } else if (std::vector<GoPosition> go_frames = go_frames_at(vaddr); !go_frames.empty()) {
       f.clear();  // Go's table has the inlined calls DWARF would have had
       for (GoPosition& p : go_frames) f.push_back({p.function, p.function, std::move(p.file), p.line});
-    } else if (f.size() == 1 && is_signal_trampoline(mod, elf, vaddr + bias, vaddr)) {
-      f.back().function = f.back().system_name = kSignalFrame;
     }
     return f;
   }
@@ -474,7 +472,13 @@ FrameInfo Symbolizer::describe(uint32_t id, uint64_t ip) {
   info.build_id = mod->second->build_id;
   info.frames = mod->second->frames_at(vaddr);
   SourceFrame& outer = info.frames.back();
-  if (outer.function.empty()) outer.function = offset_name(m.path, vaddr);
+  if (outer.function.empty()) {  // no name: a signal's trampoline, or an offset
+    const Module& found = *mod->second;
+    if (is_signal_trampoline(found.mod, found.elf, vaddr + found.bias, m.file_offset(addr)))
+      outer.function = outer.system_name = kSignalFrame;
+    else
+      outer.function = offset_name(m.path, vaddr);
+  }
   info.function = outer.function;
   info.system_name = outer.system_name;
   return info;
