@@ -23,6 +23,9 @@
 #include "allocscope.h"
 #include "preload/boot_arena.h"
 #include "preload/entry_codes.h"
+#include "preload/got_slots.h"
+#include "preload/inject.h"
+#include "preload/inject_abi.h"
 #include "preload/python_domains.h"
 #include "preload/sampler.h"
 
@@ -45,7 +48,13 @@ struct next_fns {
 static struct next_fns next;
 static __thread int resolving __attribute__((tls_model("initial-exec")));
 
-static void *lookup(const char *name) { return dlsym(RTLD_NEXT, name); }
+/* Preloaded, the next definition after ours; injected (as_injected), where
+ * the program's own modules bind the name: a library dlopen'ed into a
+ * running process is last in every scope. */
+static void *lookup(const char *name) {
+  void *canonical;
+  return as_injected ? as_definition_of(name, &canonical) : dlsym(RTLD_NEXT, name);
+}
 
 /* Whether the next definitions are known; false only while dlsym runs. */
 static int resolve(void) {
@@ -294,12 +303,59 @@ DELETE_OPERATOR(_ZdlPvSt11align_val_tRKSt9nothrow_t, delete_aligned_nothrow_fn,
 DELETE_OPERATOR(_ZdaPvSt11align_val_tRKSt9nothrow_t, delete_aligned_nothrow_fn,
                 (void *p, size_t a, const void *tag), (p, a, tag))
 
+/* ---- The entry points by name (an injection's slots) ----------------------
+ * Hidden aliases: from inside the library, `&malloc` would be the
+ * program's malloc (ours is not in its scope when injected). */
+
+#if defined(__GNUC__) && !defined(__clang__) /* an alias needs not repeat the C library's attributes */
+#pragma GCC diagnostic ignored "-Wmissing-attributes"
+#endif
+#define OWN(name) extern __typeof(name) own_##name __attribute__((alias(#name), visibility("hidden")));
+#define ENTRIES(X)                                                                                       \
+  X(malloc)                                                                                              \
+  X(calloc)                                                                                              \
+  X(realloc) X(reallocarray) X(free) X(posix_memalign) X(aligned_alloc) X(memalign) X(valloc) X(pvalloc) \
+      X(_Znwm) X(_Znam) X(_ZnwmRKSt9nothrow_t) X(_ZnamRKSt9nothrow_t) X(_ZnwmSt11align_val_t)            \
+          X(_ZnamSt11align_val_t) X(_ZnwmSt11align_val_tRKSt9nothrow_t)                                  \
+              X(_ZnamSt11align_val_tRKSt9nothrow_t) X(_ZdlPv) X(_ZdaPv) X(_ZdlPvm) X(_ZdaPvm)            \
+                  X(_ZdlPvSt11align_val_t) X(_ZdaPvSt11align_val_t) X(_ZdlPvmSt11align_val_t)            \
+                      X(_ZdaPvmSt11align_val_t) X(_ZdlPvRKSt9nothrow_t) X(_ZdaPvRKSt9nothrow_t)          \
+                          X(_ZdlPvSt11align_val_tRKSt9nothrow_t) X(_ZdaPvSt11align_val_tRKSt9nothrow_t)
+ENTRIES(OWN)
+
+int as_entry_points(struct as_wrapped_fn *out, int room) {
+#define ENTRY(name) {#name, (void *)own_##name, NULL, NULL},
+  static const struct as_wrapped_fn all[] = {ENTRIES(ENTRY)};
+  int n = (int)(sizeof all / sizeof all[0]);
+  if (n > room) n = room;
+  for (int i = 0; i < n; i++) {
+    out[i] = all[i];
+    out[i].global = as_definition_of(all[i].name, &out[i].canonical);
+  }
+  return n;
+}
+
+/* Whether the library is in the program's scope: preloaded, its malloc the
+ * program's. Injected (dlopen'ed, local), it does nothing until allocscope
+ * attaches it. (Not a look at whose malloc the scope gives: a program built
+ * without PIE that takes malloc's address is given its own PLT entry.) */
+int as_interposing(void) {
+  void *program = dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD); /* its global scope; RTLD_DEFAULT would be ours */
+  int in_scope = program && dlsym(program, AS_INJECT_ATTACH) != NULL;
+  if (program) dlclose(program);
+  return in_scope;
+}
+
 /* ---- Process lifecycle ----------------------------------------------------- */
 
 __attribute__((constructor(101))) static void start(void) {
+  as_sampler_init();
+  if (!as_interposing()) return; /* dlopen'ed: allocscope's attach starts it */
   resolve();
   as_sampler_start();
   pthread_atfork(NULL, NULL, as_sampler_after_fork);
   as_wrap_python_domains();
   __atomic_store_n(&as_sampler_ready, 1, __ATOMIC_RELEASE);
 }
+
+int as_resolve_next(void) { return resolve(); }

@@ -39,9 +39,7 @@ static int receive_fd(int sock, int timeout_ms) {
   return fd;
 }
 
-/* Maps the ring if the memfd is one: a header whose size is a power of two
- * and a file exactly that long. */
-static struct as_ring_header *map_ring(int fd) {
+struct as_ring_header *as_channel_map(int fd) {
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= AS_RING_HEADER_BYTES) return NULL;
   void *p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -124,7 +122,7 @@ struct as_ring_header *as_channel_connect(const char *socket_path, int timeout_m
   if (connect(sock, (struct sockaddr *)&addr, sizeof addr) == 0) {
     int fd = receive_fd(sock, timeout_ms);
     if (fd >= 0) {
-      h = map_ring(fd);
+      h = as_channel_map(fd);
       close(fd);
     }
   }

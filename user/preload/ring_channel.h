@@ -44,6 +44,10 @@ extern "C" {
  * ring. Makes no allocation (it runs in the allocator's constructor). */
 struct as_ring_header *as_channel_connect(const char *socket_path, int timeout_ms);
 
+/* The ring in memfd `fd`, mapped, if it is one: a header whose size is a
+ * power of two and a file exactly that long; else NULL. */
+struct as_ring_header *as_channel_map(int fd);
+
 /* getpid(), for a record in ring h: said hello first if this process has
  * not yet (a forked child has not: the parent's hello is inherited). */
 uint32_t as_channel_pid(const struct as_ring_header *h);

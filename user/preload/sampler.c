@@ -15,6 +15,7 @@
 
 #include "allocscope.h"
 #include "countdown.h"
+#include "preload/inject.h"
 #include "preload/ring_channel.h"
 #include "preload/trial_record.h"
 
@@ -26,6 +27,11 @@ AS_SEMAPHORE(allocscope, free);
 __thread struct thread_sampler as_tls __attribute__((tls_model("initial-exec")));
 uint64_t as_sample_rate = AS_DEFAULT_RATE;
 int as_sampler_ready;
+uint32_t as_seed_epoch = 1;
+int as_injected;
+/* Threads writing into as_free_ring now: an injection's detach unmaps it
+ * only when none is. */
+static uint32_t ring_writers;
 struct as_ring_header *as_ring, *as_free_ring;
 /* A page-aligned set in pages of its own: the child of a fork empties it. */
 struct as_sampled_set as_sampled __attribute__((aligned(4096)));
@@ -88,14 +94,14 @@ static void seed(struct thread_sampler *t) {
   t->rng = ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec) ^ (uint64_t)(uintptr_t)t ^
            (__atomic_fetch_add(&threads, 1, __ATOMIC_RELAXED) << 48);
   t->countdown = draw_countdown(t);
-  t->seeded = 1;
+  t->seeded = __atomic_load_n(&as_seed_epoch, __ATOMIC_RELAXED);
 }
 
 int as_countdown_expired(uint64_t size, uint64_t *offset) {
   struct thread_sampler *t = &as_tls;
   *offset = 0;
   if (as_sample_rate <= 1) return 1;
-  if (!t->seeded) {
+  if (t->seeded != __atomic_load_n(&as_seed_epoch, __ATOMIC_RELAXED)) {
     seed(t);
     if (t->countdown >= size) {
       t->countdown -= size;
@@ -127,6 +133,7 @@ static uint32_t thread_id(struct thread_sampler *t, uint32_t pid) {
  * remove: ~0.1 s each), in a function the entry point calls: the tracer
  * skips these two frames of ours (bpf/allocscope.h, AS_USDT_OWN_FRAMES). */
 __attribute__((noinline)) void as_fire_alloc(void *p, uint64_t size, uint64_t offset, uint32_t code) {
+  if (UNLIKELY(as_injected)) as_inject_take_new_modules();
   uint64_t weight = size;
   if (as_sample_rate > 1)
     weight = (uint64_t)llround((double)size / -expm1(-(double)size / (double)as_sample_rate));
@@ -163,18 +170,21 @@ __attribute__((noinline)) void as_fire_alloc(void *p, uint64_t size, uint64_t of
 
 __attribute__((noinline)) void as_fire_free(void *p) {
   struct thread_sampler *self = &as_tls;
-  struct as_ring_header *ring = __atomic_load_n(&as_free_ring, __ATOMIC_ACQUIRE);
+  __atomic_add_fetch(&ring_writers, 1, __ATOMIC_SEQ_CST);
+  struct as_ring_header *ring = __atomic_load_n(&as_free_ring, __ATOMIC_SEQ_CST);
+  int written = 0;
+  if (ring && !self->writing) {
+    self->writing = 1;
+    uint32_t pid = as_channel_pid(ring);
+    written = as_trial_write_free(ring, pid, thread_id(self, pid), (uint64_t)(uintptr_t)p);
+    self->writing = 0;
+  }
+  __atomic_sub_fetch(&ring_writers, 1, __ATOMIC_SEQ_CST);
   if (!ring) {
     AS_FIRE_FREE(p);
     return;
   }
-  if (!self->writing) {
-    self->writing = 1;
-    uint32_t pid = as_channel_pid(ring);
-    int written = as_trial_write_free(ring, pid, thread_id(self, pid), (uint64_t)(uintptr_t)p);
-    self->writing = 0;
-    if (written) return;
-  }
+  if (written) return;
   /* Not written (a signal handler's, inside this thread's own write; a full
    * ring; its lock held long). With BPF the probe takes it, marked: the
    * kernel holds no entry for the block, and passes the free on. Without,
@@ -209,10 +219,13 @@ static uint64_t rate_from_environment(void) {
   return v;
 }
 
-void as_sampler_start(void) {
-  as_sample_rate = rate_from_environment();
+void as_sampler_init(void) {
   for (int i = 0; i < AS_LOG2_TABLE_SIZE; i++)
     log2_table[i] = (uint64_t)llround(log2(1.0 + (double)i / (1 << AS_LOG2_TABLE_BITS)) * 4294967296.0);
+}
+
+void as_sampler_start(void) {
+  as_sample_rate = rate_from_environment();
   const char *socket_path = getenv(AS_CHANNEL_ENV), *frees_socket = getenv(AS_FREES_CHANNEL_ENV);
   if (socket_path && *socket_path) {
     as_free_ring = as_channel_connect(socket_path, AS_CHANNEL_TIMEOUT_MS);
@@ -223,5 +236,31 @@ void as_sampler_start(void) {
   }
   if (as_ring) { /* this thread's stack now: the C library reads the first one's with stdio's locks */
     stack_end_of((uint64_t)(uintptr_t)__builtin_frame_address(0));
+  }
+}
+
+void as_sampler_attach(uint64_t rate, struct as_ring_header *ring) {
+  as_sample_rate = rate ? rate : AS_DEFAULT_RATE;
+  madvise(&as_sampled, sizeof(as_sampled), MADV_DONTNEED); /* a former attach's blocks */
+  __atomic_store_n(&as_free_ring, ring, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&frees_state, ring ? FREES_READY : FREES_NONE, __ATOMIC_RELEASE);
+  __atomic_add_fetch(&as_seed_epoch, 1, __ATOMIC_RELEASE);
+}
+
+/* A preempted writer holds the ring for microseconds; one stopped (a
+ * debugger) may hold it longer: then the ring stays mapped. */
+#define AS_RING_RETIRE_WAIT_MS 100
+
+void as_sampler_detach(void) {
+  struct as_ring_header *ring = __atomic_exchange_n(&as_free_ring, NULL, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&frees_state, FREES_NONE, __ATOMIC_RELEASE);
+  if (!ring) return;
+  for (int i = 0; i < AS_RING_RETIRE_WAIT_MS * 10; i++) {
+    if (__atomic_load_n(&ring_writers, __ATOMIC_SEQ_CST) == 0) {
+      munmap(ring, (size_t)(AS_RING_HEADER_BYTES + ring->size));
+      return;
+    }
+    struct timespec pause = {0, 100000};
+    nanosleep(&pause, NULL);
   }
 }

@@ -21,10 +21,10 @@
 #define AS_DEFAULT_RATE (512 * 1024)
 
 struct thread_sampler {
-  uint64_t countdown; /* bytes before the next sampled byte */
-  uint64_t rng;       /* splitmix64 state */
-  uint32_t depth;     /* interposed calls in progress on this thread */
-  uint32_t seeded;
+  uint64_t countdown;          /* bytes before the next sampled byte */
+  uint64_t rng;                /* splitmix64 state */
+  uint32_t depth;              /* interposed calls in progress on this thread */
+  uint32_t seeded;             /* as_seed_epoch when drawn: an injection's attach draws every thread anew */
   uint64_t stack_lo, stack_hi; /* the thread's stack, once a trial needed it (hi 1: unknown) */
   uint32_t writing;            /* writing a record into the ring (a signal handler's is dropped) */
   uint32_t tid, tid_in;        /* gettid(), asked once in process tid_in (a forked child's thread differs) */
@@ -34,6 +34,8 @@ extern __thread struct thread_sampler as_tls __attribute__((tls_model("initial-e
 
 extern uint64_t as_sample_rate AS_HIDDEN; /* mean bytes between samples; 1: every allocation */
 extern int as_sampler_ready AS_HIDDEN;    /* the countdown's table is filled: sampling may start */
+extern uint32_t as_seed_epoch AS_HIDDEN;  /* 1 from the start; raised by each injection's attach */
+extern int as_injected AS_HIDDEN;         /* loaded into a running process by allocscope, and attached */
 /* The ring allocscope handed this process (a forked child writes into its
  * parent's). Without BPF it takes the trials and frees (as_ring); with BPF
  * only the frees of sampled blocks (as_free_ring alone, asked for at the
@@ -43,9 +45,18 @@ extern struct as_ring_header *as_ring AS_HIDDEN;
 extern struct as_ring_header *as_free_ring AS_HIDDEN;
 extern struct as_sampled_set as_sampled AS_HIDDEN;
 
-/* The rate from ALLOCSCOPE_RATE, the countdown's table, and the ring when
- * allocscope offers one (its socket in the environment). */
+/* The countdown's table. */
+void as_sampler_init(void) AS_HIDDEN;
+/* The rate from ALLOCSCOPE_RATE and the ring when allocscope offers one
+ * (its socket in the environment): a program started with the library. */
 void as_sampler_start(void) AS_HIDDEN;
+/* An injection's attach: sampling at `rate` from now on, every thread's
+ * countdown drawn anew, no sampled block remembered, the frees into `ring`
+ * (NULL: through the probe). */
+void as_sampler_attach(uint64_t rate, struct as_ring_header *ring) AS_HIDDEN;
+/* An injection's detach: no more frees into its ring, which is unmapped
+ * once no thread writes into it. */
+void as_sampler_detach(void) AS_HIDDEN;
 /* A forked child: a random stream and a sampled set of its own. */
 void as_sampler_after_fork(void) AS_HIDDEN;
 /* The calling thread's countdown ran out at an allocation of `size` bytes
@@ -64,7 +75,7 @@ void as_fire_free(void *p) AS_HIDDEN __attribute__((cold));
  * call's, and not counted again. */
 ALWAYS_INLINE void count_allocation(struct thread_sampler *t, void *p, size_t size, uint32_t code) {
   if (__builtin_expect(!AS_PROBES_ATTACHED() && !as_ring, 1) || !p || t->depth || !as_sampler_ready) return;
-  if (__builtin_expect(t->countdown >= size && t->seeded, 1)) {
+  if (__builtin_expect(t->countdown >= size && t->seeded == as_seed_epoch, 1)) {
     t->countdown -= size;
     return;
   }

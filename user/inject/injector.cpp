@@ -1,0 +1,267 @@
+#include "inject/injector.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include <cstring>
+#include <thread>
+
+#include "host/process.h"
+#include "inject/target_code.h"
+#include "inject/thread_choice.h"
+#include "symbols/elf_file.h"
+
+namespace allocscope::inject {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr char kLibraryName[] = "allocscope-preload", kRingName[] = "allocscope-frees";
+constexpr int kRounds = 20;  // passes over the threads: a running one is caught in its own code
+
+std::string process_name(pid_t pid) { return "process " + std::to_string(pid); }
+
+std::vector<uint8_t> bytes_of(const std::string& s) {
+  std::vector<uint8_t> v(s.begin(), s.end());
+  v.push_back(0);
+  return v;
+}
+
+template <typename T>
+std::vector<uint8_t> bytes_of(const T& value) {
+  std::vector<uint8_t> v(sizeof value);
+  std::memcpy(v.data(), &value, sizeof value);
+  return v;
+}
+
+uint64_t status_mask(std::string_view status, std::string_view key) {
+  size_t at = status.find(key);
+  if (at == std::string_view::npos) return 0;
+  return std::strtoull(std::string(status.substr(at + key.size(), 20)).c_str(), nullptr, 16);
+}
+
+// A signal the program catches is pending and not blocked for the thread.
+bool signal_waits(pid_t pid, pid_t tid) {
+  auto status = read_text_file("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/status");
+  if (!status) return true;  // unknown: the EINTR stands
+  uint64_t pending = status_mask(*status, "SigPnd:") | status_mask(*status, "ShdPnd:");
+  return (pending & ~status_mask(*status, "SigBlk:") & status_mask(*status, "SigCgt:")) != 0;
+}
+
+Borrowing borrowing_for(pid_t pid, pid_t tid, const TargetCode& code) {
+  Borrowing b;
+  b.fits = [&code](const user_regs_struct& r) {
+    if (stopped_in_allocator_syscall(r)) return false;
+    if (stop_place(r) != StopPlace::UserCode) return true;  // in a system call's wrapper, not mid-allocator
+    for (auto [lo, hi] : code.no_calls_from)
+      if (r.rip >= lo && r.rip < hi) return false;
+    return true;
+  };
+  b.signal_waits = [pid, tid] { return signal_waits(pid, tid); };
+  b.stack_low = [&code](uint64_t sp) -> uint64_t {
+    const Mapping* m = find_mapping(code.maps, sp);
+    return m && m->writable && !m->is_file() ? m->start : 0;
+  };
+  return b;
+}
+
+// A thread of the process, stopped where a call may be made from.
+Result<RemoteThread> borrow_thread(pid_t pid, const TargetCode& code, Clock::time_point deadline) {
+  Error last{process_name(pid) + " has no thread to borrow", EAGAIN};
+  for (int round = 0; round < kRounds && Clock::now() < deadline; ++round) {
+    for (pid_t tid : borrowing_order(read_threads(pid))) {
+      auto t = RemoteThread::take(pid, tid, code.gadgets, borrowing_for(pid, tid, code), deadline);
+      if (t) return t;
+      last = t.error();
+      if (last.code == ESRCH && !process_exists(pid)) return fail(process_name(pid) + " exited", ESRCH);
+      if (last.code == EPERM) return fail(last);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1 + round));
+  }
+  return fail(last);
+}
+
+Result<long> remote_syscall(RemoteThread& t, long nr, std::array<uint64_t, 6> args, std::vector<uint8_t> data,
+                            Clock::time_point deadline) {
+  auto r = t.run(Call{.syscall = nr, .args = args, .data = std::move(data)}, deadline);
+  if (!r) return fail(r.error());
+  return r->syscall_result;
+}
+
+// The target's memfd `name` created, and opened here.
+Result<std::pair<int, UniqueFd>> remote_memfd(RemoteThread& t, pid_t pid, const char* name,
+                                              Clock::time_point deadline) {
+  auto data = bytes_of(std::string(name));
+  auto fd = remote_syscall(t, SYS_memfd_create, {t.data_address(data.size()), MFD_CLOEXEC}, data, deadline);
+  if (!fd) return fail(fd.error());
+  if (*fd < 0) return fail_errno("memfd_create in " + process_name(pid), static_cast<int>(-*fd));
+  std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(*fd);
+  UniqueFd here(open(path.c_str(), O_RDWR | O_CLOEXEC));
+  if (!here) {
+    int err = errno;
+    (void)remote_syscall(t, SYS_close, {static_cast<uint64_t>(*fd)}, {}, deadline);
+    return fail_errno("open " + path, err);
+  }
+  return std::pair{static_cast<int>(*fd), std::move(here)};
+}
+
+bool write_all(int fd, std::span<const uint8_t> bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes = bytes.subspan(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+// Where the file `fd` is mapped in the process: the address of its file offset `offset`.
+std::optional<uint64_t> mapped_at(pid_t pid, int fd, uint64_t offset) {
+  struct stat st {};
+  auto maps = read_maps(pid);
+  if (fstat(fd, &st) != 0 || !maps) return std::nullopt;
+  for (const Mapping& m : *maps)
+    if (m.inode == st.st_ino && m.executable && offset >= m.offset && offset < m.offset + (m.end - m.start))
+      return m.start + (offset - m.offset);
+  return std::nullopt;
+}
+
+// A copy of the library an earlier injection left in the process, dormant: opened here.
+UniqueFd earlier_copy(pid_t pid, const TargetCode& code, const LibraryImage& image) {
+  for (const Mapping& m : code.maps) {
+    if (!m.path.starts_with(std::string("/memfd:") + kLibraryName) || !m.executable) continue;
+    UniqueFd fd(open(mapped_file_path(pid, m).c_str(), O_RDONLY | O_CLOEXEC));
+    struct stat st {};
+    if (!fd || fstat(fd.get(), &st) != 0 || static_cast<size_t>(st.st_size) != image.bytes.size()) continue;
+    std::vector<uint8_t> bytes(image.bytes.size());
+    if (pread(fd.get(), bytes.data(), bytes.size(), 0) == static_cast<ssize_t>(bytes.size()) &&
+        bytes == image.bytes)
+      return fd;
+  }
+  return {};
+}
+
+// The library's memfd in the process, loaded by its own dynamic loader.
+Result<UniqueFd> load_library(RemoteThread& t, pid_t pid, const TargetCode& code, const LibraryImage& image,
+                              Clock::time_point deadline) {
+  auto memfd = remote_memfd(t, pid, kLibraryName, deadline);
+  if (!memfd) return fail(memfd.error());
+  auto [number, here] = std::move(*memfd);
+  if (!write_all(here.get(), image.bytes)) {
+    (void)remote_syscall(t, SYS_close, {static_cast<uint64_t>(number)}, {}, deadline);
+    return fail_errno("write the library into " + process_name(pid) + "'s memfd", errno);
+  }
+  auto path = bytes_of("/proc/self/fd/" + std::to_string(number));
+  auto opened = t.run(Call{.function = code.dlopen,
+                           .args = {t.data_address(path.size()), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE},
+                           .data = path},
+                      deadline);
+  (void)remote_syscall(t, SYS_close, {static_cast<uint64_t>(number)}, {}, deadline);
+  if (!opened) return fail(opened.error());
+  if (!mapped_at(pid, here.get(), image.attach_offset))
+    return fail("the dynamic loader of " + process_name(pid) +
+                " did not load the library (no /proc in its root, static TLS full, or an older C library)");
+  return std::move(here);
+}
+
+Result<as_inject_args> call_entry(RemoteThread& t, uint64_t fn, as_inject_args args,
+                                  Clock::time_point deadline) {
+  auto data = bytes_of(args);
+  auto r = t.run(Call{.function = fn, .args = {t.data_address(data.size())}, .data = data}, deadline);
+  if (!r) return fail(r.error());
+  std::memcpy(&args, r->data.data(), sizeof args);
+  return args;
+}
+
+std::optional<uint64_t> file_offset(const ElfFile& elf, const std::string& name) {
+  for (const ElfSymbol& s : elf.functions())
+    if (s.name == name) return elf.vaddr_to_offset(s.vaddr).value_or(0);
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const LibraryImage>> read_library_image(const std::string& path) {
+  auto elf = ElfFile::open(path);
+  if (!elf) return fail(elf.error());
+  auto image = std::make_shared<LibraryImage>();
+  image->path = path;
+  auto attach = file_offset(*elf, AS_INJECT_ATTACH), detach = file_offset(*elf, AS_INJECT_DETACH);
+  if (!attach || !detach || !*attach || !*detach) return fail(path + " has no injection entry points");
+  image->attach_offset = *attach;
+  image->detach_offset = *detach;
+  auto text = read_regular_file(path, 64 << 20);
+  if (!text) return fail(text.error());
+  image->bytes.assign(text->begin(), text->end());
+  return std::shared_ptr<const LibraryImage>(std::move(image));
+}
+
+Result<Injection> inject(pid_t pid, const InjectOptions& options) {
+  auto deadline = Clock::now() + options.budget;
+  auto facts = read_facts(pid);
+  if (!facts) return fail(facts.error());
+  if (auto why = refusal(*facts)) return fail(*why);
+  auto code = find_target_code(pid);
+  if (!code) return fail(code.error());
+  const LibraryImage& image = *options.library;
+  auto thread = borrow_thread(pid, *code, deadline);
+  if (!thread) return fail(thread.error());
+  auto start = Clock::now();
+  Injection done;
+  done.pid = pid;
+  done.borrowed = thread->tid();
+  done.library = earlier_copy(pid, *code, image);
+  if (!done.library) {
+    auto loaded = load_library(*thread, pid, *code, image, deadline);
+    if (!loaded) return fail(loaded.error());
+    done.library = std::move(*loaded);
+    done.loaded_now = true;
+  }
+  auto attach = mapped_at(pid, done.library.get(), image.attach_offset);
+  auto detach = mapped_at(pid, done.library.get(), image.detach_offset);
+  if (!attach || !detach) return fail("the library's entry points are not mapped in " + process_name(pid));
+  done.attach_fn = *attach;
+  done.detach_fn = *detach;
+  as_inject_args args{};
+  args.abi = AS_INJECT_ABI;
+  args.ring_fd = -1;
+  args.rate = options.rate;
+  if (options.make_ring) {
+    auto ring = remote_memfd(*thread, pid, kRingName, deadline);
+    if (ring) {
+      if (options.make_ring(std::move(ring->second)))
+        args.ring_fd = ring->first;
+      else
+        (void)remote_syscall(*thread, SYS_close, {static_cast<uint64_t>(ring->first)}, {}, deadline);
+    }
+  }
+  auto answer = call_entry(*thread, done.attach_fn, args, deadline);
+  thread->give_back();
+  done.paused = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
+  if (!answer) return fail(answer.error());
+  done.answer = *answer;
+  if (answer->status != AS_INJECT_OK)
+    return fail("the library refused to attach in " + process_name(pid) + " (status " +
+                std::to_string(answer->status) + ")");
+  return done;
+}
+
+Result<Ejection> eject(const Injection& injection, std::chrono::milliseconds budget) {
+  auto deadline = Clock::now() + budget;
+  auto code = find_target_code(injection.pid);
+  if (!code) return fail(code.error());
+  auto thread = borrow_thread(injection.pid, *code, deadline);
+  if (!thread) return fail(thread.error());
+  auto start = Clock::now();
+  as_inject_args args{};
+  args.abi = AS_INJECT_ABI;
+  args.ring_fd = -1;
+  auto answer = call_entry(*thread, injection.detach_fn, args, deadline);
+  thread->give_back();
+  if (!answer) return fail(answer.error());
+  return Ejection{answer->slots, std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start)};
+}
+
+}  // namespace allocscope::inject

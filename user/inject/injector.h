@@ -1,0 +1,63 @@
+// liballocscope-preload.so loaded into a running process and attached
+// (its allocator slots pointed at it, its sampler started at the rate), and
+// detached again: what `record -p` does instead of probing the allocator,
+// so that only sampled allocations reach the kernel. One thread is
+// borrowed for a few milliseconds each time (remote_thread.h); the others
+// run on. The library reaches the process through a memfd it creates
+// itself, so that it resolves in any mount namespace or root.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+#include "preload/inject_abi.h"
+
+namespace allocscope::inject {
+
+// The library as allocscope holds it: its bytes and where its two entry points lie.
+struct LibraryImage {
+  std::string path;
+  std::vector<uint8_t> bytes;
+  uint64_t attach_offset = 0, detach_offset = 0;  // file offsets
+};
+Result<std::shared_ptr<const LibraryImage>> read_library_image(const std::string& path);
+
+struct InjectOptions {
+  std::shared_ptr<const LibraryImage> library;
+  uint64_t rate = 0;
+  // Sizes and registers a frees ring: allocscope's descriptor of the memfd
+  // the target made for it. Empty: the frees of sampled blocks trap.
+  std::function<Result<void>(UniqueFd ring)> make_ring;
+  std::chrono::milliseconds budget{3000};
+};
+
+struct Injection {
+  pid_t pid = 0;
+  UniqueFd library;  // the library's file as the target maps it: its probes attach here
+  uint64_t attach_fn = 0, detach_fn = 0;
+  as_inject_args answer{};
+  bool loaded_now = false;              // false: a dormant copy of an earlier injection
+  std::chrono::microseconds paused{0};  // how long the borrowed thread was held
+  pid_t borrowed = 0;
+};
+
+// A one-line reason when the process cannot take the library (a static or
+// set-id program, musl, a seccomp filter, ...); the process is left as it was.
+Result<Injection> inject(pid_t pid, const InjectOptions& options);
+
+struct Ejection {
+  uint32_t slots = 0;
+  std::chrono::microseconds paused{0};
+};
+// The slots given back, the sampler dormant; the library stays loaded.
+Result<Ejection> eject(const Injection& injection, std::chrono::milliseconds budget);
+
+}  // namespace allocscope::inject
