@@ -181,6 +181,10 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, OptionText& t) {
                     "With -- CMD: no BPF at all (no root needed; the default when allocscope may not load "
                     "BPF): the preload library samples, stacks are unwound here");
   no_bpf->excludes("--probes");
+  rec->add_flag("!--no-inject", c.inject,
+                "With -p: probe each process's allocator (a trap into the kernel at every call) instead of "
+                "loading liballocscope-preload.so into it, which then samples in process and sends only "
+                "its sampled allocations to the kernel (the default)");
   // Benchmark switches (BENCHMARKS.md): not for everyday use.
   rec->add_flag("--null-probes", c.null_probes, "Probes that do nothing: the overhead floor")->group("");
   rec->add_flag("--naive-placement", c.naive_placement, "Every probe on its function's entry")->group("");

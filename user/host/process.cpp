@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -45,6 +46,19 @@ size_t pid_namespace_depth(std::string_view status) {
   for (size_t i = 0; i < line.size(); ++i)
     ids += line[i] >= '0' && line[i] <= '9' && (i == 0 || line[i - 1] == ' ' || line[i - 1] == '\t');
   return ids;
+}
+
+pid_t namespaced_pid(std::string_view status) {
+  size_t at = status.find("\nNSpid:");
+  if (at == std::string_view::npos) return 0;
+  std::string_view line = status.substr(at + 7);
+  line = line.substr(0, line.find('\n'));
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
+  size_t last = line.find_last_of(" \t");
+  line = last == std::string_view::npos ? line : line.substr(last + 1);
+  pid_t pid = 0;
+  std::from_chars(line.data(), line.data() + line.size(), pid);
+  return pid;
 }
 
 bool in_nested_pid_namespace(pid_t pid) {

@@ -52,6 +52,9 @@ bool is_kernel_thread(pid_t pid);
 // How many ids a /proc/PID/status text gives its process (its NSpid line:
 // one per PID namespace from /proc's down to its own); 0 if none.
 size_t pid_namespace_depth(std::string_view status);
+// The process's id in its own PID namespace (the last of its NSpid line);
+// 0 if none.
+pid_t namespaced_pid(std::string_view status);
 // Whether the process lives in a PID namespace below /proc's (its getpid()
 // is not its id here).
 bool in_nested_pid_namespace(pid_t pid);

@@ -131,7 +131,7 @@ std::optional<uint64_t> mapped_at(pid_t pid, int fd, uint64_t offset) {
 // A copy of the library an earlier injection left in the process, dormant: opened here.
 UniqueFd earlier_copy(pid_t pid, const TargetCode& code, const LibraryImage& image) {
   for (const Mapping& m : code.maps) {
-    if (!m.path.starts_with(std::string("/memfd:") + kLibraryName) || !m.executable) continue;
+    if (!is_injected_library(m.path) || !m.executable) continue;
     UniqueFd fd(open(mapped_file_path(pid, m).c_str(), O_RDONLY | O_CLOEXEC));
     struct stat st {};
     if (!fd || fstat(fd.get(), &st) != 0 || static_cast<size_t>(st.st_size) != image.bytes.size()) continue;
@@ -182,6 +182,10 @@ std::optional<uint64_t> file_offset(const ElfFile& elf, const std::string& name)
 }
 
 }  // namespace
+
+bool is_injected_library(std::string_view mapped_path) {
+  return mapped_path.starts_with(std::string("/memfd:") + kLibraryName);
+}
 
 Result<std::shared_ptr<const LibraryImage>> read_library_image(const std::string& path) {
   auto elf = ElfFile::open(path);

@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.h"
@@ -48,6 +49,9 @@ struct Injection {
   std::chrono::microseconds paused{0};  // how long the borrowed thread was held
   pid_t borrowed = 0;
 };
+
+// Whether a mapping's path is a copy of the library an injection loaded.
+bool is_injected_library(std::string_view mapped_path);
 
 // A one-line reason when the process cannot take the library (a static or
 // set-id program, musl, a seccomp filter, ...); the process is left as it was.

@@ -47,6 +47,11 @@ size_t AnsweredChannel::release_finished(uint64_t now_ms) {
   return channel_.release_finished(now_ms);
 }
 
+Result<void> AnsweredChannel::adopt_ring(pid_t pid, UniqueFd memfd) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return channel_.adopt_ring(pid, std::move(memfd));
+}
+
 PreloadChannel::Counts AnsweredChannel::counts() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return channel_.counts();

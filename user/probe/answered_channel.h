@@ -31,6 +31,7 @@ class AnsweredChannel {
                const PreloadChannel::OnRecord& on_unread = {});
   size_t release_finished(uint64_t now_ms);
   PreloadChannel::Counts counts() const;
+  Result<void> adopt_ring(pid_t pid, UniqueFd memfd);
 
  private:
   explicit AnsweredChannel(PreloadChannel channel) : channel_(std::move(channel)) {}

@@ -129,11 +129,10 @@ uint64_t PreloadChannel::next_ring_bytes() const {
   return in_use + ring_bytes_ <= kMaxRingBytes ? ring_bytes_ : std::min(ring_bytes_, kSmallRingBytes);
 }
 
-// A ring in a new memfd, mapped here, its header set before any writer
-// maps it; the memfd goes to the process.
-
+// A ring in a new memfd (or `fd`, when open), mapped here, its header set
+// before any writer maps it; the memfd goes to the process.
 Result<PreloadChannel::Ring> PreloadChannel::make_ring(pid_t pid, uint64_t number, UniqueFd& fd) const {
-  fd.reset(memfd_create("allocscope-ring", MFD_CLOEXEC));
+  if (!fd) fd.reset(memfd_create("allocscope-ring", MFD_CLOEXEC));
   if (!fd) return fail_errno("make a ring", errno);
   uint64_t size = next_ring_bytes(), bytes = AS_RING_HEADER_BYTES + size;
   if (ftruncate(fd.get(), off_t(bytes)) != 0) return fail_errno("size a ring", errno);
@@ -145,6 +144,33 @@ Result<PreloadChannel::Ring> PreloadChannel::make_ring(pid_t pid, uint64_t numbe
   __atomic_store_n(&header_of(*memory)->size, size, __ATOMIC_RELEASE);
   Ring r{.id = {pid, number}, .memory = std::move(*memory)};
   return r;
+}
+
+Result<void> PreloadChannel::adopt_ring(pid_t pid, UniqueFd memfd) {
+  if (rings_.size() >= kMaxRings) {
+    ++counts_.refused;
+    return fail("no ring for process " + std::to_string(pid) + ": " + std::to_string(kMaxRings) + " in use",
+                EBUSY);
+  }
+  if (use_ == Use::FreesOnly && in_other_time_namespace(pid)) {
+    ++counts_.other_clock;
+    return fail("process " + std::to_string(pid) + " runs on a clock of its own", EXDEV);
+  }
+  auto ring = make_ring(pid, rings_made_ + 1, memfd);
+  if (!ring) return fail(ring.error());
+  ++rings_made_;
+  counts_.small += ring->memory.size() - AS_RING_HEADER_BYTES < ring_bytes_;
+  // No hello comes: its name for itself is known now.
+  auto status = read_text_file("/proc/" + std::to_string(pid) + "/status");
+  if (pid_t own = status ? namespaced_pid(*status) : 0; own > 0 && own != pid) {
+    ring->namespaced = true;
+    ring->pid_here[uint32_t(own)] = uint32_t(pid);
+  }
+  ring->pid_here[uint32_t(pid)] = uint32_t(pid);
+  if (newest_ring_.size() >= 4 * kMaxRings) newest_ring_.clear();
+  newest_ring_[uint32_t(pid)] = ring->id.number;
+  rings_.push_back(std::move(*ring));
+  return {};
 }
 
 size_t PreloadChannel::accept_waiting(const std::function<void(const RingId&)>& before_answer) {

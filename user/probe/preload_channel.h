@@ -58,6 +58,11 @@ class PreloadChannel {
   // program is loaded, not yet run: its mappings are worth reading then).
   size_t accept_waiting(const std::function<void(const RingId&)>& before_answer = {});
 
+  // A ring made in `memfd`, a process's own that allocscope opened (a
+  // library allocscope loaded into a running process maps it), for
+  // process `pid`, which says no hello: its own id for itself is read now.
+  Result<void> adopt_ring(pid_t pid, UniqueFd memfd);
+
   // Hands each committed record of every ring to `on` (its ring, the
   // writer's process id here and the payload), each ring in its order;
   // returns how many. A record whose writer died before committing it is

@@ -60,6 +60,9 @@ struct RecordConfig {
   // (--probes) only allocator probes.
   LaunchPath launch = LaunchPath::Auto;
   bool no_bpf = false;  // --no-bpf: in process only, stacks unwound in userspace, no kernel probe
+  // -p: the preload library is loaded into each running process, which then
+  // samples in process (--no-inject: its allocator is probed instead).
+  bool inject = true;
   UnwindMode unwind = UnwindMode::Dwarf;
   uint64_t max_unwind_rows = 1 << 25;  // budget of the kernel's unwind tables (8 bytes a row)
   ProbeMode probe_mode = ProbeMode::Auto;

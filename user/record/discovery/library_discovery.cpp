@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "host/process.h"
+#include "inject/injector.h"
 #include "probe/allocator_entries.h"
 #include "probe/allocator_probes.h"
 #include "probe/kernel_features.h"
@@ -219,7 +220,7 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
   return true;
 }
 
-Result<void> LibraryDiscovery::attach_process(pid_t pid) {
+Result<void> LibraryDiscovery::attach_process(pid_t pid, bool entered) {
   auto maps = read_maps(pid);
   if (!maps) {
     if (!process_exists(pid)) return fail("process " + std::to_string(pid) + " exited during attach");
@@ -230,6 +231,8 @@ Result<void> LibraryDiscovery::attach_process(pid_t pid) {
   // A process that samples in process is traced through that alone: the
   // allocator behind it would count its allocations twice.
   std::vector<const Mapping*> files = code_files(*maps);
+  std::erase_if(files,
+                [entered](const Mapping* m) { return !entered && inject::is_injected_library(m->path); });
   for (const Mapping* m : files) {
     auto file = hold(pid, mapped_file_path(pid, *m), m->path);
     if (!file) return fail(file.error());

@@ -44,7 +44,9 @@ class LibraryDiscovery : public LibraryWatch {
   LibraryDiscovery(const RecordConfig& config, InProcessUse use, BpfSession& session, Symbolizer& symbolizer);
 
   // Probes every allocator process `pid` maps; fails when it maps none.
-  Result<void> attach_process(pid_t pid);
+  // `entered`: allocscope loaded its library into the process, which
+  // samples through it (else a copy left by another recording sleeps).
+  Result<void> attach_process(pid_t pid, bool entered = false);
   // A launched command's files (program, libraries, preloads), probed
   // before it runs in process `pid` (held before exec): no allocation is
   // missed while a new mapping would be noticed. `in_process`: the program

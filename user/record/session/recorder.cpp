@@ -187,7 +187,8 @@ Result<void> Recorder::prepare(std::vector<Target>& targets) {
         return fail("the preload library's probes could not be attached (" + r_.plan.preload_library + ")");
       continue;
     }
-    if (auto ok = r_.parts->libraries.attach_process(t.pid()); !ok) return ok;
+    bool entered = injects(config_) && r_.parts->injections.enter(t.pid(), r_.free_channel.get());
+    if (auto ok = r_.parts->libraries.attach_process(t.pid(), entered); !ok) return ok;
   }
   if (config_.unwind == UnwindMode::Dwarf) prepare_tables(targets, r_.plan.files);
   return {};
@@ -208,8 +209,8 @@ void Recorder::prepare_tables(const std::vector<Target>& targets, const std::vec
 // kernel counts every free there), nor with frees unseen (--no-free), nor
 // with the probes paused now and then (--duty: frees then are not seen).
 bool Recorder::frees_through_rings() const {
-  return r_.plan.in_process && !config_.command.empty() && config_.rate > 1 && !config_.no_free &&
-         !config_.duty_period_ms && !config_.frees_trap;
+  bool in_process = (r_.plan.in_process && !config_.command.empty()) || injects(config_);
+  return in_process && config_.rate > 1 && !config_.no_free && !config_.duty_period_ms && !config_.frees_trap;
 }
 
 InProcessUse Recorder::in_process_use() const {
@@ -241,6 +242,7 @@ void Recorder::announce(std::vector<Target>& targets) {
 // the exit status.
 int Recorder::finish(std::vector<Target>& targets, const LoopEnd& l) {
   bool launched = !targets.empty() && targets.front().launched();
+  r_.parts->injections.eject_all();  // their allocators back before the probes go
   r_.parts->session->detach();
   drain_events();
   r_.flush_ring_frees();
@@ -279,12 +281,14 @@ int Recorder::finish(std::vector<Target>& targets, const LoopEnd& l) {
 
 int Recorder::run() {
   std::vector<Target> targets;
+  // Before anything is entered: a signal then ends the recording, and what
+  // was entered is given back.
+  install_stop_handlers(config_.hangup_stops);
   if (auto ok = prepare(targets); !ok) {
     if (bpf_refused_ && may_fall_back_) return kBpfRefused;
     print_error(ok.error());
     return 1;
   }
-  install_stop_handlers(config_.hangup_stops);
   if (!targets.empty() && targets.front().launched()) {
     if (auto ok = targets.front().start(); !ok) {
       print_error(ok.error());

@@ -103,7 +103,10 @@ std::optional<PreloadChannel::Counts> RecordingContext::ring_counts() const {
 }
 
 std::string RecordingContext::sampling() const {
-  if (config.command.empty() || !parts) return "";
+  if (!parts) return "";
+  if (config.command.empty())
+    return injects(config) ? describe_entries(parts->injections.entered(), parts->injections.refused().size())
+                           : "";
   const ProcessTable& table = parts->sink.processes();
   return describe_sampling(plan, table.ended_in_process(), table.ended_through_probes());
 }

@@ -17,6 +17,7 @@
 #include "probe/bpf_session.h"
 #include "probe/table_loader.h"
 #include "record/discovery/filter_verdicts.h"
+#include "record/discovery/injections.h"
 #include "record/discovery/library_discovery.h"
 #include "record/events/event_sink.h"
 #include "record/events/python_stacks.h"
@@ -42,6 +43,7 @@ struct SessionParts {
         kernel(*session),
         unwind(tables, symbolizer, c.unwind == UnwindMode::Dwarf),
         libraries(c, use, *session, symbolizer),
+        injections(c),
         python(
             symbolizer,
             [session = session.get()](uint32_t dev, uint64_t ino, const as_py_layout& layout) {
@@ -61,6 +63,7 @@ struct SessionParts {
   BpfKernelState kernel;
   SessionUnwind unwind;
   LibraryDiscovery libraries;
+  Injections injections;
   PythonStacks python;
   EventSink sink;
 };
