@@ -4,7 +4,10 @@
  * not need a system call from it (a return probe's trampoline on some
  * kernels does).
  *
- *   seccomp_sites [--no-filter]
+ *   seccomp_sites [--no-filter] [--sleep SECONDS]
+ *
+ * --sleep: confined, print "ready" and sleep that long before the calls
+ * (for a tracer to attach to the running process).
  *
  * Makes kCalls calls of each entry point and prints a checksum of what it
  * read back: traced and untraced runs print the same. */
@@ -16,16 +19,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { kCalls = 20000, kSize = 1000 };
 
 static int confine(void) {
   static const int allowed[] = {
-      SCMP_SYS(read),           SCMP_SYS(write),      SCMP_SYS(brk),        SCMP_SYS(mmap),
-      SCMP_SYS(munmap),         SCMP_SYS(mremap),     SCMP_SYS(mprotect),   SCMP_SYS(madvise),
-      SCMP_SYS(futex),          SCMP_SYS(exit),       SCMP_SYS(exit_group), SCMP_SYS(rt_sigreturn),
-      SCMP_SYS(rt_sigprocmask), SCMP_SYS(newfstatat), SCMP_SYS(fstat),      SCMP_SYS(getrandom),
-      SCMP_SYS(clock_gettime),  SCMP_SYS(getpid),     SCMP_SYS(gettid),     SCMP_SYS(close),
+      SCMP_SYS(read),           SCMP_SYS(write),         SCMP_SYS(brk),
+      SCMP_SYS(mmap),           SCMP_SYS(munmap),        SCMP_SYS(mremap),
+      SCMP_SYS(mprotect),       SCMP_SYS(madvise),       SCMP_SYS(futex),
+      SCMP_SYS(exit),           SCMP_SYS(exit_group),    SCMP_SYS(rt_sigreturn),
+      SCMP_SYS(rt_sigprocmask), SCMP_SYS(newfstatat),    SCMP_SYS(fstat),
+      SCMP_SYS(getrandom),      SCMP_SYS(clock_gettime), SCMP_SYS(getpid),
+      SCMP_SYS(gettid),         SCMP_SYS(close),         SCMP_SYS(clock_nanosleep),
+      SCMP_SYS(nanosleep),
   };
   scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
   if (!ctx) return -1;
@@ -56,7 +63,11 @@ __attribute__((noinline)) static uint64_t churn(void) {
 }
 
 int main(int argc, char **argv) {
-  int filter = !(argc > 1 && strcmp(argv[1], "--no-filter") == 0);
+  int filter = 1, sleep_s = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--no-filter") == 0) filter = 0;
+    if (strcmp(argv[i], "--sleep") == 0 && i + 1 < argc) sleep_s = atoi(argv[++i]);
+  }
   if (filter && confine() != 0) {
     fprintf(stderr, "seccomp_sites: cannot install the filter\n");
     return 2;
@@ -66,6 +77,12 @@ int main(int argc, char **argv) {
   FILE *f = fopen("/dev/null", "r");
   int refused = f == NULL && errno == EPERM;
   if (f) fclose(f);
+  if (sleep_s) {
+    printf("ready\n");
+    fflush(stdout);
+    struct timespec t = {sleep_s, 0};
+    nanosleep(&t, NULL);
+  }
   printf("filter %s, checksum %llu\n", refused ? "on" : "off", (unsigned long long)churn());
   return 0;
 }

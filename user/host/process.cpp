@@ -171,6 +171,11 @@ bool is_kernel_thread(pid_t pid) {
   return stat && kernel_thread_from_stat(*stat);
 }
 
+uint64_t process_start_ticks(pid_t pid) {
+  auto stat = read_text_file("/proc/" + std::to_string(pid) + "/stat");
+  return stat ? std::strtoull(stat_field(*stat, 22).c_str(), nullptr, 10) : 0;
+}
+
 double process_start_time(pid_t pid) {
   auto stat = read_text_file("/proc/" + std::to_string(pid) + "/stat");
   auto machine = read_text_file("/proc/stat");

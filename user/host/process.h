@@ -65,6 +65,9 @@ bool in_other_time_namespace(pid_t pid);
 
 // When the process started, seconds since the epoch; 0 when unknown.
 double process_start_time(pid_t pid);
+// ... in clock ticks after boot, as its stat says (with its id, which
+// process it is); 0 when unknown.
+uint64_t process_start_ticks(pid_t pid);
 
 // A cgroup v2 directory (a path under the cgroup2 mount, e.g.
 // /sys/fs/cgroup/system.slice/x.service, or as /proc/PID/cgroup names it:

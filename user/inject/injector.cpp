@@ -1,5 +1,6 @@
 #include "inject/injector.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -143,6 +144,54 @@ UniqueFd earlier_copy(pid_t pid, const TargetCode& code, const LibraryImage& ima
   return {};
 }
 
+// Descriptors of the library's or a ring's memfd that an allocscope killed
+// mid-injection left open in the process: closed.
+void close_leftovers(RemoteThread& t, pid_t pid, Clock::time_point deadline) {
+  std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+  std::vector<int> leftovers;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      char target[256];
+      ssize_t n = readlinkat(dirfd(d), e->d_name, target, sizeof target - 1);
+      if (n <= 0) continue;
+      std::string_view link(target, size_t(n));
+      if (link.starts_with("/memfd:allocscope-")) leftovers.push_back(std::atoi(e->d_name));
+    }
+    closedir(d);
+  }
+  for (int fd : leftovers) (void)remote_syscall(t, SYS_close, {uint64_t(fd)}, {}, deadline);
+}
+
+// Whether the program defines malloc itself: its own calls of it are
+// direct, through no slot.
+bool defines_malloc(pid_t pid) {
+  auto elf = ElfFile::open("/proc/" + std::to_string(pid) + "/exe");
+  if (!elf) return false;
+  for (const ElfSymbol& s : elf->functions())
+    if (s.name == "malloc") return true;
+  return false;
+}
+
+// Whether the allocscope a BUSY answer names still runs.
+bool owner_alive(const as_inject_args& a) {
+  return a.owner_pid && process_start_ticks(pid_t(a.owner_pid)) == a.owner_start;
+}
+
+std::string status_words(uint32_t status) {
+  switch (status) {
+    case AS_INJECT_BAD_ABI:
+      return "a copy of another allocscope's library is in it";
+    case AS_INJECT_NO_MALLOC:
+      return "no malloc, free, calloc or realloc where its modules bind them";
+    case AS_INJECT_PRELOADED:
+      return "it loads the library already (LD_PRELOAD)";
+    case AS_INJECT_BUSY:
+      return "another allocscope is attached to it";
+    default:
+      return "status " + std::to_string(status);
+  }
+}
+
 // The library's memfd in the process, loaded by its own dynamic loader.
 Result<UniqueFd> load_library(RemoteThread& t, pid_t pid, const TargetCode& code, const LibraryImage& image,
                               Clock::time_point deadline) {
@@ -209,10 +258,13 @@ Result<Injection> inject(pid_t pid, const InjectOptions& options) {
   if (auto why = refusal(*facts)) return fail(*why);
   auto code = find_target_code(pid);
   if (!code) return fail(code.error());
+  if (defines_malloc(pid))
+    return fail("the program defines malloc itself: its own calls pass through no slot");
   const LibraryImage& image = *options.library;
   auto thread = borrow_thread(pid, *code, deadline);
   if (!thread) return fail(thread.error());
   auto start = Clock::now();
+  close_leftovers(*thread, pid, deadline);
   Injection done;
   done.pid = pid;
   done.borrowed = thread->tid();
@@ -232,6 +284,8 @@ Result<Injection> inject(pid_t pid, const InjectOptions& options) {
   args.abi = AS_INJECT_ABI;
   args.ring_fd = -1;
   args.rate = options.rate;
+  args.owner_pid = uint32_t(getpid());
+  args.owner_start = process_start_ticks(getpid());
   if (options.make_ring) {
     auto ring = remote_memfd(*thread, pid, kRingName, deadline);
     if (ring) {
@@ -242,13 +296,15 @@ Result<Injection> inject(pid_t pid, const InjectOptions& options) {
     }
   }
   auto answer = call_entry(*thread, done.attach_fn, args, deadline);
+  if (answer && answer->status == AS_INJECT_BUSY && !owner_alive(*answer)) {
+    args.flags = AS_INJECT_TAKE_OVER;  // its allocscope died attached
+    answer = call_entry(*thread, done.attach_fn, args, deadline);
+  }
   thread->give_back();
   done.paused = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
   if (!answer) return fail(answer.error());
   done.answer = *answer;
-  if (answer->status != AS_INJECT_OK)
-    return fail("the library refused to attach in " + process_name(pid) + " (status " +
-                std::to_string(answer->status) + ")");
+  if (answer->status != AS_INJECT_OK) return fail(status_words(answer->status));
   return done;
 }
 

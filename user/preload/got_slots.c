@@ -265,6 +265,8 @@ static int give_back_module(struct dl_phdr_info *info, size_t size, void *arg) {
   return 0;
 }
 
+uint32_t as_slots_taken(void) { return __atomic_load_n(&taken_count, __ATOMIC_RELAXED); }
+
 uint32_t as_slots_give_back(void) {
   lock();
   uint32_t given = 0;

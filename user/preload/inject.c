@@ -3,6 +3,7 @@
 #include "preload/inject.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "preload/inject_abi.h"
@@ -16,6 +17,8 @@ static struct as_wrapped_fn entries[AS_MAX_ENTRIES];
 static int entry_count;
 static int take_lock;
 static int attached; /* as_injected stays: the next definitions stay the program's */
+static uint32_t owner_pid;
+static uint64_t owner_start;
 
 static void take_slots(struct as_slot_counts *counts) {
   entry_count = as_entry_points(entries, AS_MAX_ENTRIES);
@@ -29,28 +32,35 @@ void as_inject_take_new_modules(void) {
   __atomic_store_n(&take_lock, 0, __ATOMIC_RELEASE);
 }
 
+/* Why the library cannot attach now; AS_INJECT_OK when it can. */
+static uint32_t refusal(const struct as_inject_args *a) {
+  if (a->abi != AS_INJECT_ABI) return AS_INJECT_BAD_ABI;
+  if (as_interposing()) return AS_INJECT_PRELOADED;
+  if (__atomic_load_n(&attached, __ATOMIC_ACQUIRE) && as_sampler_reader_alive() &&
+      !(a->flags & AS_INJECT_TAKE_OVER))
+    return AS_INJECT_BUSY;
+  __atomic_store_n(&as_injected, 1, __ATOMIC_RELEASE);
+  if (!as_resolve_next()) return AS_INJECT_NO_MALLOC;
+  return AS_INJECT_OK;
+}
+
 EXPORT void allocscope_inject_attach(struct as_inject_args *a) {
   static int fork_handler;
+  a->slots = a->modules = a->slots_elsewhere = a->slots_full = 0;
+  a->status = refusal(a);
+  if (a->status == AS_INJECT_BUSY) {
+    a->owner_pid = owner_pid;
+    a->owner_start = owner_start;
+  }
   struct as_ring_header *ring = NULL;
   if (a->ring_fd >= 0) {
-    ring = as_channel_map(a->ring_fd);
+    if (a->status == AS_INJECT_OK) ring = as_channel_map(a->ring_fd);
     close(a->ring_fd);
   }
-  a->slots = a->modules = a->slots_elsewhere = a->slots_full = 0;
-  if (a->abi != AS_INJECT_ABI) {
-    a->status = AS_INJECT_BAD_ABI;
-    return;
-  }
-  if (as_interposing()) {
-    a->status = AS_INJECT_PRELOADED;
-    return;
-  }
-  __atomic_store_n(&as_injected, 1, __ATOMIC_RELEASE);
-  if (!as_resolve_next()) {
-    a->status = AS_INJECT_NO_MALLOC;
-    return;
-  }
+  if (a->status != AS_INJECT_OK) return;
   if (!fork_handler) fork_handler = pthread_atfork(NULL, NULL, as_sampler_after_fork) == 0;
+  owner_pid = a->owner_pid;
+  owner_start = a->owner_start;
   as_sampler_attach(a->rate, ring);
   __atomic_store_n(&as_sampler_ready, 1, __ATOMIC_RELEASE);
   struct as_slot_counts counts = {0};
@@ -58,11 +68,10 @@ EXPORT void allocscope_inject_attach(struct as_inject_args *a) {
   take_slots(&counts);
   __atomic_store_n(&attached, 1, __ATOMIC_RELEASE);
   __atomic_store_n(&take_lock, 0, __ATOMIC_RELEASE);
-  a->slots = counts.slots;
+  a->slots = as_slots_taken(); /* with those an allocscope that died had taken */
   a->modules = counts.modules;
   a->slots_elsewhere = counts.elsewhere;
   a->slots_full = counts.full;
-  a->status = AS_INJECT_OK;
 }
 
 EXPORT void allocscope_inject_detach(struct as_inject_args *a) {

@@ -18,12 +18,22 @@ enum as_inject_status {
   AS_INJECT_BAD_ABI = 1,   /* another allocscope's library: abi differs */
   AS_INJECT_NO_MALLOC = 2, /* no malloc, free, calloc or realloc in the program's scope */
   AS_INJECT_PRELOADED = 3, /* the library is the program's allocator already (LD_PRELOAD) */
+  AS_INJECT_BUSY = 4,      /* another allocscope is attached and reads its ring: owner_* name it */
 };
+
+/* attach: take the library over from an allocscope that is gone, however
+ * fresh its ring's last read. */
+#define AS_INJECT_TAKE_OVER 1u
 
 struct as_inject_args {
   uint32_t abi;    /* AS_INJECT_ABI */
   int32_t ring_fd; /* attach: a memfd holding a frees ring to map (closed after), or -1 */
   uint64_t rate;   /* attach: mean bytes between samples; 1 every allocation */
+  uint32_t flags;  /* attach: AS_INJECT_TAKE_OVER */
+  /* attach: the allocscope attaching (its process id and start time, in
+   * clock ticks, as its own /proc says); a BUSY answer: the one attached. */
+  uint32_t owner_pid;
+  uint64_t owner_start;
   /* The answer. */
   uint32_t status;          /* enum as_inject_status */
   uint32_t slots;           /* attach: entry points of modules now calling the library; detach: given back */
@@ -33,9 +43,9 @@ struct as_inject_args {
   uint32_t pad;
 };
 #ifdef __cplusplus
-static_assert(sizeof(struct as_inject_args) == 40, "as_inject_args is an ABI");
+static_assert(sizeof(struct as_inject_args) == 56, "as_inject_args is an ABI");
 #else
-_Static_assert(sizeof(struct as_inject_args) == 40, "as_inject_args is an ABI");
+_Static_assert(sizeof(struct as_inject_args) == 56, "as_inject_args is an ABI");
 #endif
 
 #endif

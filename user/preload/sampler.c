@@ -239,7 +239,13 @@ void as_sampler_start(void) {
   }
 }
 
+int as_sampler_reader_alive(void) {
+  struct as_ring_header *ring = __atomic_load_n(&as_free_ring, __ATOMIC_ACQUIRE);
+  return ring && as_ring_reader_alive(ring, as_ring_now_ns());
+}
+
 void as_sampler_attach(uint64_t rate, struct as_ring_header *ring) {
+  as_sampler_detach(); /* the ring of an allocscope that died */
   as_sample_rate = rate ? rate : AS_DEFAULT_RATE;
   madvise(&as_sampled, sizeof(as_sampled), MADV_DONTNEED); /* a former attach's blocks */
   __atomic_store_n(&as_free_ring, ring, __ATOMIC_SEQ_CST);

@@ -54,6 +54,9 @@ void as_sampler_start(void) AS_HIDDEN;
  * countdown drawn anew, no sampled block remembered, the frees into `ring`
  * (NULL: through the probe). */
 void as_sampler_attach(uint64_t rate, struct as_ring_header *ring) AS_HIDDEN;
+/* Whether the reader of this process's frees ring read lately: an
+ * allocscope attached now. */
+int as_sampler_reader_alive(void) AS_HIDDEN;
 /* An injection's detach: no more frees into its ring, which is unmapped
  * once no thread writes into it. */
 void as_sampler_detach(void) AS_HIDDEN;

@@ -220,6 +220,17 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
   return true;
 }
 
+bool LibraryDiscovery::samples_in_process(pid_t pid) const {
+  auto maps = read_maps(pid);
+  if (!maps) return false;
+  for (const Mapping* m : code_files(*maps)) {
+    if (inject::is_injected_library(m->path)) continue;
+    auto elf = ElfFile::open(mapped_file_path(pid, *m));
+    if (elf && has_in_process_probes(*elf)) return true;
+  }
+  return false;
+}
+
 Result<void> LibraryDiscovery::attach_process(pid_t pid, bool entered) {
   auto maps = read_maps(pid);
   if (!maps) {

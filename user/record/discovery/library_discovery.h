@@ -47,6 +47,9 @@ class LibraryDiscovery : public LibraryWatch {
   // `entered`: allocscope loaded its library into the process, which
   // samples through it (else a copy left by another recording sleeps).
   Result<void> attach_process(pid_t pid, bool entered = false);
+  // Whether process `pid` maps a file that samples in process (the preload
+  // library, another otel_memory provider): then nothing is loaded into it.
+  bool samples_in_process(pid_t pid) const;
   // A launched command's files (program, libraries, preloads), probed
   // before it runs in process `pid` (held before exec): no allocation is
   // missed while a new mapping would be noticed. `in_process`: the program

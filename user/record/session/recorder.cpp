@@ -187,7 +187,8 @@ Result<void> Recorder::prepare(std::vector<Target>& targets) {
         return fail("the preload library's probes could not be attached (" + r_.plan.preload_library + ")");
       continue;
     }
-    bool entered = injects(config_) && r_.parts->injections.enter(t.pid(), r_.free_channel.get());
+    bool entered = injects(config_) && !r_.parts->libraries.samples_in_process(t.pid()) &&
+                   r_.parts->injections.enter(t.pid(), r_.free_channel.get());
     if (auto ok = r_.parts->libraries.attach_process(t.pid(), entered); !ok) return ok;
   }
   if (config_.unwind == UnwindMode::Dwarf) prepare_tables(targets, r_.plan.files);

@@ -1,0 +1,244 @@
+// record -p enters the running process: liballocscope-preload.so loaded
+// into it (user/inject/), its allocator's slots pointed at the library for
+// the recording, given back at its end. The estimates are the truth's, the
+// process runs as it would untraced, and one it cannot enter is probed,
+// saying why.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "harness.h"
+
+namespace allocscope::test {
+namespace {
+
+constexpr int kThreads = 2;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Each site's totals: stacks whose leaf is the site's allocator called by the site.
+std::map<std::string, StackTotals> site_totals(const Recording& r) {
+  std::map<std::string, StackTotals> sites;
+  for (const RecSample& s : r.samples) {
+    std::vector<std::string> names = frame_names(r, s);
+    for (const site_spec& site : kSites)
+      if (names.size() >= 2 && names[names.size() - 2] == site.function && names.back() == site.allocator)
+        sites[site.function].merge(s.totals);
+  }
+  return sites;
+}
+
+// alloc_sites (with `preload` in its environment, if any) started before
+// allocscope, entered by record -p, then let go to allocate everything and
+// hold it: each site's allocated and still-live bytes within kMaxZ
+// standard deviations of the truth. Every block is allocated after the
+// entry. 16 checks an allocator at 1.8e-7 each (harness.h): under 1e-5 a
+// run for the four allocators.
+void expect_entered_sites_are_the_truth(const std::string& preload) {
+  constexpr int kScale = 20;
+  constexpr double kRate = 64 * 1024;
+  std::vector<std::string> cmd = {
+      WORKLOAD_BIN, "--threads", std::to_string(kThreads), "--scale-pct", std::to_string(kScale),
+      "--wait",     "--hold"};
+  if (!preload.empty()) cmd.insert(cmd.begin(), {"env", "LD_PRELOAD=" + preload});
+  Child target(cmd);
+  ASSERT_TRUE(target.wait_for_line("ready", 10000));
+  std::string out = temp_path("entered.pb.gz");
+  Child recorder(
+      {ALLOCSCOPE_BIN, "record", "-v", "-p", std::to_string(target.pid()), "--rate", "64KiB", "-o", out});
+  ASSERT_TRUE(recorder.wait_for_line("recording process", 30000, true)) << recorder.err();
+  target.signal(SIGUSR1);
+  ASSERT_TRUE(target.wait_for_line("done", 60000));
+  recorder.signal(SIGINT);
+  ASSERT_EQ(recorder.wait(60000), 0) << recorder.err();
+  EXPECT_NE(recorder.err().find("samples in process: the library loaded"), std::string::npos)
+      << recorder.err();
+  EXPECT_NE(recorder.err().find("sampling: in process (1 process entered)"), std::string::npos)
+      << recorder.err();
+  target.signal(SIGUSR1);
+  EXPECT_EQ(target.wait(), 0);
+  Recording rec = read_pprof(out);
+  std::filesystem::remove(out);
+  EXPECT_FALSE(reported_losses(rec).any()) << recorder.err();
+  EXPECT_GT(counter_of(rec, "ring_frees"), 0u) << "the sampled frees came through the ring";
+  auto sites = site_totals(rec);
+  for (const site_spec& s : kSites) {
+    Truth t = site_truth(s, kThreads, kScale);
+    const StackTotals& got = sites[s.function];
+    double sd = ht_sigma(t.objects, double(s.size), kRate, true) + 1;
+    EXPECT_LT(std::fabs(got.alloc_bytes - t.bytes) / sd, kMaxZ)
+        << preload << " " << s.function << " alloc " << got.alloc_bytes << " truth " << t.bytes;
+    double live_sd = ht_sigma(t.live_objects, double(s.size), kRate, true) + 1;
+    EXPECT_LT(std::fabs(got.live_bytes - t.live_bytes) / live_sd, kMaxZ)
+        << preload << " " << s.function << " live " << got.live_bytes << " truth " << t.live_bytes;
+  }
+}
+
+TEST(Inject, EnteredSitesAreTheTruthOnEveryAllocator) {
+  REQUIRE_BPF();
+  for (const char* preload :
+       {"", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+        "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2"}) {
+    SCOPED_TRACE(*preload ? preload : "glibc");
+    expect_entered_sites_are_the_truth(preload);
+  }
+}
+
+// The program sleeps in the calls a stop interrupts (epoll_wait with and
+// without a timeout, nanosleep, poll, a condition wait, a pipe read,
+// sigtimedwait) while one thread allocates a fixed sequence: entered and
+// left eight times, it sees no EINTR, prints what it prints untraced (the
+// digest of its blocks, its open descriptors), its signal reaches its
+// handler, its malloc slot points at the C library again, and no tracer
+// stays.
+TEST(Inject, AProcessEnteredAndLeftRunsAsUntraced) {
+  REQUIRE_BPF();
+  const std::string batches = "6000";
+  RunResult plain = run({INJECT_TARGET_BIN, "--seconds", "1", "--batches", batches});
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  std::string expected = plain.out.substr(plain.out.find('\n') + 1);
+  ASSERT_NE(expected.find("malloc-from libc.so.6"), std::string::npos) << expected;
+  Child target({INJECT_TARGET_BIN, "--seconds", "20", "--batches", batches});
+  ASSERT_TRUE(target.wait_for_line("ready", 10000));
+  std::string pid = std::to_string(target.pid());
+  uint64_t samples = 0;
+  for (int i = 0; i < 8; ++i) {
+    std::string out = temp_path("cycle.pb.gz");
+    RunResult r =
+        run({ALLOCSCOPE_BIN, "record", "-q", "-p", pid, "--rate", "64KiB", "-d", "300ms", "-o", out});
+    ASSERT_EQ(r.status, 0) << r.err;
+    samples += counter_of(read_pprof(out), "samples");
+    std::filesystem::remove(out);
+    std::string status = read_file("/proc/" + pid + "/status");
+    EXPECT_NE(status.find("TracerPid:\t0\n"), std::string::npos) << status;
+  }
+  EXPECT_GT(samples, 0u);
+  EXPECT_EQ(target.wait(60000), 0) << target.err();
+  EXPECT_EQ(target.out().substr(target.out().find('\n') + 1), expected) << target.err();
+}
+
+// allocscope killed (SIGKILL) while it enters the process, at moments
+// spread over the entry: the process goes on unharmed (no EINTR, its
+// output its untraced output), and a recording after them enters it.
+TEST(Inject, AllocscopeKilledWhileEnteringLeavesTheProcessRunning) {
+  REQUIRE_BPF();
+  RunResult plain = run({INJECT_TARGET_BIN, "--seconds", "1", "--batches", "4000"});
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  std::string expected = plain.out.substr(plain.out.find('\n') + 1);
+  Child target({INJECT_TARGET_BIN, "--seconds", "30", "--batches", "4000"});
+  ASSERT_TRUE(target.wait_for_line("ready", 10000));
+  std::string pid = std::to_string(target.pid());
+  std::mt19937 random(std::random_device{}());
+  int caught = 0;
+  for (int i = 0; i < 10; ++i) {
+    Child recorder({ALLOCSCOPE_BIN, "record", "-q", "-p", pid, "--rate", "64KiB", "-o", "/dev/null"});
+    // Its entry begins when it traces a thread of the process.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    bool traced = false;
+    while (!traced && std::chrono::steady_clock::now() < deadline) {
+      for (const auto& task : std::filesystem::directory_iterator("/proc/" + pid + "/task"))
+        traced |= read_file(task.path() / "status").find("TracerPid:\t0\n") == std::string::npos;
+      if (!traced) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    caught += traced;
+    std::this_thread::sleep_for(std::chrono::microseconds(random() % 12000));
+    recorder.signal(SIGKILL);
+    recorder.wait(10000);
+  }
+  EXPECT_GT(caught, 5) << "the entries were too quick to be caught";
+  std::string out = temp_path("after-kills.pb.gz");
+  Child recorder({ALLOCSCOPE_BIN, "record", "-v", "-p", pid, "--rate", "64KiB", "-d", "1s", "-o", out});
+  EXPECT_EQ(recorder.wait(60000), 0) << recorder.err();
+  EXPECT_NE(recorder.err().find("samples in process"), std::string::npos) << recorder.err();
+  std::filesystem::remove(out);
+  EXPECT_EQ(target.wait(90000), 0) << target.err();
+  EXPECT_EQ(target.out().substr(target.out().find('\n') + 1), expected) << target.err();
+}
+
+// A process that cannot be entered is probed, and the line says why.
+// `before` (if any) acts on the process first and returns what undoes it.
+void expect_probed_saying(const std::vector<std::string>& cmd, const std::string& ready,
+                          const std::string& why,
+                          const std::function<std::function<void()>(pid_t)>& before = {}) {
+  Child target(cmd);
+  ASSERT_TRUE(target.wait_for_line(ready, 10000)) << cmd[0];
+  std::function<void()> undo = before ? before(target.pid()) : nullptr;
+  std::string out = temp_path("refused.folded");
+  Child recorder({ALLOCSCOPE_BIN, "record", "-p", std::to_string(target.pid()), "--rate", "64KiB", "-d", "1s",
+                  "-o", out});
+  EXPECT_EQ(recorder.wait(60000), 0) << recorder.err();
+  std::filesystem::remove(out);
+  EXPECT_NE(recorder.err().find("its allocator is probed (a trap at every call): " + why), std::string::npos)
+      << cmd[0] << ": " << recorder.err();
+  EXPECT_EQ(recorder.err().find("sampling: in process"), std::string::npos) << recorder.err();
+  if (undo) undo();
+  target.signal(SIGKILL);
+  target.wait(10000);
+}
+
+TEST(Inject, ProcessesItCannotEnterAreProbedAndSaidWhy) {
+  REQUIRE_BPF();
+  expect_probed_saying({WORKLOAD_STATIC_BIN, "--wait"}, "ready", "a static program");
+  expect_probed_saying({WORKLOAD_MUSL_BIN, "--wait"}, "ready", "a static program");
+  expect_probed_saying({WORKLOAD_JEMALLOC_BIN, "--wait"}, "ready", "the program defines malloc itself");
+  expect_probed_saying({SECCOMP_SITES_BIN, "--sleep", "30"}, "ready", "a seccomp filter");
+  // Another tracer holds it: a child of the test's seizes it first.
+  expect_probed_saying({WORKLOAD_BIN, "--wait"}, "ready", "already traced by process", [](pid_t pid) {
+    int go[2];
+    if (pipe(go) != 0) return std::function<void()>();
+    pid_t tracer = fork();
+    if (tracer == 0) {
+      char c = ptrace(PTRACE_SEIZE, pid, nullptr, nullptr) == 0;
+      if (write(go[1], &c, 1) != 1) _exit(1);
+      pause();
+      _exit(0);
+    }
+    char seized = 0;
+    EXPECT_EQ(read(go[0], &seized, 1), 1);
+    EXPECT_EQ(seized, 1);
+    close(go[0]);
+    close(go[1]);
+    return std::function<void()>([tracer] {  // the tracer gone first: the target is then reaped
+      kill(tracer, SIGKILL);
+      waitpid(tracer, nullptr, 0);
+    });
+  });
+}
+
+// --no-inject keeps the allocator probes.
+TEST(Inject, NoInjectProbesTheAllocator) {
+  REQUIRE_BPF();
+  Child target({WORKLOAD_BIN, "--scale-pct", "5", "--wait"});
+  ASSERT_TRUE(target.wait_for_line("ready", 10000));
+  std::string out = temp_path("no-inject.folded");
+  Child recorder({ALLOCSCOPE_BIN, "record", "-v", "--no-inject", "-p", std::to_string(target.pid()), "--rate",
+                  "64KiB", "-o", out});
+  ASSERT_TRUE(recorder.wait_for_line("recording process", 30000, true)) << recorder.err();
+  bool mapped =
+      read_file("/proc/" + std::to_string(target.pid()) + "/maps").find("allocscope") != std::string::npos;
+  target.signal(SIGUSR1);
+  EXPECT_EQ(target.wait(), 0);
+  EXPECT_EQ(recorder.wait(60000), 0) << recorder.err();
+  std::filesystem::remove(out);
+  EXPECT_FALSE(mapped) << "the library was loaded";
+  EXPECT_EQ(recorder.err().find("samples in process"), std::string::npos) << recorder.err();
+}
+
+}  // namespace
+}  // namespace allocscope::test
