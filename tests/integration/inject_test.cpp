@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +21,9 @@
 #include <thread>
 
 #include "harness.h"
+#include "host/proc_maps.h"
+#include "inject/remote_thread.h"
+#include "inject/target_code.h"
 
 namespace allocscope::test {
 namespace {
@@ -238,6 +243,80 @@ TEST(Inject, NoInjectProbesTheAllocator) {
   std::filesystem::remove(out);
   EXPECT_FALSE(mapped) << "the library was loaded";
   EXPECT_EQ(recorder.err().find("samples in process"), std::string::npos) << recorder.err();
+}
+
+}  // namespace
+}  // namespace allocscope::test
+
+namespace allocscope::test {
+namespace {
+
+// A forked child sleeping through raw nanosleep calls with a value live in
+// %xmm7 across each: exits 3 if the value ever changed, 0 after `rounds`.
+[[noreturn]] void sleep_with_xmm7_live(int rounds) {
+  for (int i = 0; i < rounds; ++i) {
+    timespec ts{0, 2'000'000};
+    uint64_t in = 0x5a5a0000u + uint64_t(i), out = 0;
+    long rax = SYS_nanosleep;
+    asm volatile("movq %[in], %%xmm7\n\tsyscall\n\tmovq %%xmm7, %[out]"
+                 : [out] "=r"(out), "+a"(rax)
+                 : [in] "r"(in), "D"(&ts), "S"(nullptr)
+                 : "rcx", "r11", "xmm7", "memory");
+    if (out != in) {
+      fprintf(stderr, "xmm7 %lx != %lx at %d\n", (unsigned long)out, (unsigned long)in, i);
+      _exit(3);
+    }
+  }
+  _exit(0);
+}
+
+inject::Borrowing any_stop(const inject::TargetCode& code) {
+  inject::Borrowing b;
+  b.fits = [](const user_regs_struct&) { return true; };
+  b.signal_waits = [] { return false; };
+  b.stack_low = [&code](uint64_t sp) -> uint64_t {
+    const Mapping* m = find_mapping(code.maps, sp);
+    return m ? m->start : 0;
+  };
+  return b;
+}
+
+// A borrowed thread runs calls and is given back as it was; one whose call
+// outlives its deadline is let go mid-call (as if allocscope had died) and
+// puts itself back through the frame on its stack: its interrupted
+// nanosleep made again, %xmm7 as it was.
+TEST(Inject, ABorrowedThreadComesBackAsItWasWithOrWithoutAllocscope) {
+  pid_t child = fork();
+  if (child == 0) sleep_with_xmm7_live(300);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  auto code = inject::find_target_code(child);
+  ASSERT_TRUE(code) << code.error();
+  auto deadline = [](int ms) { return std::chrono::steady_clock::now() + std::chrono::milliseconds(ms); };
+  for (int round = 0; round < 20; ++round) {
+    auto t = inject::RemoteThread::take(child, child, code->gadgets, any_stop(*code), deadline(2000));
+    ASSERT_TRUE(t) << t.error();
+    auto pid = t->run(inject::Call{.syscall = SYS_getpid, .data = {}}, deadline(2000));
+    ASSERT_TRUE(pid) << pid.error();
+    EXPECT_EQ(pid->syscall_result, child);
+    t->give_back();
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+  }
+  if (getenv("ALIVE_ONLY")) {
+    int st;
+    waitpid(child, &st, 0);
+    printf("alive only: %x\n", st);
+    return;
+  }
+  // usleep is at the same address in a forked child.
+  auto t = inject::RemoteThread::take(child, child, code->gadgets, any_stop(*code), deadline(2000));
+  ASSERT_TRUE(t) << t.error();
+  auto left = t->run(
+      inject::Call{.function = uint64_t(reinterpret_cast<uintptr_t>(&usleep)), .args = {200'000}, .data = {}},
+      deadline(20));
+  EXPECT_FALSE(left) << "the call ended before its deadline";
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << std::hex << status;
 }
 
 }  // namespace

@@ -8,8 +8,10 @@ namespace {
 constexpr uint64_t kRedZone = 128;
 constexpr uint64_t kUcFpXstate = 0x1, kUcSigcontextSs = 0x2, kUcStrictRestoreSs = 0x4;
 // The software bytes of an XSAVE image in a signal frame
-// (arch/x86/include/uapi/asm/sigcontext.h: struct _fpx_sw_bytes).
-constexpr size_t kSwBytesOffset = 464, kSwXstateSize = 16;  // magic1, extended_size, xfeatures, xstate_size
+// (arch/x86/include/uapi/asm/sigcontext.h: struct _fpx_sw_bytes: magic1,
+// extended_size, xfeatures, xstate_size), where ptrace's image holds XCR0
+// (the features enabled: gdb's I386_LINUX_XSAVE_XCR0_OFFSET).
+constexpr size_t kSwBytesOffset = 464, kSwBytes = 48;
 constexpr uint32_t kFpXstateMagic1 = 0x46505853, kFpXstateMagic2 = 0x46505845;
 constexpr size_t kMagic2Bytes = 4;
 // Not SS_ONSTACK, SS_DISABLE nor 0: the kernel's do_sigaltstack refuses the
@@ -21,6 +23,24 @@ uint64_t align_down(uint64_t v, uint64_t a) { return v & ~(a - 1); }
 
 void put(std::vector<uint8_t>& out, uint64_t offset, const void* p, size_t n) {
   std::memcpy(out.data() + offset, p, n);
+}
+
+// rt_sigreturn restores the features xfeatures names, from an image of
+// xstate_size bytes followed by magic2; without them it restores none.
+void put_xstate_software_bytes(std::vector<uint8_t>& out, uint64_t fp_offset,
+                               std::span<const uint8_t> xstate) {
+  if (xstate.size() < kSwBytesOffset + kSwBytes) return;
+  uint64_t xcr0 = 0;
+  std::memcpy(&xcr0, xstate.data() + kSwBytesOffset, sizeof xcr0);
+  struct {
+    uint32_t magic1, extended_size;
+    uint64_t xfeatures;
+    uint32_t xstate_size, padding[7];
+  } sw{kFpXstateMagic1, uint32_t(xstate.size() + kMagic2Bytes), xcr0, uint32_t(xstate.size()), {}};
+  static_assert(sizeof sw == kSwBytes);
+  uint32_t magic2 = kFpXstateMagic2;
+  put(out, fp_offset + kSwBytesOffset, &sw, sizeof sw);
+  put(out, fp_offset + xstate.size(), &magic2, sizeof magic2);
 }
 
 KernelSigcontext sigcontext_of(const user_regs_struct& r, uint64_t fpstate) {
@@ -61,15 +81,7 @@ std::vector<uint8_t> frame_bytes(const FrameLayout& layout, const user_regs_stru
   if (!xstate.empty()) {
     uc.flags |= kUcFpXstate;
     put(out, fp_offset, xstate.data(), xstate.size());
-    uint32_t magic1 = kFpXstateMagic1, xstate_size = 0;
-    put(out, fp_offset + kSwBytesOffset, &magic1, sizeof magic1);
-    std::memcpy(&xstate_size, out.data() + fp_offset + kSwBytesOffset + kSwXstateSize, sizeof xstate_size);
-    // The kernel filled in the software bytes; its size must be the image's.
-    if (xstate_size == 0 || xstate_size > xstate.size()) xstate_size = static_cast<uint32_t>(xstate.size());
-    uint32_t extended = xstate_size + kMagic2Bytes, magic2 = kFpXstateMagic2;
-    put(out, fp_offset + kSwBytesOffset + 4, &extended, sizeof extended);
-    put(out, fp_offset + kSwBytesOffset + kSwXstateSize, &xstate_size, sizeof xstate_size);
-    put(out, fp_offset + xstate_size, &magic2, sizeof magic2);
+    put_xstate_software_bytes(out, fp_offset, xstate);
   }
   uc.mcontext = sigcontext_of(resume, xstate.empty() ? 0 : layout.fpstate);
   put(out, layout.context - layout.low, &uc, sizeof uc);
