@@ -298,21 +298,68 @@ TEST(Inject, ABorrowedThreadComesBackAsItWasWithOrWithoutAllocscope) {
     t->give_back();
     std::this_thread::sleep_for(std::chrono::milliseconds(3));
   }
-  int st;
-  waitpid(child, &st, 0);
-  printf("alive only: %x\n", st);
-  return;
+  // usleep is at the same address in a forked child.
+  auto t = inject::RemoteThread::take(child, child, code->gadgets, any_stop(*code), deadline(2000));
+  ASSERT_TRUE(t) << t.error();
+  auto left = t->run(
+      inject::Call{.function = uint64_t(reinterpret_cast<uintptr_t>(&usleep)), .args = {200'000}, .data = {}},
+      deadline(20));
+  EXPECT_FALSE(left) << "the call ended before its deadline";
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << std::hex << status;
 }
-// usleep is at the same address in a forked child.
-auto t = inject::RemoteThread::take(child, child, code->gadgets, any_stop(*code), deadline(2000));
-ASSERT_TRUE(t) << t.error();
-auto left = t->run(
-    inject::Call{.function = uint64_t(reinterpret_cast<uintptr_t>(&usleep)), .args = {200'000}, .data = {}},
-    deadline(20));
-EXPECT_FALSE(left) << "the call ended before its deadline";
-int status = 0;
-ASSERT_EQ(waitpid(child, &status, 0), child);
-EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << std::hex << status;
+
+}  // namespace
+}  // namespace allocscope::test
+
+namespace allocscope::test {
+namespace {
+
+// A running Go program that links no runtime/pprof (its linker took memory
+// profiling out: its runtime's MemProfileRate is 0) is read through its
+// runtime's own sampling once record -p sets its rate, not through a trap at
+// every mallocgc; at the end its rate is 0 again. Each site's bytes within
+// kMaxZ standard deviations (four checks a build, each 1.8e-7).
+TEST(Inject, AGoProgramWithoutPprofIsReadThroughItsRuntime) {
+  REQUIRE_BPF();
+  std::vector<std::string> builds = {GO_SITES_BIN, GO_SITES_STRIPPED_BIN};
+  if (std::string newer = NEWER_GO_SITES_BIN; !newer.empty()) builds.push_back(newer);
+  for (const std::string& binary : builds) {
+    SCOPED_TRACE(binary);
+    Child target({binary, "400000", "wait"});
+    ASSERT_TRUE(target.wait_for_line("ready", 10000));
+    std::string out = temp_path("go-rate.folded");
+    Child recorder({ALLOCSCOPE_BIN, "record", "-p", std::to_string(target.pid()), "-o", out});
+    ASSERT_TRUE(recorder.wait_for_line("recording process", 30000, true)) << recorder.err();
+    target.signal(SIGUSR1);
+    ASSERT_TRUE(target.wait_for_line("done", 120000));
+    recorder.signal(SIGINT);
+    ASSERT_EQ(recorder.wait(60000), 0) << recorder.err();
+    EXPECT_NE(recorder.err().find("their heap read from their runtime's own sampling"), std::string::npos)
+        << recorder.err();
+    target.signal(SIGUSR1);
+    EXPECT_EQ(target.wait(30000), 0);
+    EXPECT_NE(target.out().find("rate 0\n"), std::string::npos)
+        << "its MemProfileRate given back: " << target.out();
+    Folded f = read_folded(out);
+    std::filesystem::remove(out);
+    std::istringstream said(target.out());
+    int sites = 0;
+    for (std::string line; std::getline(said, line);) {
+      std::istringstream words(line);
+      std::string function;
+      double calls = 0, size = 0;
+      if (!(words >> function >> calls >> size) || !function.starts_with("main.site_")) continue;
+      ++sites;
+      double got = 0;
+      for (const auto& [frames, value] : f)
+        if (std::find(frames.begin(), frames.end(), function) != frames.end()) got += value;
+      EXPECT_LE(std::abs(got - calls * size), kMaxZ * ht_sigma(calls, size, 512 * 1024, true))
+          << function << ": " << got << " of " << calls * size;
+    }
+    EXPECT_EQ(sites, 4) << target.out();
+  }
 }
 
 }  // namespace

@@ -3,13 +3,19 @@
 // into a package-level ring, so that every one escapes to the heap; frames
 // main.main;main.outer;main.site_*. Prints each site's calls and size, then
 // "done"; the loop's own time on stderr ("loop N ns", for benchmarks).
-// Usage: go_sites [ITERATIONS]
+// With "wait": prints "ready" and waits for SIGUSR1 before its loop, and
+// after "done" for another, then prints "rate R" (its MemProfileRate: the
+// program links no runtime/pprof, so its runtime's is 0 unless set).
+// Usage: go_sites [ITERATIONS [wait]]
 package main
 
 import (
 	"fmt"
 	"os"
+	"os/signal"
+	"runtime"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -61,6 +67,13 @@ func main() {
 		}
 		iterations = n
 	}
+	wait := len(os.Args) > 2 && os.Args[2] == "wait"
+	usr1 := make(chan os.Signal, 1)
+	if wait {
+		signal.Notify(usr1, syscall.SIGUSR1)
+		fmt.Println("ready")
+		<-usr1
+	}
 	start := time.Now()
 	for i := 0; i < iterations; i++ {
 		outer(i)
@@ -70,4 +83,8 @@ func main() {
 		fmt.Printf("main.%s %d %d\n", s.name, s.calls, s.size)
 	}
 	fmt.Println("done")
+	if wait {
+		<-usr1
+		fmt.Println("rate", runtime.MemProfileRate)
+	}
 }

@@ -64,7 +64,7 @@ std::vector<ProbeTarget> go_allocator(const ElfFile& elf, const std::vector<ElfS
     return targets;
   }
   const GoRuntimeSampling& s = *sampling;
-  ProbeTarget profile{.fn = uint16_t(AS_FN_GO_PROFILE), .vaddr = s.mprof_malloc};
+  ProbeTarget profile{.fn = uint16_t(AS_FN_GO_PROFILE), .vaddr = s.mprof_malloc, .go_linked_out = s.linked_out};
   profile.go_profile = as_go_profile{.probe = 0,
                                      .rate = s.rate,
                                      .mallocgc = s.mallocgc,
@@ -88,18 +88,25 @@ std::vector<ProbeTarget> select_allocator_symbols(const std::vector<ElfSymbol>& 
   return c_library ? c_library_symbols(symbols) : named_symbols(symbols);
 }
 
-GoHeapChoice pick_go_heap(std::vector<ProbeTarget>& targets, uint64_t rate, bool calls, bool off) {
+GoHeapChoice pick_go_heap(std::vector<ProbeTarget>& targets, uint64_t rate, bool calls, bool off,
+                          bool may_set_rate) {
   auto at = std::find_if(targets.begin(), targets.end(),
                          [](const ProbeTarget& t) { return as_fn_kind(t.fn) == AS_FN_GO_MALLOC; });
   if (at == targets.end()) return {};
+  auto profile = std::find_if(targets.begin(), targets.end(),
+                              [](const ProbeTarget& t) { return as_fn_kind(t.fn) == AS_FN_GO_PROFILE; });
+  bool linked_out = profile != targets.end() && profile->go_linked_out;
   GoHeapChoice c{.route = GoHeapRoute::Calls, .why_calls = at->go_no_profile};
   if (c.why_calls.empty())
-    c.why_calls = calls                       ? "--go-heap-calls"
-                  : rate <= 1                 ? "exact mode counts every call"
-                  : rate != kGoMemProfileRate ? "--rate is not Go's MemProfileRate, 512 KiB"
-                                              : "";
+    c.why_calls = calls       ? "--go-heap-calls"
+                  : rate <= 1 ? "exact mode counts every call"
+                  : linked_out && !may_set_rate
+                      ? "its runtime samples nothing (memory profiling linked out: no runtime/pprof)"
+                  : !linked_out && rate != kGoMemProfileRate ? "--rate is not Go's MemProfileRate, 512 KiB"
+                                                             : "";
   if (c.why_calls.empty()) c.route = GoHeapRoute::Runtime;
   if (off) c.route = GoHeapRoute::None;
+  c.sets_rate = linked_out && c.route == GoHeapRoute::Runtime;
   std::erase_if(targets, [&](const ProbeTarget& t) {
     as_fn kind = as_fn_kind(t.fn);
     bool runtime = kind == AS_FN_GO_PROFILE || kind == AS_FN_GO_FREE;

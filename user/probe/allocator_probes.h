@@ -29,6 +29,9 @@ struct ProbeTarget {
   // On the runtime.mallocgc target: why the runtime's own sampling cannot be
   // read instead (empty: it can, and the two targets above are there).
   std::string go_no_profile = {};
+  // On the AS_FN_GO_PROFILE target: its runtime samples nothing until its
+  // MemProfileRate is set (memory profiling linked out).
+  bool go_linked_out = false;
 
   // What the kernel hands the probe's program: the entry code, and how to
   // read the place.
@@ -64,11 +67,15 @@ Result<std::vector<ProbeTarget>> find_allocator_probes(const ElfFile& elf, bool 
 enum class GoHeapRoute { None, Runtime, Calls };
 struct GoHeapChoice {
   GoHeapRoute route = GoHeapRoute::None;
-  std::string why_calls;  // Calls: why not the runtime's sampling
+  std::string why_calls;   // Calls: why not the runtime's sampling
+  bool sets_rate = false;  // Runtime: the program's MemProfileRate is allocscope's to set (it is 0)
 };
 // Go's default MemProfileRate: the runtime's samples serve a session at it.
 inline constexpr uint64_t kGoMemProfileRate = 512 * 1024;
-// `calls`: asked for (--go-heap-calls); `off`: no Go probe (--no-go-heap).
-GoHeapChoice pick_go_heap(std::vector<ProbeTarget>& targets, uint64_t rate, bool calls, bool off);
+// `calls`: asked for (--go-heap-calls); `off`: no Go probe (--no-go-heap);
+// `may_set_rate`: a program whose linker took memory profiling out may have
+// its MemProfileRate set to `rate` (a running process of its own, -p).
+GoHeapChoice pick_go_heap(std::vector<ProbeTarget>& targets, uint64_t rate, bool calls, bool off,
+                          bool may_set_rate = false);
 
 }  // namespace allocscope

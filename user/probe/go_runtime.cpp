@@ -163,12 +163,12 @@ Result<GoRuntimeSampling> go_runtime_sampling(const ElfFile& elf, const GoPclnta
   if (!layout)
     return fail(std::string(version.empty() ? "its Go release" : version) +
                 "'s runtime records are not read by allocscope (Go 1.18 to 1.24 are)");
+  GoRuntimeSampling s{.layout = *layout};
   // The linker sets runtime.disableMemoryProfiling, and the runtime's rate to
   // 0, when nothing can read the profile (MemProfile before 1.23,
-  // memProfileInternal since): no runtime/pprof in the program.
-  if (!table.entry("runtime.MemProfile") && !table.entry("runtime.memProfileInternal"))
-    return fail("its runtime samples nothing (memory profiling linked out: no runtime/pprof)");
-  GoRuntimeSampling s{.layout = *layout};
+  // memProfileInternal since): no runtime/pprof in the program. Its
+  // sampling is all there, idle.
+  s.linked_out = !table.entry("runtime.MemProfile") && !table.entry("runtime.memProfileInternal");
   auto find = [&](std::string_view name) {
     auto v = symbol(functions, name);
     return v ? v : table.entry(name);

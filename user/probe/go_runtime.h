@@ -36,6 +36,9 @@ struct GoRuntimeSampling {
   uint64_t rate = 0;                            // runtime.MemProfileRate
   uint64_t mallocgc = 0, mallocgc_end = 0;
   uint64_t profstack = 0;  // offset of m.profStack, whose nil drops a sample (1.23 on); 0: none
+  // The linker took memory profiling out (no runtime/pprof): the runtime
+  // set MemProfileRate to 0 and samples nothing until someone sets it.
+  bool linked_out = false;
   GoProfileLayout layout;
 };
 

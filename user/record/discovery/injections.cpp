@@ -30,14 +30,14 @@ bool is_go_program(pid_t pid) {
 std::string describe_entries(size_t entered, size_t probed) {
   auto processes = [](size_t n) { return std::to_string(n) + (n == 1 ? " process" : " processes"); };
   std::string in = "in process (" + processes(entered) + " entered)";
+  if (!entered && !probed) return "";
   if (!probed) return in;
   std::string probes = "allocator probes (" + processes(probed) + ")";
   return entered ? in + ", " + probes : probes;
 }
 
 bool injects(const RecordConfig& c) {
-  return c.inject && !c.pids.empty() && c.command.empty() && !system_wide(c) && c.rate > 1 &&
-         !c.duty_period_ms;
+  return c.inject && !c.pids.empty() && c.command.empty() && !c.all && c.rate > 1 && !c.duty_period_ms;
 }
 
 Result<std::shared_ptr<const inject::LibraryImage>> Injections::library() {

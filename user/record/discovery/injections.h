@@ -21,10 +21,12 @@ namespace allocscope {
 struct RecordConfig;
 class AnsweredChannel;
 
-// Whether the processes of a recording are entered: -p alone (with its
-// children or --all the allocator probes are system-wide, and trap in an
-// entered process too), sampled (exact mode probes: every call traps either
-// way), neither refused (--no-inject) nor paused (--duty).
+// Whether the processes of a recording are entered: -p (and the children
+// it has, with --children: those it forks later carry the library; a
+// program one of them runs is probed), not --all (whose allocator probes
+// are system-wide, and trap in an entered process too), sampled (exact
+// mode probes: every call traps either way), neither refused (--no-inject)
+// nor paused (--duty).
 bool injects(const RecordConfig& config);
 
 // The summary's words for how the named processes were sampled: "in

@@ -24,6 +24,7 @@
 #include "base/unique_fd.h"
 #include "host/proc_maps.h"
 #include "probe/bpf_session.h"
+#include "record/discovery/go_rates.h"
 #include "record/events/sink_hooks.h"
 #include "record/record.h"
 #include "symbols/symbolizer.h"
@@ -47,6 +48,9 @@ class LibraryDiscovery : public LibraryWatch {
   // `entered`: allocscope loaded its library into the process, which
   // samples through it (else a copy left by another recording sleeps).
   Result<void> attach_process(pid_t pid, bool entered = false);
+  // Go programs given a MemProfileRate set back to theirs (0), before the
+  // probes go.
+  void restore_go_rates() { go_rates_.restore_all(); }
   // Whether process `pid` maps a file that samples in process (the preload
   // library, another otel_memory provider): then nothing is loaded into it.
   bool samples_in_process(pid_t pid) const;
@@ -138,11 +142,17 @@ class LibraryDiscovery : public LibraryWatch {
   // Counts the file if it is a Go program, its heap `sampled` or not.
   void remember_go_runtime(FileKey key, const std::string& shown, const std::vector<ProbeTarget>& targets);
   void note_go_program(FileKey key, LazyElf& elf, const std::string& shown, const GoHeapChoice& c);
+  // The runtime route for a Go program whose MemProfileRate is 0: its rate
+  // set, or (when it cannot be) its calls sampled instead.
+  void set_go_rate(pid_t pid, FileKey key, const std::string& path, std::vector<ProbeTarget>& targets,
+                   const std::vector<ProbeTarget>& found, GoHeapChoice& go_heap);
 
   BpfSession& session_;
   Symbolizer& symbolizer_;
   bool system_wide_, naive_placement_, no_go_heap_, go_heap_calls_, verbose_;
+  bool sets_go_rates_;  // a -p process's Go runtime may be given the rate (memory profiling linked out)
   uint64_t rate_;
+  GoRates go_rates_;
   InProcessUse use_;
   size_t max_files_;
   bool warned_full_ = false;

@@ -179,6 +179,7 @@ Result<void> Recorder::prepare(std::vector<Target>& targets) {
   if (!r_.plan.files.empty()) r_.parts->python.on_files(r_.plan.files);  // a launched command's libpython
   // The launched command's files (found by running the loader): probed
   // before it runs.
+  if (auto ok = enter_descendants(); !ok) return ok;
   for (Target& t : targets) {
     if (t.launched()) r_.parts->libraries.attach_paths(t.pid(), r_.plan.files, r_.plan.root_in_process);
     // The preload library is not mapped before exec: its path alone tells.
@@ -187,11 +188,27 @@ Result<void> Recorder::prepare(std::vector<Target>& targets) {
         return fail("the preload library's probes could not be attached (" + r_.plan.preload_library + ")");
       continue;
     }
-    bool entered = injects(config_) && !r_.parts->libraries.samples_in_process(t.pid()) &&
-                   r_.parts->injections.enter(t.pid(), r_.free_channel.get());
-    if (auto ok = r_.parts->libraries.attach_process(t.pid(), entered); !ok) return ok;
+    if (auto ok = r_.parts->libraries.attach_process(t.pid(), enter(t.pid())); !ok) return ok;
   }
   if (config_.unwind == UnwindMode::Dwarf) prepare_tables(targets, r_.plan.files);
+  return {};
+}
+
+// Whether process `pid` samples in process now, allocscope's library
+// loaded into it.
+bool Recorder::enter(pid_t pid) {
+  return injects(config_) && !r_.parts->libraries.samples_in_process(pid) &&
+         r_.parts->injections.enter(pid, r_.free_channel.get());
+}
+
+// With --children, the children the -p processes have now are entered too
+// (those they fork later inherit the library), their own probes attached
+// to the library each was given; one that cannot be is probed.
+Result<void> Recorder::enter_descendants() {
+  if (!injects(config_) || !follows_children(config_)) return {};
+  for (pid_t child : descendants_of(config_.pids))
+    if (auto ok = r_.parts->libraries.attach_process(child, enter(child)); !ok && process_exists(child))
+      return ok;
   return {};
 }
 
@@ -244,6 +261,7 @@ void Recorder::announce(std::vector<Target>& targets) {
 int Recorder::finish(std::vector<Target>& targets, const LoopEnd& l) {
   bool launched = !targets.empty() && targets.front().launched();
   r_.parts->injections.eject_all();  // their allocators back before the probes go
+  r_.parts->libraries.restore_go_rates();
   r_.parts->session->detach();
   drain_events();
   r_.flush_ring_frees();

@@ -49,6 +49,8 @@ class Recorder final {
   void prepare_tables(const std::vector<Target>& targets, const std::vector<std::string>& launched);
   InProcessUse in_process_use() const;
   bool frees_through_rings() const;
+  bool enter(pid_t pid);
+  Result<void> enter_descendants();
   void announce(std::vector<Target>& targets);
   Result<LoopEnd> loop(std::vector<Target>& targets);
   void sweep_exact_live(uint64_t now);
