@@ -426,6 +426,7 @@ static __always_inline bool enter(struct pt_regs *ctx, __u64 code) {
 SEC("uprobe")
 int alloc_session(struct pt_regs *ctx) {
   as_no_private_stack(ctx, tail_session);
+  count(AS_CNT_TRAPS);
   if (as_session_is_return(ctx)) {
     alloc_exit(ctx);
     return 0;
@@ -438,6 +439,7 @@ int alloc_session(struct pt_regs *ctx) {
 SEC("uprobe")
 int malloc_session(struct pt_regs *ctx) {
   as_no_private_stack(ctx, tail_session);
+  count(AS_CNT_TRAPS);
   if (as_session_is_return(ctx)) {
     alloc_exit(ctx);
     return 0;
@@ -449,6 +451,7 @@ int malloc_session(struct pt_regs *ctx) {
 SEC("uprobe")
 int free_multi(struct pt_regs *ctx) {
   as_no_private_stack(ctx, tail_multi);
+  count(AS_CNT_TRAPS);
   free_address(PT_REGS_PARM1(ctx));
   return 0;
 }
@@ -458,6 +461,7 @@ int free_multi(struct pt_regs *ctx) {
 #define CLASSIC_ENTRY(name, kind)                                                \
   SEC("uprobe") int name(struct pt_regs *ctx) {                                  \
     as_no_private_stack(ctx, tail_classic);                                      \
+    count(AS_CNT_TRAPS);                                                         \
     enter(ctx, (bpf_get_attach_cookie(ctx) & ~(__u64)AS_FN_KIND_MASK) | (kind)); \
     return 0;                                                                    \
   }
@@ -476,6 +480,7 @@ CLASSIC_ENTRY(exit_enter, AS_FN_EXIT)
 SEC("uretprobe")
 int alloc_return(struct pt_regs *ctx) {
   as_no_private_stack(ctx, tail_classic);
+  count(AS_CNT_TRAPS);
   alloc_exit(ctx);
   return 0;
 }

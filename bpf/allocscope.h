@@ -172,7 +172,8 @@ enum as_counter {
   AS_CNT_PY_PROCESSES_FULL = 43, /* processes running a CPython library not walked: table full */
   AS_CNT_GO_RATE = 44, /* blocks Go's runtime sampled at a MemProfileRate not the session's: not counted */
   AS_CNT_HOLD_RELAYS = 45, /* parents that stopped themselves with a held child (su, sudo): held with it */
-  AS_CNT_COUNT = 46,
+  AS_CNT_TRAPS = 46,       /* runs of the programs on uprobes (each a trap into the kernel, sampled or not) */
+  AS_CNT_COUNT = 47,
 };
 
 /* The live filter: live samples per hash slot, so that a free of an address

@@ -35,6 +35,7 @@ static __always_inline void go_malloc(struct pt_regs *ctx, __u64 cookie) {
 SEC("uprobe")
 int go_malloc_classic(struct pt_regs *ctx) {
   as_no_private_stack(ctx, tail_classic);
+  count(AS_CNT_TRAPS);
   go_malloc(ctx, bpf_get_attach_cookie(ctx));
   return 0;
 }
@@ -43,6 +44,7 @@ int go_malloc_classic(struct pt_regs *ctx) {
 SEC("uprobe")
 int go_malloc_multi(struct pt_regs *ctx) {
   as_no_private_stack(ctx, tail_multi);
+  count(AS_CNT_TRAPS);
   go_malloc(ctx, bpf_get_attach_cookie(ctx));
   return 0;
 }
@@ -120,6 +122,7 @@ static __always_inline void go_free(struct pt_regs *ctx, __u64 cookie) {
 SEC("uprobe")
 int go_profile_classic(struct pt_regs *ctx) {
   as_no_private_stack(ctx, tail_classic);
+  count(AS_CNT_TRAPS);
   go_profile(ctx, bpf_get_attach_cookie(ctx));
   return 0;
 }
@@ -127,6 +130,7 @@ int go_profile_classic(struct pt_regs *ctx) {
 SEC("uprobe")
 int go_profile_multi(struct pt_regs *ctx) {
   as_no_private_stack(ctx, tail_multi);
+  count(AS_CNT_TRAPS);
   go_profile(ctx, bpf_get_attach_cookie(ctx));
   return 0;
 }
@@ -134,6 +138,7 @@ int go_profile_multi(struct pt_regs *ctx) {
 SEC("uprobe")
 int go_free_classic(struct pt_regs *ctx) {
   as_no_private_stack(ctx, tail_classic);
+  count(AS_CNT_TRAPS);
   go_free(ctx, bpf_get_attach_cookie(ctx));
   return 0;
 }
@@ -141,6 +146,7 @@ int go_free_classic(struct pt_regs *ctx) {
 SEC("uprobe")
 int go_free_multi(struct pt_regs *ctx) {
   as_no_private_stack(ctx, tail_multi);
+  count(AS_CNT_TRAPS);
   go_free(ctx, bpf_get_attach_cookie(ctx));
   return 0;
 }

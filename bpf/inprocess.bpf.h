@@ -16,6 +16,7 @@ static __always_inline __u64 usdt_arg(struct pt_regs *ctx, __u64 n) {
 SEC("usdt")
 int usdt_alloc(struct pt_regs *ctx) {
   as_no_private_stack(ctx, tail_classic);
+  count(AS_CNT_TRAPS);
   AS_PART(AS_PART_LAST);
   AS_PART(AS_PART_MARK);
   __u64 addr = usdt_arg(ctx, 0), size = usdt_arg(ctx, 1), weight = usdt_arg(ctx, 2);
@@ -62,6 +63,7 @@ int usdt_alloc(struct pt_regs *ctx) {
 SEC("usdt")
 int usdt_free(struct pt_regs *ctx) {
   as_no_private_stack(ctx, tail_classic);
+  count(AS_CNT_TRAPS);
   AS_PART(AS_PART_LAST);
   __u64 addr = usdt_arg(ctx, 0);
   if (addr & AS_USDT_FREE_FORWARD)

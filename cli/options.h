@@ -57,6 +57,14 @@ CLI::App* add_check(CLI::App& app, CheckConfig& c);
 // --force-fallback, which record, agent and check share.
 void add_force_fallback(CLI::App* app, std::string& list);
 
+// record's choice of how its processes are sampled (path_options.cpp): the
+// options the callback checks against the others.
+struct PathOptions {
+  CLI::Option* preload = nullptr;
+  CLI::Option* no_bpf = nullptr;
+};
+PathOptions add_path_options(CLI::App* rec, RecordConfig& c);
+
 // Options record and agent share (sampling_options.cpp): what is sampled,
 // how, and the capacities; and their text into the config.
 void add_sampling_options(CLI::App* app, RecordConfig& c, OptionText& t);

@@ -155,15 +155,32 @@ TEST(GoRuntimeSampling, FoundByTheFunctionTableAsByTheSymbols) {
   }
 }
 
-TEST(GoRuntimeSampling, AProgramWithoutRuntimePprofSamplesNothing) {
+// Its runtime samples nothing (MemProfileRate 0): its calls are probed,
+// unless its rate may be set (a running process of -p's), which its idle
+// sampling then serves at any rate.
+TEST(GoRuntimeSampling, AProgramWithoutRuntimePprofSamplesNothingUntilItsRateIsSet) {
   TempDir dir;
   auto targets = find_allocator_probes(
       build_go_program(dir, "sites", workload_source("go_sites.go"), "-ldflags=-s\\ -w"));
   ASSERT_TRUE(targets) << targets.error().message;
-  ASSERT_EQ(targets->size(), 1u);
-  EXPECT_EQ(as_fn_kind(targets->front().fn), AS_FN_GO_MALLOC);
-  EXPECT_NE(targets->front().go_no_profile.find("memory profiling linked out"), std::string::npos)
-      << targets->front().go_no_profile;
+  ASSERT_EQ(targets->size(), 3u);
+  auto profile = std::find_if(targets->begin(), targets->end(),
+                              [](const ProbeTarget& t) { return as_fn_kind(t.fn) == AS_FN_GO_PROFILE; });
+  ASSERT_NE(profile, targets->end());
+  EXPECT_TRUE(profile->go_linked_out);
+  std::vector<ProbeTarget> launched = *targets;
+  GoHeapChoice c = pick_go_heap(launched, kGoMemProfileRate, false, false);
+  EXPECT_EQ(c.route, GoHeapRoute::Calls);
+  EXPECT_NE(c.why_calls.find("memory profiling linked out"), std::string::npos) << c.why_calls;
+  ASSERT_EQ(launched.size(), 1u);
+  EXPECT_EQ(as_fn_kind(launched.front().fn), AS_FN_GO_MALLOC);
+  std::vector<ProbeTarget> attached = *targets;
+  c = pick_go_heap(attached, 64 * 1024, false, false, true);
+  EXPECT_EQ(c.route, GoHeapRoute::Runtime);
+  EXPECT_TRUE(c.sets_rate);
+  EXPECT_EQ(attached.size(), 2u);  // its sampling and its frees
+  std::vector<ProbeTarget> exact = *targets;
+  EXPECT_EQ(pick_go_heap(exact, 1, false, false, true).route, GoHeapRoute::Calls);
 }
 
 std::vector<ProbeTarget> three_targets(const std::string& why_not = "") {

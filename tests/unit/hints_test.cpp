@@ -35,3 +35,17 @@ TEST(Hints, ExactModeWithFewSamplesPointsAtTheProbes) {
 
 }  // namespace
 }  // namespace allocscope
+
+namespace allocscope {
+namespace {
+
+TEST(TrapCost, SaysWhatTheTrapsCostTheProgramsOnlyWhenThereWereAny) {
+  EXPECT_EQ(trap_cost_line(0, 6000), "");
+  EXPECT_EQ(trap_cost_line(812, 0), "the probes trapped 812 times");
+  std::string line = trap_cost_line(41'200'000, 6300);
+  EXPECT_NE(line.find("trapped 41.2 M times, about 6.3 us each here"), std::string::npos) << line;
+  EXPECT_NE(line.find("about 259.56 s of the traced programs' time"), std::string::npos) << line;
+}
+
+}  // namespace
+}  // namespace allocscope

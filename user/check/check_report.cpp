@@ -87,6 +87,22 @@ void trials_section(std::string& out, const std::vector<LoadTrial>& trials, bool
   }
 }
 
+// What a trap into a probe costs here, and who pays it in each mode.
+void traps_section(std::string& out, const KernelFeatures& k) {
+  if (k.trap_ns <= 0) return;
+  char line[160];
+  std::snprintf(line, sizeof line,
+                "\nuprobe trap   %.2f us where the kernel emulates the probed instruction, %.2f us where it "
+                "single-steps it\n",
+                k.trap_ns / 1e3, k.stepped_trap_ns / 1e3);
+  out += line;
+  out +=
+      "              record -p enters the process: only its sampled allocations trap (about one per --rate "
+      "bytes)\n"
+      "              --all, the agent and -- CMD's probed processes: every malloc and free of every process "
+      "that maps a probed allocator traps\n";
+}
+
 // "with uprobe sessions and ..." : the paths record takes here.
 std::string paths_line(const CheckReport& r) {
   std::string s = r.mode == ProbeMode::Session
@@ -113,6 +129,7 @@ std::string render_check(const CheckReport& r, bool verbose) {
   if (std::string advice = privilege_advice(r.privileges); !advice.empty())
     out += "              " + advice + "\n";
   features_section(out, r.kernel, verbose);
+  traps_section(out, r.kernel);
   trials_section(out, r.trials, verbose);
   out += "\n";
   std::string refusal = missing_features_message(r.kernel);
@@ -155,6 +172,8 @@ std::string render_check_json(const CheckReport& r) {
     f["required"] = s.required;
     if (!st.detail.empty()) f["detail"] = st.detail;
   }
+  if (r.kernel.trap_ns > 0)
+    doc["uprobe_trap_ns"] = {{"emulated", r.kernel.trap_ns}, {"single_stepped", r.kernel.stepped_trap_ns}};
   doc["probe_mode"] = probe_mode_name(r.mode);
   doc["trials"] = nlohmann::ordered_json::array();
   for (const LoadTrial& t : r.trials)

@@ -311,17 +311,40 @@ DELETE_OPERATOR(_ZdaPvSt11align_val_tRKSt9nothrow_t, delete_aligned_nothrow_fn,
 #pragma GCC diagnostic ignored "-Wmissing-attributes"
 #endif
 #define OWN(name) extern __typeof(name) own_##name __attribute__((alias(#name), visibility("hidden")));
-#define ENTRIES(X)                                                                                           \
-  X(malloc)                                                                                                  \
-  X(calloc)                                                                                                  \
-  X(realloc)                                                                                                 \
-  X(reallocarray) X(free) X(posix_memalign) X(aligned_alloc) X(memalign) X(valloc) X(pvalloc) X(_Znwm)       \
-      X(_Znam) X(_ZnwmRKSt9nothrow_t) X(_ZnamRKSt9nothrow_t) X(_ZnwmSt11align_val_t) X(_ZnamSt11align_val_t) \
-          X(_ZnwmSt11align_val_tRKSt9nothrow_t) X(_ZnamSt11align_val_tRKSt9nothrow_t) X(_ZdlPv) X(_ZdaPv)    \
-              X(_ZdlPvm) X(_ZdaPvm) X(_ZdlPvSt11align_val_t) X(_ZdaPvSt11align_val_t)                        \
-                  X(_ZdlPvmSt11align_val_t) X(_ZdaPvmSt11align_val_t) X(_ZdlPvRKSt9nothrow_t)                \
-                      X(_ZdaPvRKSt9nothrow_t) X(_ZdlPvSt11align_val_tRKSt9nothrow_t)                         \
-                          X(_ZdaPvSt11align_val_tRKSt9nothrow_t)
+// clang-format off
+#define ENTRIES(X) \
+  X(malloc) \
+  X(calloc) \
+  X(realloc) \
+  X(reallocarray) \
+  X(free) \
+  X(posix_memalign) \
+  X(aligned_alloc) \
+  X(memalign) \
+  X(valloc) \
+  X(pvalloc) \
+  X(_Znwm) \
+  X(_Znam) \
+  X(_ZnwmRKSt9nothrow_t) \
+  X(_ZnamRKSt9nothrow_t) \
+  X(_ZnwmSt11align_val_t) \
+  X(_ZnamSt11align_val_t) \
+  X(_ZnwmSt11align_val_tRKSt9nothrow_t) \
+  X(_ZnamSt11align_val_tRKSt9nothrow_t) \
+  X(_ZdlPv) \
+  X(_ZdaPv) \
+  X(_ZdlPvm) \
+  X(_ZdaPvm) \
+  X(_ZdlPvSt11align_val_t) \
+  X(_ZdaPvSt11align_val_t) \
+  X(_ZdlPvmSt11align_val_t) \
+  X(_ZdaPvmSt11align_val_t) \
+  X(_ZdlPvRKSt9nothrow_t) \
+  X(_ZdaPvRKSt9nothrow_t) \
+  X(_ZdlPvSt11align_val_tRKSt9nothrow_t) \
+  X(_ZdaPvSt11align_val_tRKSt9nothrow_t)
+// clang-format on
+
 ENTRIES(OWN)
 
 int as_entry_points(struct as_wrapped_fn *out, int room) {

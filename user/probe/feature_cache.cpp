@@ -15,7 +15,7 @@
 namespace allocscope {
 namespace {
 
-constexpr const char* kHeader = "allocscope kernel features 1";
+constexpr const char* kHeader = "allocscope kernel features 2";
 constexpr const char* kFileName = "kernel-features";
 constexpr size_t kMaxCacheBytes = 64 << 10;
 
@@ -48,7 +48,8 @@ Result<UniqueFd> open_cache_dir(const std::string& dir, bool create) {
 std::string encode_features(const KernelFeatures& k, const std::string& key) {
   std::ostringstream out;
   out << kHeader << "\nkey " << one_line(key) << "\nrelease " << one_line(k.release)
-      << "\nsession_kfunc_takes_ctx " << (k.session_kfunc_takes_ctx ? 1 : 0) << "\n";
+      << "\nsession_kfunc_takes_ctx " << (k.session_kfunc_takes_ctx ? 1 : 0) << "\ntrap_ns " << k.trap_ns
+      << " " << k.stepped_trap_ns << "\n";
   for (const FeatureSpec& s : feature_specs()) {
     const FeatureState& st = k.state(s.feature);
     out << s.key << (st.presence == Presence::Present ? " present" : " missing");
@@ -68,6 +69,8 @@ std::optional<KernelFeatures> decode_features(const std::string& text, const std
   k.release = line.substr(8);
   if (!std::getline(in, line) || line.rfind("session_kfunc_takes_ctx ", 0) != 0) return std::nullopt;
   k.session_kfunc_takes_ctx = line.substr(24) == "1";
+  if (!std::getline(in, line) || line.rfind("trap_ns ", 0) != 0) return std::nullopt;
+  std::istringstream(line.substr(8)) >> k.trap_ns >> k.stepped_trap_ns;
   std::array<bool, kFeatureCount> seen{};
   while (std::getline(in, line)) {
     std::istringstream words(line);

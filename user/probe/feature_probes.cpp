@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -34,8 +35,10 @@
 #include "probe/uprobe_links.h"
 
 // Functions whose first instruction is what a probe tests: a push, a
-// 4-byte nop (emulated after 6.12) and the preload library's 10-byte nop
-// (rewritten into a call by 7.x). Nothing calls them but the probing child.
+// 4-byte nop (emulated after 6.12), the preload library's 10-byte nop
+// (rewritten into a call by 7.x) and a test (single-stepped by every
+// kernel, as free's first instruction is). Nothing calls them but the
+// probing child.
 asm(R"(
     .pushsection .text
     .p2align 4
@@ -63,11 +66,20 @@ allocscope_probe_nop10:
     .byte 0x66, 0x2e, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00
     ret
     .size allocscope_probe_nop10, .-allocscope_probe_nop10
+    .p2align 4
+    .globl allocscope_probe_test
+    .hidden allocscope_probe_test
+    .type allocscope_probe_test, @function
+allocscope_probe_test:
+    test %rdi, %rdi
+    ret
+    .size allocscope_probe_test, .-allocscope_probe_test
     .popsection
 )");
 extern "C" void allocscope_probe_push();
 extern "C" void allocscope_probe_nop4();
 extern "C" void allocscope_probe_nop10();
+extern "C" void allocscope_probe_test();
 
 namespace allocscope {
 namespace {
@@ -192,7 +204,8 @@ bool has_mapping_named(const char* name) {
 
 // Runs `trial(fn)` in a child with a uprobe at fn's first instruction: the
 // byte it answers, or why there is none (the attach's errno kept).
-Result<char> probed_child(bpf_program* prog, void (*fn)(), char (*trial)(void (*)())) {
+template <typename Answer>
+Result<Answer> probed_child(bpf_program* prog, void (*fn)(), Answer (*trial)(void (*)())) {
   auto offset = own_offset(fn);
   if (!offset) return fail(offset.error());
   int go[2], answer[2];
@@ -205,22 +218,23 @@ Result<char> probed_child(bpf_program* prog, void (*fn)(), char (*trial)(void (*
   if (child == 0) {
     char c = 0;
     if (read(go_read.get(), &c, 1) == 1 && c == 1) {
-      char said = trial(fn);
-      [[maybe_unused]] ssize_t w = write(answer_write.get(), &said, 1);
+      Answer said = trial(fn);
+      [[maybe_unused]] ssize_t w = write(answer_write.get(), &said, sizeof said);
     }
     _exit(0);
   }
   LIBBPF_OPTS(bpf_uprobe_opts, opts);
   bpf_link* link = bpf_program__attach_uprobe_opts(prog, child, "/proc/self/exe", *offset, &opts);
   int attach_err = link ? 0 : errno;
-  char c = link ? 1 : 0, said = -1;
+  char c = link ? 1 : 0;
+  Answer said{};
   [[maybe_unused]] ssize_t w = write(go_write.get(), &c, 1);
   answer_write.reset();
-  ssize_t got = read(answer_read.get(), &said, 1);
+  ssize_t got = read(answer_read.get(), &said, sizeof said);
   waitpid(child, nullptr, 0);
   bpf_link__destroy(link);
   if (!link) return fail_errno("attach a uprobe", attach_err);
-  if (got != 1 || said < 0) return fail("the probed child did not answer");
+  if (got != ssize_t(sizeof said) || said < 0) return fail("the probed child did not answer");
   return said;
 }
 
@@ -268,6 +282,23 @@ FeatureState rewrite_state(bpf_program* prog) {
 // Whether the kernel runs a probed push and a probed multi-byte nop without
 // a single-step, and rewrites a probed 10-byte nop into a call that forked
 // children keep.
+// Nanoseconds a call of fn takes, the mean of kTimedCalls.
+constexpr int kTimedCalls = 2000;
+double call_ns(void (*fn)()) {
+  fn();
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kTimedCalls; ++i) fn();
+  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() /
+         kTimedCalls;
+}
+
+// What a trap into a probe costs here: a call through one (whose program
+// does nothing) less the call alone. 0 when it cannot be timed.
+double trap_ns(bpf_program* prog, void (*fn)()) {
+  auto probed = probed_child(prog, fn, call_ns);
+  return probed ? std::max(0.0, *probed - call_ns(fn)) : 0;
+}
+
 void probe_emulation(KernelFeatures& k) {
   auto s = load_one(Probe::Null, 0, k.session_kfunc_takes_ctx);
   if (!s) {
@@ -287,6 +318,8 @@ void probe_emulation(KernelFeatures& k) {
   k.states[size_t(Feature::NopEmulation)] =
       judge(allocscope_probe_nop4, "a probe on a 4-byte nop single-stepped");
   k.states[size_t(Feature::OptimizedUprobes)] = rewrite_state(prog);
+  k.trap_ns = trap_ns(prog, allocscope_probe_push);
+  k.stepped_trap_ns = trap_ns(prog, allocscope_probe_test);
 }
 
 }  // namespace

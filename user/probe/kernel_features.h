@@ -58,6 +58,10 @@ struct KernelFeatures {
   // bpf_session_is_return takes the program's context (allocscope.h): the
   // BPF objects built for that are the ones this kernel loads.
   bool session_kfunc_takes_ctx = false;
+  // What a trap into a uprobe costs on this machine (its program doing
+  // nothing), where the kernel emulates the probed instruction and where
+  // it single-steps it; 0 when not timed.
+  double trap_ns = 0, stepped_trap_ns = 0;
 
   bool has(Feature f) const { return states[size_t(f)].presence == Presence::Present; }
   const FeatureState& state(Feature f) const { return states[size_t(f)]; }

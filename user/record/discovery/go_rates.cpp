@@ -33,7 +33,8 @@ Result<void> GoRates::set(pid_t pid, const std::string& path, uint64_t inode, ui
   auto address = run_address(pid, *elf, inode, vaddr);
   if (!address) return fail(address.error());
   uint64_t was = 0, now = rate;
-  if (!read_process_memory(pid, *address, bytes_of(was)) || !write_process_memory(pid, *address, bytes_of(now)))
+  if (!read_process_memory(pid, *address, bytes_of(was)) ||
+      !write_process_memory(pid, *address, bytes_of(now)))
     return fail_errno("set MemProfileRate of process " + std::to_string(pid), errno ? errno : EFAULT);
   written_.push_back({pid, *address, was, now});
   return {};

@@ -160,7 +160,8 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
   std::vector<ProbeTarget> found = targets ? *targets : std::vector<ProbeTarget>{};
   GoHeapChoice go_heap;
   if (targets)
-    go_heap = pick_go_heap(*targets, rate_, go_heap_calls_, no_go_heap_, sets_go_rates_ && !system_wide_ && pid > 0);
+    go_heap = pick_go_heap(*targets, rate_, go_heap_calls_, no_go_heap_,
+                           sets_go_rates_ && !system_wide_ && pid > 0);
   if (targets && go_heap.sets_rate) set_go_rate(pid, key, path, *targets, found, go_heap);
   if (targets && targets->empty())
     targets = fail(shown + ": a Go program, its heap left unprobed (--no-go-heap)", Cause::NoAllocator);
@@ -433,7 +434,8 @@ uint64_t LibraryDiscovery::allocator_address(uint32_t tgid, int fn) {
 void LibraryDiscovery::set_go_rate(pid_t pid, FileKey key, const std::string& path,
                                    std::vector<ProbeTarget>& targets, const std::vector<ProbeTarget>& found,
                                    GoHeapChoice& go_heap) {
-  auto profile = std::find_if(targets.begin(), targets.end(), [](const ProbeTarget& t) { return t.go_profile; });
+  auto profile =
+      std::find_if(targets.begin(), targets.end(), [](const ProbeTarget& t) { return t.go_profile; });
   auto set = profile != targets.end() ? go_rates_.set(pid, path, key.second, profile->go_profile->rate, rate_)
                                       : fail("no runtime.MemProfileRate");
   if (set) return;

@@ -1,5 +1,9 @@
 #include "record/view/hints.h"
 
+#include <cstdio>
+
+#include "output/text_format.h"
+
 namespace allocscope {
 namespace {
 
@@ -28,6 +32,32 @@ std::string few_samples_hint(uint64_t samples, uint64_t rate, double allocated) 
                         ? "--rate 1 (every allocation: exact, fine for a short command)"
                         : "--rate " + rate_option(suggested) + " (about a thousand samples) or --rate 1";
   return head + " at rate " + rate_option(rate) + ": too few to say much; record again with " + how;
+}
+
+namespace {
+
+// "812", "41.2 k", "3.1 M", "2.0 G".
+std::string count_words(uint64_t n) {
+  if (n < 10000) return std::to_string(n);
+  const char* units[] = {"k", "M", "G", "T"};
+  double v = double(n);
+  int u = -1;
+  while (v >= 1000 && u < 3) v /= 1000, ++u;
+  char s[32];
+  std::snprintf(s, sizeof s, "%.1f %s", v, units[u]);
+  return s;
+}
+
+}  // namespace
+
+std::string trap_cost_line(uint64_t traps, double trap_ns) {
+  if (!traps) return "";
+  std::string line = "the probes trapped " + count_words(traps) + (traps == 1 ? " time" : " times");
+  if (trap_ns <= 0) return line;
+  char each[48];
+  std::snprintf(each, sizeof each, "%.1f us", trap_ns / 1e3);
+  return line + ", about " + each + " each here (allocscope check): about " +
+         format_duration_ns(double(traps) * trap_ns) + " of the traced programs' time";
 }
 
 }  // namespace allocscope

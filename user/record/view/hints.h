@@ -15,4 +15,9 @@ constexpr uint64_t kFewSamples = 30;
 // of the same allocations, or exact mode when none were seen.
 std::string few_samples_hint(uint64_t samples, uint64_t rate, double allocated);
 
+// What the probes cost the traced programs: `traps` runs of them, each a
+// trap of about trap_ns (allocscope check's figure; 0: not timed). "" when
+// nothing trapped.
+std::string trap_cost_line(uint64_t traps, double trap_ns);
+
 }  // namespace allocscope

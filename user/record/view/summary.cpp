@@ -9,6 +9,7 @@
 #include "model/loss.h"
 #include "output/table.h"
 #include "output/text_format.h"
+#include "probe/kernel_features.h"
 #include "record/events/python_stacks.h"
 #include "record/messages.h"
 #include "record/scope.h"
@@ -245,7 +246,8 @@ void print_warnings(const RecordingState& s, const RecordConfig& config) {
 }  // namespace
 
 SourceFigures figures_of(const BpfSession& session) {
-  return {session.counters(), session.process_drops(), hold_figures(session.hold_times()), session.paths()};
+  return {session.counters(), session.process_drops(), hold_figures(session.hold_times()), session.paths(),
+          session.kernel().trap_ns};
 }
 
 HoldTimes hold_figures(const RecentDurations& holds) {
@@ -259,6 +261,7 @@ NamedCounters recording_counters(const RecordingState& s) {
   auto stop = [&](as_stop why) { return k[size_t(AS_CNT_STOP_FIRST) + size_t(why)]; };
   return {{"samples", k[AS_CNT_SAMPLES]},
           {"frees_seen", k[AS_CNT_FREES]},
+          {"probe_traps", k[AS_CNT_TRAPS]},
           {"processes", s.sink.recorded_processes()},
           // Not what the filter rejected: that was never the recording's.
           {"dropped_ringbuf", charged_ringbuf_drops(k, s)},
@@ -392,6 +395,8 @@ static void print_paths(const RecordingState& s) {
 void print_summary(const RecordingState& s, const RecordConfig& config, uint64_t elapsed_ms) {
   print_totals(s, config, elapsed_ms);
   print_paths(s);
+  if (std::string cost = trap_cost_line(s.session.counters[AS_CNT_TRAPS], s.session.trap_ns); !cost.empty())
+    std::fprintf(stderr, "allocscope: %s\n", cost.c_str());
   if (config.verbose) print_kernel_figures(s);
   print_truncation(s);
   print_process_drops(s);

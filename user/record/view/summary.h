@@ -29,6 +29,7 @@ struct SourceFigures {
   std::vector<std::pair<uint32_t, uint64_t>> process_drops;  // samples lost per process (the busiest)
   HoldTimes holds;
   std::vector<std::pair<std::string, std::string>> paths;  // how it recorded: probes, unwinder, ...
+  double trap_ns = 0;  // what a trap into an (emulated) probe costs here; 0 unknown or none
 };
 SourceFigures figures_of(const BpfSession& session);
 

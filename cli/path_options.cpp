@@ -1,0 +1,37 @@
+// How record samples its processes: in process or through the allocator's
+// probes, with BPF or without, running processes entered or not; and the
+// benchmarks' switches.
+#include "options.h"
+
+namespace allocscope {
+
+PathOptions add_path_options(CLI::App* rec, RecordConfig& c) {
+  PathOptions o;
+  o.preload = rec->add_flag_function(
+      "--preload", [&c](int64_t) { c.launch = LaunchPath::InProcess; },
+      "With -- CMD: sample in process only (liballocscope-preload.so through LD_PRELOAD); a process that "
+      "does not load it (static, set-id, environment cleared) is not recorded");
+  rec->add_flag_function(
+         "--probes", [&c](int64_t) { c.launch = LaunchPath::Probes; },
+         "With -- CMD: probe the allocator in every process, a trap into the kernel on every call. By "
+         "default a launched command samples in process wherever it loads liballocscope-preload.so (several "
+         "times cheaper; the same estimates), and is probed elsewhere")
+      ->excludes(o.preload);
+  o.no_bpf =
+      rec->add_flag("--no-bpf", c.no_bpf,
+                    "With -- CMD: no BPF at all (no root needed; the default when allocscope may not load "
+                    "BPF): the preload library samples, stacks are unwound here");
+  o.no_bpf->excludes("--probes");
+  rec->add_flag("!--no-inject", c.inject,
+                "With -p: probe each process's allocator (a trap into the kernel at every call) instead of "
+                "loading liballocscope-preload.so into it, which then samples in process and sends only "
+                "its sampled allocations to the kernel (the default)");
+  // Benchmark switches (BENCHMARKS.md): not for everyday use.
+  rec->add_flag("--null-probes", c.null_probes, "Probes that do nothing: the overhead floor")->group("");
+  rec->add_flag("--naive-placement", c.naive_placement, "Every probe on its function's entry")->group("");
+  rec->add_flag("--frees-trap", c.frees_trap, "In process, sampled: frees of sampled blocks trap, no ring")
+      ->group("");
+  return o;
+}
+
+}  // namespace allocscope
