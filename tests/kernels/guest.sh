@@ -62,7 +62,10 @@ fi
 # pyenv's libpython interpreters (entered at their library's mapping) and of a
 # program embedding libpython3.11, an overlay root's unwind tables, Go's heap
 # (mallocgc's probe, frames by Go's own table), the preload library's sites
-# rewritten into calls where the kernel does (a forked child included).
+# rewritten into calls where the kernel does (a forked child included),
+# running processes entered by -p (a borrowed thread given back, or putting
+# itself back through its frame; each allocator's sites; a Go program's
+# MemProfileRate set; the processes refused).
 core=(
   # /0: alloc_space, /2: inuse_space (the object counts come from the same recordings)
   'Metrics/ExactMode.*/0'
@@ -88,6 +91,8 @@ core=(
   Launch.ExactModeSweepsWhatAnEndedChildLeft
   Signals.KilledRecorderLeavesNoProbe
   'Modes/Confined.*'
+  Inject.ABorrowedThreadComesBackAsItWasWithOrWithoutAllocscope
+  Inject.EnteredSitesAreTheTruthOnEveryAllocator
 )
 # Every BPF program is loaded (and verified) by the core scenarios too.
 more=(
@@ -109,6 +114,8 @@ more=(
   Go/GoSites.AllocatedBytesAgreeWithTheTruth/Debian13Stripped
   Go.AttachingToARunningGoProgramSamplesItsHeap
   GoHeap.AProgramStartedDuringAllAgreesWithItsOwnProfile
+  Inject.AGoProgramWithoutPprofIsReadThroughItsRuntime
+  Inject.ProcessesItCannotEnterAreProbedAndSaidWhy
 )
 tests=("${core[@]}")
 [ "$scenarios" = core ] || tests+=("${more[@]}")
