@@ -19,12 +19,13 @@ struct KernelCounters {
   long samples = -1, returns = -1;
 };
 
-// Runs malloc_bench under `allocscope record -v -p` and reads the counters.
+// Runs malloc_bench under `allocscope record -v -p --no-inject` (its
+// allocator probed, not entered) and reads the counters.
 KernelCounters record_bench(const std::vector<std::string>& options) {
   Child bench({MALLOC_BENCH_BIN, "--pairs", std::to_string(kPairs), "--wait"});
   EXPECT_TRUE(bench.wait_for_line("ready", 10000));
-  std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record",   "-v", "-p", std::to_string(bench.pid()),
-                                   "-o",           "/dev/null"};
+  std::vector<std::string> argv = {
+      ALLOCSCOPE_BIN, "record", "-v", "--no-inject", "-p", std::to_string(bench.pid()), "-o", "/dev/null"};
   argv.insert(argv.end(), options.begin(), options.end());
   Child recorder(argv);
   EXPECT_TRUE(recorder.wait_for_line("recording process", 20000, true)) << recorder.err();

@@ -64,8 +64,7 @@ fi
 # (mallocgc's probe, frames by Go's own table), the preload library's sites
 # rewritten into calls where the kernel does (a forked child included),
 # running processes entered by -p (a borrowed thread given back, or putting
-# itself back through its frame; each allocator's sites; a Go program's
-# MemProfileRate set; the processes refused).
+# itself back through its frame; glibc's sites).
 core=(
   # /0: alloc_space, /2: inuse_space (the object counts come from the same recordings)
   'Metrics/ExactMode.*/0'
@@ -92,7 +91,7 @@ core=(
   Signals.KilledRecorderLeavesNoProbe
   'Modes/Confined.*'
   Inject.ABorrowedThreadComesBackAsItWasWithOrWithoutAllocscope
-  Inject.EnteredSitesAreTheTruthOnEveryAllocator
+  Inject/EnteredSites.AreTheTruthOnEachAllocator/glibc
 )
 # Every BPF program is loaded (and verified) by the core scenarios too.
 more=(
@@ -114,8 +113,6 @@ more=(
   Go/GoSites.AllocatedBytesAgreeWithTheTruth/Debian13Stripped
   Go.AttachingToARunningGoProgramSamplesItsHeap
   GoHeap.AProgramStartedDuringAllAgreesWithItsOwnProfile
-  Inject.AGoProgramWithoutPprofIsReadThroughItsRuntime
-  Inject.ProcessesItCannotEnterAreProbedAndSaidWhy
 )
 tests=("${core[@]}")
 [ "$scenarios" = core ] || tests+=("${more[@]}")

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "host/process.h"
+#include "inject/seccomp_check.h"
 #include "inject/signal_frame.h"
 #include "inject/stop_state.h"
 #include "inject/target_code.h"
@@ -144,6 +145,34 @@ TEST(TargetCode, FindsBytesAndNamesAllocators) {
   EXPECT_FALSE(is_allocator_library_name("/usr/lib/x86_64-linux-gnu/libz.so.1"));
 }
 
+// A filter in the shape of systemd's: x86-64 only (else kill), no
+// memfd_create (EPERM), no mapping both writable and executable
+// (MemoryDenyWriteExecute), the rest allowed.
+TEST(SeccompCheck, RunsAFilterAsTheKernelWould) {
+  constexpr uint32_t kArch = 0xc000003e, kEperm = 0x50000 | 1;
+  std::vector<sock_filter> f = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 4),                        // arch
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kArch, 1, 0),             //
+      BPF_STMT(BPF_RET | BPF_K, 0x80000000),                        // kill the process
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 0),                        // nr
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_memfd_create, 0, 1),  //
+      BPF_STMT(BPF_RET | BPF_K, kEperm),                            //
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mmap, 0, 4),          //
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 32),                       // args[2], low word
+      BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 6),                       // PROT_WRITE | PROT_EXEC
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 6, 0, 1),                 //
+      BPF_STMT(BPF_RET | BPF_K, kEperm),                            //
+      BPF_STMT(BPF_RET | BPF_K, 0x7fff0000),                        // allow
+  };
+  EXPECT_EQ(seccomp_action(f, {SYS_getpid, {}}), 0x7fff0000u);
+  EXPECT_EQ(seccomp_action(f, {SYS_memfd_create, {0, 1}}), kEperm);
+  EXPECT_EQ(seccomp_action(f, {SYS_mmap, {0, 4096, 5, 2, 3, 0}}), 0x7fff0000u) << "read and execute";
+  EXPECT_EQ(seccomp_action(f, {SYS_mmap, {0, 4096, 7, 2, 3, 0}}), kEperm) << "write and execute";
+  int refused = 0;
+  for (const SyscallCase& c : injection_syscalls()) refused += seccomp_action(f, c) != 0x7fff0000u;
+  EXPECT_EQ(refused, 1) << "an entry needs memfd_create, and maps nothing writable and executable";
+}
+
 std::vector<uint8_t> auxv(std::initializer_list<std::pair<uint64_t, uint64_t>> entries) {
   std::vector<uint8_t> out;
   for (auto [type, value] : entries)
@@ -159,7 +188,8 @@ TEST(TargetCode, SaysWhatKeepsAProcessOut) {
             std::string::npos);
   EXPECT_NE(refusal(facts_from("Name:\tx\nTracerPid:\t42\n", {}))->find("traced by process 42"),
             std::string::npos);
-  EXPECT_NE(refusal(facts_from("Name:\tx\nSeccomp:\t2\n", {}))->find("seccomp"), std::string::npos);
+  EXPECT_FALSE(refusal(facts_from("Name:\tx\nSeccomp:\t2\n", {}))) << "its filters are read";
+  EXPECT_NE(refusal(facts_from("Name:\tx\nSeccomp:\t1\n", {}))->find("strict seccomp"), std::string::npos);
   EXPECT_NE(refusal(facts_from("Name:\tx\nx86_Thread_features:\tshstk wrss\n", {}))->find("shadow stack"),
             std::string::npos);
   EXPECT_FALSE(refusal(facts_from("Name:\tx\nx86_Thread_features:\t\n", {})));

@@ -3,14 +3,17 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 
 #include <cstring>
 #include <thread>
 
 #include "host/process.h"
+#include "inject/seccomp_check.h"
 #include "inject/target_code.h"
 #include "inject/thread_choice.h"
 #include "symbols/elf_file.h"
@@ -162,6 +165,21 @@ void close_leftovers(RemoteThread& t, pid_t pid, Clock::time_point deadline) {
   for (int fd : leftovers) (void)remote_syscall(t, SYS_close, {uint64_t(fd)}, {}, deadline);
 }
 
+// Whether the borrowed thread's seccomp filters allow the calls an entry
+// makes.
+Result<void> allowed_calls(const RemoteThread& t) {
+  if (!t.seccomp_refusal().empty()) return fail(t.seccomp_refusal());
+  return {};
+}
+
+// Whether the process's root has a /proc mounted, through which its
+// loader opens the library's memfd.
+bool proc_in_root(pid_t pid) {
+  struct statfs fs {};
+  std::string path = "/proc/" + std::to_string(pid) + "/root/proc";
+  return statfs(path.c_str(), &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC;
+}
+
 // Whether the program defines malloc itself: its own calls of it are
 // direct, through no slot.
 bool defines_malloc(pid_t pid) {
@@ -258,12 +276,15 @@ Result<Injection> inject(pid_t pid, const InjectOptions& options) {
   if (auto why = refusal(*facts)) return fail(*why);
   auto code = find_target_code(pid);
   if (!code) return fail(code.error());
+  if (!proc_in_root(pid))
+    return fail("no /proc in its root (a chroot?): its loader reaches the library through /proc/self/fd");
   if (defines_malloc(pid))
     return fail("the program defines malloc itself: its own calls pass through no slot");
   const LibraryImage& image = *options.library;
   auto thread = borrow_thread(pid, *code, deadline);
   if (!thread) return fail(thread.error());
   auto start = Clock::now();
+  if (auto allowed = allowed_calls(*thread); !allowed) return fail(allowed.error());
   close_leftovers(*thread, pid, deadline);
   Injection done;
   done.pid = pid;
@@ -314,6 +335,7 @@ Result<Ejection> eject(const Injection& injection, std::chrono::milliseconds bud
   if (!code) return fail(code.error());
   auto thread = borrow_thread(injection.pid, *code, deadline);
   if (!thread) return fail(thread.error());
+  if (auto allowed = allowed_calls(*thread); !allowed) return fail(allowed.error());
   auto start = Clock::now();
   as_inject_args args{};
   args.abi = AS_INJECT_ABI;

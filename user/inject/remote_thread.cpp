@@ -35,6 +35,15 @@ Result<RemoteThread> RemoteThread::take(pid_t pid, pid_t tid, const Gadgets& gad
   if (!regs) return fail(regs.error());
   t.stopped_ = *regs;
   t.place_ = stop_place(*regs);
+  // Read before the thread may be given back: where restart_syscall is
+  // refused, even a stop's own restart must be done another way.
+  auto seccomp = check_seccomp(tid);
+  if (!seccomp) {
+    t.given_back_ = true;
+    t.tracee_.release(stop->kind == Stop::Signal ? stop->signal : 0);
+    return fail(seccomp.error());
+  }
+  t.seccomp_ = *seccomp;
   if (stop->kind != Stop::Interrupt || stop->group_stop) {
     // A signal on its way, or the process stopped by one: not borrowed.
     t.given_back_ = true;
@@ -97,7 +106,7 @@ Result<CallResult> RemoteThread::run(const Call& call, Deadline deadline) {
   if (!write_process_memory(pid_, layout.low, bytes))
     return fail_errno("write a call's frame into " + thread_name(pid_, tid()), errno ? errno : EFAULT);
   if (auto ok = start_call(call, layout.frame); !ok) return fail(ok.error());
-  in_syscall_entry_ = false;
+  in_syscall_entry_ = after_sigreturn_ = false;
   CallResult result;
   // A skipped rt_sigreturn reports its exit first: the call's own system
   // call is the one entered after.
@@ -117,11 +126,11 @@ Result<CallResult> RemoteThread::run(const Call& call, Deadline deadline) {
         auto regs = tracee_.registers();
         if (!regs) return fail(regs.error());
         if (regs->rsp != layout.frame + 8) break;  // a signal handler's own (none runs: all blocked)
-        in_syscall_entry_ = true;
         result.data.resize(call.data.size());
         if (!read_process_memory(pid_, layout.data, result.data))
           return fail_errno("read back a call's data from " + thread_name(pid_, tid()), EFAULT);
         --result.syscalls;
+        if (auto parked = park(deadline); !parked) return fail(parked.error());
         return result;
       }
       case Stop::SyscallExit:
@@ -148,11 +157,33 @@ Result<CallResult> RemoteThread::run(const Call& call, Deadline deadline) {
   }
 }
 
+// At the entry of a call's rt_sigreturn: skipped, the thread waits there
+// for the next call or its giving back. Where a seccomp filter refuses
+// the skip (system call -1: its errno would overwrite the registers), the
+// sigreturn runs instead and puts the thread back from its frame (a sleep
+// it interrupted is made anew); the thread waits at its exit.
+Result<void> RemoteThread::park(Deadline deadline) {
+  if (!seccomp_.skip_refused) {
+    in_syscall_entry_ = true;
+    return {};
+  }
+  auto exit = tracee_.resume_to_syscall(0, deadline);
+  if (!exit || exit->kind != Stop::SyscallExit) {
+    given_back_ = true;
+    tracee_.release();
+    return fail(!exit ? exit.error() : Error{thread_name(pid_, tid()) + " exited during a call", ESRCH});
+  }
+  after_sigreturn_ = true;
+  return {};
+}
+
 void RemoteThread::restore_in_signal_stop() {
   // Inside get_signal, as at the first stop: the kernel's restart rules
   // apply to the registers as they were, but for an EINTR to undo.
   user_regs_struct r = stopped_;
-  if (place_ == StopPlace::SyscallInterrupted && reissue_) r = resumed_registers(stopped_, true, true);
+  if ((place_ == StopPlace::SyscallInterrupted && reissue_) ||
+      (place_ == StopPlace::SyscallRestartBlock && seccomp_.restart_refused))
+    r = resumed_registers(stopped_, !seccomp_.restart_refused, reissue_);
   (void)tracee_.set_xstate(xstate_);
   (void)tracee_.set_signal_mask(sigmask_);
   (void)tracee_.set_registers(r);
@@ -164,7 +195,7 @@ void RemoteThread::restore_in_signal_stop() {
 void RemoteThread::give_back() {
   if (given_back_) return;
   given_back_ = true;
-  if (!tracee_.stopped()) {
+  if (!tracee_.stopped() || after_sigreturn_) {  // running, or put back by its frame already
     tracee_.release();
     return;
   }
@@ -173,9 +204,10 @@ void RemoteThread::give_back() {
     // are set, the sigreturn would still put everything back itself).
     (void)tracee_.set_xstate(xstate_);
     (void)tracee_.set_signal_mask(sigmask_);
-    (void)tracee_.set_registers(resumed_registers(stopped_, true, reissue_));
-  } else if (place_ == StopPlace::SyscallInterrupted && reissue_) {
-    (void)tracee_.set_registers(resumed_registers(stopped_, true, true));
+    (void)tracee_.set_registers(resumed_registers(stopped_, !seccomp_.restart_refused, reissue_));
+  } else if ((place_ == StopPlace::SyscallInterrupted && reissue_) ||
+             (place_ == StopPlace::SyscallRestartBlock && seccomp_.restart_refused)) {
+    (void)tracee_.set_registers(resumed_registers(stopped_, !seccomp_.restart_refused, reissue_));
   }
   tracee_.release(0);
 }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "inject/seccomp_check.h"
 #include "inject/stop_state.h"
 #include "inject/tracee.h"
 
@@ -75,10 +76,13 @@ class RemoteThread {
   Result<CallResult> run(const Call& call, Deadline deadline);
   // Puts the thread back as it was and lets it go (also by the destructor).
   void give_back();
+  // Why the thread's seccomp filters keep an entry out ("" when they do not).
+  const std::string& seccomp_refusal() const { return seccomp_.refused; }
 
  private:
   RemoteThread(pid_t pid, Tracee tracee) : pid_(pid), tracee_(std::move(tracee)) {}
   Result<void> start_call(const Call& call, uint64_t frame);
+  Result<void> park(Deadline deadline);
   void restore_in_signal_stop();
   pid_t pid_;
   Tracee tracee_;
@@ -89,6 +93,8 @@ class RemoteThread {
   uint64_t sigmask_ = 0;
   StopPlace place_ = StopPlace::UserCode;
   bool reissue_ = true;
+  SeccompVerdict seccomp_;
+  bool after_sigreturn_ = false;  // parked at the exit of a call's rt_sigreturn, run (skips refused)
   uint64_t stack_low_ = 0;
   bool in_syscall_entry_ = false;  // parked at a skipped rt_sigreturn, else at the first stop
   bool given_back_ = false;

@@ -129,7 +129,7 @@ std::optional<std::string> refusal(const ProcessFacts& f) {
   if (f.secure_exec) return "a set-id program (secure execution): no library is loaded into it";
   if (f.shadow_stack) return "it runs with a shadow stack (CET)";
   if (f.tracer) return "already traced by process " + std::to_string(f.tracer);
-  if (f.seccomp == 2) return "a seccomp filter: what injection needs may be refused";
+  if (f.seccomp == 1) return "strict seccomp mode: only read, write and exit";
   return std::nullopt;
 }
 

@@ -43,7 +43,7 @@ bool is_allocator_library_name(std::string_view path);
 struct ProcessFacts {
   bool secure_exec = false;   // set-id, or file capabilities: AT_SECURE
   bool shadow_stack = false;  // CET shadow stack on (a call's return would not match it)
-  int seccomp = 0;            // 2: a filter
+  int seccomp = 0;            // 1: strict mode; 2: filters (seccomp_check.h reads them)
   pid_t tracer = 0;
 };
 ProcessFacts facts_from(std::string_view status, std::span<const uint8_t> auxv);

@@ -91,7 +91,8 @@ bool Injections::enter(pid_t pid, AnsweredChannel* rings) {
 
 void Injections::eject_all() {
   for (const inject::Injection& in : live_) {
-    if (!process_exists(in.pid)) continue;
+    if (!process_exists(in.pid) || read_maps(in.pid).value_or(std::vector<Mapping>{}).empty())
+      continue;  // gone, or a zombie: nothing to give back
     auto out = inject::eject(in, kEntryBudget);
     if (out)
       pauses_us_.push_back(uint64_t(out->paused.count()));
