@@ -14,7 +14,7 @@ import pathlib
 import re
 import sys
 
-LAYERS = ["base", "stats", "model", "host", "symbols", "inject", "output", "probe", "record", "report", "agent", "check"]
+LAYERS = ["base", "stats", "model", "host", "symbols", "output", "probe", "inject", "record", "report", "agent", "check"]
 CLI_ALLOWED = {"record/record.h", "report/report.h", "agent/agent.h", "check/check.h"}
 ROOMS = {"record": ["events", "discovery", "view", "session"]}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')

@@ -14,11 +14,12 @@ result read back).
 import argparse
 import hashlib
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
+
+import servers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -36,124 +37,53 @@ def tracer(pid):
     return 0
 
 
-class Redis:
-    name = "redis-server"
-
+class Redis(servers.Redis):
     def __init__(self, tmp):
-        self.port = "6392"
-        self.proc = subprocess.Popen(["redis-server", "--port", self.port, "--save", "", "--appendonly", "no",
-                                      "--dir", tmp], stdout=subprocess.DEVNULL)
-        time.sleep(1)
-        self.pid, self.children = self.proc.pid, False
+        super().__init__(tmp, 6392)
         for i in range(500):
             self.cli("SET", f"known:{i}", hashlib.sha256(str(i).encode()).hexdigest() * 4)
 
-    def cli(self, *args):
-        return subprocess.run(["redis-cli", "-p", self.port] + list(args), capture_output=True, check=True).stdout
-
     def load(self):
-        return subprocess.Popen(["redis-benchmark", "-p", self.port, "-t", "set,get,lpush,lpop", "-d", "256",
-                                 "-c", "20", "-n", "100000000", "-q"], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        return subprocess.Popen(self.benchmark(100000000), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def served(self):
         return b"".join(self.cli("GET", f"known:{i}") for i in range(500))
 
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait()
 
-
-class PythonHttp:
-    name = "python3 -m http.server"
-
+class PythonHttp(servers.PythonHttp):
     def __init__(self, tmp):
-        with open(os.path.join(tmp, "page.bin"), "wb") as f:
-            f.write(os.urandom(200_000))
-        self.proc = subprocess.Popen(["python3", "-m", "http.server", "8094", "--bind", "127.0.0.1"], cwd=tmp,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(1.5)
-        self.pid, self.children = self.proc.pid, False
+        super().__init__(tmp, 8094, 200_000)
 
     def load(self):
-        return subprocess.Popen(["sh", "-c", "while :; do curl -s -o /dev/null http://127.0.0.1:8094/page.bin; done"])
+        # Ends by itself once the server does (a curl that fails ends the loop).
+        return subprocess.Popen(["sh", "-c", f"while curl -sf -o /dev/null {self.url}; do :; done"])
 
     def served(self):
-        return subprocess.run(["curl", "-s", "http://127.0.0.1:8094/page.bin"], capture_output=True).stdout
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait()
+        return subprocess.run(["curl", "-s", self.url], capture_output=True).stdout
 
 
-class Nginx:
-    name = "nginx"
-
+class Nginx(servers.Nginx):
     def __init__(self, tmp):
-        root = os.path.join(tmp, "www")
-        os.makedirs(root)
-        with open(os.path.join(root, "page.bin"), "wb") as f:
-            f.write(os.urandom(100_000))
-        conf = os.path.join(tmp, "nginx.conf")
-        with open(conf, "w") as f:
-            f.write(f"""worker_processes 2; daemon off; pid {tmp}/nginx.pid; error_log {tmp}/error.log;
-events {{ worker_connections 1024; }}
-http {{ access_log off; server {{ listen 127.0.0.1:8095; root {root}; }} }}
-""")
-        self.proc = subprocess.Popen(["nginx", "-c", conf, "-p", tmp], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
-        time.sleep(1)
-        self.pid, self.children = self.proc.pid, True
+        super().__init__(tmp, 8095, 100_000)
 
     def load(self):
-        return subprocess.Popen(["wrk", "-t", "2", "-c", "20", "-d", "100000", "http://127.0.0.1:8095/page.bin"],
-                                stdout=subprocess.DEVNULL)
+        return subprocess.Popen(["wrk", "-t", "2", "-c", "20", "-d", "100000", self.url], stdout=subprocess.DEVNULL)
 
     def served(self):
-        return subprocess.run(["curl", "-s", "http://127.0.0.1:8095/page.bin"], capture_output=True).stdout
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait()
+        return subprocess.run(["curl", "-s", self.url], capture_output=True).stdout
 
 
-class Postgres:
-    name = "postgres"
-
+class Postgres(servers.Postgres):
     def __init__(self, tmp):
-        self.dir = os.path.join(tmp, "pg")
-        os.makedirs(os.path.join(self.dir, "sock"))
-        for d in (self.dir, os.path.join(self.dir, "sock")):
-            shutil.chown(d, "postgres")
-        bindir = "/usr/lib/postgresql/15/bin"
-        subprocess.run(["runuser", "-u", "postgres", "--", f"{bindir}/initdb", "-D", f"{self.dir}/data"],
-                       check=True, capture_output=True)
-        self.proc = subprocess.Popen(["runuser", "-u", "postgres", "--", f"{bindir}/postgres", "-D",
-                                      f"{self.dir}/data", "-k", f"{self.dir}/sock", "-p", "5446", "-c",
-                                      "listen_addresses="], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        while not os.path.exists(f"{self.dir}/sock/.s.PGSQL.5446"):
-            time.sleep(0.1)
-        self.run(["pgbench", "-i", "-s", "2"])
-        self.pid = int(subprocess.run(["pgrep", "-P", str(self.proc.pid)], capture_output=True,
-                                      text=True).stdout.split()[0])
-        self.children = True
-
-    def run(self, argv):
-        return subprocess.run(["runuser", "-u", "postgres", "--"] + argv[:1] + ["-h", f"{self.dir}/sock", "-p",
-                              "5446"] + argv[1:] + ["postgres"], capture_output=True, check=True).stdout
+        super().__init__(tmp, 5446)
 
     def load(self):
-        return subprocess.Popen(["runuser", "-u", "postgres", "--", "pgbench", "-h", f"{self.dir}/sock", "-p", "5446",
-                                 "-S", "-c", "4", "-T", "100000", "postgres"], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        return subprocess.Popen(self.client_argv(["pgbench", "-S", "-c", "4", "-T", "100000"]),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def served(self):
-        return self.run(["psql", "-Atc", "select sum(abalance), count(*), md5(string_agg(aid::text, ',' order by aid)) "
-                         "from pgbench_accounts where aid < 5000"])
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait()
+        return self.client(["psql", "-Atc", "select sum(abalance), count(*), md5(string_agg(aid::text, ',' "
+                            "order by aid)) from pgbench_accounts where aid < 5000"])
 
 
 def main():
@@ -173,15 +103,17 @@ def main():
                 before, held = server.served(), fds(server.pid)
                 load = server.load()
                 start, errors = time.time(), []
-                for _ in range(args.cycles):
-                    argv = [allocscope, "record", "-q", "-p", str(server.pid), "-d", "200ms", "-o",
-                            os.path.join(tmp, "out.pb.gz")] + (["--children"] if server.children else [])
-                    r = subprocess.run(argv, capture_output=True, text=True)
-                    if r.returncode != 0 or server.proc.poll() is not None:
-                        errors.append(r.stderr[-500:])
-                        break
-                load.terminate()
-                load.wait()
+                try:
+                    for _ in range(args.cycles):
+                        argv = [allocscope, "record", "-q", "-p", str(server.pid), "-d", "200ms", "-o",
+                                os.path.join(tmp, "out.pb.gz")] + (["--children"] if server.children else [])
+                        r = subprocess.run(argv, capture_output=True, text=True)
+                        if r.returncode != 0 or server.proc.poll() is not None:
+                            errors.append(r.stderr[-500:])
+                            break
+                finally:
+                    load.terminate()
+                    load.wait()
                 time.sleep(0.5)
                 same = server.served() == before
                 alive = server.proc.poll() is None

@@ -38,19 +38,6 @@ std::string preload_path(const Preload& p) {
   return path;
 }
 
-// Each site's totals (stacks whose direct caller is the site, the allocator
-// at the leaf as the spec names it).
-std::map<std::string, StackTotals> site_totals(const Recording& r) {
-  std::map<std::string, StackTotals> sites;
-  for (const RecSample& s : r.samples) {
-    std::vector<std::string> names = frame_names(r, s);
-    for (const site_spec& site : kSites)
-      if (names.size() >= 2 && names[names.size() - 2] == site.function && names.back() == site.allocator)
-        sites[site.function].merge(s.totals);
-  }
-  return sites;
-}
-
 Recording decode_file(const std::string& out) {
   Recording rec = read_pprof(out);
   std::filesystem::remove(out);

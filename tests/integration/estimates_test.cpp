@@ -18,7 +18,7 @@ namespace {
 constexpr int kThreads = 2;
 
 // Each site's merged totals (stacks whose direct caller is the site).
-std::map<std::string, StackTotals> site_totals(const Recording& r) {
+std::map<std::string, StackTotals> caller_totals(const Recording& r) {
   std::map<std::string, StackTotals> sites;
   for (const RecSample& s : r.samples) {
     std::vector<std::string> names = frame_names(r, s);
@@ -59,7 +59,7 @@ TEST(Estimates, RepeatedRecordingsCoverTheTruth) {
   for (int run_index = 0; run_index < runs; ++run_index) {
     Recording r = record_once({"--rate", "64KiB"},
                               {WORKLOAD_BIN, "--threads", "2", "--scale-pct", std::to_string(scale)});
-    auto sites = site_totals(r);
+    auto sites = caller_totals(r);
     for (const site_spec& s : kSites) {
       Truth t = site_truth(s, kThreads, scale);
       const StackTotals& st = sites[s.function];
@@ -93,7 +93,7 @@ TEST(Estimates, ExactModeHasZeroWidthIntervals) {
   REQUIRE_BPF();
   const int scale = 1;
   Recording r = record_once({"--rate", "1"}, {WORKLOAD_BIN, "--threads", "2", "--scale-pct", "1"});
-  auto sites = site_totals(r);
+  auto sites = caller_totals(r);
   for (const site_spec& s : kSites) {
     Truth t = site_truth(s, kThreads, scale);
     const StackTotals& st = sites[s.function];

@@ -198,6 +198,17 @@ double site_value(const Folded& folded, const std::string& caller, const std::st
   return sum;
 }
 
+std::map<std::string, StackTotals> site_totals(const Recording& r) {
+  std::map<std::string, StackTotals> sites;
+  for (const RecSample& s : r.samples) {
+    std::vector<std::string> names = frame_names(r, s);
+    for (const site_spec& site : kSites)
+      if (names.size() >= 2 && names[names.size() - 2] == site.function && names.back() == site.allocator)
+        sites[site.function].merge(s.totals);
+  }
+  return sites;
+}
+
 Truth site_truth(const site_spec& site, int threads, int scale_pct) {
   double count = double(site_count(&site, scale_pct)) * threads;
   double kept = double(site_kept(&site, site_count(&site, scale_pct))) * threads;

@@ -69,6 +69,10 @@ Folded read_folded(const std::string& path);
 // Sum of the lines whose innermost frames are `caller;allocator`.
 double site_value(const Folded& folded, const std::string& caller, const std::string& allocator);
 
+// Each alloc_sites site's totals in a recording: its stacks whose leaf is
+// the site's allocator (as the spec names it) called by the site.
+std::map<std::string, StackTotals> site_totals(const Recording& r);
+
 // Exact truth and the sampling standard deviation of one site's estimate.
 struct Truth {
   double objects, bytes;            // allocated during the run

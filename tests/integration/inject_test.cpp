@@ -17,6 +17,7 @@
 #include <fstream>
 #include <functional>
 #include <random>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -36,18 +37,6 @@ std::string read_file(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-// Each site's totals: stacks whose leaf is the site's allocator called by the site.
-std::map<std::string, StackTotals> site_totals(const Recording& r) {
-  std::map<std::string, StackTotals> sites;
-  for (const RecSample& s : r.samples) {
-    std::vector<std::string> names = frame_names(r, s);
-    for (const site_spec& site : kSites)
-      if (names.size() >= 2 && names[names.size() - 2] == site.function && names.back() == site.allocator)
-        sites[site.function].merge(s.totals);
-  }
-  return sites;
 }
 
 // alloc_sites (with `preload` in its environment, if any) started before
@@ -184,7 +173,12 @@ TEST(Inject, AllocscopeKilledWhileEnteringLeavesTheProcessRunning) {
   std::filesystem::remove(out);
   target.signal(SIGTERM);
   EXPECT_EQ(target.wait(90000), 0) << target.err();
-  EXPECT_EQ(target.out().substr(target.out().find('\n') + 1), expected) << target.err();
+  // Its errno is put back by allocscope, which was killed: a thread let go
+  // mid-call may find the one the loader's calls left (not compared).
+  std::regex errno_field(R"( errno-changed \d+)");
+  EXPECT_EQ(std::regex_replace(target.out().substr(target.out().find('\n') + 1), errno_field, ""),
+            std::regex_replace(expected, errno_field, ""))
+      << target.err();
 }
 
 // A process that cannot be entered is probed, and the line says why.

@@ -8,7 +8,7 @@
  *
  *   inject_target [--seconds S] [--batches N]
  *
- * Prints "ready", then at the end "digest D eintr E handled H fds F malloc-from NAME";
+ * Prints "ready", then at the end "digest D eintr E errno-changed C handled H fds F malloc-from NAME";
  * exits 0 when no EINTR was seen and the signal was handled. SIGTERM ends
  * it sooner (an EINTR then is its handler's, not counted). */
 #define _GNU_SOURCE
@@ -33,6 +33,13 @@ static int wake_fd, pipe_fds[2];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 static volatile sig_atomic_t handled, ending;
+
+/* errno as a thread left it before a call that succeeds: still that after. */
+static int errno_changed;
+enum { kMark = 4242 };
+static void check_errno(int r) {
+  if (r >= 0 && errno != kMark) __atomic_add_fetch(&errno_changed, 1, __ATOMIC_RELAXED);
+}
 
 static void count(const char *what, int r) {
   if (r < 0 && errno == EINTR && !ending) {
@@ -64,8 +71,14 @@ static void *sleeper(void *arg) {
   (void)arg;
   while (!stop) {
     struct timespec t = {0, 30 * 1000 * 1000};
-    count("nanosleep", nanosleep(&t, NULL));
-    count("poll", poll(NULL, 0, 20));
+    errno = kMark;
+    int r = nanosleep(&t, NULL);
+    count("nanosleep", r);
+    check_errno(r);
+    errno = kMark;
+    r = poll(NULL, 0, 20);
+    count("poll", r);
+    check_errno(r);
   }
   return NULL;
 }
@@ -81,7 +94,12 @@ static void *waiter(void *arg) {
 static void *reader(void *arg) {
   (void)arg;
   char c;
-  while (!stop) count("read", (int)read(pipe_fds[0], &c, 1));
+  while (!stop) {
+    errno = kMark;
+    int r = (int)read(pipe_fds[0], &c, 1);
+    count("read", r);
+    check_errno(r);
+  }
   return NULL;
 }
 
@@ -192,7 +210,7 @@ int main(int argc, char **argv) {
   pthread_mutex_unlock(&lock);
   for (int i = 0; i < 6; i++) pthread_join(threads[i], NULL);
   raise(SIGUSR1);
-  printf("digest %016llx eintr %d handled %d fds %d malloc-from %s\n", (unsigned long long)work.digest, eintr,
-         (int)handled, open_fds(), malloc_from());
+  printf("digest %016llx eintr %d errno-changed %d handled %d fds %d malloc-from %s\n",
+         (unsigned long long)work.digest, eintr, errno_changed, (int)handled, open_fds(), malloc_from());
   return eintr == 0 && handled == 1 ? 0 : 1;
 }

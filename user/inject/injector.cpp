@@ -24,6 +24,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr char kLibraryName[] = "allocscope-preload", kRingName[] = "allocscope-frees";
 constexpr int kRounds = 20;  // passes over the threads: a running one is caught in its own code
+constexpr uint64_t kLoaderStack = 256 << 10;
 
 std::string process_name(pid_t pid) { return "process " + std::to_string(pid); }
 
@@ -64,9 +65,13 @@ Borrowing borrowing_for(pid_t pid, pid_t tid, const TargetCode& code) {
     return true;
   };
   b.signal_waits = [pid, tid] { return signal_waits(pid, tid); };
+  b.errno_tpoff = code.errno_tpoff;
+  // A thread's stack (not the main one's, which grows) must leave the
+  // dynamic loader room below the call's frame.
   b.stack_low = [&code](uint64_t sp) -> uint64_t {
     const Mapping* m = find_mapping(code.maps, sp);
-    return m && m->writable && !m->is_file() ? m->start : 0;
+    if (!m || !m->writable || m->is_file()) return 0;
+    return m->path == "[stack]" || sp - m->start >= kLoaderStack ? m->start : 0;
   };
   return b;
 }
@@ -301,6 +306,7 @@ Result<Injection> inject(pid_t pid, const InjectOptions& options) {
   if (!attach || !detach) return fail("the library's entry points are not mapped in " + process_name(pid));
   done.attach_fn = *attach;
   done.detach_fn = *detach;
+  done.detach_offset = image.detach_offset;
   as_inject_args args{};
   args.abi = AS_INJECT_ABI;
   args.ring_fd = -1;
@@ -331,6 +337,8 @@ Result<Injection> inject(pid_t pid, const InjectOptions& options) {
 
 Result<Ejection> eject(const Injection& injection, std::chrono::milliseconds budget) {
   auto deadline = Clock::now() + budget;
+  if (mapped_at(injection.pid, injection.library.get(), injection.detach_offset) != injection.detach_fn)
+    return fail(process_name(injection.pid) + " no longer maps the library", ESRCH);
   auto code = find_target_code(injection.pid);
   if (!code) return fail(code.error());
   auto thread = borrow_thread(injection.pid, *code, deadline);

@@ -44,6 +44,7 @@ struct Injection {
   pid_t pid = 0;
   UniqueFd library;  // the library's file as the target maps it: its probes attach here
   uint64_t attach_fn = 0, detach_fn = 0;
+  uint64_t detach_offset = 0;  // detach_fn's offset in the library's file
   as_inject_args answer{};
   bool loaded_now = false;              // false: a dormant copy of an earlier injection
   std::chrono::microseconds paused{0};  // how long the borrowed thread was held
@@ -62,6 +63,8 @@ struct Ejection {
   std::chrono::microseconds paused{0};
 };
 // The slots given back, the sampler dormant; the library stays loaded.
+// Fails with ESRCH, touching nothing, when the process no longer maps the
+// library there (it ran another program, or ended and its id was reused).
 Result<Ejection> eject(const Injection& injection, std::chrono::milliseconds budget);
 
 }  // namespace allocscope::inject

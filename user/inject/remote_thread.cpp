@@ -64,6 +64,10 @@ Result<RemoteThread> RemoteThread::take(pid_t pid, pid_t tid, const Gadgets& gad
   }
   t.xstate_ = std::move(*xstate);
   t.sigmask_ = *mask;
+  if (t.borrowing_.errno_tpoff &&
+      read_process_memory(pid, regs->fs_base + uint64_t(t.borrowing_.errno_tpoff),
+                          {reinterpret_cast<uint8_t*>(&t.errno_), sizeof t.errno_}))
+    t.errno_address_ = regs->fs_base + uint64_t(t.borrowing_.errno_tpoff);
   return t;
 }
 
@@ -177,6 +181,13 @@ Result<void> RemoteThread::park(Deadline deadline) {
   return {};
 }
 
+// The calls (the loader's failed opens, ...) may have set errno: the
+// program finds it as it left it.
+void RemoteThread::restore_errno() {
+  if (errno_address_)
+    write_process_memory(pid_, errno_address_, {reinterpret_cast<const uint8_t*>(&errno_), sizeof errno_});
+}
+
 void RemoteThread::restore_in_signal_stop() {
   // Inside get_signal, as at the first stop: the kernel's restart rules
   // apply to the registers as they were, but for an EINTR to undo.
@@ -184,6 +195,7 @@ void RemoteThread::restore_in_signal_stop() {
   if ((place_ == StopPlace::SyscallInterrupted && reissue_) ||
       (place_ == StopPlace::SyscallRestartBlock && seccomp_.restart_refused))
     r = resumed_registers(stopped_, !seccomp_.restart_refused, reissue_);
+  restore_errno();
   (void)tracee_.set_xstate(xstate_);
   (void)tracee_.set_signal_mask(sigmask_);
   (void)tracee_.set_registers(r);
@@ -195,6 +207,7 @@ void RemoteThread::restore_in_signal_stop() {
 void RemoteThread::give_back() {
   if (given_back_) return;
   given_back_ = true;
+  if (tracee_.stopped()) restore_errno();
   if (!tracee_.stopped() || after_sigreturn_) {  // running, or put back by its frame already
     tracee_.release();
     return;

@@ -55,6 +55,7 @@ struct Borrowing {
   // The lowest address a frame may use below stack pointer sp (its stack
   // mapping's start); 0 when sp is on no stack allocscope may write to.
   std::function<uint64_t(uint64_t sp)> stack_low;
+  int64_t errno_tpoff = 0;  // errno's offset from the thread pointer: kept across the calls (0: unknown)
 };
 
 class RemoteThread {
@@ -94,6 +95,9 @@ class RemoteThread {
   StopPlace place_ = StopPlace::UserCode;
   bool reissue_ = true;
   SeccompVerdict seccomp_;
+  uint64_t errno_address_ = 0;  // the thread's errno, and its value when stopped
+  int32_t errno_ = 0;
+  void restore_errno();
   bool after_sigreturn_ = false;  // parked at the exit of a call's rt_sigreturn, run (skips refused)
   uint64_t stack_low_ = 0;
   bool in_syscall_entry_ = false;  // parked at a skipped rt_sigreturn, else at the first stop

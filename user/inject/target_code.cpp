@@ -8,6 +8,7 @@
 
 #include "host/process.h"
 #include "host/process_memory.h"
+#include "probe/go_runtime.h"
 #include "symbols/elf_file.h"
 
 namespace allocscope::inject {
@@ -49,6 +50,19 @@ std::optional<uint64_t> run_address(const ElfFile& elf, const std::vector<Mappin
     if (m.path == path && m.executable && *offset >= m.offset && *offset < m.offset + (m.end - m.start))
       return m.start + (*offset - m.offset);
   return std::nullopt;
+}
+
+// __errno_location returns the thread pointer plus what its first
+// rip-relative read loads: the GOT slot the loader filled with errno's
+// offset (R_X86_64_TPOFF64).
+int64_t errno_offset(pid_t pid, uint64_t errno_location) {
+  std::vector<uint8_t> code(32);
+  if (!errno_location || !read_process_memory(pid, errno_location, code)) return 0;
+  std::vector<uint64_t> slots = rip_targets(code, errno_location);
+  int64_t offset = 0;
+  if (slots.empty() || !read_process_memory(pid, slots.front(), {reinterpret_cast<uint8_t*>(&offset), 8}))
+    return 0;
+  return offset < 0 ? offset : 0;  // static TLS lies below the thread pointer
 }
 
 uint64_t number_field(std::string_view status, std::string_view key) {
@@ -96,8 +110,13 @@ Result<TargetCode> find_target_code(pid_t pid) {
     return fail("musl's C library: allocscope's library is built for glibc's");
   auto elf = ElfFile::open(mapped_file_path(pid, *libc));
   if (!elf) return fail(elf.error());
-  for (const ElfSymbol& s : elf->functions())
+  uint64_t errno_location = 0;
+  for (const ElfSymbol& s : elf->functions()) {
     if (s.name == "dlopen") t.dlopen = run_address(*elf, t.maps, libc->path, s.vaddr).value_or(0);
+    if (s.name == "__errno_location")
+      errno_location = run_address(*elf, t.maps, libc->path, s.vaddr).value_or(0);
+  }
+  t.errno_tpoff = errno_offset(pid, errno_location);
   if (!t.dlopen)
     return fail("its C library (" + libc->path + ") has no dlopen: glibc 2.34 or newer is needed");
   auto restorer = find_in_code(pid, t.maps, libc->path, {kRestorerGlibc, kRestorerShort});

@@ -25,6 +25,9 @@ namespace allocscope::inject {
 struct TargetCode {
   Gadgets gadgets;
   uint64_t dlopen = 0;
+  // errno's offset from a thread's pointer (fs_base): its calls leave a
+  // borrowed thread's errno as they found it. 0 when not found.
+  int64_t errno_tpoff = 0;
   std::vector<std::pair<uint64_t, uint64_t>> no_calls_from;  // [start, end) of code
   std::vector<Mapping> maps;
 };

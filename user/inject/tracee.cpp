@@ -1,6 +1,7 @@
 #include "inject/tracee.h"
 
 #include <elf.h>
+#include <sched.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -36,8 +37,10 @@ Tracee::Tracee(Tracee&& o) noexcept
 Tracee::~Tracee() { release(); }
 
 Result<Stop> Tracee::wait_stop(Deadline deadline) {
+  // A call's next system call comes within microseconds: yielded for
+  // first, then slept for, longer and longer.
   auto pause = std::chrono::microseconds(20);
-  for (;;) {
+  for (int spins = 0;; ++spins) {
     int status = 0;
     pid_t got = waitpid(tid_, &status, __WALL | WNOHANG);
     if (got < 0) {
@@ -72,6 +75,10 @@ Result<Stop> Tracee::wait_stop(Deadline deadline) {
     }
     if (std::chrono::steady_clock::now() >= deadline)
       return fail("timed out waiting for " + who(tid_) + " to stop", ETIMEDOUT);
+    if (spins < 64) {
+      sched_yield();
+      continue;
+    }
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(1000));
   }

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "preload/inject.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
@@ -44,7 +45,24 @@ static uint32_t refusal(const struct as_inject_args *a) {
   return AS_INJECT_OK;
 }
 
+/* The thread allocscope borrowed finds errno as it left it, even should
+ * allocscope die before it puts it back. */
+static void attach(struct as_inject_args *a);
+static void detach(struct as_inject_args *a);
+
 EXPORT void allocscope_inject_attach(struct as_inject_args *a) {
+  int saved = errno;
+  attach(a);
+  errno = saved;
+}
+
+EXPORT void allocscope_inject_detach(struct as_inject_args *a) {
+  int saved = errno;
+  detach(a);
+  errno = saved;
+}
+
+static void attach(struct as_inject_args *a) {
   static int fork_handler;
   a->slots = a->modules = a->slots_elsewhere = a->slots_full = 0;
   a->status = refusal(a);
@@ -74,7 +92,7 @@ EXPORT void allocscope_inject_attach(struct as_inject_args *a) {
   a->slots_full = counts.full;
 }
 
-EXPORT void allocscope_inject_detach(struct as_inject_args *a) {
+static void detach(struct as_inject_args *a) {
   while (__atomic_exchange_n(&take_lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
   a->slots = attached ? as_slots_give_back() : 0;
   __atomic_store_n(&attached, 0, __ATOMIC_RELEASE);

@@ -283,7 +283,7 @@ FeatureState rewrite_state(bpf_program* prog) {
 // a single-step, and rewrites a probed 10-byte nop into a call that forked
 // children keep.
 // Nanoseconds a call of fn takes, the mean of kTimedCalls.
-constexpr int kTimedCalls = 2000;
+constexpr int kTimedCalls = 500;
 double call_ns(void (*fn)()) {
   fn();
   auto start = std::chrono::steady_clock::now();

@@ -1,5 +1,6 @@
 #include "record/discovery/go_rates.h"
 
+#include <algorithm>
 #include <cerrno>
 
 #include "host/process.h"
@@ -36,12 +37,21 @@ Result<void> GoRates::set(pid_t pid, const std::string& path, uint64_t inode, ui
   if (!read_process_memory(pid, *address, bytes_of(was)) ||
       !write_process_memory(pid, *address, bytes_of(now)))
     return fail_errno("set MemProfileRate of process " + std::to_string(pid), errno ? errno : EFAULT);
-  written_.push_back({pid, *address, was, now});
+  written_.push_back({pid, *address, was, now, process_start_ticks(pid), inode});
   return {};
+}
+
+// Whether process `pid` is still the one written to, running that program.
+static bool same_program(const GoRates::Written& w) {
+  if (process_start_ticks(w.pid) != w.start_ticks) return false;
+  auto maps = read_maps(w.pid);
+  return maps &&
+         std::any_of(maps->begin(), maps->end(), [&](const Mapping& m) { return m.inode == w.inode; });
 }
 
 void GoRates::restore_all() {
   for (Written& w : written_) {
+    if (!same_program(w)) continue;
     uint64_t now = 0;
     if (read_process_memory(w.pid, w.address, bytes_of(now)) && now == w.now)
       write_process_memory(w.pid, w.address, bytes_of(w.was));

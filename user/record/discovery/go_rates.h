@@ -29,11 +29,13 @@ class GoRates {
   // Each set back to what it was.
   void restore_all();
 
- private:
   struct Written {
     pid_t pid;
     uint64_t address, was, now;
+    uint64_t start_ticks, inode;  // which process, running which program
   };
+
+ private:
   std::vector<Written> written_;
 };
 

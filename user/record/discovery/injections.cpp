@@ -1,5 +1,6 @@
 #include "record/discovery/injections.h"
 
+#include <cerrno>
 #include <cstdio>
 
 #include "host/preload_library.h"
@@ -96,7 +97,7 @@ void Injections::eject_all() {
     auto out = inject::eject(in, kEntryBudget);
     if (out)
       pauses_us_.push_back(uint64_t(out->paused.count()));
-    else if (!config_.quiet && process_exists(in.pid))
+    else if (!config_.quiet && out.error().code != ESRCH)
       print_error("warning: process " + std::to_string(in.pid) +
                   " keeps allocscope's library in its allocator's path (dormant, it forwards each call): " +
                   out.error().message);
