@@ -84,7 +84,12 @@ def memleak_tracer(pid):
 def measure(config, bench_argv):
     """One run of one configuration: the benchmark's figure, and the tracer's rusage."""
     bench = Bench(bench_argv, config.get("prefix", ()))
-    tracer = config["attach"](bench.pid) if config.get("attach") else None
+    try:
+        tracer = config["attach"](bench.pid) if config.get("attach") else None
+    except BaseException:
+        bench.proc.kill()  # left waiting, it would be in every later recording of the machine
+        bench.proc.wait()
+        raise
     value = bench.run()
     usage = None
     if tracer:
@@ -105,13 +110,17 @@ FALLBACKS_6_1 = "uprobe_session,uprobe_multi,nop_emulation"
 
 
 SMOKE = {"untraced", "floor: null probes, placed", "floor: null probes, malloc family only",
-         "allocscope (live tracking)", "fallback: Debian 12's 6.1 paths", "preload library, no tracer",
+         "allocscope (live tracking)",
+         "allocscope -p (default: entered, in process)", "fallback: Debian 12's 6.1 paths", "preload library, no tracer",
          "allocscope record (default)"}
 
 
 def configurations(build, smoke):
     allocscope = os.path.join(build, "allocscope")
-    a = lambda *opts: allocscope_tracer(allocscope, list(opts))
+    # Attached with the probes (--no-inject): what these rows measure; the
+    # default -p (entered, in process) has its own row.
+    a = lambda *opts: allocscope_tracer(allocscope, ["--no-inject"] + list(opts))
+    probes = lambda forced, *opts: allocscope_tracer(allocscope, ["--no-inject"] + list(opts), forced)
     launch = lambda *opts: (allocscope, "record", "-q", "-o", "/dev/null") + opts + ("--",)
     preload = os.path.join(build, "liballocscope-preload.so")
     configs = [
@@ -121,16 +130,17 @@ def configurations(build, smoke):
         {"name": "floor: null probes, malloc family only", "attach": a("--null-probes", "--no-free")},
         {"name": "allocscope --no-free", "attach": a("--no-free")},
         {"name": "allocscope (live tracking)", "attach": a()},
+        {"name": "allocscope -p (default: entered, in process)", "attach": allocscope_tracer(allocscope, [])},
         {"name": "allocscope --probe-mode classic", "attach": a("--probe-mode", "classic")},
         {"name": "allocscope --rate 1", "attach": a("--rate", "1")},
         # Each fallback path, forced on this kernel (--force-fallback).
-        {"name": "fallback: no uprobe sessions", "attach": allocscope_tracer(allocscope, [], "uprobe_session")},
-        {"name": "fallback: no uprobe_multi", "attach": allocscope_tracer(allocscope, [], "uprobe_multi")},
-        {"name": "fallback: no push emulation", "attach": allocscope_tracer(allocscope, [], "push_emulation")},
-        {"name": "fallback: no nop emulation", "attach": allocscope_tracer(allocscope, [], "nop_emulation")},
-        {"name": "fallback: Debian 12's 6.1 paths", "attach": allocscope_tracer(allocscope, [], FALLBACKS_6_1)},
+        {"name": "fallback: no uprobe sessions", "attach": probes("uprobe_session")},
+        {"name": "fallback: no uprobe_multi", "attach": probes("uprobe_multi")},
+        {"name": "fallback: no push emulation", "attach": probes("push_emulation")},
+        {"name": "fallback: no nop emulation", "attach": probes("nop_emulation")},
+        {"name": "fallback: Debian 12's 6.1 paths", "attach": probes(FALLBACKS_6_1)},
         {"name": "fallback: Debian 12's 6.1 paths, --rate 1",
-         "attach": allocscope_tracer(allocscope, ["--rate", "1"], FALLBACKS_6_1)},
+         "attach": probes(FALLBACKS_6_1, "--rate", "1")},
         # In process (record --preload): the countdown runs in the program.
         {"name": "preload library, no tracer", "prefix": ("env", "LD_PRELOAD=" + preload)},
         {"name": "allocscope --preload", "prefix": launch("--preload")},

@@ -337,6 +337,35 @@ TEST(Inject, NoInjectProbesTheAllocator) {
   EXPECT_EQ(recorder.err().find("samples in process"), std::string::npos) << recorder.err();
 }
 
+// A process entered and left keeps the library, dormant, and allocates
+// through its own allocator again: a later --all recording probes that
+// allocator in it, as in any process (it once took the dormant copy for an
+// in-process sampler and lost the process's allocations).
+TEST(Inject, ALeftProcessIsProbedByALaterWholeMachineRecording) {
+  REQUIRE_BPF();
+  Child target({WORKLOAD_BIN, "--scale-pct", "5", "--wait"});
+  ASSERT_TRUE(target.wait_for_line("ready", 10000));
+  std::string pid = std::to_string(target.pid());
+  RunResult entered = run({ALLOCSCOPE_BIN, "record", "-q", "-p", pid, "-d", "200ms", "-o", "/dev/null"});
+  ASSERT_EQ(entered.status, 0) << entered.err;
+  ASSERT_NE(read_file("/proc/" + pid + "/maps").find("allocscope-preload"), std::string::npos);
+  std::string out = temp_path("after-entry.pb.gz");
+  Child recorder({ALLOCSCOPE_BIN, "record", "--all", "--rate", "64KiB", "-o", out});
+  ASSERT_TRUE(recorder.wait_for_line("recording every process", 60000, true)) << recorder.err();
+  target.signal(SIGUSR1);
+  EXPECT_EQ(target.wait(), 0);
+  recorder.signal(SIGINT);
+  ASSERT_EQ(recorder.wait(60000), 0) << recorder.err();
+  Recording rec = read_pprof(out);
+  std::filesystem::remove(out);
+  uint64_t samples = 0;
+  for (const RecSample& s : rec.samples)
+    if (s.pid == uint32_t(target.pid())) samples += s.totals.samples;
+  // The workload allocates about 6 MiB at 5 %: some 90 samples at 64 KiB,
+  // none only by a defect.
+  EXPECT_GT(samples, 0u) << recorder.err();
+}
+
 }  // namespace
 }  // namespace allocscope::test
 

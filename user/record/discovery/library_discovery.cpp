@@ -112,6 +112,9 @@ std::string LibraryDiscovery::held_path(const UniqueFd& file) {
 Result<bool> LibraryDiscovery::attach_file(pid_t pid, FileKey key, const std::string& path,
                                            const std::string& shown, bool assume_in_process) {
   if (not_allocators_.contains(key) || key == own_executable_) return false;
+  // A copy an earlier recording entered and left, dormant: its process
+  // allocates through its own allocator again, which is probed.
+  if (inject::is_injected_library(shown)) return false;
   if (system_wide_ && allocator_offsets_.contains(key)) return true;
   if (deferred_.contains(key) && defers_for(pid, assume_in_process)) return true;
   auto file = hold(pid, path, shown);
