@@ -304,6 +304,9 @@ CLI::App* add_agent(CLI::App& app, AgentConfig& c, OptionText& t) {
                    "its program's and cgroup's, so no cumulative profile or counter goes down")
       ->type_name("TIME")
       ->check(parsed_by(retention_ms, "retention: a duration of at least 10s"));
+  agent->add_flag("!--no-inject", c.record.inject,
+                  "With -p: probe each process's allocator (a trap into the kernel at every call) instead of "
+                  "loading liballocscope-preload.so into it for as long as the agent runs (the default)");
   agent->add_option("--max-seconds", c.max_seconds, "Longest ?seconds= window served")
       ->type_name("SECONDS")
       ->capture_default_str()
