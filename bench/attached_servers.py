@@ -5,12 +5,14 @@
 throughput of each and its ratio to untraced, and how long an entry held
 the thread it borrowed. Prints markdown for BENCHMARKS.md.
 
-  sudo bench/attached_servers.py [--build DIR] [--rounds N] [--servers redis,postgres,nginx]
+  sudo bench/attached_servers.py [--build DIR] [--rounds N] [--servers redis,postgres,nginx] [--agent]
 
 redis-server under redis-benchmark (SET, GET, LPUSH, LPOP of 256 bytes, 20
 clients), PostgreSQL 15 under pgbench -S (4 clients; -p the postmaster
 --children: its backends are forked), nginx (-p the master --children, 2
-workers) under wrk on a 4 KiB page.
+workers) under wrk on a 4 KiB page. With --agent, redis-server under
+`allocscope agent -p` (entered), `agent -p --no-inject` and `agent` (every
+process).
 """
 import argparse
 import os
@@ -54,24 +56,60 @@ KINDS = {
 }
 
 
+def beside(argv, ready, load, server, stop):
+    """Runs the load while `argv` records the server (once it has said `ready`, then
+    stopped by signal `stop`); the throughput and what it said before the load."""
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if ready in line:
+            break
+    value = load(server)
+    proc.send_signal(stop)
+    rest = proc.communicate(timeout=300)[1]
+    if proc.returncode != 0:
+        raise RuntimeError("".join(seen) + rest)
+    return value, "".join(seen)
+
+
 def recorded(allocscope, server, load, extra, tmp):
     """Runs the load while allocscope records the server; (throughput, entry pauses in ms)."""
     argv = [allocscope, "record", "-v", "-o", os.path.join(tmp, "out.pb.gz"), "-p", str(server.pid)]
     if server.children:
         argv.append("--children")
-    rec = subprocess.Popen(argv + extra, stderr=subprocess.PIPE, text=True)
-    seen = []
-    for line in rec.stderr:
-        seen.append(line)
-        if "recording process" in line:
-            break
-    value = load(server)
-    rec.send_signal(signal.SIGINT)
-    rest = rec.communicate(timeout=300)[1]
-    if rec.returncode != 0:
-        raise RuntimeError("".join(seen) + rest)
-    pauses = [float(m) for m in re.findall(r"library (?:loaded|woken) in ([0-9.]+) ms", "".join(seen))]
-    return value, pauses
+    value, seen = beside(argv + extra, "recording process", load, server, signal.SIGINT)
+    return value, [float(m) for m in re.findall(r"library (?:loaded|woken) in ([0-9.]+) ms", seen)]
+
+
+def agent_recorded(allocscope, server, load, extra):
+    """Runs the load while the agent records (its log's start line read first); the throughput."""
+    argv = [allocscope, "agent", "--listen", "127.0.0.1:6071"] + extra
+    return beside(argv, "recording:", load, server, signal.SIGTERM)[0]
+
+
+def agent_table(allocscope, rounds):
+    """redis-server under the agent: -p (entered), -p --no-inject, and every process (probes)."""
+    print("\n| server | untraced | `agent -p` (entered) | ratio | `agent -p --no-inject` | ratio | `agent` (every process) | ratio |")
+    print("|---|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chmod(tmp, 0o755)
+        start, load, name, unit = KINDS["redis"]
+        server = start(tmp)
+        try:
+            load(server)  # warm
+            runs = {"plain": [], "entered": [], "probed": [], "all": []}
+            pid = str(server.pid)
+            for _ in range(rounds):
+                runs["plain"].append(load(server))
+                runs["entered"].append(agent_recorded(allocscope, server, load, ["-p", pid]))
+                runs["probed"].append(agent_recorded(allocscope, server, load, ["-p", pid, "--no-inject"]))
+                runs["all"].append(agent_recorded(allocscope, server, load, []))
+            u, e, p, a = (statistics.median(runs[k]) for k in ("plain", "entered", "probed", "all"))
+            print(f"| {name} | {u:,.0f} {unit} | {e:,.0f} | {u / e:.2f}x | {p:,.0f} | {u / p:.2f}x | "
+                  f"{a:,.0f} | {u / a:.2f}x |", flush=True)
+        finally:
+            server.stop()
 
 
 def main():
@@ -79,6 +117,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--servers", default="redis,postgres,nginx")
+    ap.add_argument("--agent", action="store_true", help="also redis-server under the agent")
     args = ap.parse_args()
     allocscope = os.path.join(args.build, "allocscope")
     print(f"kernel {os.uname().release}, {args.rounds} interleaved rounds, medians\n")
@@ -104,6 +143,8 @@ def main():
                       f"{u / p:.2f}x | {held} |", flush=True)
             finally:
                 server.stop()
+    if args.agent:
+        agent_table(allocscope, args.rounds)
 
 
 if __name__ == "__main__":

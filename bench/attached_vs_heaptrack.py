@@ -61,7 +61,7 @@ def record(tool_argv, ready, make, requests):
     tmp = tempfile.mkdtemp(prefix="allocscope-bench-")
     server, load = make(tmp, requests)
     argv = [a.replace("PID", str(server.pid)).replace("TMP", tmp) for a in tool_argv]
-    tool = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    tool = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp)
     try:
         wait_for(tool.stdout, ready, 120)
         load()
@@ -72,8 +72,9 @@ def record(tool_argv, ready, make, requests):
 
 
 def compare(name, make, binary, requests, rate):
-    ht_dir, _ = record(["heaptrack", "-p", "PID", "-o", "TMP/ht"], "injection finished", make, requests)
-    files = [os.path.join(ht_dir, f) for f in os.listdir(ht_dir) if f.startswith("ht") and f.endswith(".zst")]
+    # heaptrack -p writes heaptrack.NAME.PID.zst where it runs (it takes no -o then).
+    ht_dir, _ = record(["heaptrack", "-p", "PID"], "injection finished", make, requests)
+    files = [os.path.join(ht_dir, f) for f in os.listdir(ht_dir) if f.startswith("heaptrack.") and f.endswith(".zst")]
     truth = parse_heaptrack(max(files, key=os.path.getsize))[0]
     as_dir, summary = record([binary, "record", "-p", "PID", "--rate", rate, "-o", "TMP/as.pb.gz"],
                              "recording process", make, requests)
