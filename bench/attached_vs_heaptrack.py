@@ -21,11 +21,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import servers  # noqa: E402
 from clang_vs_heaptrack import by_function, parse_allocscope, parse_heaptrack  # noqa: E402
+from run import wait_for  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -42,18 +42,6 @@ def http(tmp, requests):
 
 
 SERVERS = {"redis": redis, "http": http}
-
-
-def wait_for(stream, text, seconds):
-    deadline, seen = time.monotonic() + seconds, []
-    while time.monotonic() < deadline:
-        line = stream.readline()
-        if not line:
-            break
-        seen.append(line)
-        if text in line:
-            return
-    raise RuntimeError(f"timed out waiting for {text!r}: {''.join(seen)[-2000:]}")
 
 
 def record(tool_argv, ready, make, requests):

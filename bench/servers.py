@@ -11,6 +11,12 @@ import time
 PG_BIN = "/usr/lib/postgresql/15/bin"
 
 
+def write_page(directory, page_bytes):
+    """page.bin in `directory`: what the HTTP servers serve, random bytes."""
+    with open(os.path.join(directory, "page.bin"), "wb") as f:
+        f.write(os.urandom(page_bytes))
+
+
 class Redis:
     name = "redis-server"
     children = False
@@ -76,8 +82,7 @@ class Nginx:
     def __init__(self, tmp, port, page_bytes):
         root = os.path.join(tmp, "www")
         os.makedirs(root)
-        with open(os.path.join(root, "page.bin"), "wb") as f:
-            f.write(os.urandom(page_bytes))
+        write_page(root, page_bytes)
         conf = os.path.join(tmp, "nginx.conf")
         with open(conf, "w") as f:
             f.write(f"""worker_processes 2; daemon off; pid {tmp}/nginx.pid; error_log {tmp}/error.log;
@@ -100,8 +105,7 @@ class PythonHttp:
     children = False
 
     def __init__(self, tmp, port, page_bytes):
-        with open(os.path.join(tmp, "page.bin"), "wb") as f:
-            f.write(os.urandom(page_bytes))
+        write_page(tmp, page_bytes)
         self.url = f"http://127.0.0.1:{port}/page.bin"
         self.proc = subprocess.Popen(["python3", "-m", "http.server", str(port), "--bind", "127.0.0.1"], cwd=tmp,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

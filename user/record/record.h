@@ -74,6 +74,11 @@ struct RecordConfig {
   bool quiet = false;
   bool hangup_stops = true;   // SIGHUP ends the recording (the agent reopens its log instead)
   uint64_t top_every_ms = 0;  // --top: the top live and allocated stacks on stdout this often (0: off)
+
+  // The probes are what is measured or chosen (the benchmarks' floors, a
+  // probe mode): a launched command and a -p process are probed, not
+  // sampled in process.
+  bool probes_chosen() const { return null_probes || naive_placement || probe_mode != ProbeMode::Auto; }
 };
 
 // Runs a recording; returns the process exit status: the command's with

@@ -41,8 +41,7 @@ Result<void> GoRates::set(pid_t pid, const std::string& path, uint64_t inode, ui
   return {};
 }
 
-// Whether process `pid` is still the one written to, running that program.
-static bool same_program(const GoRates::Written& w) {
+bool GoRates::same_program(const Written& w) {
   if (process_start_ticks(w.pid) != w.start_ticks) return false;
   auto maps = read_maps(w.pid);
   return maps &&

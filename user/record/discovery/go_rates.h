@@ -29,13 +29,14 @@ class GoRates {
   // Each set back to what it was.
   void restore_all();
 
+ private:
   struct Written {
     pid_t pid;
     uint64_t address, was, now;
     uint64_t start_ticks, inode;  // which process, running which program
   };
-
- private:
+  // Whether the process written to is still that one, running that program.
+  static bool same_program(const Written& w);
   std::vector<Written> written_;
 };
 

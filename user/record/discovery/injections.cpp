@@ -38,11 +38,8 @@ std::string describe_entries(size_t entered, size_t probed) {
 }
 
 bool injects(const RecordConfig& c) {
-  // As for a launched command: where the probes are what is measured or
-  // chosen (the benchmarks' floors, a probe mode), they stay.
-  bool probes_chosen = c.null_probes || c.naive_placement || c.probe_mode != ProbeMode::Auto;
   return c.inject && !c.pids.empty() && c.command.empty() && !c.all && c.rate > 1 && !c.duty_period_ms &&
-         !probes_chosen;
+         !c.probes_chosen();
 }
 
 Result<std::shared_ptr<const inject::LibraryImage>> Injections::library() {

@@ -76,8 +76,7 @@ Result<LaunchPlan> plan_launch(const RecordConfig& c) {
   std::string program = find_program(command.program);
   plan.files = program_files(program, command);
   if (c.launch == LaunchPath::Probes) return plan;
-  if (c.launch == LaunchPath::Auto &&
-      (c.null_probes || c.naive_placement || c.probe_mode != ProbeMode::Auto)) {
+  if (c.launch == LaunchPath::Auto && c.probes_chosen()) {
     plan.why_probes = "the probes are what is measured or chosen";
     return plan;
   }
