@@ -22,8 +22,9 @@ std::string status_of(const std::string& pid) {
 // A workload named with -p: entered while the agent runs (the library in
 // its maps), every site's allocated and in-use bytes as go tool pprof reads
 // them within kMaxZ standard deviations of the truth (8 checks a mode at
-// 1.8e-7 each, harness.h: under 3e-6 a run), and when the agent stops the workload goes on,
-// untraced, to its end. With --no-inject the library is never loaded.
+// 1.8e-7 each, harness.h: under 3e-6 a run), and when the agent stops the
+// workload goes on, untraced, to its end. With --no-inject the library is
+// never loaded.
 TEST(AgentEntry, APidIsEnteredForAsLongAsTheAgentRuns) {
   REQUIRE_BPF();
   constexpr int kScale = 20;
