@@ -11,8 +11,9 @@ redis-server under redis-benchmark (SET, GET, LPUSH, LPOP of 256 bytes, 20
 clients), PostgreSQL 15 under pgbench -S (4 clients; -p the postmaster
 --children: its backends are forked), nginx (-p the master --children, 2
 workers) under wrk on a 4 KiB page. With --agent, redis-server under
-`allocscope agent -p` (entered), `agent -p --no-inject` and `agent` (every
-process).
+`allocscope agent -p` (entered), `agent -p --no-inject`, `agent` (every
+process probed) and `agent --enter-busy` (measured after a first load, in
+which the busy server is entered).
 """
 import argparse
 import os
@@ -82,32 +83,36 @@ def recorded(allocscope, server, load, extra, tmp):
     return value, [float(m) for m in re.findall(r"library (?:loaded|woken) in ([0-9.]+) ms", seen)]
 
 
-def agent_recorded(allocscope, server, load, extra):
-    """Runs the load while the agent records (its log's start line read first); the throughput."""
+def agent_recorded(allocscope, server, load, extra, settle=False):
+    """Runs the load while the agent records (its log's start line read first); the throughput.
+    `settle`: a first load unmeasured, in which a busy process is entered (the steady state)."""
     argv = [allocscope, "agent", "--listen", "127.0.0.1:6071"] + extra
-    return beside(argv, "recording:", load, server, signal.SIGTERM)[0]
+    measured = (lambda s: (load(s), load(s))[1]) if settle else load
+    return beside(argv, "recording:", measured, server, signal.SIGTERM)[0]
 
 
 def agent_table(allocscope, rounds):
-    """redis-server under the agent: -p (entered), -p --no-inject, and every process (probes)."""
-    print("\n| server | untraced | `agent -p` (entered) | ratio | `agent -p --no-inject` | ratio | `agent` (every process) | ratio |")
-    print("|---|---|---|---|---|---|---|---|")
+    """redis-server under the agent: -p (entered), -p --no-inject, every process (probes), and
+    --enter-busy (measured after a first load, in which the busy server is entered)."""
+    print("\n| server | untraced | `agent -p` (entered) | ratio | `agent -p --no-inject` | ratio | `agent` (every process) | ratio | `agent --enter-busy` | ratio |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         os.chmod(tmp, 0o755)
         start, load, name, unit = KINDS["redis"]
         server = start(tmp)
         try:
             load(server)  # warm
-            runs = {"plain": [], "entered": [], "probed": [], "all": []}
+            runs = {"plain": [], "entered": [], "probed": [], "all": [], "busy": []}
             pid = str(server.pid)
             for _ in range(rounds):
                 runs["plain"].append(load(server))
                 runs["entered"].append(agent_recorded(allocscope, server, load, ["-p", pid]))
                 runs["probed"].append(agent_recorded(allocscope, server, load, ["-p", pid, "--no-inject"]))
                 runs["all"].append(agent_recorded(allocscope, server, load, []))
-            u, e, p, a = (statistics.median(runs[k]) for k in ("plain", "entered", "probed", "all"))
+                runs["busy"].append(agent_recorded(allocscope, server, load, ["--enter-busy"], settle=True))
+            u, e, p, a, b = (statistics.median(runs[k]) for k in ("plain", "entered", "probed", "all", "busy"))
             print(f"| {name} | {u:,.0f} {unit} | {e:,.0f} | {u / e:.2f}x | {p:,.0f} | {u / p:.2f}x | "
-                  f"{a:,.0f} | {u / a:.2f}x |", flush=True)
+                  f"{a:,.0f} | {u / a:.2f}x | {b:,.0f} | {u / b:.2f}x |", flush=True)
         finally:
             server.stop()
 

@@ -31,6 +31,7 @@ char LICENSE[] SEC("license") = "GPL";
 /* The program in parts, in dependency order. */
 // clang-format off
 #include "state.bpf.h"
+#include "busy.bpf.h"
 #include "walk.bpf.h"
 #include "python.bpf.h"
 #include "lifecycle.bpf.h"
@@ -177,6 +178,7 @@ static __always_inline bool alloc_enter(__u32 fn, __u64 size, __u64 memptr) {
   bool always_return = !use_sessions || fn != AS_FN_MALLOC;
   struct thread_state *st = thread_state(true);
   if (!st) return false;
+  count_call(st);
   if (st->depth != 0) {
     count(AS_CNT_NESTED);
     if (always_return) st->depth++;

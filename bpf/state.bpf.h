@@ -43,6 +43,7 @@ struct thread_state {
   __u64 pending_offset; /* bytes before the sampled byte */
   __u64 pending_memptr; /* posix_memalign's out pointer */
   __u32 epoch;          /* probe_epoch when this state was last good */
+  __u32 calls;          /* allocating calls since the last batch added to `busy` */
 };
 
 /* Raised by userspace whenever it attaches probes again (the agent's duty

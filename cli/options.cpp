@@ -307,6 +307,11 @@ CLI::App* add_agent(CLI::App& app, AgentConfig& c, OptionText& t) {
   agent->add_flag("!--no-inject", c.record.inject,
                   "With -p: probe each process's allocator (a trap into the kernel at every call) instead of "
                   "loading liballocscope-preload.so into it for as long as the agent runs (the default)");
+  agent
+      ->add_flag("--enter-busy", c.record.enter_busy,
+                 "Without -p: also enter each process whose allocator probes cost it over 1% of a core, for "
+                 "as long as the agent runs (its in-use figures then count blocks sampled from its entry on)")
+      ->excludes("--no-inject");
   agent->add_option("--max-seconds", c.max_seconds, "Longest ?seconds= window served")
       ->type_name("SECONDS")
       ->capture_default_str()

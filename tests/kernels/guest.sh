@@ -64,7 +64,9 @@ fi
 # (mallocgc's probe, frames by Go's own table), the preload library's sites
 # rewritten into calls where the kernel does (a forked child included),
 # running processes entered by -p (a borrowed thread given back, or putting
-# itself back through its frame; glibc's sites).
+# itself back through its frame; glibc's sites), and a busy one entered by
+# --all --enter-busy with the kernel's int3s written back in it alone (each
+# kernel's uprobes must leave that page be when they go).
 core=(
   # /0: alloc_space, /2: inuse_space (the object counts come from the same recordings)
   'Metrics/ExactMode.*/0'
@@ -92,6 +94,7 @@ core=(
   'Modes/Confined.*'
   Inject.ABorrowedThreadComesBackAsItWasWithOrWithoutAllocscope
   Inject/EnteredSites.AreTheTruthOnEachAllocator/glibc
+  BusyEntry.ABusyProcessIsEnteredByAWholeMachineRecording
 )
 # Every BPF program is loaded (and verified) by the core scenarios too.
 more=(

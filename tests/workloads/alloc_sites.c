@@ -2,9 +2,11 @@
  * calls every site's allocator a known number of times with a known size,
  * frees what the spec says and keeps the rest until exit.
  *
- *   alloc_sites [--threads N] [--scale-pct P] [--double SITE] [--wait] [--hold] [--exit-code C]
+ *   alloc_sites [--threads N] [--scale-pct P] [--double SITE] [--wait [--churn]] [--hold] [--exit-code C]
  *
  * --wait: print "ready" and wait for SIGUSR1 before allocating.
+ * --churn: while waiting, a thread mallocs and frees 16 bytes, 1,000 pairs
+ *   a millisecond at most, outside every site (a busy process to enter).
  * --hold: after allocating, print "done" and wait for SIGUSR1 before exiting.
  * --double SITE: that site makes twice its calls (for differential tests).
  * Output is deterministic, so traced and untraced runs print the same. */
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "workload_spec.h"
 
@@ -103,6 +106,23 @@ static void *thread_main(void *arg) {
   return NULL;
 }
 
+static volatile int g_churning;
+
+__attribute__((noinline)) static void *churn(void *arg) {
+  (void)arg;
+  const struct timespec ms = {0, 1000000};
+  while (__atomic_load_n(&g_churning, __ATOMIC_RELAXED)) {
+    for (int i = 0; i < 1000; ++i) {
+      volatile char *p = malloc(16);
+      if (!p) abort();
+      p[0] = (char)i;
+      free((void *)p);
+    }
+    nanosleep(&ms, NULL);
+  }
+  return NULL;
+}
+
 static void wait_usr1(const char *message) {
   printf("%s\n", message);
   fflush(stdout);
@@ -114,7 +134,7 @@ static void wait_usr1(const char *message) {
 }
 
 int main(int argc, char **argv) {
-  int threads = 2, wait = 0, hold = 0, exit_code = 0;
+  int threads = 2, wait = 0, hold = 0, exit_code = 0, churning = 0;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--threads") && i + 1 < argc)
       threads = atoi(argv[++i]);
@@ -128,10 +148,14 @@ int main(int argc, char **argv) {
       wait = 1;
     else if (!strcmp(argv[i], "--hold"))
       hold = 1;
+    else if (!strcmp(argv[i], "--churn"))
+      churning = 1;
     else {
-      fprintf(stderr,
-              "usage: %s [--threads N] [--scale-pct P] [--double SITE] [--wait] [--hold] [--exit-code C]\n",
-              argv[0]);
+      fprintf(
+          stderr,
+          "usage: %s [--threads N] [--scale-pct P] [--double SITE] [--wait [--churn]] [--hold] [--exit-code "
+          "C]\n",
+          argv[0]);
       return 2;
     }
   }
@@ -140,7 +164,14 @@ int main(int argc, char **argv) {
   sigemptyset(&set);
   sigaddset(&set, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &set, NULL);
+  pthread_t churner;
+  g_churning = churning && wait;
+  if (g_churning && pthread_create(&churner, NULL, churn, NULL) != 0) return 1;
   if (wait) wait_usr1("ready");
+  if (g_churning) {
+    __atomic_store_n(&g_churning, 0, __ATOMIC_RELAXED);
+    pthread_join(churner, NULL);
+  }
 
   size_t per_thread = 0;
   for (size_t s = 0; s < N_SITES; ++s) per_thread += count_of((int)s);

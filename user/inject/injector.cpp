@@ -307,6 +307,11 @@ Result<Injection> inject(pid_t pid, const InjectOptions& options) {
   done.attach_fn = *attach;
   done.detach_fn = *detach;
   done.detach_offset = image.detach_offset;
+  if (options.loaded)
+    if (auto ok = options.loaded(done.library.get()); !ok) {
+      thread->give_back();
+      return fail(ok.error());
+    }
   as_inject_args args{};
   args.abi = AS_INJECT_ABI;
   args.ring_fd = -1;
@@ -335,9 +340,13 @@ Result<Injection> inject(pid_t pid, const InjectOptions& options) {
   return done;
 }
 
+bool still_entered(const Injection& injection) {
+  return mapped_at(injection.pid, injection.library.get(), injection.detach_offset) == injection.detach_fn;
+}
+
 Result<Ejection> eject(const Injection& injection, std::chrono::milliseconds budget) {
   auto deadline = Clock::now() + budget;
-  if (mapped_at(injection.pid, injection.library.get(), injection.detach_offset) != injection.detach_fn)
+  if (!still_entered(injection))
     return fail(process_name(injection.pid) + " no longer maps the library", ESRCH);
   auto code = find_target_code(injection.pid);
   if (!code) return fail(code.error());

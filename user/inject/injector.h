@@ -37,6 +37,10 @@ struct InjectOptions {
   // Sizes and registers a frees ring: allocscope's descriptor of the memfd
   // the target made for it. Empty: the frees of sampled blocks trap.
   std::function<Result<void>(UniqueFd ring)> make_ring;
+  // Called with the library's file once the process maps it, before its
+  // sampler starts: its probes attached there miss none of its samples.
+  // Failing, the library is left dormant and the entry fails.
+  std::function<Result<void>(int library)> loaded;
   std::chrono::milliseconds budget{3000};
 };
 
@@ -57,6 +61,10 @@ bool is_injected_library(std::string_view mapped_path);
 // A one-line reason when the process cannot take the library (a static or
 // set-id program, musl, a seccomp filter, ...); the process is left as it was.
 Result<Injection> inject(pid_t pid, const InjectOptions& options);
+
+// Whether the process still maps the library where it was entered (not
+// once it ran another program, or ended).
+bool still_entered(const Injection& injection);
 
 struct Ejection {
   uint32_t slots = 0;

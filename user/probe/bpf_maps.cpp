@@ -155,6 +155,38 @@ Result<void> BpfSession::mark_in_process(uint32_t tgid) {
   return {};
 }
 
+void BpfSession::unmark_in_process(uint32_t tgid) {
+  int fd = bpf_map__fd(skel_->maps.processes);
+  uint8_t verdict = process_entry(tgid) & ~uint8_t(AS_PROC_IN_PROCESS);
+  if (verdict)
+    bpf_map_update_elem(fd, &tgid, &verdict, BPF_EXIST);
+  else
+    bpf_map_delete_elem(fd, &tgid);
+}
+
+std::vector<std::pair<uint32_t, uint64_t>> BpfSession::take_busy() {
+  int fd = bpf_map__fd(skel_->maps.busy);
+  std::vector<uint32_t> keys;
+  uint32_t key = 0, next = 0;
+  for (void* prev = nullptr; bpf_map_get_next_key(fd, prev, &next) == 0; prev = &key) {
+    keys.push_back(next);
+    key = next;
+  }
+  std::vector<std::pair<uint32_t, uint64_t>> calls;
+  for (uint32_t tgid : keys) {
+    uint64_t n = 0;
+    if (bpf_map_lookup_and_delete_elem(fd, &tgid, &n) == 0) {
+      calls.emplace_back(tgid, n);
+    } else if (errno != ENOENT && bpf_map_lookup_elem(fd, &tgid, &n) == 0) {
+      // Before 5.14 a hash map cannot do both at once: a batch added in
+      // between is lost, and that only delays an entry.
+      bpf_map_delete_elem(fd, &tgid);
+      calls.emplace_back(tgid, n);
+    }
+  }
+  return calls;
+}
+
 void BpfSession::forget_live(uint32_t tgid, std::span<const uint64_t> addrs) {
   std::vector<as_live_key> keys;
   keys.reserve(addrs.size());

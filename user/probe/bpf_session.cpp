@@ -209,6 +209,8 @@ Result<std::unique_ptr<BpfSession>> BpfSession::open(const SessionConfig& config
   s->skel_->rodata->judge_cgroups = config.judge_cgroups;
   s->skel_->rodata->cgroup_id = config.cgroup_id;
   s->skel_->rodata->cgroup_level = config.cgroup_level;
+  s->skel_->rodata->count_busy = config.count_busy;
+  bpf_map__set_max_entries(s->skel_->maps.busy, config.max_processes);
   bpf_map__set_max_entries(s->skel_->maps.processes, config.max_processes);
   bpf_map__set_max_entries(s->skel_->maps.process_live, config.max_processes);
   Log2Table table = make_log2_table();

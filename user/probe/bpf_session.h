@@ -61,6 +61,8 @@ struct SessionConfig {
   // cgroup_mkdir events (AS_EV_CGROUP): cgroups named after they are gone.
   bool cgroup_names = false;
   bool verifier_stats = false;  // keep each program's verifier statistics (verifier_stats())
+  // Allocating calls that trap are counted per recorded process (take_busy()).
+  bool count_busy = false;
 };
 
 struct KernelFeatures;
@@ -100,6 +102,11 @@ class BpfSession final : public TableHost {
   // knew the library, or before recording began).
   Result<void> add_python_process(uint32_t tgid, const as_py_process& process);
   Result<void> mark_in_process(uint32_t tgid);
+  // The mark taken back: an entry that failed leaves its process to the probes.
+  void unmark_in_process(uint32_t tgid);
+  // With count_busy: each recorded process's allocating calls that trapped
+  // since the last take (in batches of AS_BUSY_BATCH per thread), taken.
+  std::vector<std::pair<uint32_t, uint64_t>> take_busy();
   // A verdict only where there is none; one removed only if it is `verdict`.
   void set_verdict_if_none(uint32_t tgid, uint8_t verdict);
   bool has_verdict(uint32_t tgid) const;

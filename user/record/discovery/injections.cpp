@@ -1,5 +1,6 @@
 #include "record/discovery/injections.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 
@@ -37,9 +38,59 @@ std::string describe_entries(size_t entered, size_t probed) {
   return entered ? in + ", " + probes : probes;
 }
 
+std::string describe_busy_entries(size_t entered, size_t refused) {
+  auto processes = [](size_t n) { return std::to_string(n) + (n == 1 ? " process" : " processes"); };
+  std::string s = "allocator probes, in process where busy (" + processes(entered) + " entered";
+  return s + (refused ? ", " + std::to_string(refused) + " could not be)" : ")");
+}
+
 bool injects(const RecordConfig& c) {
   return c.inject && !c.pids.empty() && c.command.empty() && !c.all && c.rate > 1 && !c.duty_period_ms &&
          !c.probes_chosen();
+}
+
+bool enters_busy(const RecordConfig& c) {
+  return c.enter_busy && c.inject && system_wide(c) && c.command.empty() && c.rate > 1 && !c.duty_period_ms &&
+         !c.probes_chosen();
+}
+
+bool lifts_probes(const RecordConfig& c) { return system_wide(c) && (injects(c) || enters_busy(c)); }
+
+double busy_threshold(double trap_ns) {
+  constexpr double kShareOfCore = 0.01, kTrapsPerCall = 2;
+  constexpr double kUntimedTrapNs = 500;  // bare metal's dearest (0.3 to 0.5 us)
+  double ns = trap_ns > 0 ? trap_ns : kUntimedTrapNs;
+  return kShareOfCore * 1e9 / (kTrapsPerCall * ns);
+}
+
+Injections::Identity Injections::identity(pid_t pid) { return {pid, process_start_time(pid)}; }
+
+void Injections::keep_pause(std::chrono::microseconds paused) {
+  if (pauses_us_.size() < kMaxKept) pauses_us_.push_back(uint64_t(paused.count()));
+}
+
+bool Injections::entered_now(pid_t pid) {
+  auto in =
+      std::find_if(live_.begin(), live_.end(), [pid](const inject::Injection& i) { return i.pid == pid; });
+  if (in == live_.end()) return false;
+  if (inject::still_entered(*in)) return true;
+  live_.erase(in);
+  return false;
+}
+
+bool Injections::refused_before(pid_t pid) const { return refused_ids_.contains(identity(pid)); }
+
+void Injections::pass_over(pid_t pid) { refused_ids_.insert(identity(pid)); }
+
+void Injections::forget_ended() {
+  std::erase_if(live_, [](const inject::Injection& i) { return !process_exists(i.pid); });
+  std::erase_if(refused_ids_, [](const Identity& id) { return identity(id.first) != id; });
+}
+
+std::vector<pid_t> Injections::entered_pids() const {
+  std::vector<pid_t> pids;
+  for (const inject::Injection& i : live_) pids.push_back(i.pid);
+  return pids;
 }
 
 Result<std::shared_ptr<const inject::LibraryImage>> Injections::library() {
@@ -57,11 +108,16 @@ void Injections::refuse(pid_t pid, const std::string& why) {
   if (!config_.quiet)
     std::fprintf(stderr, "allocscope: %s: its allocator is probed (a trap at every call): %s\n",
                  process_named(pid, r.comm).c_str(), why.c_str());
-  refused_.push_back(std::move(r));
+  ++refusals_;
+  refused_ids_.insert(identity(pid));
+  if (refused_.size() < kMaxKept) refused_.push_back(std::move(r));
 }
 
-bool Injections::enter(pid_t pid, AnsweredChannel* rings) {
-  if (is_go_program(pid)) return false;  // its heap is Go's, read through its runtime
+bool Injections::enter(pid_t pid, AnsweredChannel* rings, std::function<Result<void>(int)> loaded) {
+  if (is_go_program(pid)) {  // its heap is Go's, read through its runtime
+    pass_over(pid);
+    return false;
+  }
   auto image = library();
   if (!image) {
     refuse(pid, image.error().message);
@@ -71,6 +127,7 @@ bool Injections::enter(pid_t pid, AnsweredChannel* rings) {
   options.library = *image;
   options.rate = config_.rate;
   options.budget = kEntryBudget;
+  options.loaded = std::move(loaded);
   if (rings && !config_.no_free)
     options.make_ring = [rings, pid](UniqueFd memfd) { return rings->adopt_ring(pid, std::move(memfd)); };
   auto done = inject::inject(pid, options);
@@ -79,7 +136,7 @@ bool Injections::enter(pid_t pid, AnsweredChannel* rings) {
     return false;
   }
   ++entered_;
-  pauses_us_.push_back(uint64_t(done->paused.count()));
+  keep_pause(done->paused);
   if (config_.verbose)
     std::fprintf(
         stderr,
@@ -97,7 +154,7 @@ void Injections::eject_all() {
       continue;  // gone, or a zombie: nothing to give back
     auto out = inject::eject(in, kEntryBudget);
     if (out)
-      pauses_us_.push_back(uint64_t(out->paused.count()));
+      keep_pause(out->paused);
     else if (!config_.quiet && out.error().code != ESRCH)
       print_error("warning: process " + std::to_string(in.pid) +
                   " keeps allocscope's library in its allocator's path (dormant, it forwards each call): " +

@@ -1,16 +1,23 @@
-// The processes named with -p, sampled in process: liballocscope-preload.so
-// loaded into each while it runs (inject/), attached at the recording's
-// rate with a ring for the frees of its sampled blocks, and detached at the
-// recording's end. Only its sampled allocations then reach the kernel,
-// where probing its allocator trapped at every call. A process it cannot
-// enter is probed as before, and the reason said in one line.
+// The processes sampled in process while they run: liballocscope-preload.so
+// loaded into each (inject/), attached at the recording's rate with a ring
+// for the frees of its sampled blocks, and detached at the recording's end.
+// Those named with -p are entered at the start; under system-wide probes
+// (--all, the agent, --children) a process is entered once its allocator
+// calls trap too often (busy_threshold). Only its sampled allocations then
+// reach the kernel, where probing its allocator trapped at every call. A
+// process it cannot enter is probed as before, and the reason said in one
+// line.
 #pragma once
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -29,9 +36,26 @@ class AnsweredChannel;
 // nor paused (--duty).
 bool injects(const RecordConfig& config);
 
+// Whether busy processes are entered under system-wide probes (--enter-busy):
+// --all, the agent, -p with --children (not a launched command, whose
+// processes load the library at exec), sampled, neither refused nor paused.
+bool enters_busy(const RecordConfig& config);
+// Whether entered processes take the system-wide probes out of their copies
+// of the allocators (inject/breakpoints.h): -p with --children, and the
+// busy processes entered.
+bool lifts_probes(const RecordConfig& config);
+
+// The allocating calls per second, trapping at `trap_ns` each (0: not
+// timed), over which a process is entered: where the traps cost it 1 % of
+// a core (two traps a call: the call and the free of its block).
+double busy_threshold(double trap_ns);
+
 // The summary's words for how the named processes were sampled: "in
 // process (2 processes entered), allocator probes (1 process)".
 std::string describe_entries(size_t entered, size_t probed);
+// ... and under system-wide probes, where busy processes are entered:
+// "allocator probes, in process where busy (2 processes entered, 1 could not be)".
+std::string describe_busy_entries(size_t entered, size_t refused);
 
 class Injections {
  public:
@@ -42,29 +66,50 @@ class Injections {
 
   // Whether process `pid` samples in process now; `rings` takes its ring
   // (none: its sampled frees trap).
-  bool enter(pid_t pid, AnsweredChannel* rings);
+  // `loaded`: called with the library's file before it samples (InjectOptions).
+  bool enter(pid_t pid, AnsweredChannel* rings, std::function<Result<void>(int)> loaded = {});
   // Every entered process given back its allocator; said if one cannot be.
   void eject_all();
+  // Whether process `pid` is entered now (one that ran another program since
+  // is forgotten: it traps again, and may be entered again).
+  bool entered_now(pid_t pid);
+  // Whether this process (not another given its id since) was refused.
+  bool refused_before(pid_t pid) const;
+  // Remembers a process left to the probes without a word (a Go program:
+  // its heap is read through its runtime).
+  void pass_over(pid_t pid);
+  // Forgets the entries of processes that ended (an always-on recording).
+  void forget_ended();
+  std::vector<pid_t> entered_pids() const;
 
   struct Refusal {
     pid_t pid = 0;
     std::string comm, why;
   };
+  // The first kMaxKept refusals, and how many there were.
   const std::vector<Refusal>& refused() const { return refused_; }
+  size_t refusals() const { return refusals_; }
   size_t entered() const { return entered_; }
-  // How long each entry held its borrowed thread (microseconds).
+  // How long each entry held its borrowed thread (microseconds; the first kMaxKept).
   const std::vector<uint64_t>& pauses_us() const { return pauses_us_; }
 
  private:
   Result<std::shared_ptr<const inject::LibraryImage>> library();
   void refuse(pid_t pid, const std::string& why);
 
+  void keep_pause(std::chrono::microseconds paused);
+  // A process, told from a later one given its id by its start time.
+  using Identity = std::pair<pid_t, double>;
+  static Identity identity(pid_t pid);
+
+  static constexpr size_t kMaxKept = 1 << 14;
   const RecordConfig& config_;
   std::shared_ptr<const inject::LibraryImage> library_;
   std::vector<inject::Injection> live_;
   std::vector<Refusal> refused_;
+  std::set<Identity> refused_ids_;  // bounded as live_ is: processes that ended are forgotten
   std::vector<uint64_t> pauses_us_;
-  size_t entered_ = 0;
+  size_t entered_ = 0, refusals_ = 0;
 };
 
 }  // namespace allocscope

@@ -23,6 +23,7 @@
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "host/proc_maps.h"
+#include "inject/breakpoints.h"
 #include "probe/bpf_session.h"
 #include "record/discovery/go_rates.h"
 #include "record/events/sink_hooks.h"
@@ -48,6 +49,10 @@ class LibraryDiscovery : public LibraryWatch {
   // `entered`: allocscope loaded its library into the process, which
   // samples through it (else a copy left by another recording sleeps).
   Result<void> attach_process(pid_t pid, bool entered = false);
+  // The in-process probes of the library loaded into process `pid` (its
+  // file open at `library`), attached before it samples: under system-wide
+  // probes, for every process that maps it (its forks).
+  Result<void> attach_entered(pid_t pid, int library);
   // Go programs given a MemProfileRate set back to theirs (0), before the
   // probes go.
   void restore_go_rates() { go_rates_.restore_all(); }
@@ -92,6 +97,14 @@ class LibraryDiscovery : public LibraryWatch {
   // Of those read by their runtime's sampling, the ones whose runtime
   // sampled nothing (MemProfileRate 0, or under one rate's bytes allocated).
   GoPrograms go_unsampled_by_runtime() const;
+
+  // System-wide: each allocator file probed, with its probes' sites and
+  // the bytes their int3s replaced (read once per file), for an entered
+  // process to take them out of its copy (inject/breakpoints.h).
+  const std::vector<inject::ProbedFile>& probed_files();
+  // How many allocator files were probed system-wide so far: when it grows,
+  // entered processes take the new probes out.
+  size_t files_probed_system_wide() const { return system_wide_ ? probed_targets_.size() : 0; }
 
   void new_library(const as_proc_event& e) override;
   void on_exec(uint32_t tgid) override;
@@ -174,6 +187,8 @@ class LibraryDiscovery : public LibraryWatch {
   std::map<FileKey, std::pair<std::string, as_go_profile>> go_runtime_files_;
   std::map<FileKey, std::vector<ProbeTarget>>
       probed_targets_;  // as found, before a Go route's choice  // shown name, its program
+  std::vector<inject::ProbedFile> probed_files_;  // probed_files(), for the files in
+  std::set<FileKey> files_with_sites_;            // ... these
 };
 
 }  // namespace allocscope

@@ -93,6 +93,10 @@ class EventSink {
   // each old stack index's new one.
   std::vector<uint32_t> fold_stacks(const std::unordered_map<uint32_t, uint32_t>& into);
   const ProcessTable& processes() const { return processes_; }
+  // Process `tgid` was entered (it samples in process now, its probes
+  // taken out): the frees of the blocks the probes sampled will not be
+  // seen, so those live samples are forgotten; their allocations stay.
+  void forget_probed_live(uint32_t tgid);
   // Process instances with samples recorded (not filtered out).
   uint64_t recorded_processes() const { return processes_.made() - processes_.rejected(); }
   const std::map<uint32_t, ProcessDrops>& drops() const { return drops_; }

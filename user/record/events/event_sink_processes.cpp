@@ -36,6 +36,13 @@ void EventSink::end_instance(uint32_t tgid, bool exited, bool in_process) {
   }
 }
 
+void EventSink::forget_probed_live(uint32_t tgid) {
+  auto id = processes_.find(tgid);
+  if (!id) return;
+  std::vector<uint64_t> addrs = profile_.drop_process(*id);
+  if (!addrs.empty()) hooks_.kernel.forget_live(tgid, addrs);
+}
+
 size_t EventSink::end_vanished(const std::function<bool(uint32_t)>& alive, bool drained) {
   // Gone twice in a row: an exit event merely not read yet would have been
   // read in between (the reader drains the ring buffer every tick).

@@ -79,7 +79,8 @@ SessionConfig session_config(const RecordConfig& c) {
           .hold_new_files = c.hold_new_files && system_wide(c),
           .judge_names = system_wide(c) && !members_only(c) && (!c.comm.empty() || !c.unit.empty()),
           .judge_cgroups = !c.unit.empty(),
-          .cgroup_names = system_wide(c)};
+          .cgroup_names = system_wide(c),
+          .count_busy = enters_busy(c)};
 }
 
 }  // namespace
@@ -227,7 +228,8 @@ void Recorder::prepare_tables(const std::vector<Target>& targets, const std::vec
 // kernel counts every free there), nor with frees unseen (--no-free), nor
 // with the probes paused now and then (--duty: frees then are not seen).
 bool Recorder::frees_through_rings() const {
-  bool in_process = (r_.plan.in_process && !config_.command.empty()) || injects(config_);
+  bool in_process =
+      (r_.plan.in_process && !config_.command.empty()) || injects(config_) || enters_busy(config_);
   return in_process && config_.rate > 1 && !config_.no_free && !config_.duty_period_ms && !config_.frees_trap;
 }
 

@@ -51,6 +51,11 @@ class Recorder final {
   bool frees_through_rings() const;
   bool enter(pid_t pid);
   Result<void> enter_descendants();
+  // Under system-wide probes (busy_entries.cpp): busy processes entered,
+  // and the probes taken out of those entered.
+  void enter_busy(uint64_t now);
+  void enter_running(pid_t pid);
+  void lift_probes(pid_t pid);
   void announce(std::vector<Target>& targets);
   Result<LoopEnd> loop(std::vector<Target>& targets);
   void sweep_exact_live(uint64_t now);
@@ -65,8 +70,9 @@ class Recorder final {
   bool may_fall_back_ = false, bpf_refused_ = false;
   RecordingContext r_;
   RecorderView view_;
-  uint64_t last_sweep_ms_ = 0, last_vanish_check_ms_ = 0;
-  bool above_ = false;  // live bytes crossed --snapshot-above, and have not fallen back
+  uint64_t last_sweep_ms_ = 0, last_vanish_check_ms_ = 0, last_busy_ms_ = 0;
+  size_t files_lifted_ = 0;  // allocator files probed system-wide when entered processes were last lifted
+  bool above_ = false;       // live bytes crossed --snapshot-above, and have not fallen back
   uint64_t snapshots_ = 0, snapshots_missed_ = 0;
 };
 

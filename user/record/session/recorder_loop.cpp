@@ -60,6 +60,7 @@ Result<LoopEnd> Recorder::loop(std::vector<Target>& targets) {
     r_.parts->sink.retry_waiting(monotonic_ns(), tables_in);
     watch_live(l.start);
     if (r_.parts->libraries.has_pending()) r_.parts->libraries.retry_pending(now_ms());
+    enter_busy(now_ms());
     // A held process whose event was lost, or waits behind a backlog, goes on.
     uint64_t mono = monotonic_ns();
     r_.tallies.held_too_long += r_.parts->session->release_held_before(

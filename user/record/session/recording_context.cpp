@@ -104,9 +104,11 @@ std::optional<PreloadChannel::Counts> RecordingContext::ring_counts() const {
 
 std::string RecordingContext::sampling() const {
   if (!parts) return "";
-  if (config.command.empty())
-    return injects(config) ? describe_entries(parts->injections.entered(), parts->injections.refused().size())
-                           : "";
+  if (config.command.empty() && injects(config))
+    return describe_entries(parts->injections.entered(), parts->injections.refusals());
+  if (config.command.empty() && enters_busy(config))
+    return describe_busy_entries(parts->injections.entered(), parts->injections.refusals());
+  if (config.command.empty()) return "";
   const ProcessTable& table = parts->sink.processes();
   return describe_sampling(plan, table.ended_in_process(), table.ended_through_probes());
 }

@@ -1,0 +1,125 @@
+// Under system-wide probes (--all, the agent) with --enter-busy, a process
+// whose allocator calls trap too often is entered: allocscope's library loaded into it, and
+// the probes' int3s taken out of its copy of the C library, while every
+// other process keeps them. Its estimates are the truth's, and nothing of
+// the probes is left in any process once the recording ends.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "harness.h"
+#include "host/proc_maps.h"
+#include "host/process.h"
+#include "host/process_memory.h"
+#include "symbols/elf_file.h"
+
+namespace allocscope::test {
+namespace {
+
+// The C library's allocator entry points whose first bytes the probes change.
+constexpr const char* kProbed[] = {"malloc", "free", "calloc", "realloc"};
+constexpr size_t kSpan = 48;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Whether process `pid`'s copy of the C library differs from the file in the
+// first kSpan bytes of an allocator entry point: a probe's int3 is there.
+bool probed(pid_t pid) {
+  auto maps = read_maps(pid);
+  if (!maps) return false;
+  const Mapping* libc = find_c_library(*maps);
+  if (!libc) return false;
+  std::string path = mapped_file_path(pid, *libc);
+  auto elf = ElfFile::open(path);
+  if (!elf) return false;
+  std::ifstream file(path, std::ios::binary);
+  for (const ElfSymbol& s : elf->functions()) {
+    if (std::find(std::begin(kProbed), std::end(kProbed), s.name) == std::end(kProbed)) continue;
+    auto offset = elf->vaddr_to_offset(s.vaddr);
+    if (!offset || *offset < libc->offset || *offset + kSpan > libc->offset + (libc->end - libc->start))
+      continue;
+    std::vector<uint8_t> in_process(kSpan), in_file(kSpan);
+    if (!read_process_memory(pid, libc->start + (*offset - libc->offset), in_process)) continue;
+    file.seekg(std::streamoff(*offset));
+    file.read(reinterpret_cast<char*>(in_file.data()), std::streamsize(kSpan));
+    if (file && in_process != in_file) return true;
+  }
+  return false;
+}
+
+bool eventually(const std::function<bool()>& ok, int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!ok()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
+// alloc_sites churns (malloc and free, outside every site) until it is
+// entered, then allocates its sites: each site's allocated and live bytes
+// within kMaxZ standard deviations of the truth, 16 checks at 1.8e-7 each
+// (harness.h): under 3e-6 a run. An idle process (sleep) keeps its probes
+// meanwhile, and neither keeps any after the recording.
+TEST(BusyEntry, ABusyProcessIsEnteredByAWholeMachineRecording) {
+  REQUIRE_BPF();
+  constexpr int kThreads = 2, kScale = 20;
+  constexpr double kRate = 64 * 1024;
+  Child idle({"sleep", "300"});
+  Child target({WORKLOAD_BIN, "--threads", std::to_string(kThreads), "--scale-pct", std::to_string(kScale),
+                "--wait", "--churn", "--hold"});
+  ASSERT_TRUE(target.wait_for_line("ready", 10000));
+  ASSERT_FALSE(probed(target.pid()));
+  std::string out = temp_path("busy.pb.gz");
+  Child rec({ALLOCSCOPE_BIN, "record", "--all", "--enter-busy", "-v", "--rate", "64KiB", "-o", out});
+  ASSERT_TRUE(rec.wait_for_line("recording every process", 60000, true)) << rec.err();
+  std::string maps = "/proc/" + std::to_string(target.pid()) + "/maps";
+  ASSERT_TRUE(eventually(
+      [&] { return read_file(maps).find("/memfd:allocscope-preload") != std::string::npos; }, 30000))
+      << rec.err();
+  EXPECT_TRUE(eventually([&] { return !probed(target.pid()); }, 10000)) << rec.err();
+  EXPECT_TRUE(probed(idle.pid())) << "the probes are system-wide: the idle process has them";
+  target.signal(SIGUSR1);
+  ASSERT_TRUE(target.wait_for_line("done", 60000));
+  rec.signal(SIGINT);
+  ASSERT_EQ(rec.wait(60000), 0) << rec.err();
+  std::string said = "process " + std::to_string(target.pid()) + " (alloc_sites) samples in process";
+  EXPECT_NE(rec.err().find(said), std::string::npos) << rec.err();
+  EXPECT_TRUE(std::regex_search(
+      rec.err(), std::regex("sampling: allocator probes, in process where busy \\(\\d+ process")))
+      << rec.err();
+  EXPECT_FALSE(probed(idle.pid())) << "no probe is left behind";
+  EXPECT_FALSE(probed(target.pid()));
+  target.signal(SIGUSR1);
+  EXPECT_EQ(target.wait(), 0);
+  Recording recording = read_pprof(out);
+  std::filesystem::remove(out);
+  EXPECT_GT(counter_of(recording, "ring_frees"), 0u) << "the sampled frees came through the ring";
+  auto sites = site_totals(recording);
+  for (const site_spec& s : kSites) {
+    Truth t = site_truth(s, kThreads, kScale);
+    const StackTotals& got = sites[s.function];
+    double sd = ht_sigma(t.objects, double(s.size), kRate, true) + 1;
+    EXPECT_LT(std::fabs(got.alloc_bytes - t.bytes) / sd, kMaxZ)
+        << s.function << " alloc " << got.alloc_bytes << " truth " << t.bytes;
+    double live_sd = ht_sigma(t.live_objects, double(s.size), kRate, true) + 1;
+    EXPECT_LT(std::fabs(got.live_bytes - t.live_bytes) / live_sd, kMaxZ)
+        << s.function << " live " << got.live_bytes << " truth " << t.live_bytes;
+  }
+}
+
+}  // namespace
+}  // namespace allocscope::test

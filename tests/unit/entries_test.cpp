@@ -1,0 +1,61 @@
+// Which processes a recording enters (record/discovery/injections.h): the
+// recordings that enter busy processes, the rule that says which are busy,
+// and the summary's words.
+#include <gtest/gtest.h>
+
+#include "record/discovery/injections.h"
+#include "record/record.h"
+
+namespace allocscope {
+namespace {
+
+TEST(Entries, BusyProcessesAreEnteredUnderSystemWideProbesOnly) {
+  RecordConfig all;
+  all.all = true;
+  EXPECT_FALSE(enters_busy(all)) << "only with --enter-busy";
+  EXPECT_FALSE(lifts_probes(all));
+  all.enter_busy = true;
+  EXPECT_TRUE(enters_busy(all));
+  EXPECT_TRUE(lifts_probes(all));
+  EXPECT_FALSE(injects(all)) << "--all enters only the busy ones";
+  RecordConfig pid;
+  pid.pids = {1234};
+  pid.enter_busy = true;
+  EXPECT_FALSE(enters_busy(pid)) << "-p alone enters its processes at once, and probes none other";
+  EXPECT_FALSE(lifts_probes(pid)) << "its probes are its own processes'";
+  EXPECT_TRUE(injects(pid));
+  pid.children = true;
+  EXPECT_TRUE(enters_busy(pid)) << "-p --children probes system-wide";
+  pid.enter_busy = false;
+  EXPECT_TRUE(lifts_probes(pid)) << "its entered processes take the system-wide probes out";
+  RecordConfig command;
+  command.enter_busy = true;
+  command.command = {"./server"};
+  EXPECT_FALSE(enters_busy(command)) << "a launched command's processes load the library at exec";
+  RecordConfig refused = all;
+  refused.inject = false;
+  EXPECT_FALSE(enters_busy(refused));
+  RecordConfig exact = all;
+  exact.rate = 1;
+  EXPECT_FALSE(enters_busy(exact)) << "exact mode traps at every call either way";
+  RecordConfig duty = all;
+  duty.duty_period_ms = 1000;
+  EXPECT_FALSE(enters_busy(duty));
+}
+
+TEST(Entries, AProcessIsBusyWhereItsTrapsCostItOnePercentOfACore) {
+  // Two traps a call at 6 us (this VM): 10 ms a second at 833 calls.
+  EXPECT_NEAR(busy_threshold(6000), 833.3, 0.1);
+  // Not timed: bare metal's dearest trap, 0.5 us.
+  EXPECT_NEAR(busy_threshold(0), 10000, 1e-6);
+  EXPECT_GT(busy_threshold(300), busy_threshold(500));
+}
+
+TEST(Entries, TheSummarySaysHowManyWereEntered) {
+  EXPECT_EQ(describe_busy_entries(1, 0), "allocator probes, in process where busy (1 process entered)");
+  EXPECT_EQ(describe_busy_entries(0, 2),
+            "allocator probes, in process where busy (0 processes entered, 2 could not be)");
+}
+
+}  // namespace
+}  // namespace allocscope

@@ -1,0 +1,40 @@
+// The kernel's system-wide uprobes taken out of one entered process. A
+// uprobe is an int3 the kernel writes into every process that maps the
+// probed file (its own copy of that page), and an entered process's
+// allocator calls, forwarded by allocscope's library, would still trap into
+// it at every call. Writing the replaced byte back in that process alone
+// leaves the probe in all the others; the kernel, when it removes the probe
+// later, finds no int3 there and leaves the page be.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "base/result.h"
+#include "host/proc_maps.h"
+
+namespace allocscope::inject {
+
+// A file whose probes are system-wide, as /proc/PID/maps names it.
+struct ProbedFile {
+  uint32_t dev_major = 0, dev_minor = 0;
+  uint64_t inode = 0;
+  // Each probe's file offset and the file's byte there, which the int3 replaced.
+  std::vector<std::pair<uint64_t, uint8_t>> sites;
+};
+
+// Where each site of `files` lies in a process with mappings `maps` (its
+// executable mappings of the same file): address and original byte.
+std::vector<std::pair<uint64_t, uint8_t>> site_addresses(const std::vector<Mapping>& maps,
+                                                         std::span<const ProbedFile> files);
+
+// Writes the original byte back at each site of process `pid` that holds an
+// int3 now; how many it wrote. Fails only when the process's memory cannot
+// be opened (it ended, or tracing it is not allowed).
+Result<size_t> lift_breakpoints(pid_t pid, std::span<const ProbedFile> files);
+
+}  // namespace allocscope::inject

@@ -1,0 +1,59 @@
+// LibraryDiscovery's side of the processes entered under system-wide
+// probes: the probes of the library loaded into each, and the sites of the
+// allocators' probes, which each takes out of its copy of their code.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+
+#include "base/unique_fd.h"
+#include "record/discovery/library_discovery.h"
+
+namespace allocscope {
+namespace {
+
+// Whether an entered process's calls reach the probe of entry code `fn`:
+// the allocator's entry points do (forwarded by the library); the exit
+// probe and a Go runtime's (never entered) are left in.
+bool forwarded(uint16_t fn) {
+  auto kind = as_fn_kind(fn);
+  return kind <= AS_FN_FREE;
+}
+
+}  // namespace
+
+Result<void> LibraryDiscovery::attach_entered(pid_t pid, int library) {
+  struct stat st {};
+  UniqueFd held(::fcntl(library, F_DUPFD_CLOEXEC, 0));
+  if (!held || ::fstat(held.get(), &st) != 0) return fail_errno("hold the library entered", errno);
+  FileKey key = file_key(st);
+  std::string path = held_path(held);
+  LazyElf elf(path);
+  auto ok = attach_in_process(pid, key, path, "allocscope's library in process " + std::to_string(pid), elf);
+  if (!ok) return fail(ok.error());
+  if (!*ok) return fail("allocscope's library has no in-process probes");
+  held_files_.try_emplace(key, std::move(held));
+  return {};
+}
+
+const std::vector<inject::ProbedFile>& LibraryDiscovery::probed_files() {
+  if (!system_wide_) return probed_files_;
+  for (const auto& [key, targets] : probed_targets_) {
+    if (files_with_sites_.contains(key) || go_files_.contains(key)) continue;
+    auto held = held_files_.find(key);
+    if (held == held_files_.end()) continue;
+    files_with_sites_.insert(key);
+    UniqueFd file(::open(held_path(held->second).c_str(), O_RDONLY | O_CLOEXEC));
+    if (!file) continue;  // its probes stay: each call traps, as before
+    inject::ProbedFile f{uint32_t(key.first >> 32), uint32_t(key.first & 0xffffffff), key.second, {}};
+    for (const ProbeTarget& t : targets)
+      if (uint8_t byte = 0; forwarded(t.fn) && ::pread(file.get(), &byte, 1, off_t(t.offset)) == 1)
+        f.sites.emplace_back(t.offset, byte);
+    if (!f.sites.empty()) probed_files_.push_back(std::move(f));
+  }
+  return probed_files_;
+}
+
+}  // namespace allocscope
