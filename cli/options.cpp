@@ -305,13 +305,9 @@ CLI::App* add_agent(CLI::App& app, AgentConfig& c, OptionText& t) {
       ->type_name("TIME")
       ->check(parsed_by(retention_ms, "retention: a duration of at least 10s"));
   agent->add_flag("!--no-inject", c.record.inject,
-                  "With -p: probe each process's allocator (a trap into the kernel at every call) instead of "
-                  "loading liballocscope-preload.so into it for as long as the agent runs (the default)");
-  agent
-      ->add_flag("--enter-busy", c.record.enter_busy,
-                 "Without -p: also enter each process whose allocator probes cost it over 1% of a core, for "
-                 "as long as the agent runs (its in-use figures then count blocks sampled from its entry on)")
-      ->excludes("--no-inject");
+                  "Probe each process's allocator (a trap into the kernel at every call) and enter none. By "
+                  "default the agent loads liballocscope-preload.so, for as long as it runs, into the -p "
+                  "processes, and into each process whose traps cost it over 1% of a core");
   agent->add_option("--max-seconds", c.max_seconds, "Longest ?seconds= window served")
       ->type_name("SECONDS")
       ->capture_default_str()

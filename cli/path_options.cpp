@@ -23,13 +23,10 @@ PathOptions add_path_options(CLI::App* rec, RecordConfig& c) {
                     "BPF): the preload library samples, stacks are unwound here");
   o.no_bpf->excludes("--probes");
   rec->add_flag("!--no-inject", c.inject,
-                "With -p: probe each process's allocator (a trap into the kernel at every call) instead of "
-                "loading liballocscope-preload.so into it, which then samples in process and sends only "
-                "its sampled allocations to the kernel (the default)");
-  rec->add_flag("--enter-busy", c.enter_busy,
-                "With --all or --children: also enter each process whose allocator probes cost it over 1% "
-                "of a core (its in-use figure then counts blocks sampled from its entry on)")
-      ->excludes("--no-inject");
+                "Probe each process's allocator (a trap into the kernel at every call) and enter none. By "
+                "default -p loads liballocscope-preload.so into its processes, and --all into each process "
+                "whose traps cost it over 1% of a core: an entered process samples itself and sends only "
+                "its sampled allocations to the kernel");
   // Benchmark switches (BENCHMARKS.md): not for everyday use.
   rec->add_flag("--null-probes", c.null_probes, "Probes that do nothing: the overhead floor")->group("");
   rec->add_flag("--naive-placement", c.naive_placement, "Every probe on its function's entry")->group("");

@@ -1,5 +1,5 @@
-// Under system-wide probes (--all, the agent) with --enter-busy, a process
-// whose allocator calls trap too often is entered: allocscope's library loaded into it, and
+// Under system-wide probes (--all, the agent) a process whose allocator
+// calls trap too often is entered: allocscope's library loaded into it, and
 // the probes' int3s taken out of its copy of the C library, while every
 // other process keeps them. Its estimates are the truth's, and nothing of
 // the probes is left in any process once the recording ends.
@@ -84,7 +84,7 @@ TEST(BusyEntry, ABusyProcessIsEnteredByAWholeMachineRecording) {
   ASSERT_TRUE(target.wait_for_line("ready", 10000));
   ASSERT_FALSE(probed(target.pid()));
   std::string out = temp_path("busy.pb.gz");
-  Child rec({ALLOCSCOPE_BIN, "record", "--all", "--enter-busy", "-v", "--rate", "64KiB", "-o", out});
+  Child rec({ALLOCSCOPE_BIN, "record", "--all", "-v", "--rate", "64KiB", "-o", out});
   ASSERT_TRUE(rec.wait_for_line("recording every process", 60000, true)) << rec.err();
   std::string maps = "/proc/" + std::to_string(target.pid()) + "/maps";
   ASSERT_TRUE(eventually(

@@ -65,7 +65,7 @@ fi
 # rewritten into calls where the kernel does (a forked child included),
 # running processes entered by -p (a borrowed thread given back, or putting
 # itself back through its frame; glibc's sites), and a busy one entered by
-# --all --enter-busy with the kernel's int3s written back in it alone (each
+# --all with the kernel's int3s written back in it alone (each
 # kernel's uprobes must leave that page be when they go).
 core=(
   # /0: alloc_space, /2: inuse_space (the object counts come from the same recordings)

@@ -12,24 +12,15 @@ namespace {
 TEST(Entries, BusyProcessesAreEnteredUnderSystemWideProbesOnly) {
   RecordConfig all;
   all.all = true;
-  EXPECT_FALSE(enters_busy(all)) << "only with --enter-busy";
-  EXPECT_FALSE(lifts_probes(all));
-  all.enter_busy = true;
   EXPECT_TRUE(enters_busy(all));
-  EXPECT_TRUE(lifts_probes(all));
   EXPECT_FALSE(injects(all)) << "--all enters only the busy ones";
   RecordConfig pid;
   pid.pids = {1234};
-  pid.enter_busy = true;
   EXPECT_FALSE(enters_busy(pid)) << "-p alone enters its processes at once, and probes none other";
-  EXPECT_FALSE(lifts_probes(pid)) << "its probes are its own processes'";
   EXPECT_TRUE(injects(pid));
   pid.children = true;
   EXPECT_TRUE(enters_busy(pid)) << "-p --children probes system-wide";
-  pid.enter_busy = false;
-  EXPECT_TRUE(lifts_probes(pid)) << "its entered processes take the system-wide probes out";
   RecordConfig command;
-  command.enter_busy = true;
   command.command = {"./server"};
   EXPECT_FALSE(enters_busy(command)) << "a launched command's processes load the library at exec";
   RecordConfig refused = all;
@@ -49,6 +40,18 @@ TEST(Entries, AProcessIsBusyWhereItsTrapsCostItOnePercentOfACore) {
   // Not timed: bare metal's dearest trap, 0.5 us.
   EXPECT_NEAR(busy_threshold(0), 10000, 1e-6);
   EXPECT_GT(busy_threshold(300), busy_threshold(500));
+}
+
+TEST(Entries, AProcessIsEnteredOnceBusyInTwoPeriodsInARow) {
+  BusyStreaks streaks;
+  using Calls = std::vector<std::pair<uint32_t, uint64_t>>;
+  // 1,000 calls a second is over a threshold of 900; 800 is not.
+  EXPECT_TRUE(streaks.note(Calls{{10, 1000}, {11, 2000}}, 1.0, 900).empty()) << "a first busy second";
+  EXPECT_EQ(streaks.note(Calls{{10, 1000}, {11, 800}, {12, 5000}}, 1.0, 900), (std::vector<uint32_t>{10}));
+  EXPECT_TRUE(streaks.note(Calls{{11, 2000}}, 1.0, 900).empty()) << "11 was not busy in between";
+  EXPECT_EQ(streaks.note(Calls{{11, 2000}}, 2.0, 900), (std::vector<uint32_t>{11}))
+      << "1,000 a second over 2 s";
+  EXPECT_TRUE(streaks.note(Calls{{11, 2000}}, 0, 900).empty()) << "no time: no rate";
 }
 
 TEST(Entries, TheSummarySaysHowManyWereEntered) {

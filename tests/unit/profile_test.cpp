@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -95,6 +96,28 @@ TEST(Profile, FreeRemovesLiveAndKeepsAllocTotals) {
   p.on_free(1, 0xa000);  // a second free of the same address matches nothing
   EXPECT_EQ(p.counters().unmatched_frees, 1u);
   EXPECT_EQ(t.live_samples, 1u);
+}
+
+// An entered process's live samples taken by the probes: handed over once
+// (their addresses, the kernel's to hold no more), still live, freed by the
+// frees that then come another way; no longer among the addresses an end of
+// the process gives the kernel to delete.
+TEST(Profile, LiveSamplesHandedOverStayLiveUntilFreed) {
+  Profile p(4096, kBig, kBig);
+  alloc(p, 1, AS_FN_MALLOC, 0xa000, 1000, {0x10});
+  alloc(p, 1, AS_FN_MALLOC, 0xb000, 3000, {0x10});
+  alloc(p, 2, AS_FN_MALLOC, 0xc000, 3000, {0x10});
+  std::vector<uint64_t> handed = p.hand_over_live(1);
+  std::sort(handed.begin(), handed.end());
+  EXPECT_EQ(handed, (std::vector<uint64_t>{0xa000, 0xb000}));
+  EXPECT_TRUE(p.hand_over_live(1).empty()) << "handed once";
+  EXPECT_EQ(p.live_count(), 3u);
+  p.hand_back_live(1, std::vector<uint64_t>{0xb000});  // not taken: the kernel's again
+  EXPECT_EQ(p.hand_over_live(1), (std::vector<uint64_t>{0xb000}));
+  p.on_free(1, 0xa000);
+  EXPECT_EQ(p.live_count(), 2u);
+  EXPECT_TRUE(p.drop_process(1).empty()) << "the kernel holds none of process 1's";
+  EXPECT_EQ(p.drop_process(2), (std::vector<uint64_t>{0xc000}));
 }
 
 TEST(Profile, FreeOfUnknownAddressIsCountedNotApplied) {

@@ -22,7 +22,8 @@ namespace allocscope::inject {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr char kLibraryName[] = "allocscope-preload", kRingName[] = "allocscope-frees";
+constexpr char kLibraryName[] = "allocscope-preload", kRingName[] = "allocscope-frees",
+               kSeedName[] = "allocscope-seed";
 constexpr int kRounds = 20;  // passes over the threads: a running one is caught in its own code
 constexpr uint64_t kLoaderStack = 256 << 10;
 
@@ -247,6 +248,23 @@ Result<as_inject_args> call_entry(RemoteThread& t, uint64_t fn, as_inject_args a
   return args;
 }
 
+// The addresses the library is to remember as sampled, in a memfd the
+// process makes (it maps and closes it in the attach call). Not handed
+// when that fails: the attach answers 0 seeded.
+void hand_seeds(RemoteThread& t, pid_t pid, const std::vector<uint64_t>& seeds, as_inject_args& args,
+                Clock::time_point deadline) {
+  if (seeds.empty()) return;
+  auto memfd = remote_memfd(t, pid, kSeedName, deadline);
+  if (!memfd) return;
+  auto bytes = std::span(reinterpret_cast<const uint8_t*>(seeds.data()), seeds.size() * sizeof(uint64_t));
+  if (!write_all(memfd->second.get(), bytes)) {
+    (void)remote_syscall(t, SYS_close, {static_cast<uint64_t>(memfd->first)}, {}, deadline);
+    return;
+  }
+  args.seed_fd = memfd->first;
+  args.seed_count = uint32_t(seeds.size());
+}
+
 std::optional<uint64_t> file_offset(const ElfFile& elf, const std::string& name) {
   for (const ElfSymbol& s : elf.functions())
     if (s.name == name) return elf.vaddr_to_offset(s.vaddr).value_or(0);
@@ -315,6 +333,7 @@ Result<Injection> inject(pid_t pid, const InjectOptions& options) {
   as_inject_args args{};
   args.abi = AS_INJECT_ABI;
   args.ring_fd = -1;
+  args.seed_fd = -1;
   args.rate = options.rate;
   args.owner_pid = uint32_t(getpid());
   args.owner_start = process_start_ticks(getpid());
@@ -327,6 +346,7 @@ Result<Injection> inject(pid_t pid, const InjectOptions& options) {
         (void)remote_syscall(*thread, SYS_close, {static_cast<uint64_t>(ring->first)}, {}, deadline);
     }
   }
+  if (options.seeds) hand_seeds(*thread, pid, options.seeds(), args, deadline);  // last: its window is short
   auto answer = call_entry(*thread, done.attach_fn, args, deadline);
   if (answer && answer->status == AS_INJECT_BUSY && !owner_alive(*answer)) {
     args.flags = AS_INJECT_TAKE_OVER;  // its allocscope died attached

@@ -41,6 +41,10 @@ struct InjectOptions {
   // sampler starts: its probes attached there miss none of its samples.
   // Failing, the library is left dormant and the entry fails.
   std::function<Result<void>(int library)> loaded;
+  // Called just before the library starts sampling: addresses of blocks
+  // already sampled another way (the probes'), whose frees the library is
+  // to send as its own samples'.
+  std::function<std::vector<uint64_t>()> seeds;
   std::chrono::milliseconds budget{3000};
 };
 

@@ -150,6 +150,11 @@ void Profile::on_alloc(const AllocSample& s) {
   t.alloc_stats.add_sample(s.size, s.offset, rate_);
 
   if (!s.live_tracked) return;
+  if (auto set = live_.find(s.pid); live_share_ && set != live_.end() && set->second.size() >= live_share_) {
+    ++counters_.live_share;
+    counters_.live_share_bytes += s.size;
+    return;
+  }
   if (live_count_ >= max_live_) {
     ++counters_.live_full;
     counters_.live_full_bytes += s.size;
@@ -201,6 +206,25 @@ std::vector<uint64_t> Profile::drop_process(uint32_t pid) {
   }
   live_.erase(set);
   return addrs;
+}
+
+std::vector<uint64_t> Profile::hand_over_live(uint32_t pid) {
+  std::vector<uint64_t> addrs;
+  auto set = live_.find(pid);
+  if (set == live_.end()) return addrs;
+  for (auto& [addr, e] : set->second)
+    if (e.kernel_held) {
+      e.kernel_held = false;
+      addrs.push_back(addr);
+    }
+  return addrs;
+}
+
+void Profile::hand_back_live(uint32_t pid, std::span<const uint64_t> addrs) {
+  auto set = live_.find(pid);
+  if (set == live_.end()) return;
+  for (uint64_t addr : addrs)
+    if (auto it = set->second.find(addr); it != set->second.end()) it->second.kernel_held = true;
 }
 
 void Profile::drop_all_live() {

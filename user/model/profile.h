@@ -81,6 +81,8 @@ struct ProfileCounters {
   uint64_t stacks_full_bytes = 0;  // ... their requested bytes
   uint64_t live_full = 0;          // samples not tracked live: live table at capacity
   uint64_t live_full_bytes = 0;
+  uint64_t live_share = 0;  // samples not tracked live: their process held its share (set_live_share)
+  uint64_t live_share_bytes = 0;
   uint64_t unmatched_frees = 0;  // free of an address with no live sample
   uint64_t replaced_live = 0;    // an address sampled again before its free was seen
 };
@@ -111,12 +113,22 @@ class Profile {
   }
 
   void on_alloc(const AllocSample& s);
+  // Live samples one process may hold (0: no limit). The kernel keeps its
+  // own share of the entries it holds; this one holds for the samples whose
+  // frees come another way (an entered process's ring).
+  void set_live_share(uint32_t share) { live_share_ = share; }
   // A free older than the live sample at its address (ts_ns before the
   // sample's) was of the block before it, already replaced: passed over.
   void on_free(uint32_t pid, uint64_t addr, uint64_t ts_ns = 0);
   // The process ended (exit or exec): its memory is no longer in use. Returns
   // the addresses of the live samples dropped that the kernel holds.
   std::vector<uint64_t> drop_process(uint32_t pid);
+  // The process's live samples whose free the kernel was to see are handed
+  // to another way (its frees come through a ring from now on): their
+  // addresses, no longer the kernel's to hold. hand_back_live undoes it
+  // for those still live, when that way could not take them.
+  std::vector<uint64_t> hand_over_live(uint32_t pid);
+  void hand_back_live(uint32_t pid, std::span<const uint64_t> addrs);
   // Every live sample forgotten (their frees will not be seen).
   void drop_all_live();
   // Starts a new interval: alloc totals and sample counts to zero, the live
@@ -186,6 +198,7 @@ class Profile {
   std::vector<StackRecord> stacks_;
   std::unordered_map<std::string, uint32_t> index_;
   std::unordered_map<uint32_t, LiveSet> live_;  // pid -> its live samples
+  uint32_t live_share_ = 0;
   size_t live_count_ = 0;
   uint64_t next_serial_ = 1;
   ProfileCounters counters_;

@@ -70,16 +70,27 @@ static void attach(struct as_inject_args *a) {
     a->owner_pid = owner_pid;
     a->owner_start = owner_start;
   }
+  /* The seed's fields only where the block has them (an allocscope of
+   * another ABI hands a shorter one). */
+  int seed_fd = a->abi == AS_INJECT_ABI ? a->seed_fd : -1;
+  if (a->abi == AS_INJECT_ABI) a->seeded = 0;
   struct as_ring_header *ring = NULL;
   if (a->ring_fd >= 0) {
     if (a->status == AS_INJECT_OK) ring = as_channel_map(a->ring_fd);
     close(a->ring_fd);
   }
-  if (a->status != AS_INJECT_OK) return;
+  if (a->status != AS_INJECT_OK) {
+    if (seed_fd >= 0) close(seed_fd);
+    return;
+  }
   if (!fork_handler) fork_handler = pthread_atfork(NULL, NULL, as_sampler_after_fork) == 0;
   owner_pid = a->owner_pid;
   owner_start = a->owner_start;
   as_sampler_attach(a->rate, ring);
+  if (seed_fd >= 0) { /* before the slots: no free of theirs passes unseen */
+    a->seeded = as_sampler_seed(seed_fd, a->seed_count);
+    close(seed_fd);
+  }
   __atomic_store_n(&as_sampler_ready, 1, __ATOMIC_RELEASE);
   struct as_slot_counts counts = {0};
   while (__atomic_exchange_n(&take_lock, 1, __ATOMIC_ACQUIRE)) sched_yield();

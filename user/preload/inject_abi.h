@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#define AS_INJECT_ABI 1
+#define AS_INJECT_ABI 2
 #define AS_INJECT_ATTACH "allocscope_inject_attach"
 #define AS_INJECT_DETACH "allocscope_inject_detach"
 
@@ -40,12 +40,18 @@ struct as_inject_args {
   uint32_t modules;         /* modules with a slot redirected */
   uint32_t slots_elsewhere; /* slots bound to another definition than the program's: left alone */
   uint32_t slots_full;      /* slots beyond the library's table: left alone */
-  uint32_t pad;
+  /* attach: a memfd of seed_count block addresses (8 bytes each, closed
+   * after), or -1. Blocks allocscope sampled before the entry, through its
+   * probes: their frees are sent as those of the library's own samples.
+   * The answer: how many were taken (a full bucket of the set refuses one). */
+  int32_t seed_fd;
+  uint32_t seed_count;
+  uint32_t seeded;
 };
 #ifdef __cplusplus
-static_assert(sizeof(struct as_inject_args) == 56, "as_inject_args is an ABI");
+static_assert(sizeof(struct as_inject_args) == 64, "as_inject_args is an ABI");
 #else
-_Static_assert(sizeof(struct as_inject_args) == 56, "as_inject_args is an ABI");
+_Static_assert(sizeof(struct as_inject_args) == 64, "as_inject_args is an ABI");
 #endif
 
 #endif

@@ -253,6 +253,17 @@ void as_sampler_attach(uint64_t rate, struct as_ring_header *ring) {
   __atomic_add_fetch(&as_seed_epoch, 1, __ATOMIC_RELEASE);
 }
 
+uint32_t as_sampler_seed(int fd, uint32_t count) {
+  if (count == 0) return 0;
+  size_t bytes = (size_t)count * sizeof(uint64_t);
+  const uint64_t *addrs = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
+  if (addrs == MAP_FAILED) return 0;
+  uint32_t taken = 0;
+  for (uint32_t i = 0; i < count; i++) taken += addrs[i] && as_set_insert(&as_sampled, addrs[i]);
+  munmap((void *)addrs, bytes);
+  return taken;
+}
+
 /* A preempted writer holds the ring for microseconds; one stopped (a
  * debugger) may hold it longer: then the ring stays mapped. */
 #define AS_RING_RETIRE_WAIT_MS 100

@@ -54,6 +54,10 @@ void as_sampler_start(void) AS_HIDDEN;
  * countdown drawn anew, no sampled block remembered, the frees into `ring`
  * (NULL: through the probe). */
 void as_sampler_attach(uint64_t rate, struct as_ring_header *ring) AS_HIDDEN;
+/* An injection's blocks sampled before it (the memfd `fd` holds `count`
+ * addresses): remembered as sampled, so that their frees leave the process.
+ * Returns how many were. */
+uint32_t as_sampler_seed(int fd, uint32_t count) AS_HIDDEN;
 /* Whether the reader of this process's frees ring read lately: an
  * allocscope attached now. */
 int as_sampler_reader_alive(void) AS_HIDDEN;

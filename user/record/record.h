@@ -61,12 +61,9 @@ struct RecordConfig {
   LaunchPath launch = LaunchPath::Auto;
   bool no_bpf = false;  // --no-bpf: in process only, stacks unwound in userspace, no kernel probe
   // -p: the preload library is loaded into each running process, which then
-  // samples in process (--no-inject: its allocator is probed instead).
+  // samples in process; under system-wide probes, into each busy process
+  // (--no-inject: their allocators are probed instead).
   bool inject = true;
-  // --enter-busy: under system-wide probes, a process whose traps cost it
-  // over 1 % of a core is entered too (its in-use figure then counts from
-  // its entry: the live samples its probes took are forgotten).
-  bool enter_busy = false;
   UnwindMode unwind = UnwindMode::Dwarf;
   uint64_t max_unwind_rows = 1 << 25;  // budget of the kernel's unwind tables (8 bytes a row)
   ProbeMode probe_mode = ProbeMode::Auto;

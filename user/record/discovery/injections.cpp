@@ -50,17 +50,28 @@ bool injects(const RecordConfig& c) {
 }
 
 bool enters_busy(const RecordConfig& c) {
-  return c.enter_busy && c.inject && system_wide(c) && c.command.empty() && c.rate > 1 && !c.duty_period_ms &&
+  return c.inject && system_wide(c) && c.command.empty() && c.rate > 1 && !c.duty_period_ms &&
          !c.probes_chosen();
 }
-
-bool lifts_probes(const RecordConfig& c) { return system_wide(c) && (injects(c) || enters_busy(c)); }
 
 double busy_threshold(double trap_ns) {
   constexpr double kShareOfCore = 0.01, kTrapsPerCall = 2;
   constexpr double kUntimedTrapNs = 500;  // bare metal's dearest (0.3 to 0.5 us)
   double ns = trap_ns > 0 ? trap_ns : kUntimedTrapNs;
   return kShareOfCore * 1e9 / (kTrapsPerCall * ns);
+}
+
+std::vector<uint32_t> BusyStreaks::note(std::span<const std::pair<uint32_t, uint64_t>> calls, double seconds,
+                                        double threshold) {
+  std::set<uint32_t> busy;
+  std::vector<uint32_t> twice;
+  for (const auto& [tgid, n] : calls) {
+    if (seconds <= 0 || double(n) / seconds < threshold) continue;
+    busy.insert(tgid);
+    if (busy_before_.contains(tgid)) twice.push_back(tgid);
+  }
+  busy_before_ = std::move(busy);
+  return twice;
 }
 
 Injections::Identity Injections::identity(pid_t pid) { return {pid, process_start_time(pid)}; }
@@ -113,27 +124,30 @@ void Injections::refuse(pid_t pid, const std::string& why) {
   if (refused_.size() < kMaxKept) refused_.push_back(std::move(r));
 }
 
-bool Injections::enter(pid_t pid, AnsweredChannel* rings, std::function<Result<void>(int)> loaded) {
+const inject::Injection* Injections::enter(pid_t pid, AnsweredChannel* rings,
+                                           std::function<Result<void>(int)> loaded,
+                                           std::function<std::vector<uint64_t>()> seeds) {
   if (is_go_program(pid)) {  // its heap is Go's, read through its runtime
     pass_over(pid);
-    return false;
+    return nullptr;
   }
   auto image = library();
   if (!image) {
     refuse(pid, image.error().message);
-    return false;
+    return nullptr;
   }
   inject::InjectOptions options;
   options.library = *image;
   options.rate = config_.rate;
   options.budget = kEntryBudget;
   options.loaded = std::move(loaded);
+  options.seeds = std::move(seeds);
   if (rings && !config_.no_free)
     options.make_ring = [rings, pid](UniqueFd memfd) { return rings->adopt_ring(pid, std::move(memfd)); };
   auto done = inject::inject(pid, options);
   if (!done) {
     refuse(pid, done.error().message);
-    return false;
+    return nullptr;
   }
   ++entered_;
   keep_pause(done->paused);
@@ -145,7 +159,7 @@ bool Injections::enter(pid_t pid, AnsweredChannel* rings, std::function<Result<v
         process_named(pid, read_comm(pid)).c_str(), done->loaded_now ? "loaded" : "woken",
         double(done->paused.count()) / 1e3, int(done->borrowed), done->answer.slots, done->answer.modules);
   live_.push_back(std::move(*done));
-  return true;
+  return &live_.back();
 }
 
 void Injections::eject_all() {

@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,19 +37,29 @@ class AnsweredChannel;
 // nor paused (--duty).
 bool injects(const RecordConfig& config);
 
-// Whether busy processes are entered under system-wide probes (--enter-busy):
-// --all, the agent, -p with --children (not a launched command, whose
+// Whether busy processes are entered under system-wide probes: --all, the
+// agent, -p with --children (not a launched command, whose
 // processes load the library at exec), sampled, neither refused nor paused.
 bool enters_busy(const RecordConfig& config);
-// Whether entered processes take the system-wide probes out of their copies
-// of the allocators (inject/breakpoints.h): -p with --children, and the
-// busy processes entered.
-bool lifts_probes(const RecordConfig& config);
 
 // The allocating calls per second, trapping at `trap_ns` each (0: not
 // timed), over which a process is entered: where the traps cost it 1 % of
 // a core (two traps a call: the call and the free of its block).
 double busy_threshold(double trap_ns);
+
+// The processes busy over the threshold in each of the last two periods:
+// one busy for less (a short program, a burst) is not worth an entry,
+// which would cost it and the recorder more than its traps.
+class BusyStreaks {
+ public:
+  // The calls each process made over the last `seconds`; those over
+  // `threshold` calls a second in this period and the one before.
+  std::vector<uint32_t> note(std::span<const std::pair<uint32_t, uint64_t>> calls, double seconds,
+                             double threshold);
+
+ private:
+  std::set<uint32_t> busy_before_;
+};
 
 // The summary's words for how the named processes were sampled: "in
 // process (2 processes entered), allocator probes (1 process)".
@@ -66,8 +77,10 @@ class Injections {
 
   // Whether process `pid` samples in process now; `rings` takes its ring
   // (none: its sampled frees trap).
-  // `loaded`: called with the library's file before it samples (InjectOptions).
-  bool enter(pid_t pid, AnsweredChannel* rings, std::function<Result<void>(int)> loaded = {});
+  // `loaded` and `seeds`: InjectOptions'. Returns the entry, or null.
+  const inject::Injection* enter(pid_t pid, AnsweredChannel* rings,
+                                 std::function<Result<void>(int)> loaded = {},
+                                 std::function<std::vector<uint64_t>()> seeds = {});
   // Every entered process given back its allocator; said if one cannot be.
   void eject_all();
   // Whether process `pid` is entered now (one that ran another program since

@@ -51,7 +51,8 @@ class LibraryDiscovery : public LibraryWatch {
   Result<void> attach_process(pid_t pid, bool entered = false);
   // The in-process probes of the library loaded into process `pid` (its
   // file open at `library`), attached before it samples: under system-wide
-  // probes, for every process that maps it (its forks).
+  // probes, for every process that maps it (its forks). The process is not
+  // marked as sampling itself (BpfSession::mark_in_process): its caller's.
   Result<void> attach_entered(pid_t pid, int library);
   // Go programs given a MemProfileRate set back to theirs (0), before the
   // probes go.

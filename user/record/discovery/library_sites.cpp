@@ -31,7 +31,9 @@ Result<void> LibraryDiscovery::attach_entered(pid_t pid, int library) {
   FileKey key = file_key(st);
   std::string path = held_path(held);
   LazyElf elf(path);
-  auto ok = attach_in_process(pid, key, path, "allocscope's library in process " + std::to_string(pid), elf);
+  // Not marked here (pid 0): the caller marks the process as late as it can.
+  auto ok = attach_in_process(system_wide_ ? 0 : pid, key, path,
+                              "allocscope's library in process " + std::to_string(pid), elf);
   if (!ok) return fail(ok.error());
   if (!*ok) return fail("allocscope's library has no in-process probes");
   held_files_.try_emplace(key, std::move(held));

@@ -355,7 +355,7 @@ void EventSink::on_alloc(std::span<const uint8_t> data) {
   note_new_profile_stack(before, s);
   const ProfileCounters& now = profile_.counters();
   bool table_full = now.stacks_full != counted.stacks_full,
-       user_live_full = now.live_full != counted.live_full;
+       user_live_full = now.live_full != counted.live_full || now.live_share != counted.live_share;
   if (table_full || user_live_full) forget_untracked(e.tgid, e.addr, e.flags);
   count_drops(e.tgid, comm, (e.flags & AS_EVF_LIVE_DROPPED) || user_live_full, false, table_full);
   if (e.stack >= one_shot_from_) stacks_.erase(it);

@@ -93,9 +93,15 @@ class EventSink {
   // each old stack index's new one.
   std::vector<uint32_t> fold_stacks(const std::unordered_map<uint32_t, uint32_t>& into);
   const ProcessTable& processes() const { return processes_; }
-  // Process `tgid` was entered (it samples in process now, its probes
-  // taken out): the frees of the blocks the probes sampled will not be
-  // seen, so those live samples are forgotten; their allocations stay.
+  // Process `tgid` is being entered (it will sample in process, its probes
+  // taken out): the live samples the probes took, whose frees will come
+  // through its library, which is handed their addresses. Until then their
+  // frees still pass the probes; once the library took them (`taken`) the
+  // kernel's entries for them are deleted, else they are the kernel's again.
+  std::vector<uint64_t> hand_over_live(uint32_t tgid);
+  void end_hand_over(uint32_t tgid, std::span<const uint64_t> addrs, bool taken);
+  // ... or, when the library could not take them, forgotten (their frees
+  // will not be seen); their allocations stay.
   void forget_probed_live(uint32_t tgid);
   // Process instances with samples recorded (not filtered out).
   uint64_t recorded_processes() const { return processes_.made() - processes_.rejected(); }

@@ -36,6 +36,21 @@ void EventSink::end_instance(uint32_t tgid, bool exited, bool in_process) {
   }
 }
 
+std::vector<uint64_t> EventSink::hand_over_live(uint32_t tgid) {
+  auto id = processes_.find(tgid);
+  if (!id) return {};
+  return profile_.hand_over_live(*id);
+}
+
+void EventSink::end_hand_over(uint32_t tgid, std::span<const uint64_t> addrs, bool taken) {
+  if (addrs.empty()) return;
+  if (taken) {
+    hooks_.kernel.forget_live(tgid, addrs);  // those whose free the probe has not seen meanwhile
+  } else if (auto id = processes_.find(tgid)) {
+    profile_.hand_back_live(*id, addrs);
+  }
+}
+
 void EventSink::forget_probed_live(uint32_t tgid) {
   auto id = processes_.find(tgid);
   if (!id) return;

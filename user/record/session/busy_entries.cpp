@@ -2,11 +2,13 @@
 // process that maps a probed allocator traps at each of its calls, entered
 // or not. An entered process has the probes' int3s taken out of its copies
 // of the allocators' code (inject/breakpoints.h), so that only its sampled
-// allocations reach the kernel; the other processes keep them. With
-// --enter-busy, the kernel counts each recorded process's calls
-// (count_busy), and once a second the processes whose traps cost them more
-// than busy_threshold() are entered, as -p enters its processes.
+// allocations reach the kernel; the other processes keep them. The kernel
+// counts each recorded process's calls (count_busy), and once a second the
+// processes whose traps cost them more than busy_threshold() in that second
+// and the one before are entered, as -p enters its processes.
 #include <cstdio>
+#include <functional>
+#include <vector>
 
 #include "host/process.h"
 #include "record/clocks.h"
@@ -22,7 +24,7 @@ constexpr uint64_t kBusyPeriodMs = 1000;
 }  // namespace
 
 void Recorder::enter_busy(uint64_t now) {
-  if (!lifts_probes(config_)) return;
+  if (!enters_busy(config_)) return;
   if (!last_busy_ms_) last_busy_ms_ = now;
   if (now - last_busy_ms_ < kBusyPeriodMs) return;
   double seconds = double(now - last_busy_ms_) / 1e3;
@@ -30,8 +32,7 @@ void Recorder::enter_busy(uint64_t now) {
   SessionParts& p = *r_.parts;
   p.injections.forget_ended();
   double threshold = busy_threshold(p.session->kernel().trap_ns);
-  for (auto [tgid, calls] : p.session->take_busy()) {
-    if (double(calls) / seconds < threshold) continue;
+  for (uint32_t tgid : busy_.note(p.session->take_busy(), seconds, threshold)) {
     pid_t pid = pid_t(tgid);
     if (p.injections.entered_now(pid) || p.session->in_process(tgid))
       lift_probes(pid);  // its probes came back, or it samples itself and traps for nothing
@@ -45,21 +46,38 @@ void Recorder::enter_busy(uint64_t now) {
   }
 }
 
-// The library's probes are attached, and the process marked as sampling
-// itself (the allocator probes sample it no more), once it is loaded and
-// before it samples: no allocation is counted twice, and few none. The
-// live samples the probes took before are forgotten: their frees will pass
-// no probe once the probes are out.
+// The library's probes are attached once it is loaded, and the process
+// marked as sampling itself (the allocator probes sample it no more) just
+// before the library starts: no allocation is counted twice, and about a
+// millisecond's are not counted. The live samples the probes took are
+// handed to the library (seeds), whose free path sends their frees from
+// then on, as it sends its own samples'.
 void Recorder::enter_running(pid_t pid) {
   SessionParts& p = *r_.parts;
   uint32_t tgid = uint32_t(pid);
+  std::vector<uint64_t> handed;
   auto probes = [&p, pid](int library) { return p.libraries.attach_entered(pid, library); };
-  if (!p.injections.enter(pid, r_.free_channel.get(), probes)) {
+  // The events waiting are read before the mark (a first sample's stack is
+  // symbolized as it is read: that may take long), and those that came
+  // meanwhile after it: the process is left unsampled only for as long.
+  auto seeds = [this, &p, tgid, &handed] {
+    if (auto read = r_.deliver_events(0); !read) print_error(read.error());
+    if (auto marked = p.session->mark_in_process(tgid); !marked) print_error(marked.error());
+    if (auto read = r_.deliver_events(0); !read) print_error(read.error());  // what they sampled until then
+    handed = p.sink.hand_over_live(tgid);
+    return handed;
+  };
+  const inject::Injection* in = p.injections.enter(pid, r_.free_channel.get(), probes, seeds);
+  p.sink.end_hand_over(tgid, handed, in && in->answer.seeded);
+  if (!in) {
     p.session->unmark_in_process(tgid);
     return;
   }
-  if (auto read = r_.deliver_events(0); !read) print_error(read.error());
-  p.sink.forget_probed_live(tgid);
+  if (!handed.empty() && !in->answer.seeded) p.sink.forget_probed_live(tgid);  // their frees will not be seen
+  if (config_.verbose && !handed.empty())
+    std::fprintf(stderr,
+                 "allocscope: process %d: %u of the %zu blocks its probes sampled handed to the library\n",
+                 int(pid), in->answer.seeded, handed.size());
   lift_probes(pid);
 }
 

@@ -87,6 +87,7 @@ SessionConfig session_config(const RecordConfig& c) {
 
 Result<void> Recorder::open_session() {
   SessionConfig sc = session_config(config_);
+  r_.profile.set_live_share(sc.live_share);  // for the samples the kernel does not hold
   if (!config_.cgroup.empty()) {
     auto cg = find_cgroup(config_.cgroup);
     if (!cg) return fail(cg.error());

@@ -72,7 +72,8 @@ class Recorder final {
   RecorderView view_;
   uint64_t last_sweep_ms_ = 0, last_vanish_check_ms_ = 0, last_busy_ms_ = 0;
   size_t files_lifted_ = 0;  // allocator files probed system-wide when entered processes were last lifted
-  bool above_ = false;       // live bytes crossed --snapshot-above, and have not fallen back
+  BusyStreaks busy_;
+  bool above_ = false;  // live bytes crossed --snapshot-above, and have not fallen back
   uint64_t snapshots_ = 0, snapshots_missed_ = 0;
 };
 

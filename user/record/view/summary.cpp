@@ -60,8 +60,8 @@ void print_totals(const RecordingState& s, const RecordConfig& config, uint64_t 
                (ull)k[AS_CNT_SAMPLES], s.profile.stacks().size(), processes.c_str(),
                exact_mode(config) ? "" : "est. ",  // exact mode counts: nothing is estimated
                format_bytes(alloc).c_str(), format_bytes(live).c_str(), (ull)charged_ringbuf_drops(k, s),
-               (ull)(k[AS_CNT_LIVE_FULL] + k[AS_CNT_LIVE_SHARE] + p.live_full), (ull)s.sink.stack_lost(),
-               (ull)(p.stacks_full + s.sink.table_full()));
+               (ull)(k[AS_CNT_LIVE_FULL] + k[AS_CNT_LIVE_SHARE] + p.live_full + p.live_share),
+               (ull)s.sink.stack_lost(), (ull)(p.stacks_full + s.sink.table_full()));
 }
 
 void print_kernel_figures(const RecordingState& s) {
@@ -160,8 +160,8 @@ void print_warnings(const RecordingState& s, const RecordConfig& config) {
     print_error("warning: the per-stack totals were full (exact mode). Raise --max-stacks.");
   if (k[AS_CNT_LIVE_FULL] || p.live_full)
     print_error("warning: the live table was full; inuse estimates are low. Raise --max-live.");
-  if (k[AS_CNT_LIVE_SHARE])
-    print_error("warning: " + std::to_string(k[AS_CNT_LIVE_SHARE]) +
+  if (k[AS_CNT_LIVE_SHARE] || p.live_share)
+    print_error("warning: " + std::to_string(k[AS_CNT_LIVE_SHARE] + p.live_share) +
                 " samples of processes holding their share of the live table were not tracked; inuse "
                 "estimates are low. Raise --max-live-per-process (0: no share) or --max-live.");
   if (p.stacks_full || s.sink.table_full())
@@ -271,12 +271,12 @@ NamedCounters recording_counters(const RecordingState& s) {
           {"dropped_frees_bytes", k[AS_CNT_FREE_DROPS_BYTES]},
           {"frees_unmatched", p.unmatched_frees},
           {"live_replaced", p.replaced_live},
-          {"dropped_live_map_full", k[AS_CNT_LIVE_FULL] + k[AS_CNT_LIVE_SHARE] + p.live_full},
+          {"dropped_live_map_full", k[AS_CNT_LIVE_FULL] + k[AS_CNT_LIVE_SHARE] + p.live_full + p.live_share},
           {"dropped_live_map_full_bytes",
-           k[AS_CNT_LIVE_FULL_BYTES] + k[AS_CNT_LIVE_SHARE_BYTES] + p.live_full_bytes},
+           k[AS_CNT_LIVE_FULL_BYTES] + k[AS_CNT_LIVE_SHARE_BYTES] + p.live_full_bytes + p.live_share_bytes},
           // Of those, what a process's share (--max-live-per-process) refused.
-          {"dropped_live_share", k[AS_CNT_LIVE_SHARE]},
-          {"dropped_live_share_bytes", k[AS_CNT_LIVE_SHARE_BYTES]},
+          {"dropped_live_share", k[AS_CNT_LIVE_SHARE] + p.live_share},
+          {"dropped_live_share_bytes", k[AS_CNT_LIVE_SHARE_BYTES] + p.live_share_bytes},
           {"dropped_stack_lost", s.sink.stack_lost()},
           {"dropped_stack_lost_bytes", s.sink.stack_lost_bytes()},
           {"dropped_stack_table_full", p.stacks_full + s.sink.table_full()},
@@ -337,7 +337,8 @@ ProgressFigures progress_figures(const RecordingState& s, double elapsed_s) {
   const ProfileCounters& p = s.profile.counters();
   return {elapsed_s, s.sink.recorded_processes(), k[AS_CNT_SAMPLES],
           charged_ringbuf_drops(k, s) + k[AS_CNT_LIVE_FULL] + k[AS_CNT_LIVE_SHARE] + p.live_full +
-              s.sink.stack_lost() + p.stacks_full + k[AS_CNT_EXACT_FULL] + s.sink.table_full()};
+              p.live_share + s.sink.stack_lost() + p.stacks_full + k[AS_CNT_EXACT_FULL] +
+              s.sink.table_full()};
 }
 
 void print_live_peaks(const RecordingState& s, const RecordConfig& config, uint64_t start_ms,
