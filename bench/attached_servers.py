@@ -11,9 +11,9 @@ redis-server under redis-benchmark (SET, GET, LPUSH, LPOP of 256 bytes, 20
 clients), PostgreSQL 15 under pgbench -S (4 clients; -p the postmaster
 --children: its backends are forked), nginx (-p the master --children, 2
 workers) under wrk on a 4 KiB page. With --agent, redis-server under
-`allocscope agent -p` (entered), `agent -p --no-inject`, `agent` (every
-process probed) and `agent --enter-busy` (measured after a first load, in
-which the busy server is entered).
+`allocscope agent -p` (entered), `agent -p --no-inject`, `agent --no-inject`
+(every process probed) and `agent` (every process, the busy server entered:
+measured after a first load, in which it is).
 """
 import argparse
 import os
@@ -92,9 +92,10 @@ def agent_recorded(allocscope, server, load, extra, settle=False):
 
 
 def agent_table(allocscope, rounds):
-    """redis-server under the agent: -p (entered), -p --no-inject, every process (probes), and
-    --enter-busy (measured after a first load, in which the busy server is entered)."""
-    print("\n| server | untraced | `agent -p` (entered) | ratio | `agent -p --no-inject` | ratio | `agent` (every process) | ratio | `agent --enter-busy` | ratio |")
+    """redis-server under the agent: -p (entered), -p --no-inject, every process probed
+    (--no-inject), and every process (measured after a first load, in which the busy server is
+    entered)."""
+    print("\n| server | untraced | `agent -p` (entered) | ratio | `agent -p --no-inject` | ratio | `agent --no-inject` (every process) | ratio | `agent` (busy ones entered) | ratio |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         os.chmod(tmp, 0o755)
@@ -108,8 +109,8 @@ def agent_table(allocscope, rounds):
                 runs["plain"].append(load(server))
                 runs["entered"].append(agent_recorded(allocscope, server, load, ["-p", pid]))
                 runs["probed"].append(agent_recorded(allocscope, server, load, ["-p", pid, "--no-inject"]))
-                runs["all"].append(agent_recorded(allocscope, server, load, []))
-                runs["busy"].append(agent_recorded(allocscope, server, load, ["--enter-busy"], settle=True))
+                runs["all"].append(agent_recorded(allocscope, server, load, ["--no-inject"]))
+                runs["busy"].append(agent_recorded(allocscope, server, load, [], settle=True))
             u, e, p, a, b = (statistics.median(runs[k]) for k in ("plain", "entered", "probed", "all", "busy"))
             print(f"| {name} | {u:,.0f} {unit} | {e:,.0f} | {u / e:.2f}x | {p:,.0f} | {u / p:.2f}x | "
                   f"{a:,.0f} | {u / a:.2f}x | {b:,.0f} | {u / b:.2f}x |", flush=True)

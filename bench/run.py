@@ -263,7 +263,8 @@ def process_scaling(build, reps, smoke):
     allocscope = os.path.join(build, "allocscope")
     counts = [1, 3] if smoke else [1, 10, 100]
     pairs = 20000 if smoke else 200000
-    modes = {"untraced": None, "per-process": [], "system-wide": ["--all"]}
+    # Probes are what these rows measure: -p and --all enter a busy process otherwise.
+    modes = {"untraced": None, "per-process": ["--no-inject"], "system-wide": ["--all", "--no-inject"]}
     results = {}
     for _ in range(reps):
         for n in counts:

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -35,16 +36,17 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
-// Whether process `pid`'s copy of the C library differs from the file in the
-// first kSpan bytes of an allocator entry point: a probe's int3 is there.
-bool probed(pid_t pid) {
+// Where process `pid`'s copy of the C library differs from the file in the
+// first kSpan bytes of an allocator entry point ("malloc+4: cc, file 41"):
+// a probe's int3 is there. "" when nowhere.
+std::string probes_in(pid_t pid) {
   auto maps = read_maps(pid);
-  if (!maps) return false;
+  if (!maps) return "";
   const Mapping* libc = find_c_library(*maps);
-  if (!libc) return false;
+  if (!libc) return "";
   std::string path = mapped_file_path(pid, *libc);
   auto elf = ElfFile::open(path);
-  if (!elf) return false;
+  if (!elf) return "";
   std::ifstream file(path, std::ios::binary);
   for (const ElfSymbol& s : elf->functions()) {
     if (std::find(std::begin(kProbed), std::end(kProbed), s.name) == std::end(kProbed)) continue;
@@ -55,10 +57,18 @@ bool probed(pid_t pid) {
     if (!read_process_memory(pid, libc->start + (*offset - libc->offset), in_process)) continue;
     file.seekg(std::streamoff(*offset));
     file.read(reinterpret_cast<char*>(in_file.data()), std::streamsize(kSpan));
-    if (file && in_process != in_file) return true;
+    if (!file) continue;
+    for (size_t i = 0; i < kSpan; ++i)
+      if (in_process[i] != in_file[i]) {
+        char at[64];
+        std::snprintf(at, sizeof at, "%s+%zu: %02x, file %02x", s.name.c_str(), i, in_process[i], in_file[i]);
+        return at;
+      }
   }
-  return false;
+  return "";
 }
+
+bool probed(pid_t pid) { return !probes_in(pid).empty(); }
 
 bool eventually(const std::function<bool()>& ok, int timeout_ms) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
@@ -90,12 +100,14 @@ TEST(BusyEntry, ABusyProcessIsEnteredByAWholeMachineRecording) {
   ASSERT_TRUE(eventually(
       [&] { return read_file(maps).find("/memfd:allocscope-preload") != std::string::npos; }, 30000))
       << rec.err();
-  EXPECT_TRUE(eventually([&] { return !probed(target.pid()); }, 10000)) << rec.err();
+  bool lifted = eventually([&] { return !probed(target.pid()); }, 10000);
+  std::string left = probes_in(target.pid());
   EXPECT_TRUE(probed(idle.pid())) << "the probes are system-wide: the idle process has them";
   target.signal(SIGUSR1);
   ASSERT_TRUE(target.wait_for_line("done", 60000));
   rec.signal(SIGINT);
   ASSERT_EQ(rec.wait(60000), 0) << rec.err();
+  EXPECT_TRUE(lifted) << left << "\n" << rec.err();
   std::string said = "process " + std::to_string(target.pid()) + " (alloc_sites) samples in process";
   EXPECT_NE(rec.err().find(said), std::string::npos) << rec.err();
   EXPECT_TRUE(std::regex_search(

@@ -88,6 +88,19 @@ TEST(Breakpoints, TheReplacedByteIsWrittenBackInTheProcessCopyOnly) {
   EXPECT_EQ(now[0], 0x55);
   EXPECT_EQ(now[1], 0x90);
   EXPECT_EQ(*lift_breakpoints(child, std::span(&f, 1)), 0u) << "nothing left to write back";
+  // A file the kernel names otherwise than /proc/PID/maps (an overlay's):
+  // found through the kernel's name for the same mapping.
+  {
+    std::fstream out(mem, std::ios::in | std::ios::out | std::ios::binary);
+    out.seekp(std::streamoff(base + 100));
+    out.put('\xcc');
+  }
+  ProbedFile below{0, 99, st.st_ino + 1, {{100, 0x55}}};
+  EXPECT_EQ(*lift_breakpoints(child, std::span(&below, 1)), 0u) << "not a file /proc/PID/maps names";
+  Mapping named = code(base, base + 4096, 0, st.st_ino + 1);
+  named.dev_major = 0;
+  named.dev_minor = 99;
+  EXPECT_EQ(*lift_breakpoints(child, std::span(&below, 1), std::span(&named, 1)), 1u);
   uint8_t in_file = 0;
   EXPECT_EQ(pread(fd, &in_file, 1, 100), 1);
   EXPECT_EQ(in_file, 0x55);

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <string>
 
@@ -37,7 +38,8 @@ std::vector<std::pair<uint64_t, uint8_t>> site_addresses(const std::vector<Mappi
   return out;
 }
 
-Result<size_t> lift_breakpoints(pid_t pid, std::span<const ProbedFile> files) {
+Result<size_t> lift_breakpoints(pid_t pid, std::span<const ProbedFile> files,
+                                std::span<const Mapping> kernel_named) {
   // Its maps and memory opened through one directory of /proc: both are of
   // this process, even if it ends and its id is taken meanwhile.
   std::string name = "process " + std::to_string(pid);
@@ -45,7 +47,11 @@ Result<size_t> lift_breakpoints(pid_t pid, std::span<const ProbedFile> files) {
   if (!dir) return fail_errno("open /proc of " + name, errno);
   UniqueFd maps(::openat(dir.get(), "maps", O_RDONLY | O_CLOEXEC));
   if (!maps) return fail_errno("read the mappings of " + name, errno);
-  auto sites = site_addresses(parse_maps(read_all(maps.get())), files);
+  std::vector<Mapping> mappings = parse_maps(read_all(maps.get()));
+  mappings.insert(mappings.end(), kernel_named.begin(), kernel_named.end());
+  auto sites = site_addresses(mappings, files);
+  std::sort(sites.begin(), sites.end());
+  sites.erase(std::unique(sites.begin(), sites.end()), sites.end());
   if (sites.empty()) return size_t(0);
   // Written as a debugger writes: into the process's private copy of a
   // read-only code page, the copy the kernel made for its int3.

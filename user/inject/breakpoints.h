@@ -33,8 +33,13 @@ std::vector<std::pair<uint64_t, uint8_t>> site_addresses(const std::vector<Mappi
                                                          std::span<const ProbedFile> files);
 
 // Writes the original byte back at each site of process `pid` that holds an
-// int3 now; how many it wrote. Fails only when the process's memory cannot
-// be opened (it ended, or tracing it is not allowed).
-Result<size_t> lift_breakpoints(pid_t pid, std::span<const ProbedFile> files);
+// int3 now; how many it wrote. Its mappings are read from /proc/PID/maps,
+// and `kernel_named` adds the same ones as the kernel names their files
+// (an overlay's file is mapped from the file below it, and since 6.10 the
+// maps name the overlay's): a site matches either. Fails only when the
+// process's memory cannot be opened (it ended, or tracing it is not
+// allowed).
+Result<size_t> lift_breakpoints(pid_t pid, std::span<const ProbedFile> files,
+                                std::span<const Mapping> kernel_named = {});
 
 }  // namespace allocscope::inject

@@ -10,7 +10,9 @@
 #include <functional>
 #include <vector>
 
+#include "host/proc_maps.h"
 #include "host/process.h"
+#include "probe/bpf_session.h"
 #include "record/clocks.h"
 #include "record/discovery/injections.h"
 #include "record/messages.h"
@@ -20,6 +22,7 @@ namespace allocscope {
 namespace {
 
 constexpr uint64_t kBusyPeriodMs = 1000;
+constexpr uint64_t kMarkedReadMs = 5;
 
 }  // namespace
 
@@ -57,13 +60,16 @@ void Recorder::enter_running(pid_t pid) {
   uint32_t tgid = uint32_t(pid);
   std::vector<uint64_t> handed;
   auto probes = [&p, pid](int library) { return p.libraries.attach_entered(pid, library); };
-  // The events waiting are read before the mark (a first sample's stack is
-  // symbolized as it is read: that may take long), and those that came
-  // meanwhile after it: the process is left unsampled only for as long.
+  // The events waiting are read before the process is stopped (a first
+  // sample's stack is symbolized as it is read: that may take long, and
+  // an entry has a budget), and those that came since once it is marked,
+  // for a few milliseconds at most: it is left unsampled only for as long.
+  // Any read later are the probes' samples whose frees go unseen.
+  if (auto read = r_.deliver_events(0); !read) print_error(read.error());
   auto seeds = [this, &p, tgid, &handed] {
-    if (auto read = r_.deliver_events(0); !read) print_error(read.error());
     if (auto marked = p.session->mark_in_process(tgid); !marked) print_error(marked.error());
-    if (auto read = r_.deliver_events(0); !read) print_error(read.error());  // what they sampled until then
+    p.sink.yield_at(now_ms() + kMarkedReadMs);
+    if (auto read = r_.deliver_events(0); !read) print_error(read.error());
     handed = p.sink.hand_over_live(tgid);
     return handed;
   };
@@ -81,8 +87,28 @@ void Recorder::enter_running(pid_t pid) {
   lift_probes(pid);
 }
 
+// Process `pid`'s executable file mappings as the kernel names their files
+// (its walks' view: an overlay's file is the one below it).
+static std::vector<Mapping> kernel_named(const BpfSession& session, pid_t pid) {
+  std::vector<Mapping> out;
+  for (const as_vma& v : session.code_mappings(pid).value_or(std::vector<as_vma>{})) {
+    Mapping m;
+    m.start = v.start;
+    m.end = v.end;
+    m.offset = v.pgoff;
+    m.dev_major = v.dev >> 20;
+    m.dev_minor = v.dev & 0xfffff;
+    m.inode = v.ino;
+    m.readable = m.executable = true;
+    m.path = "/";  // a file, by the kernel's name
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
 void Recorder::lift_probes(pid_t pid) {
-  auto lifted = inject::lift_breakpoints(pid, r_.parts->libraries.probed_files());
+  auto lifted = inject::lift_breakpoints(pid, r_.parts->libraries.probed_files(),
+                                         kernel_named(*r_.parts->session, pid));
   if (!lifted && process_exists(pid) && !config_.quiet)
     print_error("warning: process " + std::to_string(pid) + " keeps its probes: " + lifted.error().message);
   else if (lifted && *lifted && config_.verbose)
