@@ -39,7 +39,7 @@ std::vector<std::pair<uint64_t, uint8_t>> site_addresses(const std::vector<Mappi
 }
 
 Result<size_t> lift_breakpoints(pid_t pid, std::span<const ProbedFile> files,
-                                std::span<const Mapping> kernel_named) {
+                                std::span<const Mapping> kernel_named, pid_t traced) {
   // Its maps and memory opened through one directory of /proc: both are of
   // this process, even if it ends and its id is taken meanwhile.
   std::string name = "process " + std::to_string(pid);
@@ -55,13 +55,17 @@ Result<size_t> lift_breakpoints(pid_t pid, std::span<const ProbedFile> files,
   if (sites.empty()) return size_t(0);
   // Written as a debugger writes: into the process's private copy of a
   // read-only code page, the copy the kernel made for its int3.
-  UniqueFd mem(::openat(dir.get(), "mem", O_RDWR | O_CLOEXEC));
+  std::string file = traced ? "task/" + std::to_string(traced) + "/mem" : "mem";
+  UniqueFd mem(::openat(dir.get(), file.c_str(), O_RDWR | O_CLOEXEC));
   if (!mem) return fail_errno("open the memory of " + name, errno);
   size_t lifted = 0;
   for (const auto& [addr, original] : sites) {
     uint8_t now = 0;
     if (original == kInt3 || ::pread(mem.get(), &now, 1, off_t(addr)) != 1 || now != kInt3) continue;
-    if (::pwrite(mem.get(), &original, 1, off_t(addr)) == 1) ++lifted;
+    if (::pwrite(mem.get(), &original, 1, off_t(addr)) == 1)
+      ++lifted;
+    else if (errno == EIO && !traced)
+      return fail_errno("the kernel writes into the code of " + name + " only for its tracer", EIO);
   }
   return lifted;
 }

@@ -39,7 +39,11 @@ std::vector<std::pair<uint64_t, uint8_t>> site_addresses(const std::vector<Mappi
 // maps name the overlay's): a site matches either. Fails only when the
 // process's memory cannot be opened (it ended, or tracing it is not
 // allowed).
+// `traced`: a thread of it this thread traces, whose /proc/PID/task/TID/mem
+// is written instead: kernels built to force a write into read-only memory
+// only for the process's tracer (PROC_MEM_FORCE_PTRACE, Debian's from 6.12)
+// refuse the other with EIO.
 Result<size_t> lift_breakpoints(pid_t pid, std::span<const ProbedFile> files,
-                                std::span<const Mapping> kernel_named = {});
+                                std::span<const Mapping> kernel_named = {}, pid_t traced = 0);
 
 }  // namespace allocscope::inject

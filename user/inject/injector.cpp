@@ -352,6 +352,7 @@ Result<Injection> inject(pid_t pid, const InjectOptions& options) {
     args.flags = AS_INJECT_TAKE_OVER;  // its allocscope died attached
     answer = call_entry(*thread, done.attach_fn, args, deadline);
   }
+  if (answer && answer->status == AS_INJECT_OK && options.held) options.held(thread->tid());
   thread->give_back();
   done.paused = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
   if (!answer) return fail(answer.error());
@@ -362,6 +363,20 @@ Result<Injection> inject(pid_t pid, const InjectOptions& options) {
 
 bool still_entered(const Injection& injection) {
   return mapped_at(injection.pid, injection.library.get(), injection.detach_offset) == injection.detach_fn;
+}
+
+Result<void> with_held_thread(const Injection& injection, const std::function<void(pid_t held)>& fn,
+                              std::chrono::milliseconds budget) {
+  auto deadline = Clock::now() + budget;
+  if (!still_entered(injection))
+    return fail(process_name(injection.pid) + " no longer maps the library", ESRCH);
+  auto code = find_target_code(injection.pid);
+  if (!code) return fail(code.error());
+  auto thread = borrow_thread(injection.pid, *code, deadline);
+  if (!thread) return fail(thread.error());
+  fn(thread->tid());
+  thread->give_back();
+  return {};
 }
 
 Result<Ejection> eject(const Injection& injection, std::chrono::milliseconds budget) {

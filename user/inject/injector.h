@@ -45,6 +45,9 @@ struct InjectOptions {
   // already sampled another way (the probes'), whose frees the library is
   // to send as its own samples'.
   std::function<std::vector<uint64_t>()> seeds;
+  // Called once the library samples, with the thread still held (a thread
+  // of the process this thread traces), before it is given back.
+  std::function<void(pid_t held)> held;
   std::chrono::milliseconds budget{3000};
 };
 
@@ -69,6 +72,11 @@ Result<Injection> inject(pid_t pid, const InjectOptions& options);
 // Whether the process still maps the library where it was entered (not
 // once it ran another program, or ended).
 bool still_entered(const Injection& injection);
+
+// Holds a thread of the entered process as an entry does, and calls `fn`
+// with it (a thread this thread traces) before giving it back.
+Result<void> with_held_thread(const Injection& injection, const std::function<void(pid_t held)>& fn,
+                              std::chrono::milliseconds budget);
 
 struct Ejection {
   uint32_t slots = 0;

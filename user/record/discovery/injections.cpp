@@ -89,6 +89,12 @@ bool Injections::entered_now(pid_t pid) {
   return false;
 }
 
+const inject::Injection* Injections::find(pid_t pid) const {
+  for (const inject::Injection& i : live_)
+    if (i.pid == pid) return &i;
+  return nullptr;
+}
+
 bool Injections::refused_before(pid_t pid) const { return refused_ids_.contains(identity(pid)); }
 
 void Injections::pass_over(pid_t pid) { refused_ids_.insert(identity(pid)); }
@@ -124,9 +130,7 @@ void Injections::refuse(pid_t pid, const std::string& why) {
   if (refused_.size() < kMaxKept) refused_.push_back(std::move(r));
 }
 
-const inject::Injection* Injections::enter(pid_t pid, AnsweredChannel* rings,
-                                           std::function<Result<void>(int)> loaded,
-                                           std::function<std::vector<uint64_t>()> seeds) {
+const inject::Injection* Injections::enter(pid_t pid, AnsweredChannel* rings, Hooks hooks) {
   if (is_go_program(pid)) {  // its heap is Go's, read through its runtime
     pass_over(pid);
     return nullptr;
@@ -140,8 +144,9 @@ const inject::Injection* Injections::enter(pid_t pid, AnsweredChannel* rings,
   options.library = *image;
   options.rate = config_.rate;
   options.budget = kEntryBudget;
-  options.loaded = std::move(loaded);
-  options.seeds = std::move(seeds);
+  options.loaded = std::move(hooks.loaded);
+  options.seeds = std::move(hooks.seeds);
+  options.held = std::move(hooks.held);
   if (rings && !config_.no_free)
     options.make_ring = [rings, pid](UniqueFd memfd) { return rings->adopt_ring(pid, std::move(memfd)); };
   auto done = inject::inject(pid, options);

@@ -77,10 +77,16 @@ class Injections {
 
   // Whether process `pid` samples in process now; `rings` takes its ring
   // (none: its sampled frees trap).
-  // `loaded` and `seeds`: InjectOptions'. Returns the entry, or null.
-  const inject::Injection* enter(pid_t pid, AnsweredChannel* rings,
-                                 std::function<Result<void>(int)> loaded = {},
-                                 std::function<std::vector<uint64_t>()> seeds = {});
+  // What an entry calls on its way (InjectOptions' loaded, seeds, held).
+  struct Hooks {
+    std::function<Result<void>(int library)> loaded;
+    std::function<std::vector<uint64_t>()> seeds;
+    std::function<void(pid_t held)> held;
+  };
+  // Returns the entry, or null.
+  const inject::Injection* enter(pid_t pid, AnsweredChannel* rings, Hooks hooks = {});
+  // The entry of process `pid`, if it is entered.
+  const inject::Injection* find(pid_t pid) const;
   // Every entered process given back its allocator; said if one cannot be.
   void eject_all();
   // Whether process `pid` is entered now (one that ran another program since

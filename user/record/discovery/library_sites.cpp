@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <string>
 
 #include "base/unique_fd.h"
@@ -29,13 +30,17 @@ Result<void> LibraryDiscovery::attach_entered(pid_t pid, int library) {
   UniqueFd held(::fcntl(library, F_DUPFD_CLOEXEC, 0));
   if (!held || ::fstat(held.get(), &st) != 0) return fail_errno("hold the library entered", errno);
   FileKey key = file_key(st);
-  std::string path = held_path(held);
-  LazyElf elf(path);
-  // Not marked here (pid 0): the caller marks the process as late as it can.
-  auto ok = attach_in_process(system_wide_ ? 0 : pid, key, path,
-                              "allocscope's library in process " + std::to_string(pid), elf);
-  if (!ok) return fail(ok.error());
-  if (!*ok) return fail("allocscope's library has no in-process probes");
+  // Attached for every process that maps it: the process and its forks,
+  // which carry its mark. Neither marked here (the caller marks it as late
+  // as it can) nor one of the kernel's in-process files (a table of 256,
+  // and no other process maps or runs this copy).
+  auto provider = session_.attach_in_process(system_wide_ ? 0 : pid, held_path(held));
+  if (!provider) return fail(provider.error());
+  if (verbose_)
+    std::fprintf(stderr,
+                 "allocscope: in-process sampling probes (%s) in allocscope's library in process %d\n",
+                 *provider, int(pid));
+  in_process_files_.insert(key);
   held_files_.try_emplace(key, std::move(held));
   return {};
 }

@@ -6,6 +6,8 @@
 // counts each recorded process's calls (count_busy), and once a second the
 // processes whose traps cost them more than busy_threshold() in that second
 // and the one before are entered, as -p enters its processes.
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <vector>
@@ -23,6 +25,7 @@ namespace {
 
 constexpr uint64_t kBusyPeriodMs = 1000;
 constexpr uint64_t kMarkedReadMs = 5;
+constexpr auto kLiftBudget = std::chrono::milliseconds(3000);
 
 }  // namespace
 
@@ -73,7 +76,10 @@ void Recorder::enter_running(pid_t pid) {
     handed = p.sink.hand_over_live(tgid);
     return handed;
   };
-  const inject::Injection* in = p.injections.enter(pid, r_.free_channel.get(), probes, seeds);
+  // The probes come out while the thread is held: a kernel may write into
+  // the process's code only for its tracer.
+  auto held = [this, pid](pid_t tid) { lift_probes(pid, tid); };
+  const inject::Injection* in = p.injections.enter(pid, r_.free_channel.get(), {probes, seeds, held});
   p.sink.end_hand_over(tgid, handed, in && in->answer.seeded);
   if (!in) {
     p.session->unmark_in_process(tgid);
@@ -84,7 +90,6 @@ void Recorder::enter_running(pid_t pid) {
     std::fprintf(stderr,
                  "allocscope: process %d: %u of the %zu blocks its probes sampled handed to the library\n",
                  int(pid), in->answer.seeded, handed.size());
-  lift_probes(pid);
 }
 
 // Process `pid`'s executable file mappings as the kernel names their files
@@ -106,9 +111,19 @@ static std::vector<Mapping> kernel_named(const BpfSession& session, pid_t pid) {
   return out;
 }
 
-void Recorder::lift_probes(pid_t pid) {
-  auto lifted = inject::lift_breakpoints(pid, r_.parts->libraries.probed_files(),
-                                         kernel_named(*r_.parts->session, pid));
+void Recorder::lift_probes(pid_t pid, pid_t traced) {
+  SessionParts& p = *r_.parts;
+  auto lift = [&](pid_t tid) {
+    return inject::lift_breakpoints(pid, p.libraries.probed_files(), kernel_named(*p.session, pid), tid);
+  };
+  auto lifted = lift(traced);
+  // Refused but to its tracer: through one of its threads, held as an entry holds it.
+  if (!lifted && lifted.error().code == EIO && !traced)
+    if (const inject::Injection* in = p.injections.find(pid))
+      if (auto held = inject::with_held_thread(
+              *in, [&](pid_t tid) { lifted = lift(tid); }, kLiftBudget);
+          !held)
+        lifted = fail(held.error());
   if (!lifted && process_exists(pid) && !config_.quiet)
     print_error("warning: process " + std::to_string(pid) + " keeps its probes: " + lifted.error().message);
   else if (lifted && *lifted && config_.verbose)
