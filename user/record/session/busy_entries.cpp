@@ -40,10 +40,14 @@ void Recorder::enter_busy(uint64_t now) {
   double threshold = busy_threshold(p.session->kernel().trap_ns);
   for (uint32_t tgid : busy_.note(p.session->take_busy(), seconds, threshold)) {
     pid_t pid = pid_t(tgid);
-    if (p.injections.entered_now(pid) || p.session->in_process(tgid))
-      lift_probes(pid);  // its probes came back, or it samples itself and traps for nothing
-    else if (!p.injections.refused_before(pid))
+    if (p.injections.entered_now(pid))
+      lift_probes(pid);  // its probes came back
+    else if (p.injections.refused_before(pid))
+      continue;
+    else if (!p.session->in_process(tgid))
       enter_running(pid);
+    else if (!lift_probes(pid))
+      p.injections.pass_over(pid);  // it samples itself and traps for nothing: tried once
   }
   // Allocator files probed since: their probes out of every entered process.
   if (size_t files = p.libraries.files_probed_system_wide(); files != files_lifted_) {
@@ -111,7 +115,7 @@ static std::vector<Mapping> kernel_named(const BpfSession& session, pid_t pid) {
   return out;
 }
 
-void Recorder::lift_probes(pid_t pid, pid_t traced) {
+bool Recorder::lift_probes(pid_t pid, pid_t traced) {
   SessionParts& p = *r_.parts;
   auto lift = [&](pid_t tid) {
     return inject::lift_breakpoints(pid, p.libraries.probed_files(), kernel_named(*p.session, pid), tid);
@@ -124,11 +128,14 @@ void Recorder::lift_probes(pid_t pid, pid_t traced) {
               *in, [&](pid_t tid) { lifted = lift(tid); }, kLiftBudget);
           !held)
         lifted = fail(held.error());
-  if (!lifted && process_exists(pid) && !config_.quiet)
+  // Said of a process entered; of one that samples itself, with -v.
+  bool say = p.injections.find(pid) || traced ? !config_.quiet : config_.verbose;
+  if (!lifted && process_exists(pid) && say)
     print_error("warning: process " + std::to_string(pid) + " keeps its probes: " + lifted.error().message);
   else if (lifted && *lifted && config_.verbose)
     std::fprintf(stderr, "allocscope: process %d (%s): %zu probes taken out\n", int(pid),
                  read_comm(pid).c_str(), *lifted);
+  return bool(lifted);
 }
 
 }  // namespace allocscope

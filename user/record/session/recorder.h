@@ -55,8 +55,9 @@ class Recorder final {
   // and the probes taken out of those entered.
   void enter_busy(uint64_t now);
   void enter_running(pid_t pid);
-  // `traced`: a thread of it held now (an entry's).
-  void lift_probes(pid_t pid, pid_t traced = 0);
+  // `traced`: a thread of it held now (an entry's). Whether the probes
+  // could be looked for and written back.
+  bool lift_probes(pid_t pid, pid_t traced = 0);
   void announce(std::vector<Target>& targets);
   Result<LoopEnd> loop(std::vector<Target>& targets);
   void sweep_exact_live(uint64_t now);
