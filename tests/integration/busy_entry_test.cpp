@@ -29,13 +29,6 @@ namespace {
 constexpr const char* kProbed[] = {"malloc", "free", "calloc", "realloc"};
 constexpr size_t kSpan = 48;
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // Where process `pid`'s copy of the C library differs from the file in the
 // first kSpan bytes of an allocator entry point ("malloc+4: cc, file 41"):
 // a probe's int3 is there. "" when nowhere.

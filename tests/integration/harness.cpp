@@ -265,6 +265,13 @@ double sites_z(const std::map<std::string, double>& bytes, int threads, int scal
 // The run's own directory under /tmp, made by mkdtemp: no name another user
 // could have made first (a symlink we would write through as root). 0755 so
 // a workload that drops privileges can still read what it is given.
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
 std::string temp_path(const std::string& name) {
   static const TempDir dir("allocscope-test", 0755);
   return (dir.path / name).string();

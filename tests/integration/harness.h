@@ -115,6 +115,8 @@ double sites_z(const std::map<std::string, double>& bytes, int threads, int scal
                const std::string& what);
 
 std::string temp_path(const std::string& name);
+// A file's text, whole ("" when it cannot be read).
+std::string read_file(const std::string& path);
 // A loopback port nobody listens on now (the kernel's choice).
 int free_port();
 

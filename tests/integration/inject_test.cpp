@@ -32,13 +32,6 @@ namespace {
 
 constexpr int kThreads = 2;
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // alloc_sites (with `preload` in its environment, if any) started before
 // allocscope, entered by record -p, then let go to allocate everything and
 // hold it: each site's allocated and still-live bytes within kMaxZ

@@ -365,14 +365,19 @@ bool still_entered(const Injection& injection) {
   return mapped_at(injection.pid, injection.library.get(), injection.detach_offset) == injection.detach_fn;
 }
 
-Result<void> with_held_thread(const Injection& injection, const std::function<void(pid_t held)>& fn,
-                              std::chrono::milliseconds budget) {
-  auto deadline = Clock::now() + budget;
+// A thread of a process still entered, borrowed as an entry borrows one.
+static Result<RemoteThread> borrow_entered_thread(const Injection& injection, Clock::time_point deadline) {
   if (!still_entered(injection))
     return fail(process_name(injection.pid) + " no longer maps the library", ESRCH);
   auto code = find_target_code(injection.pid);
   if (!code) return fail(code.error());
-  auto thread = borrow_thread(injection.pid, *code, deadline);
+  return borrow_thread(injection.pid, *code, deadline);
+}
+
+Result<void> with_held_thread(const Injection& injection, const std::function<void(pid_t held)>& fn,
+                              std::chrono::milliseconds budget) {
+  auto deadline = Clock::now() + budget;
+  auto thread = borrow_entered_thread(injection, deadline);
   if (!thread) return fail(thread.error());
   fn(thread->tid());
   thread->give_back();
@@ -381,11 +386,7 @@ Result<void> with_held_thread(const Injection& injection, const std::function<vo
 
 Result<Ejection> eject(const Injection& injection, std::chrono::milliseconds budget) {
   auto deadline = Clock::now() + budget;
-  if (!still_entered(injection))
-    return fail(process_name(injection.pid) + " no longer maps the library", ESRCH);
-  auto code = find_target_code(injection.pid);
-  if (!code) return fail(code.error());
-  auto thread = borrow_thread(injection.pid, *code, deadline);
+  auto thread = borrow_entered_thread(injection, deadline);
   if (!thread) return fail(thread.error());
   if (auto allowed = allowed_calls(*thread); !allowed) return fail(allowed.error());
   auto start = Clock::now();
