@@ -15,6 +15,7 @@
 #include "host/proc_maps.h"
 #include "host/process.h"
 #include "probe/bpf_session.h"
+#include "probe/kernel_features.h"
 #include "record/clocks.h"
 #include "record/discovery/injections.h"
 #include "record/messages.h"
