@@ -126,5 +126,46 @@ TEST(BusyEntry, ABusyProcessIsEnteredByAWholeMachineRecording) {
   }
 }
 
+// allocscope's descriptors whose target contains `part`.
+size_t fds_naming(pid_t pid, std::string_view part) {
+  size_t n = 0;
+  std::error_code ec;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+    std::string target = std::filesystem::read_symlink(fd.path(), ec).string();
+    if (!ec && target.find(part) != std::string::npos) ++n;
+  }
+  return n;
+}
+
+size_t probe_fds(pid_t pid) {
+  return fds_naming(pid, "anon_inode:bpf_link") + fds_naming(pid, "anon_inode:[perf_event]");
+}
+
+// An always-on recording keeps only its live entries: once an entered
+// process ends, the copy of the library it mapped (its file, held open) and
+// that copy's probes (two links, or a perf event per site) are let go.
+TEST(BusyEntry, AnEndedEntryLetsGoOfItsCopy) {
+  REQUIRE_BPF();
+  Child target({WORKLOAD_BIN, "--threads", "1", "--scale-pct", "1", "--wait", "--churn", "--hold"});
+  ASSERT_TRUE(target.wait_for_line("ready", 10000));
+  Child rec({ALLOCSCOPE_BIN, "record", "--all", "--rate", "64KiB", "-o", temp_path("ended.pb.gz")});
+  ASSERT_TRUE(rec.wait_for_line("recording every process", 60000, true)) << rec.err();
+  std::string maps = "/proc/" + std::to_string(target.pid()) + "/maps";
+  ASSERT_TRUE(eventually(
+      [&] { return read_file(maps).find("/memfd:allocscope-preload") != std::string::npos; }, 30000))
+      << rec.err();
+  ASSERT_TRUE(eventually([&] { return fds_naming(rec.pid(), "/memfd:allocscope-preload") > 0; }, 5000));
+  size_t probes_entered = probe_fds(rec.pid());
+  target.signal(SIGKILL);
+  target.wait();
+  bool let_go = eventually([&] { return fds_naming(rec.pid(), "/memfd:allocscope-preload") == 0; }, 10000);
+  size_t probes_after = probe_fds(rec.pid());
+  rec.signal(SIGINT);
+  ASSERT_EQ(rec.wait(60000), 0) << rec.err();
+  EXPECT_TRUE(let_go) << "allocscope still holds the ended process's copy of its library";
+  EXPECT_LE(probes_after + 2, probes_entered) << "the copy's probes are still attached";
+  std::filesystem::remove(temp_path("ended.pb.gz"));
+}
+
 }  // namespace
 }  // namespace allocscope::test

@@ -406,9 +406,10 @@ Result<void> BpfSession::attach_classic(pid_t pid, const std::string& path,
   return {};
 }
 
-Result<const char*> BpfSession::attach_in_process(pid_t pid, const std::string& path) {
+Result<const char*> BpfSession::attach_in_process(pid_t pid, const std::string& path, bool releasable) {
   if (config_.null_probes)
     return fail("--null-probes measures allocator probes only, not in-process sampling");
+  if (releasable) return attach_in_process_now(pid, path, &releasable_links_[path]);
   if (auto ok = remember(pid, path, {}, true); !ok) return fail(ok.error());
   if (paused_) return "none yet (paused)";
   auto provider = attach_in_process_now(pid, path);
@@ -420,7 +421,8 @@ Result<const char*> BpfSession::attach_in_process(pid_t pid, const std::string& 
 // probe_sites.h) where the kernel rewrites them into calls; otel_memory's
 // where it does not, or the file has no twins (another program's own
 // probes, an older preload library).
-Result<const char*> BpfSession::attach_in_process_now(pid_t pid, const std::string& path) {
+Result<const char*> BpfSession::attach_in_process_now(pid_t pid, const std::string& path,
+                                                      std::vector<Link>* into) {
   bool rewritten = kernel_->has(Feature::OptimizedUprobes);
   for (const char* provider : {AS_USDT_FAST_PROVIDER, AS_USDT_PROVIDER}) {
     bool twins = provider == std::string_view(AS_USDT_FAST_PROVIDER);
@@ -442,13 +444,27 @@ Result<const char*> BpfSession::attach_in_process_now(pid_t pid, const std::stri
     if (err)
       return fail(
           attach_error(std::string("attach USDT probes ") + provider + ":* (" + path + ")", pid, err));
-    for (Link& l : made) entry_links_.push_back(std::move(l));
+    for (Link& l : made) (into ? *into : entry_links_).push_back(std::move(l));
     return provider;
   }
   return fail("no in-process sampling probes in " + path);
 }
 
+void BpfSession::release_in_process(std::span<const std::string> paths) {
+  std::vector<Link> released;
+  for (const std::string& path : paths) {
+    auto links = releasable_links_.find(path);
+    if (links == releasable_links_.end()) continue;
+    for (Link& l : links->second) released.push_back(std::move(l));
+    releasable_links_.erase(links);
+  }
+  release_in_parallel(released);
+}
+
 void BpfSession::detach() {
+  for (auto& [path, links] : releasable_links_)
+    for (Link& l : links) entry_links_.push_back(std::move(l));
+  releasable_links_.clear();
   // Entry probes before return probes: an entry seen without its return
   // would leave a thread's nesting depth raised.
   release_in_parallel(raw_links_, entry_links_);

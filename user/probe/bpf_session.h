@@ -88,7 +88,13 @@ class BpfSession final : public TableHost {
   // Probes the in-process sampling USDT probes (otel_memory:alloc and
   // :free, or the preload library's twins) of the object at `path`, in
   // process `pid` or (0) every process. Returns the provider attached.
-  Result<const char*> attach_in_process(pid_t pid, const std::string& path);
+  // `releasable`: its links are kept apart, for release_in_process (a copy
+  // of the library that one entry loaded; never paused: entries are not
+  // made under --duty).
+  Result<const char*> attach_in_process(pid_t pid, const std::string& path, bool releasable = false);
+  // The probes attach_in_process made releasable at these paths, detached
+  // together (each waits for the kernel's grace periods).
+  void release_in_process(std::span<const std::string> paths);
   // Process verdicts (enum as_process_verdict) for system-wide probes and
   // lifecycle events; 0 removes the verdict.
   Result<void> set_verdict(uint32_t tgid, uint8_t verdict);
@@ -224,7 +230,8 @@ class BpfSession final : public TableHost {
   Result<void> attach_session(pid_t pid, const std::string& path, const std::vector<ProbeTarget>& targets);
   Result<void> attach_classic(pid_t pid, const std::string& path, const std::vector<ProbeTarget>& targets);
   Result<void> attach_now(pid_t pid, const std::string& path, const std::vector<ProbeTarget>& targets);
-  Result<const char*> attach_in_process_now(pid_t pid, const std::string& path);
+  Result<const char*> attach_in_process_now(pid_t pid, const std::string& path,
+                                            std::vector<Link>* into = nullptr);
   // The Go program's slot in go_profiles (made when new), in its cookie;
   // fails with ENOSPC when the table is full.
   Result<void> place_go_profile(ProbeTarget& t);
@@ -264,6 +271,7 @@ class BpfSession final : public TableHost {
   RecentDurations hold_times_{4096};
   std::vector<Link> lifecycle_links_;
   std::vector<Link> entry_links_, return_links_;
+  std::map<std::string, std::vector<Link>> releasable_links_;  // by the path attached
   std::vector<UniqueFd> raw_links_;  // links made with bpf(2) directly, unknown to this libbpf
   std::vector<std::pair<std::string, VerifierStats>> stats_;
   // go_profiles' slots, one per distinct Go program (as_go_profile's fields).

@@ -135,6 +135,10 @@ const inject::Injection* Injections::enter(pid_t pid, AnsweredChannel* rings, Ho
     pass_over(pid);
     return nullptr;
   }
+  if (live_.size() >= kMaxLive) {
+    refuse(pid, std::to_string(kMaxLive) + " processes are entered already (allocscope's bound)");
+    return nullptr;
+  }
   auto image = library();
   if (!image) {
     refuse(pid, image.error().message);

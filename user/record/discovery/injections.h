@@ -122,6 +122,9 @@ class Injections {
   static Identity identity(pid_t pid);
 
   static constexpr size_t kMaxKept = 1 << 14;
+  // Entered at once: each holds a copy of the library in its process (a
+  // memfd of about 120 KiB), its probes and a ring here.
+  static constexpr size_t kMaxLive = 1024;
   const RecordConfig& config_;
   std::shared_ptr<const inject::LibraryImage> library_;
   std::vector<inject::Injection> live_;

@@ -54,6 +54,11 @@ class LibraryDiscovery : public LibraryWatch {
   // probes, for every process that maps it (its forks). The process is not
   // marked as sampling itself (BpfSession::mark_in_process): its caller's.
   Result<void> attach_entered(pid_t pid, int library);
+  // Copies of the library that entries loaded whose processes (the entered
+  // one and its forks) all ended or ran another program: their probes
+  // detached and their files let go, so that an always-on recording keeps
+  // only its live entries'. Once a second.
+  void release_unmapped_copies();
   // Go programs given a MemProfileRate set back to theirs (0), before the
   // probes go.
   void restore_go_rates() { go_rates_.restore_all(); }
@@ -109,6 +114,8 @@ class LibraryDiscovery : public LibraryWatch {
 
   void new_library(const as_proc_event& e) override;
   void on_exec(uint32_t tgid) override;
+  void on_fork(uint32_t parent, uint32_t child) override;
+  void on_program_end(uint32_t tgid) override;
   uint64_t allocator_address(uint32_t tgid, int fn) override;
 
  private:
@@ -190,6 +197,9 @@ class LibraryDiscovery : public LibraryWatch {
       probed_targets_;  // as found, before a Go route's choice  // shown name, its program
   std::vector<inject::ProbedFile> probed_files_;  // probed_files(), for the files in
   std::set<FileKey> files_with_sites_;            // ... these
+  // Each entered copy's processes; a process maps one copy at most.
+  std::map<FileKey, std::set<pid_t>> copy_users_;
+  std::map<pid_t, FileKey> copy_of_;
 };
 
 }  // namespace allocscope

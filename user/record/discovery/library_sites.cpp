@@ -10,6 +10,7 @@
 #include <string>
 
 #include "base/unique_fd.h"
+#include "host/process.h"
 #include "record/discovery/library_discovery.h"
 
 namespace allocscope {
@@ -34,7 +35,7 @@ Result<void> LibraryDiscovery::attach_entered(pid_t pid, int library) {
   // which carry its mark. Neither marked here (the caller marks it as late
   // as it can) nor one of the kernel's in-process files (a table of 256,
   // and no other process maps or runs this copy).
-  auto provider = session_.attach_in_process(system_wide_ ? 0 : pid, held_path(held));
+  auto provider = session_.attach_in_process(system_wide_ ? 0 : pid, held_path(held), true);
   if (!provider) return fail(provider.error());
   if (verbose_)
     std::fprintf(stderr,
@@ -42,7 +43,49 @@ Result<void> LibraryDiscovery::attach_entered(pid_t pid, int library) {
                  *provider, int(pid));
   in_process_files_.insert(key);
   held_files_.try_emplace(key, std::move(held));
+  on_program_end(uint32_t(pid));  // a copy it mapped before (its exec's event lost)
+  copy_users_[key].insert(pid);
+  copy_of_[pid] = key;
   return {};
+}
+
+void LibraryDiscovery::on_fork(uint32_t parent, uint32_t child) {
+  auto copy = copy_of_.find(pid_t(parent));
+  if (copy == copy_of_.end()) return;
+  copy_users_[copy->second].insert(pid_t(child));
+  copy_of_[pid_t(child)] = copy->second;
+}
+
+void LibraryDiscovery::on_program_end(uint32_t tgid) {
+  auto copy = copy_of_.find(pid_t(tgid));
+  if (copy == copy_of_.end()) return;
+  copy_users_[copy->second].erase(pid_t(tgid));
+  copy_of_.erase(copy);
+}
+
+void LibraryDiscovery::release_unmapped_copies() {
+  std::vector<FileKey> unmapped;
+  for (auto& [key, users] : copy_users_) {
+    // Their end events may have been lost (a full ring buffer).
+    for (auto it = users.begin(); it != users.end();)
+      if (process_exists(*it)) {
+        ++it;
+      } else {
+        copy_of_.erase(*it);
+        it = users.erase(it);
+      }
+    if (users.empty()) unmapped.push_back(key);
+  }
+  std::vector<std::string> paths;
+  for (const FileKey& key : unmapped)
+    if (auto held = held_files_.find(key); held != held_files_.end())
+      paths.push_back(held_path(held->second));
+  session_.release_in_process(paths);  // before their files close: the paths name them
+  for (const FileKey& key : unmapped) {
+    held_files_.erase(key);
+    in_process_files_.erase(key);
+    copy_users_.erase(key);
+  }
 }
 
 const std::vector<inject::ProbedFile>& LibraryDiscovery::probed_files() {

@@ -91,6 +91,7 @@ bool EventSink::end_if_replaced(uint32_t id, const as_stack_event& head) {
   ++ended_by_stacks_;
   // As on_exec does, for what it can without the event (the new instance's
   // mappings are read where it is made).
+  hooks_.libraries.on_program_end(tgid);
   if (!other_process) hooks_.libraries.on_exec(tgid);
   return true;
 }
@@ -124,6 +125,7 @@ std::string EventSink::last_name(uint32_t tgid) const {
 // its name rules it out: a filter's others are never stopped for it.
 void EventSink::on_exec(const as_proc_event& e) {
   end_instance(e.tgid, false, e.ended & AS_ENDED_IN_PROCESS);
+  hooks_.libraries.on_program_end(e.tgid);
   // Outside --cgroup, or of a name rejected before: the kernel neither
   // samples nor held it, and nothing of it is examined.
   if (e.ruled_out) return;
@@ -162,6 +164,10 @@ void EventSink::on_process(const as_proc_event& e) {
       break;
     case AS_EV_EXIT:
       end_instance(e.tgid, true, e.ended & AS_ENDED_IN_PROCESS);
+      hooks_.libraries.on_program_end(e.tgid);
+      break;
+    case AS_EV_FORK:
+      hooks_.libraries.on_fork(e.parent, e.tgid);
       break;
     case AS_EV_MMAP:
       hooks_.libraries.new_library(e);

@@ -65,6 +65,10 @@ class LibraryWatch {
   virtual void new_library(const as_proc_event& e) = 0;
   // A process ran a new program (whose C library may show no mmap).
   virtual void on_exec(uint32_t tgid) = 0;
+  // A traced process forked; a program ended (its process exited, or ran
+  // another), whatever the program.
+  virtual void on_fork(uint32_t /*parent*/, uint32_t /*child*/) {}
+  virtual void on_program_end(uint32_t /*tgid*/) {}
   // Runtime address of allocator `fn` in process `tgid`, 0 if unknown.
   virtual uint64_t allocator_address(uint32_t tgid, int fn) = 0;
 };

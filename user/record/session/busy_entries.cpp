@@ -31,13 +31,14 @@ constexpr auto kLiftBudget = std::chrono::milliseconds(3000);
 }  // namespace
 
 void Recorder::enter_busy(uint64_t now) {
-  if (!enters_busy(config_)) return;
   if (!last_busy_ms_) last_busy_ms_ = now;
   if (now - last_busy_ms_ < kBusyPeriodMs) return;
   double seconds = double(now - last_busy_ms_) / 1e3;
   last_busy_ms_ = now;
   SessionParts& p = *r_.parts;
   p.injections.forget_ended();
+  p.libraries.release_unmapped_copies();  // -p's too: an entered process may end before the recording
+  if (!enters_busy(config_)) return;
   double threshold = busy_threshold(p.session->kernel().trap_ns);
   for (uint32_t tgid : busy_.note(p.session->take_busy(), seconds, threshold)) {
     pid_t pid = pid_t(tgid);
