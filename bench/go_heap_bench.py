@@ -2,8 +2,10 @@
 """What sampling Go's heap costs a Go program, each way allocscope reads it:
 from the runtime's own sampling (probes on runtime.mProf_Malloc and
 runtime.freeSpecial, met once per sampled block: programs that link
-runtime/pprof), or at every runtime.mallocgc call (one trap per allocation:
---go-heap-calls, and programs with memory profiling linked out). Each
+runtime/pprof, and those with memory profiling linked out, whose rate
+allocscope sets as they start), or at every runtime.mallocgc call (one
+trap per allocation: --go-heap-calls, exact mode, --no-inject for those
+with memory profiling linked out). Each
 program untraced and under `allocscope record` each way, taken in turn,
 round after round, so that every ratio is of runs measured seconds apart
 on one machine:
@@ -65,24 +67,21 @@ def main():
     out = os.path.join(scratch, "out.folded")
     record = [allocscope, "record", "-q", "--rate", args.rate, "-o", out]
     runtime_way, calls_way = record + ["--"], record + ["--go-heap-calls", "--"]
-    programs = [  # name, argv, its own loop time, the runtime's sampling readable
-        ("go_heap, loop time", [heap, str(args.iterations // 2)], True, True),
-        ("go_sites, loop time", [sites, str(args.iterations)], True, False),
-        ("gofmt -l net runtime (Go's sources), wall time", [GOFMT, "-l"] + GO_TREES, False, False),
+    programs = [  # name, argv, its own loop time
+        ("go_heap, loop time", [heap, str(args.iterations // 2)], True),
+        ("go_sites (no runtime/pprof), loop time", [sites, str(args.iterations)], True),
+        ("gofmt -l net runtime (Go's sources; no runtime/pprof), wall time", [GOFMT, "-l"] + GO_TREES, False),
     ]
     print(f"| program | untraced (median of {args.rounds}) | runtime's sampling | ratio | mallocgc calls | ratio |")
     print("|---|---|---|---|---|---|")
-    for name, argv, own, profiled in programs:
+    for name, argv, own in programs:
         plain, runtime, calls = [], [], []
         for _ in range(args.rounds):
             plain.append(timed(argv, own))
-            if profiled:
-                runtime.append(timed(runtime_way + argv, own))
+            runtime.append(timed(runtime_way + argv, own))
             calls.append(timed(calls_way + argv, own))
-        p, c = statistics.median(plain), statistics.median(calls)
-        r = f"{statistics.median(runtime):.3f} s | {statistics.median(runtime) / p:.2f}x" if profiled else \
-            "(memory profiling linked out) | -"
-        print(f"| {name} | {p:.3f} s | {r} | {c:.3f} s | {c / p:.2f}x |")
+        p, r, c = statistics.median(plain), statistics.median(runtime), statistics.median(calls)
+        print(f"| {name} | {p:.3f} s | {r:.3f} s | {r / p:.2f}x | {c:.3f} s | {c / p:.2f}x |")
     shutil.rmtree(scratch, ignore_errors=True)
 
 

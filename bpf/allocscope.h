@@ -419,6 +419,7 @@ struct as_proc_event {
  * allocator whose probes wait for the first process that does not. */
 #define AS_FILE_KNOWN 1
 #define AS_FILE_DEFERRED 2
+#define AS_FILE_PREPARED 3 /* a program each process is held for at exec (a Go program's rate set) */
 
 /* Exact mode (rate 1) keeps its totals in the kernel, per stack id. */
 #define AS_LIFETIME_BUCKETS 32

@@ -238,10 +238,13 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
    * musl's C library, mapped here too without an mmap): held until read. */
   __u8 known = AS_FILE_KNOWN;
   bool fresh = !ruled_out && bpf_map_update_elem(&known_files, &key, &known, BPF_NOEXIST) == 0;
-  set_hold(e, fresh ? hold_current(p, tgid, 0) : 0);
+  /* A program userspace prepares in each process before it runs: held too. */
+  __u8 *seen = fresh || ruled_out ? 0 : bpf_map_lookup_elem(&known_files, &key);
+  bool prepared = seen && *seen == AS_FILE_PREPARED;
+  set_hold(e, fresh || prepared ? hold_current(p, tgid, 0) : 0);
   e->ruled_out = ruled_out;
   e->fresh = fresh;
-  bpf_ringbuf_submit(e, proc_wake(fresh));
+  bpf_ringbuf_submit(e, proc_wake(fresh || prepared));
   return 0;
 }
 

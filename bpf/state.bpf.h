@@ -200,7 +200,7 @@ struct {
 } unjudged_drops SEC(".maps");
 
 /* Files (device, inode) already reported by an exec or mmap event, valued
- * AS_FILE_KNOWN or AS_FILE_DEFERRED. */
+ * AS_FILE_KNOWN, AS_FILE_DEFERRED or AS_FILE_PREPARED. */
 struct {
   __uint(type, BPF_MAP_TYPE_LRU_HASH);
   __uint(max_entries, 4096);

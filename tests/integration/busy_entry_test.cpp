@@ -148,13 +148,11 @@ TEST(BusyEntry, AnEndedEntryLetsGoOfItsCopy) {
   REQUIRE_BPF();
   Child target({WORKLOAD_BIN, "--threads", "1", "--scale-pct", "1", "--wait", "--churn", "--hold"});
   ASSERT_TRUE(target.wait_for_line("ready", 10000));
-  Child rec({ALLOCSCOPE_BIN, "record", "--all", "--rate", "64KiB", "-o", temp_path("ended.pb.gz")});
+  Child rec({ALLOCSCOPE_BIN, "record", "--all", "-v", "--rate", "64KiB", "-o", temp_path("ended.pb.gz")});
   ASSERT_TRUE(rec.wait_for_line("recording every process", 60000, true)) << rec.err();
-  std::string maps = "/proc/" + std::to_string(target.pid()) + "/maps";
-  ASSERT_TRUE(eventually(
-      [&] { return read_file(maps).find("/memfd:allocscope-preload") != std::string::npos; }, 30000))
-      << rec.err();
-  ASSERT_TRUE(eventually([&] { return fds_naming(rec.pid(), "/memfd:allocscope-preload") > 0; }, 5000));
+  std::string said = "process " + std::to_string(target.pid()) + " (alloc_sites) samples in process";
+  ASSERT_TRUE(rec.wait_for_line(said, 30000, true)) << rec.err();  // the entry made, its probes attached
+  ASSERT_GT(fds_naming(rec.pid(), "/memfd:allocscope-preload"), 0u);
   size_t probes_entered = probe_fds(rec.pid());
   target.signal(SIGKILL);
   target.wait();
@@ -165,6 +163,41 @@ TEST(BusyEntry, AnEndedEntryLetsGoOfItsCopy) {
   EXPECT_TRUE(let_go) << "allocscope still holds the ended process's copy of its library";
   EXPECT_LE(probes_after + 2, probes_entered) << "the copy's probes are still attached";
   std::filesystem::remove(temp_path("ended.pb.gz"));
+}
+
+// Whether a thread of process `pid` is traced (by an entry holding it).
+bool any_thread_traced(pid_t pid) {
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec))
+    if (read_file(task.path() / "status").find("TracerPid:\t0\n") == std::string::npos) return true;
+  return false;
+}
+
+// A process killed while an entry holds one of its threads: allocscope
+// collects that thread's exit (a traced thread's is its tracer's to collect,
+// and until then the process's parent cannot reap it: its wait would hang
+// for as long as the recording runs).
+TEST(BusyEntry, AProcessKilledWhileEnteredIsLeftToItsParent) {
+  REQUIRE_BPF();
+  Child rec({ALLOCSCOPE_BIN, "record", "--all", "--rate", "64KiB", "-o", "/dev/null"});
+  ASSERT_TRUE(rec.wait_for_line("recording every process", 60000, true)) << rec.err();
+  // Killed in a stop, the thread's exit is left to collect; killed running,
+  // the entry sees it end: a few kills, to meet the first.
+  for (int i = 0; i < 3; ++i) {
+    Child target({WORKLOAD_BIN, "--threads", "2", "--scale-pct", "1", "--wait", "--churn", "--hold"});
+    ASSERT_TRUE(target.wait_for_line("ready", 10000));
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!any_thread_traced(target.pid()) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    ASSERT_TRUE(any_thread_traced(target.pid())) << "not entered:\n" << rec.err();
+    target.signal(SIGKILL);
+    bool let_go = eventually([&] { return !any_thread_traced(target.pid()); }, 5000);
+    if (!let_go) rec.signal(SIGINT);  // its end lets the thread go: the target can be reaped
+    ASSERT_TRUE(let_go) << "a thread of the killed process stayed traced by allocscope";
+    EXPECT_EQ(target.wait(10000), 128 + SIGKILL);
+  }
+  rec.signal(SIGINT);
+  EXPECT_EQ(rec.wait(60000), 0) << rec.err();
 }
 
 }  // namespace

@@ -200,7 +200,7 @@ TEST(GoHeap, AProgramStartedDuringAllAgreesWithItsOwnProfile) {
 
 // Where the runtime's samples cannot serve, mallocgc's calls do (allocated
 // bytes only), and the summary says why: memory profiling linked out
-// (go_sites), another rate, or asked for.
+// (go_sites, its rate left alone with --no-inject), another rate, or asked for.
 TEST(GoHeap, EachProgramsWayIsSaidWithItsReason) {
   REQUIRE_BPF();
   struct Case {
@@ -208,7 +208,7 @@ TEST(GoHeap, EachProgramsWayIsSaidWithItsReason) {
     std::vector<std::string> options;
     std::string why;
   };
-  for (const Case& c : {Case{GO_SITES_BIN, {}, "memory profiling linked out"},
+  for (const Case& c : {Case{GO_SITES_BIN, {"--no-inject"}, "memory profiling linked out"},
                         Case{GO_HEAP_BIN, {"--rate", "64K"}, "--rate is not Go's MemProfileRate"},
                         Case{GO_HEAP_BIN, {"--go-heap-calls"}, "--go-heap-calls"}}) {
     SCOPED_TRACE(c.binary + " " + c.why);

@@ -155,8 +155,63 @@ TEST(GoRuntimeSampling, FoundByTheFunctionTableAsByTheSymbols) {
   }
 }
 
+TEST(GoRateSwitch, TheByteReadJustBeforeTheRateIsWritten) {
+  // Go 1.24's schedinit: cmp byte [rip+0x10], 0; je +0xb; mov qword [rip+0x20], 0
+  const uint8_t v124[] = {0x80, 0x3d, 0x10, 0x00, 0x00, 0x00, 0x00, 0x74, 0x0b, 0x48,
+                          0xc7, 0x05, 0x20, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+  EXPECT_EQ(go_rate_switch(v124, 0x1000, 0x1000 + 20 + 0x20), 0x1000u + 7 + 0x10);
+  EXPECT_FALSE(go_rate_switch(v124, 0x1000, 0x1000 + 20 + 0x28));  // another variable written
+  // Go 1.19's runtime.init: movzx eax, byte [rip+0x10]; test rax, rax; mov eax, 0x80000;
+  // mov ecx, 0; cmovne rax, rcx; mov [rip+0x20], rax
+  const uint8_t v119[] = {0x0f, 0xb6, 0x05, 0x10, 0x00, 0x00, 0x00, 0x48, 0x85, 0xc0, 0xb8,
+                          0x00, 0x00, 0x08, 0x00, 0xb9, 0x00, 0x00, 0x00, 0x00, 0x48, 0x0f,
+                          0x45, 0xc1, 0x48, 0x89, 0x05, 0x20, 0x00, 0x00, 0x00};
+  EXPECT_EQ(go_rate_switch(v119, 0x1000, 0x1000 + 31 + 0x20), 0x1000u + 7 + 0x10);
+  // A byte read too long before the write: not its switch.
+  std::vector<uint8_t> far(v119, v119 + 7);
+  for (int i = 0; i < 5; ++i) far.push_back(0x90);
+  far.insert(far.end(), v119 + 24, v119 + 31);
+  EXPECT_FALSE(go_rate_switch(far, 0x1000, 0x1000 + far.size() + 0x20));
+}
+
+// Where the runtime's start reads the linker's switch, in each Go's build
+// of a program without runtime/pprof: the code finds the symbol's variable.
+TEST(GoRuntimeSampling, TheLinkedOutSwitchIsFoundByItsCode) {
+  TempDir dir;
+  std::string source = workload_source("go_sites.go");
+  for (const std::string& go : go_toolchains()) {
+    SCOPED_TRACE(go);
+    auto elf = ElfFile::open(build_go_program(dir, "sites", source, "", go));
+    ASSERT_TRUE(elf);
+    auto table = go_pclntab(*elf);
+    ASSERT_TRUE(table) << table.error().message;
+    std::vector<ElfSymbol> objects = elf->objects();
+    auto named = [&](std::string_view name) {
+      auto it =
+          std::find_if(objects.begin(), objects.end(), [&](const ElfSymbol& s) { return s.name == name; });
+      return it == objects.end() ? 0 : it->vaddr;
+    };
+    uint64_t rate = named("runtime.MemProfileRate"), on = named("runtime.disableMemoryProfiling");
+    ASSERT_NE(on, 0u);
+    std::optional<uint64_t> found;
+    for (const char* function : {"runtime.schedinit", "runtime.init"}) {
+      auto range = table->range(function);
+      if (!range || found) continue;
+      auto offset = elf->vaddr_to_offset(range->first);
+      if (!offset) continue;
+      auto code = elf->read(*offset, range->second - range->first);
+      if (code) found = go_rate_switch(*code, range->first, rate);
+    }
+    EXPECT_EQ(found, on);
+    auto sampling = go_runtime_sampling(*elf, *table, go == "go" ? "go1.19.8" : "go1.24.4", elf->functions());
+    ASSERT_TRUE(sampling) << sampling.error().message;
+    EXPECT_TRUE(sampling->linked_out);
+    EXPECT_EQ(sampling->linked_out_switch, on);
+  }
+}
+
 // Its runtime samples nothing (MemProfileRate 0): its calls are probed,
-// unless its rate may be set (a running process of -p's), which its idle
+// unless its rate may be set (a running process of -p's, a launched command's), which its idle
 // sampling then serves at any rate.
 TEST(GoRuntimeSampling, AProgramWithoutRuntimePprofSamplesNothingUntilItsRateIsSet) {
   TempDir dir;

@@ -140,16 +140,38 @@ Result<void> Tracee::set_signal_mask(uint64_t mask) {
 
 void Tracee::release(int signal) {
   if (!attached_) return;
+  auto deadline = std::chrono::steady_clock::now() + kReleaseWait;
   if (!stopped_) {
-    auto stop = interrupt(std::chrono::steady_clock::now() + kReleaseWait);
-    if (!stop || stop->kind == Stop::Gone) {
+    auto stop = interrupt(deadline);
+    if (stop && stop->kind == Stop::Gone) {  // collected by wait_stop
       attached_ = false;
-      return;  // gone, or deaf: the kernel lets it go when allocscope ends
+      return;
+    }
+    if (!stop) {  // killed meanwhile, or deaf: the kernel lets a deaf one go when allocscope ends
+      reap(deadline);
+      attached_ = false;
+      return;
     }
     if (stop->kind == Stop::Signal) signal = stop->signal;  // delivered, not lost
   }
-  ptrace(PTRACE_DETACH, tid_, nullptr, reinterpret_cast<void*>(static_cast<long>(signal)));
+  if (ptrace(PTRACE_DETACH, tid_, nullptr, reinterpret_cast<void*>(static_cast<long>(signal))) != 0 &&
+      errno == ESRCH)
+    reap(deadline);  // killed out of its stop
   attached_ = stopped_ = false;
+}
+
+void Tracee::reap(Deadline deadline) {
+  for (;;) {
+    int status = 0;
+    pid_t got = waitpid(tid_, &status, __WALL | WNOHANG);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return;  // ECHILD: collected, or not ours
+    if (got == tid_ && (WIFEXITED(status) || WIFSIGNALED(status))) return;
+    // Stopped after all (a stop it was on its way to): let go from there.
+    if (got == tid_ && WIFSTOPPED(status) && ptrace(PTRACE_DETACH, tid_, nullptr, nullptr) == 0) return;
+    if (std::chrono::steady_clock::now() >= deadline) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 }  // namespace allocscope::inject

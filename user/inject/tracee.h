@@ -69,6 +69,11 @@ class Tracee {
  private:
   explicit Tracee(pid_t tid) : tid_(tid) {}
   Result<Stop> wait_stop(Deadline deadline);
+  // Collects the exit of a thread killed while attached: a traced thread's
+  // exit is its tracer's to collect, and until then its process cannot be
+  // reaped by its parent (whose wait would hang for as long as allocscope
+  // runs).
+  void reap(Deadline deadline);
   pid_t tid_ = -1;
   bool attached_ = false;
   bool stopped_ = false;

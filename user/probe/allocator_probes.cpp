@@ -64,8 +64,10 @@ std::vector<ProbeTarget> go_allocator(const ElfFile& elf, const std::vector<ElfS
     return targets;
   }
   const GoRuntimeSampling& s = *sampling;
-  ProbeTarget profile{
-      .fn = uint16_t(AS_FN_GO_PROFILE), .vaddr = s.mprof_malloc, .go_linked_out = s.linked_out};
+  ProbeTarget profile{.fn = uint16_t(AS_FN_GO_PROFILE),
+                      .vaddr = s.mprof_malloc,
+                      .go_linked_out = s.linked_out,
+                      .go_linked_out_switch = s.linked_out_switch};
   profile.go_profile = as_go_profile{.probe = 0,
                                      .rate = s.rate,
                                      .mallocgc = s.mallocgc,

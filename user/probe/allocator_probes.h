@@ -32,6 +32,7 @@ struct ProbeTarget {
   // On the AS_FN_GO_PROFILE target: its runtime samples nothing until its
   // MemProfileRate is set (memory profiling linked out).
   bool go_linked_out = false;
+  uint64_t go_linked_out_switch = 0;  // ... and where the linker's switch is (0: not found)
 
   // What the kernel hands the probe's program: the entry code, and how to
   // read the place.

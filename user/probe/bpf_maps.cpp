@@ -314,6 +314,12 @@ Result<void> BpfSession::defer_file(uint32_t kernel_dev, uint64_t ino) {
   return {};
 }
 
+void BpfSession::prepare_at_exec(uint32_t kernel_dev, uint64_t ino) {
+  as_file_key key{.ino = ino, .dev = kernel_dev, .pad = 0};
+  uint8_t prepared = AS_FILE_PREPARED;
+  bpf_map_update_elem(bpf_map__fd(skel_->maps.known_files), &key, &prepared, BPF_ANY);
+}
+
 void BpfSession::know_file(uint32_t kernel_dev, uint64_t ino) {
   as_file_key key{.ino = ino, .dev = kernel_dev, .pad = 0};
   uint8_t known = AS_FILE_KNOWN;

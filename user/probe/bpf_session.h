@@ -133,6 +133,9 @@ class BpfSession final : public TableHost {
   // know_file: examined, nothing more to report.
   Result<void> defer_file(uint32_t kernel_dev, uint64_t ino);
   void know_file(uint32_t kernel_dev, uint64_t ino);
+  // A program each process is held for at its exec (if it can be), until
+  // userspace has prepared it (released as any hold).
+  void prepare_at_exec(uint32_t kernel_dev, uint64_t ino);
   // Whether the kernel has marked the process as sampling in process.
   bool in_process(uint32_t tgid) const;
   // Continues a process the kernel stopped (an event's `held`), if that hold

@@ -75,6 +75,34 @@ std::vector<uint64_t> rip_targets(std::span<const uint8_t> code, uint64_t addres
   return out;
 }
 
+std::optional<uint64_t> go_rate_switch(std::span<const uint8_t> code, uint64_t address, uint64_t rate) {
+  constexpr int kMostBetween = 4;  // instructions between the switch's read and the rate's write
+  std::optional<uint64_t> found, byte_read;
+  int since = 0;
+  disassemble(code, address, [&](const cs_insn& insn) {
+    const cs_x86& x = insn.detail->x86;
+    std::optional<uint64_t> target;
+    uint8_t size = 0;
+    for (uint8_t i = 0; i < x.op_count; ++i)
+      if (x.operands[i].type == X86_OP_MEM && x.operands[i].mem.base == X86_REG_RIP) {
+        target = insn.address + insn.size + uint64_t(x.operands[i].mem.disp);
+        size = x.operands[i].size;
+      }
+    if (target == rate && size == 8 && byte_read && since <= kMostBetween) {
+      found = byte_read;
+      return false;
+    }
+    if (target && size == 1) {
+      byte_read = target;
+      since = 0;
+    } else {
+      ++since;
+    }
+    return true;
+  });
+  return found;
+}
+
 std::optional<uint64_t> go_profstack_offset(std::span<const uint8_t> code, uint64_t address) {
   std::optional<uint64_t> found;
   x86_reg loaded = X86_REG_INVALID;  // the register last loaded from [rax + disp], and that disp
@@ -154,6 +182,20 @@ Result<uint64_t> memprofilerate(const ElfFile& elf, const GoPclntab& table) {
   return *both.begin();
 }
 
+// By symbol, or stripped, where the runtime's start reads it.
+uint64_t linked_out_switch(const ElfFile& elf, const GoPclntab& table, uint64_t rate) {
+  if (auto sym = symbol(elf.objects(), "runtime.disableMemoryProfiling")) return *sym;
+  for (std::string_view function : {"runtime.schedinit", "runtime.init"}) {
+    auto range = table.range(function);
+    if (!range) continue;
+    auto code =
+        function_code(elf, table, function, std::min<uint64_t>(range->second - range->first, 1u << 16));
+    if (!code) continue;
+    if (auto found = go_rate_switch(code->first, code->second, rate)) return *found;
+  }
+  return 0;
+}
+
 }  // namespace
 
 Result<GoRuntimeSampling> go_runtime_sampling(const ElfFile& elf, const GoPclntab& table,
@@ -196,6 +238,7 @@ Result<GoRuntimeSampling> go_runtime_sampling(const ElfFile& elf, const GoPclnta
     if (!found) return fail(found.error());
     s.rate = *found;
   }
+  if (s.linked_out) s.linked_out_switch = linked_out_switch(elf, table, s.rate);
   return s;
 }
 

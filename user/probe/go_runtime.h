@@ -34,6 +34,9 @@ std::optional<GoProfileLayout> go_profile_layout(std::string_view version);
 struct GoRuntimeSampling {
   uint64_t mprof_malloc = 0, free_special = 0;  // entries
   uint64_t rate = 0;                            // runtime.MemProfileRate
+  // runtime.disableMemoryProfiling, the linker's switch that the runtime's
+  // start reads to set the rate to 0; 0: not found.
+  uint64_t linked_out_switch = 0;
   uint64_t mallocgc = 0, mallocgc_end = 0;
   uint64_t profstack = 0;  // offset of m.profStack, whose nil drops a sample (1.23 on); 0: none
   // The linker took memory profiling out (no runtime/pprof): the runtime
@@ -54,6 +57,13 @@ Result<GoRuntimeSampling> go_runtime_sampling(const ElfFile& elf, const GoPclnta
 // its first test (`mov r, [rax+d]; test r, r; je`) reads, from the code of
 // the function at `address`. Pure.
 std::optional<uint64_t> go_profstack_offset(std::span<const uint8_t> code, uint64_t address);
+
+// The byte the code at `address` reads (relative to rip) just before it
+// writes the 8 bytes at `rate`: the runtime's start choosing MemProfileRate
+// by the linker's switch (runtime.schedinit since Go 1.2x, runtime.init
+// before: `cmp byte [switch], 0; je; mov qword [rate], 0`, or a movzx and
+// a cmov). Pure.
+std::optional<uint64_t> go_rate_switch(std::span<const uint8_t> code, uint64_t address, uint64_t rate);
 
 // The addresses of memory a function's code reads or writes relative to
 // rip (`code` at virtual address `address`). Pure.

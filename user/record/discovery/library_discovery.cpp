@@ -60,7 +60,7 @@ LibraryDiscovery::LibraryDiscovery(const RecordConfig& config, InProcessUse use,
       no_go_heap_(config.no_go_heap),
       go_heap_calls_(config.go_heap_calls),
       verbose_(config.verbose),
-      sets_go_rates_(config.inject && !config.pids.empty() && config.command.empty() && !config.all),
+      sets_go_rates_(config.inject && !config.all && (!config.pids.empty() || !config.command.empty())),
       rate_(config.rate),
       use_(use),
       max_files_(config.max_allocator_files) {
@@ -164,7 +164,7 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
   GoHeapChoice go_heap;
   if (targets)
     go_heap = pick_go_heap(*targets, rate_, go_heap_calls_, no_go_heap_,
-                           sets_go_rates_ && !system_wide_ && pid > 0);
+                           sets_go_rates_ && (system_wide_ || pid > 0));
   if (targets && go_heap.sets_rate) set_go_rate(pid, key, path, *targets, found, go_heap);
   if (targets && targets->empty())
     targets = fail(shown + ": a Go program, its heap left unprobed (--no-go-heap)", Cause::NoAllocator);
@@ -434,19 +434,6 @@ uint64_t LibraryDiscovery::allocator_address(uint32_t tgid, int fn) {
   return 0;
 }
 
-void LibraryDiscovery::set_go_rate(pid_t pid, FileKey key, const std::string& path,
-                                   std::vector<ProbeTarget>& targets, const std::vector<ProbeTarget>& found,
-                                   GoHeapChoice& go_heap) {
-  auto profile =
-      std::find_if(targets.begin(), targets.end(), [](const ProbeTarget& t) { return t.go_profile; });
-  auto set = profile != targets.end() ? go_rates_.set(pid, path, key.second, profile->go_profile->rate, rate_)
-                                      : fail("no runtime.MemProfileRate");
-  if (set) return;
-  targets = found;
-  go_heap = pick_go_heap(targets, rate_, true, false);
-  go_heap.why_calls = "its MemProfileRate (0) could not be set: " + set.error().message;
-}
-
 void LibraryDiscovery::note_go_program(FileKey key, LazyElf& elf, const std::string& shown,
                                        const GoHeapChoice& c) {
   if (go_files_.contains(key)) return;  // counted once a file, whatever the processes running it
@@ -467,14 +454,6 @@ void LibraryDiscovery::remember_go_runtime(FileKey key, const std::string& shown
   for (const ProbeTarget& t : targets)
     if (t.go_profile && go_runtime_files_.size() < kMaxRemembered)
       go_runtime_files_.try_emplace(key, shown, *t.go_profile);
-}
-
-LibraryDiscovery::GoPrograms LibraryDiscovery::go_unsampled_by_runtime() const {
-  GoPrograms quiet;
-  for (const auto& [key, program] : go_runtime_files_)
-    if (session_.go_profile_calls(program.second) == 0 && ++quiet.count <= kMissedNamed)
-      quiet.names.push_back(program.first);
-  return quiet;
 }
 
 }  // namespace allocscope

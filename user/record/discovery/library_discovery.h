@@ -62,6 +62,8 @@ class LibraryDiscovery : public LibraryWatch {
   // Go programs given a MemProfileRate set back to theirs (0), before the
   // probes go.
   void restore_go_rates() { go_rates_.restore_all(); }
+  // Those set as their runtime started, checked once it has (go_rates.h).
+  void recheck_go_rates();
   // Whether process `pid` maps a file that samples in process (the preload
   // library, another otel_memory provider): then nothing is loaded into it.
   bool samples_in_process(pid_t pid) const;
@@ -116,6 +118,7 @@ class LibraryDiscovery : public LibraryWatch {
   void on_exec(uint32_t tgid) override;
   void on_fork(uint32_t parent, uint32_t child) override;
   void on_program_end(uint32_t tgid) override;
+  void on_program_start(uint32_t tgid, uint32_t kernel_dev, uint64_t ino) override;
   uint64_t allocator_address(uint32_t tgid, int fn) override;
 
  private:
@@ -165,13 +168,23 @@ class LibraryDiscovery : public LibraryWatch {
   void note_go_program(FileKey key, LazyElf& elf, const std::string& shown, const GoHeapChoice& c);
   // The runtime route for a Go program whose MemProfileRate is 0: its rate
   // set, or (when it cannot be) its calls sampled instead.
+  // Under system-wide probes the route is the file's: every process that
+  // runs it is given the rate, held at its exec (on_program_start), and
+  // `pid` now if it runs it already.
   void set_go_rate(pid_t pid, FileKey key, const std::string& path, std::vector<ProbeTarget>& targets,
                    const std::vector<ProbeTarget>& found, GoHeapChoice& go_heap);
 
   BpfSession& session_;
   Symbolizer& symbolizer_;
   bool system_wide_, naive_placement_, no_go_heap_, go_heap_calls_, verbose_;
-  bool sets_go_rates_;  // a -p process's Go runtime may be given the rate (memory profiling linked out)
+  // The Go runtimes of -p's processes, and a launched command's tree's, may
+  // be given the rate (memory profiling linked out).
+  bool sets_go_rates_;
+  // Process `pid` given the rate of the Go program at `site`: said when it
+  // cannot be (its heap goes unread).
+  void set_go_rate_of(pid_t pid, const GoRateSite& site);
+  std::map<FileKey, GoRateSite> go_rate_files_;  // system-wide: the programs each process is given it in
+  size_t go_rates_refused_ = 0;
   uint64_t rate_;
   GoRates go_rates_;
   InProcessUse use_;

@@ -142,6 +142,7 @@ void EventSink::on_exec(const as_proc_event& e) {
   // (recording the whole machine, the kernel does not even wake the reader
   // for it: the start of a known program pays nothing for allocscope).
   if (e.fresh) hooks_.libraries.on_exec(e.tgid);
+  hooks_.libraries.on_program_start(e.tgid, e.dev, e.ino);  // before it goes on, when held
   hooks_.unwind.on_exec(e.tgid, e.dev, e.ino);
   if (python_) python_->on_program(pid_t(e.tgid), e.dev, e.ino);  // before it goes on, when held
   if (e.held) release_when_prepared(e);

@@ -38,6 +38,7 @@ void Recorder::enter_busy(uint64_t now) {
   SessionParts& p = *r_.parts;
   p.injections.forget_ended();
   p.libraries.release_unmapped_copies();  // -p's too: an entered process may end before the recording
+  p.libraries.recheck_go_rates();
   if (!enters_busy(config_)) return;
   double threshold = busy_threshold(p.session->kernel().trap_ns);
   for (uint32_t tgid : busy_.note(p.session->take_busy(), seconds, threshold)) {

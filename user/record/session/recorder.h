@@ -53,7 +53,8 @@ class Recorder final {
   Result<void> enter_descendants();
   // Under system-wide probes (busy_entries.cpp): busy processes entered,
   // and the probes taken out of those entered. Once a second; then too the
-  // library copies of entered processes that ended are let go.
+  // library copies of entered processes that ended are let go, and the Go
+  // rates set at exec checked.
   void enter_busy(uint64_t now);
   void enter_running(pid_t pid);
   // `traced`: a thread of it held now (an entry's). Whether the probes
