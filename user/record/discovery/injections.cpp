@@ -1,5 +1,7 @@
 #include "record/discovery/injections.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -74,7 +76,12 @@ std::vector<uint32_t> BusyStreaks::note(std::span<const std::pair<uint32_t, uint
   return twice;
 }
 
-Injections::Identity Injections::identity(pid_t pid) { return {pid, process_start_time(pid)}; }
+Injections::Identity Injections::identity(pid_t pid) {
+  struct stat program {};
+  uint64_t inode =
+      ::stat(("/proc/" + std::to_string(pid) + "/exe").c_str(), &program) == 0 ? program.st_ino : 0;
+  return {pid, process_start_time(pid), inode};
+}
 
 void Injections::keep_pause(std::chrono::microseconds paused) {
   if (pauses_us_.size() < kMaxKept) pauses_us_.push_back(uint64_t(paused.count()));
@@ -101,7 +108,7 @@ void Injections::pass_over(pid_t pid) { refused_ids_.insert(identity(pid)); }
 
 void Injections::forget_ended() {
   std::erase_if(live_, [](const inject::Injection& i) { return !process_exists(i.pid); });
-  std::erase_if(refused_ids_, [](const Identity& id) { return identity(id.first) != id; });
+  std::erase_if(refused_ids_, [](const Identity& id) { return identity(std::get<0>(id)) != id; });
 }
 
 std::vector<pid_t> Injections::entered_pids() const {

@@ -18,6 +18,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -117,8 +118,10 @@ class Injections {
   void refuse(pid_t pid, const std::string& why);
 
   void keep_pause(std::chrono::microseconds paused);
-  // A process, told from a later one given its id by its start time.
-  using Identity = std::pair<pid_t, double>;
+  // A process running a program, told from a later one given its id by its
+  // start time, and from the program it runs after an exec by that file's
+  // inode (a refused program's successor is tried).
+  using Identity = std::tuple<pid_t, double, uint64_t>;
   static Identity identity(pid_t pid);
 
   static constexpr size_t kMaxKept = 1 << 14;
