@@ -162,12 +162,15 @@ std::filesystem::path private_libc_copy(const std::string& name) {
 
 // A program run through its own copy of the dynamic loader and C library
 // (another file, as in a container) after recording began is found at its
-// mmap and sampled.
+// mmap and sampled. Not entered (--no-inject): under a guest's emulation it
+// runs long enough to be busy, and an entry made while its worker thread
+// allocates loses what that thread allocates between the mark and the
+// library's start (a whole site there; about a millisecond's on hardware).
 TEST(AllProcesses, PrivateCopyOfTheCLibraryIsSampled) {
   REQUIRE_BPF();
   std::filesystem::path dir = private_libc_copy("libc-copy");
   std::string folded_path = temp_path("copy.folded");
-  Child rec({ALLOCSCOPE_BIN, "record", "--all", "-v", "--rate", "64KiB", "-o", folded_path});
+  Child rec({ALLOCSCOPE_BIN, "record", "--all", "--no-inject", "-v", "--rate", "64KiB", "-o", folded_path});
   ASSERT_TRUE(rec.wait_for_line("recording every process", 60000, true)) << rec.err();
   constexpr int kScale = 20;
   Child w({(dir / "ld-linux-x86-64.so.2").string(), "--library-path", dir.string(), WORKLOAD_BIN, "--threads",
@@ -199,7 +202,7 @@ TEST(AllProcesses, PrivateCopyOfTheCLibraryIsSampled) {
   }
   std::printf("  copy of libc: estimate %.0f, truth %.0f, z %.2f\n", total.value, total.truth, total.z());
   EXPECT_GT(total.value, 0);
-  EXPECT_LT(std::fabs(total.z()), kMaxZ);
+  EXPECT_LT(std::fabs(total.z()), kMaxZ) << rec.err();
   std::filesystem::remove_all(dir);
   std::remove(folded_path.c_str());
 }
