@@ -33,15 +33,15 @@ Result<void> GoRates::set(pid_t pid, const GoRateSite& site, uint64_t rate, uint
   if (written_.size() >= kMaxWritten)
     return fail("allocscope sets the rate of " + std::to_string(kMaxWritten) + " Go processes at most",
                 ENOSPC);
-  auto elf = ElfFile::open(site.path);
-  if (!elf) return fail(elf.error());
-  auto address = run_address(pid, *elf, site.inode, site.rate);
-  if (!address) return fail(address.error());
   uint64_t started = process_start_ticks(pid);
   if (std::any_of(written_.begin(), written_.end(), [&](const Written& w) {
         return w.pid == pid && w.start_ticks == started && w.inode == site.inode;
       }))
     return {};  // given it already (held at an exec that brought its file too)
+  auto elf = ElfFile::open(site.path);
+  if (!elf) return fail(elf.error());
+  auto address = run_address(pid, *elf, site.inode, site.rate);
+  if (!address) return fail(address.error());
   std::string what = "set MemProfileRate of process " + std::to_string(pid);
   // Off before the rate: a runtime that has not started keeps the rate
   // written; one that has reads the switch no more.
