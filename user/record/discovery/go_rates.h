@@ -42,6 +42,11 @@ class GoRates {
   // the runtime's package init): set again, once. Those of processes that
   // ended are forgotten.
   void recheck(uint64_t now_ms);
+  // Process `pid` ended or ran another program: its image's rate is
+  // nothing to restore (and a new image of the same program is set anew).
+  void forget(pid_t pid) {
+    std::erase_if(written_, [pid](const Written& w) { return w.pid == pid; });
+  }
   // Each set back to what it was.
   void restore_all();
 

@@ -211,6 +211,7 @@ class LibraryDiscovery : public LibraryWatch {
   std::vector<inject::ProbedFile> probed_files_;  // probed_files(), for the files in
   std::set<FileKey> files_with_sites_;            // ... these
   // Each entered copy's processes; a process maps one copy at most.
+  void leave_copy(pid_t pid);  // process `pid` maps no entered copy now
   std::map<FileKey, std::set<pid_t>> copy_users_;
   std::map<pid_t, FileKey> copy_of_;
 };

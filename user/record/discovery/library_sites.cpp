@@ -43,7 +43,7 @@ Result<void> LibraryDiscovery::attach_entered(pid_t pid, int library) {
                  *provider, int(pid));
   in_process_files_.insert(key);
   held_files_.try_emplace(key, std::move(held));
-  on_program_end(uint32_t(pid));  // a copy it mapped before (its exec's event lost)
+  leave_copy(pid);  // a copy it mapped before (its exec's event lost)
   copy_users_[key].insert(pid);
   copy_of_[pid] = key;
   return {};
@@ -57,9 +57,14 @@ void LibraryDiscovery::on_fork(uint32_t parent, uint32_t child) {
 }
 
 void LibraryDiscovery::on_program_end(uint32_t tgid) {
-  auto copy = copy_of_.find(pid_t(tgid));
+  go_rates_.forget(pid_t(tgid));
+  leave_copy(pid_t(tgid));
+}
+
+void LibraryDiscovery::leave_copy(pid_t pid) {
+  auto copy = copy_of_.find(pid);
   if (copy == copy_of_.end()) return;
-  copy_users_[copy->second].erase(pid_t(tgid));
+  copy_users_[copy->second].erase(pid);
   copy_of_.erase(copy);
 }
 
