@@ -45,7 +45,8 @@ enum as_counter {
   AS_CNT_HOLD_RELAYS = 45, /* parents that stopped themselves with a held child (su, sudo): held with it */
   AS_CNT_TRAPS = 46,       /* runs of the programs on uprobes (each a trap into the kernel, sampled or not) */
   AS_CNT_BUSY_FULL = 47,   /* batches of allocator calls not counted to their process: busy table full */
-  AS_CNT_COUNT = 48,
+  AS_CNT_ENTRIES_MARKED = 48, /* processes entered that marked themselves (their library's probe) */
+  AS_CNT_COUNT = 49,
 };
 
 #endif

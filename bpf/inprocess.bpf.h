@@ -74,3 +74,26 @@ int usdt_free(struct pt_regs *ctx) {
   AS_PART_COUNT_ONE(AS_PART_FREES);
   return 0;
 }
+
+/* allocscope:entered, fired by the library allocscope loaded into a running
+ * process once it took the allocator's slots: from then on the process
+ * samples itself, and its allocator probes pass it by. Marked here, at
+ * that moment, not by userspace before or after the library's attach
+ * call, whose length (a few milliseconds; more under emulation) would
+ * leave the process's allocations uncounted or counted twice. Only for
+ * this allocscope's library (its argument: the allocscope's pid, as it
+ * sees itself). */
+const volatile __u32 owner_tgid = 0;
+
+SEC("usdt")
+int usdt_entered(struct pt_regs *ctx) {
+  if (!filter_processes || usdt_arg(ctx, 0) != owner_tgid) return 0;
+  __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+  __u8 *v = bpf_map_lookup_elem(&processes, &tgid);
+  __u8 marked = (v ? *v : 0) | AS_PROC_IN_PROCESS;
+  if (bpf_map_update_elem(&processes, &tgid, &marked, BPF_ANY) != 0)
+    count(AS_CNT_PROC_TABLE_FULL);
+  else
+    count(AS_CNT_ENTRIES_MARKED);
+  return 0;
+}

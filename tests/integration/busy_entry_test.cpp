@@ -116,6 +116,11 @@ TEST(BusyEntry, ABusyProcessIsEnteredByAWholeMachineRecording) {
   Recording recording = read_pprof(out);
   std::filesystem::remove(out);
   EXPECT_GT(counter_of(recording, "ring_frees"), 0u) << "the sampled frees came through the ring";
+  // Each process entered marked itself (its library's probe): no moment of
+  // its entry was left to neither the probes nor the library.
+  std::smatch entered;
+  ASSERT_TRUE(std::regex_search(rec.err(), entered, std::regex("in process where busy \\((\\d+) process")));
+  EXPECT_EQ(counter_of(recording, "entries_marked_by_library"), std::stoull(entered[1].str()));
   auto sites = site_totals(recording);
   for (const site_spec& s : kSites) {
     Truth t = site_truth(s, kThreads, kScale);

@@ -120,6 +120,33 @@ TEST(Profile, LiveSamplesHandedOverStayLiveUntilFreed) {
   EXPECT_EQ(p.drop_process(2), (std::vector<uint64_t>{0xc000}));
 }
 
+// Those the probes took after the hand-over and before the process's mark
+// are forgotten as live (their frees will pass no probe), their allocation
+// kept; samples taken since, or whose frees come another way, stay.
+TEST(Profile, LiveSamplesTakenDuringAnEntryAreForgottenAsLive) {
+  Profile p(4096, kBig, kBig);
+  auto at = [&](uint64_t addr, uint64_t ts, bool kernel_held) {
+    p.on_alloc({.pid = 1,
+                .fn = AS_FN_MALLOC,
+                .addr = addr,
+                .size = 1000,
+                .ts_ns = ts,
+                .kernel_held = kernel_held,
+                .ips = std::vector<uint64_t>{0x10}});
+  };
+  at(0xa000, 10, true);
+  EXPECT_EQ(p.hand_over_live(1), (std::vector<uint64_t>{0xa000}));
+  at(0xb000, 20, true);   // during the entry
+  at(0xc000, 30, false);  // the library's, its free through the ring
+  at(0xd000, 50, true);   // after the mark
+  EXPECT_EQ(p.drop_kernel_held_before(1, 40), (std::vector<uint64_t>{0xb000}));
+  EXPECT_EQ(p.live_count(), 3u);
+  EXPECT_EQ(p.stacks()[0].totals.samples, 4u) << "its allocation stays";
+  EXPECT_EQ(p.stacks()[0].totals.live_samples, 3u);
+  EXPECT_TRUE(p.drop_kernel_held_before(1, 40).empty()) << "forgotten once";
+  EXPECT_TRUE(p.drop_kernel_held_before(2, 40).empty()) << "no such process";
+}
+
 TEST(Profile, FreeOfUnknownAddressIsCountedNotApplied) {
   Profile p(1, kBig, kBig);
   alloc(p, 1, AS_FN_MALLOC, 0xa000, 100, {0x10});

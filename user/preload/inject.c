@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "preload/inject_abi.h"
+#include "preload/probe_sites.h"
 #include "preload/ring_channel.h"
 #include "preload/sampler.h"
 
@@ -20,6 +21,7 @@ static int take_lock;
 static int attached; /* as_injected stays: the next definitions stay the program's */
 static uint32_t owner_pid;
 static uint64_t owner_start;
+AS_SEMAPHORE(allocscope, entered);
 
 static void take_slots(struct as_slot_counts *counts) {
   entry_count = as_entry_points(entries, AS_MAX_ENTRIES);
@@ -97,6 +99,10 @@ static void attach(struct as_inject_args *a) {
   take_slots(&counts);
   __atomic_store_n(&attached, 1, __ATOMIC_RELEASE);
   __atomic_store_n(&take_lock, 0, __ATOMIC_RELEASE);
+  /* Its allocscope's allocator probes sample this process no more from
+   * here (bpf/inprocess.bpf.h, usdt_entered): the process is counted by
+   * one of the two at every moment but while the slots are being taken. */
+  STAP_PROBE1(allocscope, entered, owner_pid);
   a->slots = as_slots_taken(); /* with those an allocscope that died had taken */
   a->modules = counts.modules;
   a->slots_elsewhere = counts.elsewhere;

@@ -38,6 +38,7 @@ AS_SEMAPHORE_DECL(otel_memory, alloc);
 AS_SEMAPHORE_DECL(otel_memory, free);
 AS_SEMAPHORE_DECL(allocscope, alloc);
 AS_SEMAPHORE_DECL(allocscope, free);
+AS_SEMAPHORE_DECL(allocscope, entered); /* inject.c's: the library took its slots */
 
 /* sdt.h's note (type 3 "stapsdt": the site, the base, the semaphore,
  * provider, name, arguments), so every USDT reader reads it, for a site

@@ -151,6 +151,7 @@ void BpfSession::configure_programs() {
   if (!config_.null_probes) {  // the floor measures the allocator probes alone
     enable(p.usdt_alloc, 0);
     if (!config_.no_free) enable(p.usdt_free, 0);
+    if (config_.filter_processes) enable(p.usdt_entered, 0);
     for (bpf_program* lifecycle : {p.on_fork, p.on_exec, p.on_exit}) enable(lifecycle, 0);
     if (config_.hold_new_files) enable(p.on_signal_generate, 0);
     if (config_.filter_processes) enable(p.on_syscall_exit, 0);
@@ -202,6 +203,7 @@ Result<std::unique_ptr<BpfSession>> BpfSession::open(const SessionConfig& config
   s->skel_->rodata->track_live = !config.no_free;
   s->skel_->rodata->live_share = config.live_share;
   s->skel_->rodata->filter_processes = config.filter_processes;
+  s->skel_->rodata->owner_tgid = uint32_t(getpid());
   s->skel_->rodata->trace_unknown = config.trace_unknown;
   s->skel_->rodata->follow_children = config.follow_children;
   s->skel_->rodata->hold_new_files = config.hold_new_files;
@@ -445,6 +447,12 @@ Result<const char*> BpfSession::attach_in_process_now(pid_t pid, const std::stri
       return fail(
           attach_error(std::string("attach USDT probes ") + provider + ":* (" + path + ")", pid, err));
     for (Link& l : made) (into ? *into : entry_links_).push_back(std::move(l));
+    // The mark of an entry (allocscope's library alone fires it; a copy
+    // of an older one has none, and its entries are marked by userspace).
+    if (bpf_program__autoload(skel_->progs.usdt_entered))
+      if (bpf_link* link = bpf_program__attach_usdt(skel_->progs.usdt_entered, pid ? pid : -1, path.c_str(),
+                                                    AS_USDT_FAST_PROVIDER, "entered", nullptr))
+        (into ? *into : entry_links_).emplace_back(link);
     return provider;
   }
   return fail("no in-process sampling probes in " + path);

@@ -58,6 +58,15 @@ void EventSink::forget_probed_live(uint32_t tgid) {
   if (!addrs.empty()) hooks_.kernel.forget_live(tgid, addrs);
 }
 
+size_t EventSink::forget_probed_before(uint32_t tgid, uint64_t ts_ns) {
+  auto id = processes_.find(tgid);
+  if (!id) return 0;
+  std::vector<uint64_t> addrs = profile_.drop_kernel_held_before(*id, ts_ns);
+  if (!addrs.empty()) hooks_.kernel.forget_live(tgid, addrs);
+  entry_forgotten_ += addrs.size();
+  return addrs.size();
+}
+
 size_t EventSink::end_vanished(const std::function<bool(uint32_t)>& alive, bool drained) {
   // Gone twice in a row: an exit event merely not read yet would have been
   // read in between (the reader drains the ring buffer every tick).

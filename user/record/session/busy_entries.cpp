@@ -59,12 +59,15 @@ void Recorder::enter_busy(uint64_t now) {
   }
 }
 
-// The library's probes are attached once it is loaded, and the process
-// marked as sampling itself (the allocator probes sample it no more) just
-// before the library starts: no allocation is counted twice, and about a
-// millisecond's are not counted. The live samples the probes took are
-// handed to the library (seeds), whose free path sends their frees from
-// then on, as it sends its own samples'.
+// The library's probes are attached once it is loaded, and the process is
+// marked as sampling itself (the allocator probes sample it no more) by the
+// library, once it took the allocator's slots (its probe allocscope:
+// entered), so that its allocations are counted by one or the other at
+// every moment. The live samples the probes took are handed to the library
+// (seeds), whose free path sends their frees from then on, as it sends its
+// own samples'. Those the probes take between the hand-over and the mark
+// are few (the library's attach call lies between): their frees go unseen,
+// so they are forgotten as live, their allocations kept.
 void Recorder::enter_running(pid_t pid) {
   SessionParts& p = *r_.parts;
   uint32_t tgid = uint32_t(pid);
@@ -72,13 +75,9 @@ void Recorder::enter_running(pid_t pid) {
   auto probes = [&p, pid](int library) { return p.libraries.attach_entered(pid, library); };
   // The events waiting are read before the process is stopped (a first
   // sample's stack is symbolized as it is read: that may take long, and
-  // an entry has a budget), and those that came since once it is marked,
-  // for a few milliseconds at most: it is left unsampled only for as long.
-  // Any read later are the probes' samples whose frees go unseen.
+  // an entry has a budget), and those that came since at the hand-over.
   if (auto read = r_.deliver_events(0); !read) print_error(read.error());
   auto seeds = [this, &p, tgid, &handed] {
-    if (auto marked = p.session->mark_in_process(tgid); !marked) print_error(marked.error());
-    p.sink.yield_at(now_ms() + kMarkedReadMs);
     if (auto read = r_.deliver_events(0); !read) print_error(read.error());
     handed = p.sink.hand_over_live(tgid);
     return handed;
@@ -87,16 +86,24 @@ void Recorder::enter_running(pid_t pid) {
   // the process's code only for its tracer.
   auto held = [this, pid](pid_t tid) { lift_probes(pid, tid); };
   const inject::Injection* in = p.injections.enter(pid, r_.free_channel.get(), {probes, seeds, held});
+  uint64_t entered_ns = monotonic_ns();
   p.sink.end_hand_over(tgid, handed, in && in->answer.seeded);
   if (!in) {
     p.session->unmark_in_process(tgid);
     return;
   }
+  // Marked here too, where the library's mark was not seen (its probe not
+  // attached); then the probes' samples that were on their way are read.
+  if (auto marked = p.session->mark_in_process(tgid); !marked) print_error(marked.error());
+  p.sink.yield_at(now_ms() + kMarkedReadMs);
+  if (auto read = r_.deliver_events(0); !read) print_error(read.error());
+  size_t late = p.sink.forget_probed_before(tgid, entered_ns);
   if (!handed.empty() && !in->answer.seeded) p.sink.forget_probed_live(tgid);  // their frees will not be seen
-  if (config_.verbose && !handed.empty())
+  if (config_.verbose && (!handed.empty() || late))
     std::fprintf(stderr,
-                 "allocscope: process %d: %u of the %zu blocks its probes sampled handed to the library\n",
-                 int(pid), in->answer.seeded, handed.size());
+                 "allocscope: process %d: %u of the %zu blocks its probes sampled handed to the library, "
+                 "%zu sampled during the entry counted allocated only\n",
+                 int(pid), in->answer.seeded, handed.size(), late);
 }
 
 // Process `pid`'s executable file mappings as the kernel names their files
