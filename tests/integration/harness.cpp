@@ -209,6 +209,14 @@ std::map<std::string, StackTotals> site_totals(const Recording& r) {
   return sites;
 }
 
+std::map<std::string, StackTotals> leaf_totals(const Recording& r) {
+  std::map<std::string, StackTotals> leaves;
+  for (const RecSample& s : r.samples)
+    if (std::vector<std::string> names = frame_names(r, s); names.size() >= 2)
+      leaves[names[names.size() - 2] + ";" + names.back()].merge(s.totals);
+  return leaves;
+}
+
 Truth site_truth(const site_spec& site, int threads, int scale_pct) {
   double count = double(site_count(&site, scale_pct)) * threads;
   double kept = double(site_kept(&site, site_count(&site, scale_pct))) * threads;

@@ -72,6 +72,9 @@ double site_value(const Folded& folded, const std::string& caller, const std::st
 // Each alloc_sites site's totals in a recording: its stacks whose leaf is
 // the site's allocator (as the spec names it) called by the site.
 std::map<std::string, StackTotals> site_totals(const Recording& r);
+// Any program's: the totals of the stacks by their two innermost frames,
+// "caller;allocator".
+std::map<std::string, StackTotals> leaf_totals(const Recording& r);
 
 // Exact truth and the sampling standard deviation of one site's estimate.
 struct Truth {

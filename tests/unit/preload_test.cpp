@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "host/preload_library.h"
+#include "preload/allocator_apis.h"
 #include "preload/entry_codes.h"
 #include "preload/sampled_set.h"
 #include "probe/allocator_entries.h"
@@ -99,6 +100,23 @@ TEST(PreloadEntryCodes, AreTheAllocatorTablesCodes) {
   EXPECT_EQ(entry_name(AS_CODE_NEW), "operator new(unsigned long)");
   EXPECT_EQ(entry_name(AS_CODE_PYOBJ_CALLOC), "PyObject_Calloc");
   EXPECT_FALSE(allocator_entry("PyObject_Malloc")->probed) << "named for in-process samples, never probed";
+}
+
+// The allocators' own entry points an injection's slots point at the
+// library report the codes of allocscope's table, as their probes would.
+TEST(PreloadEntryCodes, OfTheAllocatorsOwnEntryPointsAreTheTablesCodes) {
+  size_t n = 0;
+#define CHECK_API(name, index, kind, shape)                         \
+  {                                                                 \
+    const AllocatorEntry* e = allocator_entry(#name);               \
+    ASSERT_NE(e, nullptr) << #name;                                 \
+    EXPECT_EQ(entry_code(*e), AS_ENTRY_CODE(index, kind)) << #name; \
+    EXPECT_TRUE(e->probed) << #name;                                \
+    ++n;                                                            \
+  }
+  AS_ALLOCATOR_APIS(CHECK_API)
+#undef CHECK_API
+  EXPECT_EQ(n, 70u);
 }
 
 TEST(PreloadEnvironment, PutsTheLibraryFirstAndSetsTheRate) {

@@ -7,13 +7,14 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include "preload/allocator_apis.h"
 #include "preload/inject_abi.h"
 #include "preload/probe_sites.h"
 #include "preload/ring_channel.h"
 #include "preload/sampler.h"
 
 #define EXPORT __attribute__((visibility("default")))
-#define AS_MAX_ENTRIES 64
+#define AS_MAX_ENTRIES 128
 
 static struct as_wrapped_fn entries[AS_MAX_ENTRIES];
 static int entry_count;
@@ -25,6 +26,7 @@ AS_SEMAPHORE(allocscope, entered);
 
 static void take_slots(struct as_slot_counts *counts) {
   entry_count = as_entry_points(entries, AS_MAX_ENTRIES);
+  entry_count += as_allocator_apis(entries + entry_count, AS_MAX_ENTRIES - entry_count);
   as_slots_take(entries, entry_count, counts);
 }
 
