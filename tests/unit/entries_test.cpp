@@ -45,13 +45,28 @@ TEST(Entries, AProcessIsBusyWhereItsTrapsCostItOnePercentOfACore) {
 TEST(Entries, AProcessIsEnteredOnceBusyInTwoPeriodsInARow) {
   BusyStreaks streaks;
   using Calls = std::vector<std::pair<uint32_t, uint64_t>>;
+  constexpr double kNever = 1e18;
   // 1,000 calls a second is over a threshold of 900; 800 is not.
-  EXPECT_TRUE(streaks.note(Calls{{10, 1000}, {11, 2000}}, 1.0, 900).empty()) << "a first busy second";
-  EXPECT_EQ(streaks.note(Calls{{10, 1000}, {11, 800}, {12, 5000}}, 1.0, 900), (std::vector<uint32_t>{10}));
-  EXPECT_TRUE(streaks.note(Calls{{11, 2000}}, 1.0, 900).empty()) << "11 was not busy in between";
-  EXPECT_EQ(streaks.note(Calls{{11, 2000}}, 2.0, 900), (std::vector<uint32_t>{11}))
+  EXPECT_TRUE(streaks.note(Calls{{10, 1000}, {11, 2000}}, 1.0, 900, kNever).empty()) << "a first busy second";
+  EXPECT_EQ(streaks.note(Calls{{10, 1000}, {11, 800}, {12, 5000}}, 1.0, 900, kNever),
+            (std::vector<uint32_t>{10}));
+  EXPECT_TRUE(streaks.note(Calls{{11, 2000}}, 1.0, 900, kNever).empty()) << "11 was not busy in between";
+  EXPECT_EQ(streaks.note(Calls{{11, 2000}}, 2.0, 900, kNever), (std::vector<uint32_t>{11}))
       << "1,000 a second over 2 s";
-  EXPECT_TRUE(streaks.note(Calls{{11, 2000}}, 0, 900).empty()) << "no time: no rate";
+  EXPECT_TRUE(streaks.note(Calls{{11, 2000}}, 0, 900, kNever).empty()) << "no time: no rate";
+}
+
+TEST(Entries, AProcessWhoseTrapsCostAnEntryInOnePeriodIsEnteredAtOnce) {
+  // 20 ms of traps: 1,667 calls at 6 us a trap (this VM), 20,000 untimed.
+  EXPECT_NEAR(entry_worth(6000), 1666.7, 0.1);
+  EXPECT_NEAR(entry_worth(0), 20000, 1e-6);
+  BusyStreaks streaks;
+  using Calls = std::vector<std::pair<uint32_t, uint64_t>>;
+  EXPECT_EQ(streaks.note(Calls{{20, 1700}, {21, 1600}}, 0.25, 833, entry_worth(6000)),
+            (std::vector<uint32_t>{20}))
+      << "20 paid for its entry in a quarter of a second; 21 only busy";
+  EXPECT_EQ(streaks.note(Calls{{21, 1600}}, 0.25, 833, entry_worth(6000)), (std::vector<uint32_t>{21}))
+      << "busy twice in a row";
 }
 
 TEST(Entries, TheSummarySaysHowManyWereEntered) {

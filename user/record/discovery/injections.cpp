@@ -63,17 +63,22 @@ double busy_threshold(double trap_ns) {
   return kShareOfCore * 1e9 / (kTrapsPerCall * ns);
 }
 
+double entry_worth(double trap_ns) {
+  constexpr double kEntryPauseNs = 20e6, kTrapsPerCall = 2, kUntimedTrapNs = 500;
+  return kEntryPauseNs / (kTrapsPerCall * (trap_ns > 0 ? trap_ns : kUntimedTrapNs));
+}
+
 std::vector<uint32_t> BusyStreaks::note(std::span<const std::pair<uint32_t, uint64_t>> calls, double seconds,
-                                        double threshold) {
+                                        double threshold, double worth) {
   std::set<uint32_t> busy;
-  std::vector<uint32_t> twice;
+  std::vector<uint32_t> entered;
   for (const auto& [tgid, n] : calls) {
     if (seconds <= 0 || double(n) / seconds < threshold) continue;
     busy.insert(tgid);
-    if (busy_before_.contains(tgid)) twice.push_back(tgid);
+    if (busy_before_.contains(tgid) || double(n) >= worth) entered.push_back(tgid);
   }
   busy_before_ = std::move(busy);
-  return twice;
+  return entered;
 }
 
 Injections::Identity Injections::identity(pid_t pid) {

@@ -48,15 +48,23 @@ bool enters_busy(const RecordConfig& config);
 // a core (two traps a call: the call and the free of its block).
 double busy_threshold(double trap_ns);
 
+// The calls whose traps cost a process as much as its entry would (the
+// pause of its borrowed thread, 7 to 30 ms here: 20 ms taken).
+double entry_worth(double trap_ns);
+
 // The processes busy over the threshold in each of the last two periods:
 // one busy for less (a short program, a burst) is not worth an entry,
-// which would cost it and the recorder more than its traps.
+// which would cost it and the recorder more than its traps. And those
+// whose traps in the last period alone cost them an entry's worth: paid
+// for already, as a ski rental is bought once its rent reaches its price
+// (a load generator is entered within a quarter of a second).
 class BusyStreaks {
  public:
   // The calls each process made over the last `seconds`; those over
-  // `threshold` calls a second in this period and the one before.
+  // `threshold` calls a second in this period and the one before, or
+  // over `worth` calls in this one.
   std::vector<uint32_t> note(std::span<const std::pair<uint32_t, uint64_t>> calls, double seconds,
-                             double threshold);
+                             double threshold, double worth);
 
  private:
   std::set<uint32_t> busy_before_;
