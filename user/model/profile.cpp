@@ -227,18 +227,13 @@ void Profile::hand_back_live(uint32_t pid, std::span<const uint64_t> addrs) {
     if (auto it = set->second.find(addr); it != set->second.end()) it->second.kernel_held = true;
 }
 
-std::vector<uint64_t> Profile::drop_kernel_held_before(uint32_t pid, uint64_t ts_ns) {
-  std::vector<uint64_t> addrs;
+size_t Profile::kernel_held_between(uint32_t pid, uint64_t from_ns, uint64_t to_ns) const {
   auto set = live_.find(pid);
-  if (set == live_.end()) return addrs;
-  std::erase_if(set->second, [&](const auto& item) {
+  if (set == live_.end()) return 0;
+  return size_t(std::count_if(set->second.begin(), set->second.end(), [&](const auto& item) {
     const LiveEntry& e = item.second;
-    if (!e.kernel_held || e.ts_ns >= ts_ns) return false;
-    addrs.push_back(item.first);
-    unlive(e);
-    return true;
-  });
-  return addrs;
+    return e.kernel_held && e.ts_ns >= from_ns && e.ts_ns < to_ns;
+  }));
 }
 
 void Profile::drop_all_live() {

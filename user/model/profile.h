@@ -129,9 +129,8 @@ class Profile {
   // for those still live, when that way could not take them.
   std::vector<uint64_t> hand_over_live(uint32_t pid);
   void hand_back_live(uint32_t pid, std::span<const uint64_t> addrs);
-  // The live samples the kernel holds that were taken before `ts_ns`
-  // forgotten (their frees will not be seen); returns their addresses.
-  std::vector<uint64_t> drop_kernel_held_before(uint32_t pid, uint64_t ts_ns);
+  // How many live samples the kernel holds were taken in [from_ns, to_ns).
+  size_t kernel_held_between(uint32_t pid, uint64_t from_ns, uint64_t to_ns) const;
   // Every live sample forgotten (their frees will not be seen).
   void drop_all_live();
   // Starts a new interval: alloc totals and sample counts to zero, the live

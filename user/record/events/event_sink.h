@@ -103,10 +103,13 @@ class EventSink {
   // ... or, when the library could not take them, forgotten (their frees
   // will not be seen); their allocations stay.
   void forget_probed_live(uint32_t tgid);
-  // ... or those the probes took after the hand-over and before `ts_ns`,
-  // when the process stopped being theirs (their frees will not be seen
-  // either); returns how many.
-  size_t forget_probed_before(uint32_t tgid, uint64_t ts_ns);
+  // Those the probes took from the hand-over (`from_ns`) to `to_ns`, when
+  // the process stopped being theirs, stay live: their frees after the
+  // probes are out will not be seen (in use may be high by their bytes),
+  // and forgetting them undercounts a process that keeps its blocks (the
+  // span is a few ms here, hundreds on a loaded machine). Counted; returns
+  // how many.
+  size_t count_probed_between(uint32_t tgid, uint64_t from_ns, uint64_t to_ns);
   // Process instances with samples recorded (not filtered out).
   uint64_t recorded_processes() const { return processes_.made() - processes_.rejected(); }
   const std::map<uint32_t, ProcessDrops>& drops() const { return drops_; }
@@ -150,8 +153,8 @@ class EventSink {
   // Instances ended by a stack of a later program or process with their
   // pid (its exec or exit event was lost).
   uint64_t ended_by_stacks() const { return ended_by_stacks_; }
-  // Live samples forgotten at entries (forget_probed_before).
-  uint64_t entry_forgotten() const { return entry_forgotten_; }
+  // Live samples whose frees go unseen after entries (count_probed_between).
+  uint64_t entry_frees_unseen() const { return entry_frees_unseen_; }
   // The name a process had at its last exec or exit, for processes that
   // sent no sample (all lost); "" when not known.
   std::string last_name(uint32_t tgid) const;
@@ -212,7 +215,7 @@ class EventSink {
   std::map<uint32_t, ProcessDrops> drops_;
   std::unordered_map<uint32_t, std::string> last_names_;  // bounded: see on_process
   std::unordered_map<uint32_t, uint32_t> vanishing_;      // tgid -> running instance found gone once
-  uint64_t ended_unseen_ = 0, ended_by_stacks_ = 0, entry_forgotten_ = 0;
+  uint64_t ended_unseen_ = 0, ended_by_stacks_ = 0, entry_frees_unseen_ = 0;
   std::vector<Mapping> kernel_maps_;
   // Long enough for a large program's table on a loaded machine.
   static constexpr uint64_t kMaxWaitNs = 10'000'000'000;

@@ -58,13 +58,11 @@ void EventSink::forget_probed_live(uint32_t tgid) {
   if (!addrs.empty()) hooks_.kernel.forget_live(tgid, addrs);
 }
 
-size_t EventSink::forget_probed_before(uint32_t tgid, uint64_t ts_ns) {
+size_t EventSink::count_probed_between(uint32_t tgid, uint64_t from_ns, uint64_t to_ns) {
   auto id = processes_.find(tgid);
-  if (!id) return 0;
-  std::vector<uint64_t> addrs = profile_.drop_kernel_held_before(*id, ts_ns);
-  if (!addrs.empty()) hooks_.kernel.forget_live(tgid, addrs);
-  entry_forgotten_ += addrs.size();
-  return addrs.size();
+  size_t n = id ? profile_.kernel_held_between(*id, from_ns, to_ns) : 0;
+  entry_frees_unseen_ += n;
+  return n;
 }
 
 size_t EventSink::end_vanished(const std::function<bool(uint32_t)>& alive, bool drained) {

@@ -70,19 +70,21 @@ void Recorder::enter_busy(uint64_t now) {
 // every moment. The live samples the probes took are handed to the library
 // (seeds), whose free path sends their frees from then on, as it sends its
 // own samples'. Those the probes take between the hand-over and the mark
-// are few (the library's attach call lies between): their frees go unseen,
-// so they are forgotten as live, their allocations kept.
+// (the library's attach call lies between) stay live, their frees unseen
+// once the probes are out: counted, as in use may be high by their bytes.
 void Recorder::enter_running(pid_t pid) {
   SessionParts& p = *r_.parts;
   uint32_t tgid = uint32_t(pid);
   std::vector<uint64_t> handed;
+  uint64_t handed_ns = 0;
   auto probes = [&p, pid](int library) { return p.libraries.attach_entered(pid, library); };
   // The events waiting are read before the process is stopped (a first
   // sample's stack is symbolized as it is read: that may take long, and
   // an entry has a budget), and those that came since at the hand-over.
   if (auto read = r_.deliver_events(0); !read) print_error(read.error());
-  auto seeds = [this, &p, tgid, &handed] {
+  auto seeds = [this, &p, tgid, &handed, &handed_ns] {
     if (auto read = r_.deliver_events(0); !read) print_error(read.error());
+    handed_ns = monotonic_ns();
     handed = p.sink.hand_over_live(tgid);
     return handed;
   };
@@ -101,12 +103,12 @@ void Recorder::enter_running(pid_t pid) {
   if (auto marked = p.session->mark_in_process(tgid); !marked) print_error(marked.error());
   p.sink.yield_at(now_ms() + kMarkedReadMs);
   if (auto read = r_.deliver_events(0); !read) print_error(read.error());
-  size_t late = p.sink.forget_probed_before(tgid, entered_ns);
+  size_t late = handed_ns ? p.sink.count_probed_between(tgid, handed_ns, entered_ns) : 0;
   if (!handed.empty() && !in->answer.seeded) p.sink.forget_probed_live(tgid);  // their frees will not be seen
   if (config_.verbose && (!handed.empty() || late))
     std::fprintf(stderr,
                  "allocscope: process %d: %u of the %zu blocks its probes sampled handed to the library, "
-                 "%zu sampled during the entry counted allocated only\n",
+                 "%zu sampled during the entry, their frees unseen\n",
                  int(pid), in->answer.seeded, handed.size(), late);
 }
 

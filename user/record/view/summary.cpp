@@ -287,7 +287,7 @@ NamedCounters recording_counters(const RecordingState& s) {
           {"ended_processes_found_gone", s.sink.ended_unseen()},
           {"ended_programs_found_replaced", s.sink.ended_by_stacks()},
           {"entries_marked_by_library", k[AS_CNT_ENTRIES_MARKED]},
-          {"entry_samples_not_live_tracked", s.sink.entry_forgotten()},
+          {"entry_samples_frees_unseen", s.sink.entry_frees_unseen()},
           {"children_not_followed", k[AS_CNT_PROC_TABLE_FULL] + s.verdicts_refused},
           {"libraries_not_probed", s.libraries_missed},
           {"processes_held", k[AS_CNT_HOLDS]},
