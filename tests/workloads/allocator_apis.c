@@ -4,17 +4,19 @@
  * mi_free_size (one of them, chosen when built: -DAPI_JEMALLOC,
  * -DAPI_TCMALLOC or -DAPI_MIMALLOC, linked against that allocator).
  *
- *   allocator_apis COUNT
+ *   allocator_apis COUNT [now]
  *
- * Prints "ready" and waits for SIGUSR1; then, COUNT times each: api_small
+ * Prints "ready" and waits for SIGUSR1 (with `now`, goes on at once); then,
+ * COUNT times each: api_small
  * allocates 100 bytes, api_grow resizes that block to 4000 (the small one
  * freed by it), api_kept allocates 1000. Every other grown block is freed
- * (sized). Prints "done", waits for SIGUSR1 again, frees the rest, exits
- * 0. In use at "done": COUNT/2 blocks of api_grow's, COUNT of api_kept's,
+ * (sized). Prints "done", waits for SIGUSR1 again (not with `now`), frees
+ * the rest, exits 0. In use at "done": COUNT/2 blocks of api_grow's, COUNT of api_kept's,
  * none of api_small's. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #if defined(API_JEMALLOC)
 void *mallocx(size_t size, int flags);
@@ -47,13 +49,16 @@ __attribute__((noinline)) static void *api_small(void) { return API_ALLOC(kSmall
 __attribute__((noinline)) static void *api_grow(void *p) { return API_RESIZE(p, kGrown); }
 __attribute__((noinline)) static void *api_kept(void) { return API_ALLOC(kKept); }
 
+static int now;
+
 static void wait_usr1(const sigset_t *set) {
   int sig;
-  sigwait(set, &sig);
+  if (!now) sigwait(set, &sig);
 }
 
 int main(int argc, char **argv) {
   long count = argc > 1 ? atol(argv[1]) : 10000;
+  now = argc > 2 && strcmp(argv[2], "now") == 0;
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGUSR1);

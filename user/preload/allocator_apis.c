@@ -6,6 +6,7 @@
  * registers are ignored by it, a void one's rax by the program). */
 #include "preload/allocator_apis.h"
 
+#include <dlfcn.h>
 #include <stdint.h>
 
 #include "preload/entry_codes.h"
@@ -86,4 +87,37 @@ int as_allocator_apis(struct as_wrapped_fn *out, int room) {
   }
   AS_ALLOCATOR_APIS(LIST_API)
   return n;
+}
+
+/* ---- A program started with the library ---------------------------------- */
+
+#define AS_PRELOAD_APIS 96
+static struct as_wrapped_fn preloaded[AS_PRELOAD_APIS];
+static int preloading, preload_lock;
+static unsigned long long loads_checked;
+
+static int maps_allocator_apis(void) {
+  static const char *const marks[] = {"mallocx", "je_malloc", "tc_malloc", "mi_malloc"};
+  for (unsigned i = 0; i < sizeof marks / sizeof marks[0]; i++)
+    if (dlsym(RTLD_DEFAULT, marks[i])) return 1;
+  return 0;
+}
+
+void as_preload_allocator_apis(void) {
+  __atomic_store_n(&preloading, 1, __ATOMIC_RELEASE);
+  as_preload_new_modules();
+}
+
+void as_preload_new_modules(void) {
+  if (!__atomic_load_n(&preloading, __ATOMIC_ACQUIRE)) return;
+  unsigned long long loads = as_module_loads();
+  if (loads == __atomic_load_n(&loads_checked, __ATOMIC_ACQUIRE) ||
+      __atomic_exchange_n(&preload_lock, 1, __ATOMIC_ACQUIRE))
+    return;
+  if (maps_allocator_apis()) {
+    struct as_slot_counts counts = {0};
+    as_slots_take(preloaded, as_allocator_apis(preloaded, AS_PRELOAD_APIS), &counts);
+  }
+  __atomic_store_n(&loads_checked, loads, __ATOMIC_RELEASE);
+  __atomic_store_n(&preload_lock, 0, __ATOMIC_RELEASE);
 }

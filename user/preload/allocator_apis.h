@@ -95,4 +95,12 @@
  * looked up now, and kept as the calls' next); returns how many. */
 int as_allocator_apis(struct as_wrapped_fn *out, int room) __attribute__((visibility("hidden")));
 
+/* A program started with the library (preloaded, its malloc ours): the
+ * slots of those entry points are taken too, in the modules loaded now
+ * and, at sampled trials, in those loaded since, while any module defines
+ * one of them (the allocators' marks: mallocx, je_malloc, tc_malloc,
+ * mi_malloc). Never given back: the library is the program's for its life. */
+void as_preload_allocator_apis(void) __attribute__((visibility("hidden")));
+void as_preload_new_modules(void) __attribute__((visibility("hidden"), cold));
+
 #endif

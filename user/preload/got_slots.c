@@ -238,6 +238,12 @@ void as_slots_take(const struct as_wrapped_fn *fns, int n, struct as_slot_counts
   unlock();
 }
 
+unsigned long long as_module_loads(void) {
+  unsigned long long adds = 0;
+  dl_iterate_phdr(count_loads, &adds);
+  return adds;
+}
+
 int as_slots_modules_added(void) {
   unsigned long long adds = 0;
   dl_iterate_phdr(count_loads, &adds);

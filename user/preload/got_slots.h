@@ -41,6 +41,8 @@ void as_slots_take(const struct as_wrapped_fn *fns, int n, struct as_slot_counts
 /* Whether modules were loaded since the last visit (cheap enough for a
  * sampled trial: the loader's list is not walked). */
 int as_slots_modules_added(void) __attribute__((visibility("hidden")));
+/* The loader's count of modules loaded so far (dlopen'ed ones included). */
+unsigned long long as_module_loads(void) __attribute__((visibility("hidden")));
 /* The slots taken now. */
 uint32_t as_slots_taken(void) __attribute__((visibility("hidden")));
 /* Puts every taken slot back; the count given back. */

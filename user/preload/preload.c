@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "allocscope.h"
+#include "preload/allocator_apis.h"
 #include "preload/boot_arena.h"
 #include "preload/entry_codes.h"
 #include "preload/got_slots.h"
@@ -379,6 +380,7 @@ __attribute__((constructor(101))) static void start(void) {
   as_sampler_start();
   pthread_atfork(NULL, NULL, as_sampler_after_fork);
   as_wrap_python_domains();
+  as_preload_allocator_apis();
   __atomic_store_n(&as_sampler_ready, 1, __ATOMIC_RELEASE);
 }
 

@@ -15,6 +15,7 @@
 
 #include "allocscope.h"
 #include "countdown.h"
+#include "preload/allocator_apis.h"
 #include "preload/inject.h"
 #include "preload/ring_channel.h"
 #include "preload/trial_record.h"
@@ -133,7 +134,10 @@ static uint32_t thread_id(struct thread_sampler *t, uint32_t pid) {
  * remove: ~0.1 s each), in a function the entry point calls: the tracer
  * skips these two frames of ours (bpf/allocscope.h, AS_USDT_OWN_FRAMES). */
 __attribute__((noinline)) void as_fire_alloc(void *p, uint64_t size, uint64_t offset, uint32_t code) {
-  if (UNLIKELY(as_injected)) as_inject_take_new_modules();
+  if (UNLIKELY(as_injected))
+    as_inject_take_new_modules();
+  else
+    as_preload_new_modules();
   uint64_t weight = size;
   if (as_sample_rate > 1)
     weight = (uint64_t)llround((double)size / -expm1(-(double)size / (double)as_sample_rate));
