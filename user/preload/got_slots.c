@@ -245,9 +245,7 @@ unsigned long long as_module_loads(void) {
 }
 
 int as_slots_modules_added(void) {
-  unsigned long long adds = 0;
-  dl_iterate_phdr(count_loads, &adds);
-  return adds != __atomic_load_n(&loads_seen, __ATOMIC_ACQUIRE);
+  return as_module_loads() != __atomic_load_n(&loads_seen, __ATOMIC_ACQUIRE);
 }
 
 /* A walk over the loaded modules giving back each one's slots: a module
