@@ -8,15 +8,20 @@ the top floor and sees only the entry points of record and report and the
 base layer (and the agent's). user/preload/ is a C library loaded into traced programs: it
 includes no layer at all. Inside a layer with rooms (ROOMS), a file includes its layer's
 top-level headers and those of its own room and the rooms before it; a top-level header
-includes no room. Prints each offending include as file:line and exits 1.
+includes no room. runtime/ holds a room per language runtime (SIBLINGS): a room includes
+runtime/'s top-level headers and its own, never another runtime's; no file outside a room
+includes it but the registry (REGISTRY), so a new runtime is one folder and one line there.
+Prints each offending include as file:line and exits 1.
 """
 import pathlib
 import re
 import sys
 
-LAYERS = ["base", "stats", "model", "host", "symbols", "output", "probe", "inject", "record", "report", "agent", "check"]
+LAYERS = ["base", "stats", "model", "host", "symbols", "output", "probe", "runtime", "inject", "record", "report", "agent", "check"]
 CLI_ALLOWED = {"record/record.h", "report/report.h", "agent/agent.h", "check/check.h"}
 ROOMS = {"record": ["events", "discovery", "view", "session"]}
+SIBLINGS = {"runtime"}
+REGISTRY = {"runtime/registry.cpp"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
@@ -30,8 +35,22 @@ def room_of(parts):
     return parts[1] if len(parts) > 2 and parts[1] in ROOMS.get(parts[0], []) else ""
 
 
+def sibling_violation(own_parts, header):
+    """Why an include reaches into a runtime's room from outside it, or None."""
+    target = header.split("/")
+    if target[0] not in SIBLINGS or len(target) < 3:
+        return None
+    own_room = own_parts[1] if own_parts[0] == target[0] and len(own_parts) > 2 else None
+    if own_room == target[1] or "/".join(own_parts) in REGISTRY:
+        return None
+    return f"{header} is {target[1]}'s room of {target[0]}/: only that room and {sorted(REGISTRY)} include it"
+
+
 def room_violation(own_parts, header):
     """Why an include from a file (its parts below user/) breaks its layer's rooms, or None."""
+    sibling = sibling_violation(own_parts, header)
+    if sibling:
+        return sibling
     layer, rooms = own_parts[0], ROOMS.get(own_parts[0])
     target = header.split("/")
     if not rooms or target[0] != layer:

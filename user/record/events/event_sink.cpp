@@ -5,7 +5,7 @@
 
 #include "host/cgroup_names.h"
 #include "record/clocks.h"
-#include "record/events/python_stacks.h"
+#include "runtime/registry.h"
 #include "stats/sampling.h"
 
 namespace allocscope {
@@ -168,22 +168,6 @@ std::optional<uint32_t> EventSink::instance_for(const as_stack_event& head, cons
   return id;
 }
 
-namespace {
-
-// The Python frames a stack event carries (none when it has none).
-std::vector<as_py_frame> python_frames_of(std::span<const uint8_t> data, uint64_t* ends) {
-  uint32_t n = 0;
-  std::memcpy(&n, data.data() + offsetof(as_stack_event, npy), sizeof n);
-  std::memcpy(ends, data.data() + offsetof(as_stack_event, py_ends), sizeof *ends);
-  n = std::min<uint32_t>(n, AS_MAX_PY_FRAMES);
-  if (data.size() < offsetof(as_stack_event, py) + n * sizeof(as_py_frame)) return {};
-  std::vector<as_py_frame> frames(n);
-  if (n) std::memcpy(frames.data(), data.data() + offsetof(as_stack_event, py), n * sizeof(as_py_frame));
-  return frames;
-}
-
-}  // namespace
-
 void EventSink::on_stack(std::span<const uint8_t> data) {
   if (data.size() < offsetof(as_stack_event, py)) return;  // sent without its unused Python frames
   const auto* raw = reinterpret_cast<const as_stack_event*>(data.data());
@@ -204,9 +188,7 @@ void EventSink::on_stack(std::span<const uint8_t> data) {
     return;
   }
   symbolizer_.add_mappings(pid_t(head.tgid), kernel_maps_);
-  uint64_t py_ends = 0;
-  std::vector<as_py_frame> py = python_ ? python_frames_of(data, &py_ends) : std::vector<as_py_frame>{};
-  if (!py.empty()) python_->read_codes(pid_t(head.tgid), kernel_maps_, py);  // while the process lives
+  if (runtimes_) runtimes_->read_stack(pid_t(head.tgid), kernel_maps_, data);  // while the process lives
   KnownStack s{*instance, head.fn, {}, {}};
   s.ips.resize(std::min<size_t>(head.nframes, AS_MAX_FRAMES));
   if (!s.ips.empty())  // a walk that found no frame: no copy (memcpy from or to null is undefined)
@@ -237,7 +219,7 @@ void EventSink::on_stack(std::span<const uint8_t> data) {
     s.ips.push_back(kTruncatedFrame);
     ++stacks_truncated_;
   }
-  if (!py.empty()) python_->place(pid_t(head.tgid), kernel_maps_, py, py_ends, head.fn, s.ips);
+  if (runtimes_) runtimes_->place_frames(pid_t(head.tgid), kernel_maps_, data, head.fn, s.ips);
   const ProcessInstance& process = processes_.instance(*instance);
   s.origin = origin(head.tgid, process.comm, head.fn, s.ips);
   if (per_process_) s.origin.ns_pid = process.shown_ns_pid();

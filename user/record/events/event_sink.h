@@ -31,7 +31,7 @@
 namespace allocscope {
 
 class CgroupNames;
-class PythonStacks;
+class Runtimes;
 
 // A kernel event's comm, up to its first NUL.
 std::string comm_of(const char (&comm)[AS_COMM_LEN]);
@@ -48,8 +48,9 @@ class EventSink {
   EventSink(Profile& profile, Symbolizer& symbolizer, SinkHooks hooks, size_t max_stacks,
             bool per_process = true);
 
-  // Stacks of CPython programs get their Python frames (the recorder's).
-  void use_python(PythonStacks* python) { python_ = python; }
+  // The language runtimes told of processes and files, which name their
+  // frames in the stacks (the recorder's).
+  void use_runtimes(Runtimes* runtimes) { runtimes_ = runtimes; }
   // Where the kernel's cgroup_mkdir events go (system-wide recordings).
   void use_cgroup_names(CgroupNames* names) { cgroup_names_ = names; }
   // Exact mode whose every allocation comes as a sample event (the preload
@@ -196,7 +197,7 @@ class EventSink {
 
   Profile& profile_;
   Symbolizer& symbolizer_;
-  PythonStacks* python_ = nullptr;
+  Runtimes* runtimes_ = nullptr;
   std::array<uint64_t, kStops> walk_stops_{};
   bool kernel_totals_ = true;
   uint64_t one_shot_from_ = UINT64_MAX;  // exact mode: the kernel keeps the totals (see exact_as_samples)

@@ -6,7 +6,7 @@
 
 #include "record/clocks.h"
 #include "record/events/event_sink.h"
-#include "record/events/python_stacks.h"
+#include "runtime/registry.h"
 
 namespace allocscope {
 
@@ -15,7 +15,7 @@ void EventSink::end_instance(uint32_t tgid, bool exited, bool in_process) {
   if (id && processes_.instance(*id).rejected) hooks_.verdicts.unreject(tgid, exited);
   if (id && !processes_.instance(*id).rejected) hooks_.verdicts.unaccept(tgid, exited);
   symbolizer_.forget(pid_t(tgid));
-  if (python_) python_->forget(pid_t(tgid));
+  if (runtimes_) runtimes_->forget(pid_t(tgid));
   if (!id) return;
   // A root that exits keeps what it never freed; memory of a program
   // replaced by exec, or of any other process that exits, is released.
@@ -151,7 +151,7 @@ void EventSink::on_exec(const as_proc_event& e) {
   if (e.fresh) hooks_.libraries.on_exec(e.tgid);
   hooks_.libraries.on_program_start(e.tgid, e.dev, e.ino);  // before it goes on, when held
   hooks_.unwind.on_exec(e.tgid, e.dev, e.ino);
-  if (python_) python_->on_program(pid_t(e.tgid), e.dev, e.ino);  // before it goes on, when held
+  if (runtimes_) runtimes_->on_program(pid_t(e.tgid), e.dev, e.ino);  // before it goes on, when held
   if (e.held) release_when_prepared(e);
 }
 
@@ -179,8 +179,9 @@ void EventSink::on_process(const as_proc_event& e) {
       break;
     case AS_EV_MMAP:
       hooks_.libraries.new_library(e);
-      if (python_)
-        python_->on_mapping(pid_t(e.tgid), e.addr, std::string_view(e.name, strnlen(e.name, sizeof e.name)));
+      if (runtimes_)
+        runtimes_->on_mapping(pid_t(e.tgid), e.addr,
+                              std::string_view(e.name, strnlen(e.name, sizeof e.name)));
       if (e.held)  // stopped by the kernel until its new file is probed and its tables are in
         release_when_prepared(e);
       break;

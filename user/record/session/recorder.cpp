@@ -174,11 +174,11 @@ Result<void> Recorder::prepare(std::vector<Target>& targets) {
   targets = std::move(*made);
   if (config_.all)
     if (auto ok = r_.parts->libraries.attach_every_process(); !ok) return ok;
-  // Python programs already running: their frames are walked from now on
+  // Runtimes' programs already running: their frames are named from now on
   // (a new one is read at its exec).
   for (pid_t pid : config_.all ? list_processes() : target_processes(targets, follows_children(config_)))
-    r_.parts->python.on_process(pid);
-  if (!r_.plan.files.empty()) r_.parts->python.on_files(r_.plan.files);  // a launched command's libpython
+    r_.parts->runtimes.on_process(pid);
+  if (!r_.plan.files.empty()) r_.parts->runtimes.on_files(r_.plan.files);  // a launched command's libpython
   // The launched command's files (found by running the loader): probed
   // before it runs.
   if (auto ok = enter_descendants(); !ok) return ok;

@@ -151,7 +151,7 @@ RecordingState RecordingContext::state() const {
                     tallies.live_swept,
                     parts->verdicts.rejected_loss(),
                     sampling(),
-                    &parts->python};
+                    &parts->runtimes};
   if (auto rings = ring_counts()) st.ring_frees_lost = ring_frees_lost(*rings);
   return st;
 }
@@ -178,7 +178,6 @@ void RecordingContext::absorb_exact(bool with_ages) {
 NamedCounters RecordingContext::counters() {
   NamedCounters c = recording_counters(state());
   c.emplace_back("cgroups_forgotten", cgroup_names.forgotten());
-  c.emplace_back("python_frames_table_full", symbolizer.python_frames_full());
   c.emplace_back("debug_files_refused", Symbolizer::debug_files_refused());
   if (folds.size()) c.emplace_back("fold_journal_dropped", folds.journal_dropped());
   if (auto rings = ring_counts()) {
@@ -199,7 +198,7 @@ NamedCounters RecordingContext::counters() {
 RecordingMeta RecordingContext::meta(uint64_t duration_ms) {
   auto paths = parts->session->paths();
   if (std::string how = sampling(); !how.empty()) paths.emplace_back("sampling", how);
-  for (auto& p : parts->python.paths()) paths.push_back(std::move(p));
+  for (RuntimePath& p : parts->runtimes.paths()) paths.emplace_back(std::move(p.key), std::move(p.value));
   if (config.no_free) paths.emplace_back("frees", kFreesNotProbed);
   if (targets_ended) paths.emplace_back("taken", kTakenAfterExit);
   return {config.rate,    start_wall_ns,   int64_t(duration_ms) * 1000000, config.metric, counters(),

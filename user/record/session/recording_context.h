@@ -20,7 +20,6 @@
 #include "record/discovery/injections.h"
 #include "record/discovery/library_discovery.h"
 #include "record/events/event_sink.h"
-#include "record/events/python_stacks.h"
 #include "record/events/ring_frees.h"
 #include "record/events/session_hooks.h"
 #include "record/record.h"
@@ -28,6 +27,7 @@
 #include "record/view/folds.h"
 #include "record/view/recording_builder.h"
 #include "record/view/summary.h"
+#include "runtime/registry.h"
 #include "symbols/symbolizer.h"
 
 namespace allocscope {
@@ -44,16 +44,9 @@ struct SessionParts {
         unwind(tables, symbolizer, c.unwind == UnwindMode::Dwarf),
         libraries(c, use, *session, symbolizer),
         injections(c),
-        python(
-            symbolizer,
-            [session = session.get()](uint32_t dev, uint64_t ino, const as_py_layout& layout) {
-              return session->add_python_file(dev, ino, layout).has_value();
-            },
-            [session = session.get()](pid_t pid, const as_py_process& process) {
-              return session->add_python_process(uint32_t(pid), process).has_value();
-            }),
+        runtimes({symbolizer, session.get()}),
         sink(profile, symbolizer, {verdicts, kernel, libraries, unwind}, c.max_stacks, c.per_process) {
-    sink.use_python(&python);
+    sink.use_runtimes(&runtimes);
     sink.use_cgroup_names(&cgroup_names);
   }
 
@@ -64,7 +57,7 @@ struct SessionParts {
   SessionUnwind unwind;
   LibraryDiscovery libraries;
   Injections injections;
-  PythonStacks python;
+  Runtimes runtimes;
   EventSink sink;
 };
 

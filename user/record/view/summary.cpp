@@ -10,10 +10,10 @@
 #include "output/table.h"
 #include "output/text_format.h"
 #include "probe/kernel_features.h"
-#include "record/events/python_stacks.h"
 #include "record/messages.h"
 #include "record/scope.h"
 #include "record/view/hints.h"
+#include "runtime/registry.h"
 
 namespace allocscope {
 namespace {
@@ -117,26 +117,14 @@ void print_process_drops(const RecordingState& s) {
   }
 }
 
-// CPython runtimes whose frames could not be walked, one line each, and why.
-static void print_python_refusals(const RecordingState& s) {
-  if (!s.python) return;
-  for (const std::string& r : s.python->refusals()) print_error("warning: python: " + r);
-  uint64_t unnamed = s.python->counters().unsupported - s.python->refusals().size();
-  if (unnamed) print_error("warning: python: no frames for " + std::to_string(unnamed) + " more runtime(s)");
-  uint64_t unwalked = s.python->counters().processes_unwalked + s.session.counters[AS_CNT_PY_PROCESSES_FULL];
-  if (unwalked)
-    print_error("warning: python: no frames for " + std::to_string(unwalked) +
-                " process(es) running CPython from a library: the kernel's table of them (" +
-                std::to_string(AS_PY_MAX_PROCESSES) + ") was full");
-  if (uint64_t gone = s.python->counters().codes_unreadable)
-    print_error("warning: python: " + std::to_string(gone) +
-                " code object(s) were freed before they could be read (a module's top-level code, run once "
-                "at import, ended before allocscope reached its samples): their frames show as "
-                "[python code unreadable]");
+// Language runtimes whose frames could not be named, one line each, and why.
+static void print_runtime_warnings(const RecordingState& s) {
+  if (!s.runtimes) return;
+  for (const std::string& w : s.runtimes->warnings(s.session.counters)) print_error("warning: " + w);
 }
 
 void print_warnings(const RecordingState& s, const RecordConfig& config) {
-  print_python_refusals(s);
+  print_runtime_warnings(s);
   // No sample of a Go program that allocates nothing through malloc: the
   // warning about Go says why, another rate would not help.
   uint64_t samples = s.session.counters[AS_CNT_SAMPLES];
@@ -259,79 +247,69 @@ NamedCounters recording_counters(const RecordingState& s) {
   const ProfileCounters& p = s.profile.counters();
   const TableStats& t = s.tables.stats();
   auto stop = [&](as_stop why) { return k[size_t(AS_CNT_STOP_FIRST) + size_t(why)]; };
-  return {{"samples", k[AS_CNT_SAMPLES]},
-          {"frees_seen", k[AS_CNT_FREES]},
-          {"probe_traps", k[AS_CNT_TRAPS]},
-          {"processes", s.sink.recorded_processes()},
-          // Not what the filter rejected: that was never the recording's.
-          {"dropped_ringbuf", charged_ringbuf_drops(k, s)},
-          {"dropped_ringbuf_bytes", k[AS_CNT_DROPPED_BYTES] - s.rejected_loss.bytes},
-          {"dropped_filtered_out", s.rejected_loss.samples},
-          {"dropped_frees", k[AS_CNT_FREE_DROPS]},
-          {"dropped_frees_bytes", k[AS_CNT_FREE_DROPS_BYTES]},
-          {"frees_unmatched", p.unmatched_frees},
-          {"live_replaced", p.replaced_live},
-          {"dropped_live_map_full", k[AS_CNT_LIVE_FULL] + k[AS_CNT_LIVE_SHARE] + p.live_full + p.live_share},
-          {"dropped_live_map_full_bytes",
-           k[AS_CNT_LIVE_FULL_BYTES] + k[AS_CNT_LIVE_SHARE_BYTES] + p.live_full_bytes + p.live_share_bytes},
-          // Of those, what a process's share (--max-live-per-process) refused.
-          {"dropped_live_share", k[AS_CNT_LIVE_SHARE] + p.live_share},
-          {"dropped_live_share_bytes", k[AS_CNT_LIVE_SHARE_BYTES] + p.live_share_bytes},
-          {"dropped_stack_lost", s.sink.stack_lost()},
-          {"dropped_stack_lost_bytes", s.sink.stack_lost_bytes()},
-          {"dropped_stack_table_full", p.stacks_full + s.sink.table_full()},
-          {"dropped_stack_table_full_bytes", p.stacks_full_bytes + s.sink.table_full_bytes()},
-          {"dropped_exact_full", k[AS_CNT_EXACT_FULL]},
-          {"dropped_exact_full_bytes", k[AS_CNT_EXACT_FULL_BYTES]},
-          {"dropped_process_events", k[AS_CNT_PROC_DROPS]},
-          {"ended_processes_found_gone", s.sink.ended_unseen()},
-          {"ended_programs_found_replaced", s.sink.ended_by_stacks()},
-          {"entries_marked_by_library", k[AS_CNT_ENTRIES_MARKED]},
-          {"entry_samples_frees_unseen", s.sink.entry_frees_unseen()},
-          {"children_not_followed", k[AS_CNT_PROC_TABLE_FULL] + s.verdicts_refused},
-          {"libraries_not_probed", s.libraries_missed},
-          {"processes_held", k[AS_CNT_HOLDS]},
-          {"holds_refused", k[AS_CNT_HOLD_REFUSED]},
-          {"hold_relays", k[AS_CNT_HOLD_RELAYS]},
-          {"held_too_long", s.held_too_long},
-          {"exact_live_swept", s.live_swept},
-          {"dropped_other_rate", k[AS_CNT_USDT_RATE] + s.sink.other_rate()},
-          {"stacks_unwound", s.sink.stacks_seen()},
-          {"stacks_truncated", s.sink.stacks_truncated()},
-          {"walks_finished_in_userspace", s.sink.walks_finished()},
-          {"walks_waited_for_a_table", s.sink.walks_waited()},
-          {"walks_not_deferred", k[AS_CNT_NOT_DEFERRED]},
-          {"truncated_table_still_building", s.sink.walks_cut_waiting()},
-          {"truncated_no_unwind_info", stop(AS_STOP_NO_INFO)},
-          {"truncated_table_not_loaded", stop(AS_STOP_NO_TABLE)},
-          {"truncated_bad_frame", stop(AS_STOP_BAD_FRAME)},
-          {"truncated_unreadable_stack", stop(AS_STOP_READ)},
-          {"truncated_bad_return_address", stop(AS_STOP_BAD_IP)},
-          {"truncated_depth", stop(AS_STOP_DEPTH)},
-          {"truncated_mmap_lock_busy", stop(AS_STOP_VMA_BUSY)},
-          {"truncated_too_many_mappings", stop(AS_STOP_VMAS)},
-          {"unwind_tables", t.files},
-          {"unwind_table_rows", t.rows},
-          {"unwind_tables_failed", t.failed + t.full},
-          {"python_stacks", k[AS_CNT_PY_STACKS]},
-          {"python_without_thread_state", k[AS_CNT_PY_NO_THREAD]},
-          {"python_frames", k[AS_CNT_PY_FRAMES]},
-          {"python_stacks_cut", k[AS_CNT_PY_DEPTH]},
-          {"cgroups_unnamed", k[AS_CNT_CGROUP_DROPS]},
-          {"go_programs", s.go_programs},
-          {"go_programs_sampled", s.go_sampled},
-          {"go_programs_profiled", s.go_profiled},
-          {"go_programs_profiled_quiet", s.go_quiet},
-          {"go_samples_other_rate", k[AS_CNT_GO_RATE]},
-          {"python_programs", s.python ? s.python->counters().programs : 0},
-          {"python_programs_refused", s.python ? s.python->counters().unsupported : 0},
-          {"python_library_processes", s.python ? s.python->counters().library_processes : 0},
-          {"python_processes_unwalked",
-           (s.python ? s.python->counters().processes_unwalked : 0) + k[AS_CNT_PY_PROCESSES_FULL]},
-          {"python_codes_read", s.python ? s.python->counters().codes_read : 0},
-          {"python_codes_unreadable", s.python ? s.python->counters().codes_unreadable : 0},
-          {"python_frames_unplaced", s.python ? s.python->counters().unplaced : 0},
-          {"python_code_cache_cleared", s.python ? s.python->counters().cache_cleared : 0}};
+  NamedCounters c = {
+      {"samples", k[AS_CNT_SAMPLES]},
+      {"frees_seen", k[AS_CNT_FREES]},
+      {"probe_traps", k[AS_CNT_TRAPS]},
+      {"processes", s.sink.recorded_processes()},
+      // Not what the filter rejected: that was never the recording's.
+      {"dropped_ringbuf", charged_ringbuf_drops(k, s)},
+      {"dropped_ringbuf_bytes", k[AS_CNT_DROPPED_BYTES] - s.rejected_loss.bytes},
+      {"dropped_filtered_out", s.rejected_loss.samples},
+      {"dropped_frees", k[AS_CNT_FREE_DROPS]},
+      {"dropped_frees_bytes", k[AS_CNT_FREE_DROPS_BYTES]},
+      {"frees_unmatched", p.unmatched_frees},
+      {"live_replaced", p.replaced_live},
+      {"dropped_live_map_full", k[AS_CNT_LIVE_FULL] + k[AS_CNT_LIVE_SHARE] + p.live_full + p.live_share},
+      {"dropped_live_map_full_bytes",
+       k[AS_CNT_LIVE_FULL_BYTES] + k[AS_CNT_LIVE_SHARE_BYTES] + p.live_full_bytes + p.live_share_bytes},
+      // Of those, what a process's share (--max-live-per-process) refused.
+      {"dropped_live_share", k[AS_CNT_LIVE_SHARE] + p.live_share},
+      {"dropped_live_share_bytes", k[AS_CNT_LIVE_SHARE_BYTES] + p.live_share_bytes},
+      {"dropped_stack_lost", s.sink.stack_lost()},
+      {"dropped_stack_lost_bytes", s.sink.stack_lost_bytes()},
+      {"dropped_stack_table_full", p.stacks_full + s.sink.table_full()},
+      {"dropped_stack_table_full_bytes", p.stacks_full_bytes + s.sink.table_full_bytes()},
+      {"dropped_exact_full", k[AS_CNT_EXACT_FULL]},
+      {"dropped_exact_full_bytes", k[AS_CNT_EXACT_FULL_BYTES]},
+      {"dropped_process_events", k[AS_CNT_PROC_DROPS]},
+      {"ended_processes_found_gone", s.sink.ended_unseen()},
+      {"ended_programs_found_replaced", s.sink.ended_by_stacks()},
+      {"entries_marked_by_library", k[AS_CNT_ENTRIES_MARKED]},
+      {"entry_samples_frees_unseen", s.sink.entry_frees_unseen()},
+      {"children_not_followed", k[AS_CNT_PROC_TABLE_FULL] + s.verdicts_refused},
+      {"libraries_not_probed", s.libraries_missed},
+      {"processes_held", k[AS_CNT_HOLDS]},
+      {"holds_refused", k[AS_CNT_HOLD_REFUSED]},
+      {"hold_relays", k[AS_CNT_HOLD_RELAYS]},
+      {"held_too_long", s.held_too_long},
+      {"exact_live_swept", s.live_swept},
+      {"dropped_other_rate", k[AS_CNT_USDT_RATE] + s.sink.other_rate()},
+      {"stacks_unwound", s.sink.stacks_seen()},
+      {"stacks_truncated", s.sink.stacks_truncated()},
+      {"walks_finished_in_userspace", s.sink.walks_finished()},
+      {"walks_waited_for_a_table", s.sink.walks_waited()},
+      {"walks_not_deferred", k[AS_CNT_NOT_DEFERRED]},
+      {"truncated_table_still_building", s.sink.walks_cut_waiting()},
+      {"truncated_no_unwind_info", stop(AS_STOP_NO_INFO)},
+      {"truncated_table_not_loaded", stop(AS_STOP_NO_TABLE)},
+      {"truncated_bad_frame", stop(AS_STOP_BAD_FRAME)},
+      {"truncated_unreadable_stack", stop(AS_STOP_READ)},
+      {"truncated_bad_return_address", stop(AS_STOP_BAD_IP)},
+      {"truncated_depth", stop(AS_STOP_DEPTH)},
+      {"truncated_mmap_lock_busy", stop(AS_STOP_VMA_BUSY)},
+      {"truncated_too_many_mappings", stop(AS_STOP_VMAS)},
+      {"unwind_tables", t.files},
+      {"unwind_table_rows", t.rows},
+      {"unwind_tables_failed", t.failed + t.full},
+      {"cgroups_unnamed", k[AS_CNT_CGROUP_DROPS]},
+      {"go_programs", s.go_programs},
+      {"go_programs_sampled", s.go_sampled},
+      {"go_programs_profiled", s.go_profiled},
+      {"go_programs_profiled_quiet", s.go_quiet},
+      {"go_samples_other_rate", k[AS_CNT_GO_RATE]}};
+  if (s.runtimes) s.runtimes->add_counters(k, c);
+  return c;
 }
 
 ProgressFigures progress_figures(const RecordingState& s, double elapsed_s) {
@@ -388,11 +366,9 @@ static void print_paths(const RecordingState& s) {
   // A Go heap is read by probes whatever the C allocations' path.
   if (s.sampling.starts_with("in process") && (s.go_profiled || s.go_sampled)) line += ", Go's heap: probes";
   std::fprintf(stderr, "allocscope: %s\n", line.c_str());
-  if (s.python)
-    for (const auto& [name, value] : s.python->paths())
-      if (name != "python_refused")  // said among the warnings, a line each
-        std::fprintf(stderr, "allocscope: %s: %s\n", name == "python" ? "python" : "python's small objects",
-                     value.c_str());
+  if (s.runtimes)
+    for (const RuntimePath& p : s.runtimes->paths())
+      if (!p.shown.empty()) std::fprintf(stderr, "allocscope: %s: %s\n", p.shown.c_str(), p.value.c_str());
 }
 
 void print_summary(const RecordingState& s, const RecordConfig& config, uint64_t elapsed_ms) {

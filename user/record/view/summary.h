@@ -18,7 +18,7 @@
 
 namespace allocscope {
 
-class PythonStacks;
+class Runtimes;
 
 using NamedCounters = std::vector<std::pair<std::string, uint64_t>>;
 
@@ -56,7 +56,7 @@ struct RecordingState {
   uint64_t live_swept = 0;                // exact mode: ended programs' live entries deleted
   RejectedLoss rejected_loss;             // ring buffer losses of processes the filter then rejected
   std::string sampling;                   // a launched command: how its processes were sampled
-  const PythonStacks* python = nullptr;   // Python frames: what was walked, read, refused
+  const Runtimes* runtimes = nullptr;     // language runtimes: their frames walked, read, refused
   uint64_t ring_frees_lost = 0;           // of dropped_frees, those lost in their process's ring
 };
 

@@ -1,4 +1,4 @@
-#include "symbols/python_code.h"
+#include "runtime/python/code.h"
 
 #include <cstring>
 

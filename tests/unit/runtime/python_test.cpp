@@ -12,10 +12,10 @@
 #include "host/process_memory.h"
 #include "pyenv_interpreters.h"
 #include "python_offsets.h"
-#include "symbols/python_code.h"
-#include "symbols/python_layouts.h"
-#include "symbols/python_program.h"
-#include "symbols/python_stack.h"
+#include "runtime/python/code.h"
+#include "runtime/python/layouts.h"
+#include "runtime/python/placement.h"
+#include "runtime/python/program.h"
 
 namespace allocscope {
 namespace {

@@ -1,4 +1,4 @@
-#include "symbols/python_stack.h"
+#include "runtime/python/placement.h"
 
 namespace allocscope {
 namespace {

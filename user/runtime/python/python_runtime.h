@@ -1,9 +1,9 @@
-// Python frames in the stacks of CPython programs: the files holding a
-// runtime the kernel is told to walk (their layout, from the file: a
-// program, or a library such as libpython3.X.so, whose load bias is per
-// process), the code objects their
-// stacks name (read from the process, cached per process, checked against
-// reuse), and the frames put in place of the evaluation loop's.
+// CPython's room: Python frames in the stacks of CPython programs. The
+// files holding a runtime the kernel is told to walk (their layout, from the
+// file: a program, or a library such as libpython3.X.so, whose load bias is
+// per process; bpf/python.bpf.h walks them), the code objects their stacks
+// name (read from the process, cached per process, checked against reuse),
+// and the frames put in place of the evaluation loop's.
 #pragma once
 
 #include <sys/types.h>
@@ -22,9 +22,11 @@
 
 #include "allocscope.h"
 #include "host/proc_maps.h"
+#include "runtime/python/code.h"
+#include "runtime/python/program.h"
+#include "runtime/registry.h"
+#include "runtime/runtime.h"
 #include "symbols/elf_file.h"
-#include "symbols/python_code.h"
-#include "symbols/python_program.h"
 #include "symbols/symbolizer.h"
 
 namespace allocscope {
@@ -40,45 +42,46 @@ struct PythonCounters {
   uint64_t cache_cleared = 0;       // times the code cache reached its bound and started afresh
 };
 
-class PythonStacks {
+class PythonRuntime : public Runtime {
  public:
   // `publish`: tells the kernel a program file's layout (kernel device, inode).
   using Publish = std::function<bool(uint32_t kernel_dev, uint64_t ino, const as_py_layout&)>;
   // `publish_process`: tells the kernel a process runs CPython from a library.
   using PublishProcess = std::function<bool(pid_t, const as_py_process&)>;
-  PythonStacks(Symbolizer& symbolizer, Publish publish, PublishProcess publish_process);
+  PythonRuntime(Symbolizer& symbolizer, Publish publish, PublishProcess publish_process);
 
   // Process `pid` runs the program file (kernel device, inode): if CPython,
   // the kernel walks its Python frames from now on. Read once per file.
-  void on_program(pid_t pid, uint32_t kernel_dev, uint64_t ino);
+  void on_program(pid_t pid, uint32_t kernel_dev, uint64_t ino) override;
   // The same, for a process found running (its /proc/PID/exe), and the
   // CPython libraries it has mapped.
-  void on_process(pid_t pid);
+  void on_process(pid_t pid) override;
   // Process `pid` mapped a file not seen before at `addr` (the kernel's
   // vma names it `name`): a CPython library's frames are walked from now
   // on, in it and (by the kernel) in every process that maps it later.
-  void on_mapping(pid_t pid, uint64_t addr, std::string_view name);
+  void on_mapping(pid_t pid, uint64_t addr, std::string_view name) override;
   // Files a launched command will map (its loader's list): CPython
   // libraries among them are walked from the command's first instruction.
-  void on_files(const std::vector<std::string>& paths);
-  // Reads the code objects a stack names while its process lives (its
-  // walk may be finished later, when the process is gone).
-  void read_codes(pid_t pid, std::span<const Mapping> kernel_maps, std::span<const as_py_frame> frames);
-  // `ips` (native, innermost first) with the Python frames in place.
+  void on_files(const std::vector<std::string>& paths) override;
+  // Reads the code objects a stack event's Python frames name while its
+  // process lives (its walk may be finished later, when the process is gone).
+  void read_stack(pid_t pid, std::span<const Mapping> kernel_maps, std::span<const uint8_t> event) override;
+  // `ips` (native, innermost first) with the event's Python frames in place.
   // `fn`: the sample's entry code (CPython's own allocator's, in process).
-  void place(pid_t pid, std::span<const Mapping> kernel_maps, std::span<const as_py_frame> frames,
-             uint64_t ends, uint16_t fn, std::vector<uint64_t>& ips);
+  void place_frames(pid_t pid, std::span<const Mapping> kernel_maps, std::span<const uint8_t> event,
+                    uint16_t fn, std::vector<uint64_t>& ips) override;
   // The process ended or runs another program: its code objects go.
-  void forget(pid_t pid);
+  void forget(pid_t pid) override;
+
+  void add_counters(KernelCounters kernel, std::vector<std::pair<std::string, uint64_t>>& out) const override;
+  // Why runtimes or processes got no Python frames, and code objects gone
+  // before they were read.
+  std::vector<std::string> warnings(KernelCounters kernel) const override;
+  // The versions walked, the processes whose small objects are not in the
+  // figures (sampled through the C library only), and the refusals.
+  std::vector<RuntimePath> paths() const override;
 
   const PythonCounters& counters() const { return counters_; }
-  // What the recording says of its Python frames (as RecordingMeta paths):
-  // the versions walked, and the processes whose small objects are not in
-  // the figures (sampled through the C library only). Empty without any.
-  std::vector<std::pair<std::string, std::string>> paths() const;
-  // Why files holding a CPython runtime could not be walked, one line
-  // each: "no frames for FILE (VERSION): why" (bounded).
-  const std::vector<std::string>& refusals() const { return refusals_; }
 
  private:
   struct Program {
@@ -100,6 +103,8 @@ class PythonStacks {
   Found find_program(pid_t pid, std::span<const Mapping> kernel_maps);
   Found from_process(pid_t pid);
   const Code& code(pid_t pid, const Found& found, const as_py_frame& frame);
+  void place(pid_t pid, std::span<const Mapping> kernel_maps, std::span<const as_py_frame> frames,
+             uint64_t ends, uint16_t fn, std::vector<uint64_t>& ips);
 
   Symbolizer& symbolizer_;
   Publish publish_;
@@ -119,5 +124,9 @@ class PythonStacks {
   PythonCounters counters_;
   std::vector<std::string> refusals_;
 };
+
+// CPython's room as the registry makes it: none without a BPF session (the
+// kernel walks its frames).
+std::unique_ptr<Runtime> make_python_runtime(const RuntimeServices& services);
 
 }  // namespace allocscope

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "symbols/python_program.h"
+#include "runtime/python/program.h"
 
 namespace allocscope {
 

@@ -2,7 +2,7 @@
 // program, or a library such as libpython3.X.so): where its runtime state,
 // thread states, frames and code objects keep what a stack walk needs.
 // 3.13 publishes that itself (_Py_DebugOffsets at the start of _PyRuntime);
-// before, the offsets are tables of ours (python_layouts.h).
+// before, the offsets are tables of ours (layouts.h).
 #pragma once
 
 #include <cstdint>

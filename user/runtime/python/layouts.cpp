@@ -1,4 +1,4 @@
-#include "symbols/python_layouts.h"
+#include "runtime/python/layouts.h"
 
 namespace allocscope {
 namespace {

@@ -1,16 +1,20 @@
-#include "record/events/python_stacks.h"
+#include "runtime/python/python_runtime.h"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstddef>
+#include <cstring>
 #include <regex>
 
 #include "host/process.h"
 #include "host/process_memory.h"
 #include "probe/allocator_entries.h"
-#include "symbols/python_stack.h"
+#include "probe/bpf_session.h"
+#include "runtime/python/placement.h"
 
 namespace allocscope {
 namespace {
@@ -35,6 +39,19 @@ std::optional<std::string> runtime_library_version(std::string_view path) {
   return m[1].str();
 }
 
+// The Python frames a stack event carries (none when it has none).
+std::vector<as_py_frame> python_frames_of(std::span<const uint8_t> data, uint64_t* ends) {
+  if (data.size() < offsetof(as_stack_event, py)) return {};  // sent without its unused Python frames
+  uint32_t n = 0;
+  std::memcpy(&n, data.data() + offsetof(as_stack_event, npy), sizeof n);
+  std::memcpy(ends, data.data() + offsetof(as_stack_event, py_ends), sizeof *ends);
+  n = std::min<uint32_t>(n, AS_MAX_PY_FRAMES);
+  if (data.size() < offsetof(as_stack_event, py) + n * sizeof(as_py_frame)) return {};
+  std::vector<as_py_frame> frames(n);
+  if (n) std::memcpy(frames.data(), data.data() + offsetof(as_stack_event, py), n * sizeof(as_py_frame));
+  return frames;
+}
+
 std::string program_path(pid_t pid) {
   char buf[4096];
   ssize_t n = readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), buf, sizeof buf);
@@ -43,10 +60,10 @@ std::string program_path(pid_t pid) {
 
 }  // namespace
 
-PythonStacks::PythonStacks(Symbolizer& symbolizer, Publish publish, PublishProcess publish_process)
+PythonRuntime::PythonRuntime(Symbolizer& symbolizer, Publish publish, PublishProcess publish_process)
     : symbolizer_(symbolizer), publish_(std::move(publish)), publish_process_(std::move(publish_process)) {}
 
-void PythonStacks::on_program(pid_t pid, uint32_t kernel_dev, uint64_t ino) {
+void PythonRuntime::on_program(pid_t pid, uint32_t kernel_dev, uint64_t ino) {
   FileKey key{kernel_dev, ino};
   auto it = programs_.find(key);
   const Program* program = it != programs_.end()
@@ -58,7 +75,7 @@ void PythonStacks::on_program(pid_t pid, uint32_t kernel_dev, uint64_t ino) {
     processes_[pid] = {program, start - program->layout.kernel.exec_vaddr};
 }
 
-void PythonStacks::on_process(pid_t pid) {
+void PythonRuntime::on_process(pid_t pid) {
   if (from_process(pid).program) return;
   auto maps = read_maps(pid);
   if (!maps) return;
@@ -69,20 +86,20 @@ void PythonStacks::on_process(pid_t pid) {
     }
 }
 
-void PythonStacks::on_mapping(pid_t pid, uint64_t addr, std::string_view name) {
+void PythonRuntime::on_mapping(pid_t pid, uint64_t addr, std::string_view name) {
   if (!runtime_library_version(name)) return;
   auto maps = read_maps(pid);
   if (!maps) return;
   if (const Mapping* m = find_mapping(*maps, addr); m && m->is_file()) from_library(pid, *m);
 }
 
-void PythonStacks::on_files(const std::vector<std::string>& paths) {
+void PythonRuntime::on_files(const std::vector<std::string>& paths) {
   for (const std::string& path : paths)
     if (runtime_library_version(path)) learn_library(path, path);
 }
 
 // The library's runtime, walked in `pid` from the load bias of mapping `m`.
-void PythonStacks::from_library(pid_t pid, const Mapping& m) {
+void PythonRuntime::from_library(pid_t pid, const Mapping& m) {
   const Program* program = learn_library(mapped_file_path(pid, m), m.path);
   if (!program) return;
   for (const ElfFile::Segment& s : program->segments) {
@@ -100,7 +117,8 @@ void PythonStacks::from_library(pid_t pid, const Mapping& m) {
 
 // A library by its path: its key is the file's own (the kernel's vma's,
 // where /proc's maps may name an overlay's).
-const PythonStacks::Program* PythonStacks::learn_library(const std::string& path, const std::string& shown) {
+const PythonRuntime::Program* PythonRuntime::learn_library(const std::string& path,
+                                                           const std::string& shown) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) return nullptr;
   FileKey key{uint32_t(major(st.st_dev) << 20 | minor(st.st_dev)), st.st_ino};
@@ -108,14 +126,14 @@ const PythonStacks::Program* PythonStacks::learn_library(const std::string& path
   return learn(key, path, shown);
 }
 
-void PythonStacks::refuse(const std::string& shown, const std::string& version, const std::string& why) {
+void PythonRuntime::refuse(const std::string& shown, const std::string& version, const std::string& why) {
   ++counters_.unsupported;
   if (refusals_.size() < kMaxRefusals)
     refusals_.push_back("no frames for " + shown + " (" + version + "): " + why);
 }
 
 // The process's program through its executable (while it lives).
-PythonStacks::Found PythonStacks::from_process(pid_t pid) {
+PythonRuntime::Found PythonRuntime::from_process(pid_t pid) {
   struct stat st;
   std::string exe = "/proc/" + std::to_string(pid) + "/exe";
   if (stat(exe.c_str(), &st) != 0) return {};
@@ -127,8 +145,8 @@ PythonStacks::Found PythonStacks::from_process(pid_t pid) {
 // Reads the file (through the process, which may have run another program
 // since: then it is left for that program's event) and tells the kernel.
 // `shown`: its name in a refusal.
-const PythonStacks::Program* PythonStacks::learn(const FileKey& key, const std::string& path,
-                                                 const std::string& shown) {
+const PythonRuntime::Program* PythonRuntime::learn(const FileKey& key, const std::string& path,
+                                                   const std::string& shown) {
   auto elf = ElfFile::open(path);
   if (!elf) return nullptr;
   auto id = elf->identity();
@@ -169,7 +187,7 @@ const PythonStacks::Program* PythonStacks::learn(const FileKey& key, const std::
 
 // The process's CPython program and its load bias: as found before, or from
 // a mapping of it, or from the process.
-PythonStacks::Found PythonStacks::find_program(pid_t pid, std::span<const Mapping> kernel_maps) {
+PythonRuntime::Found PythonRuntime::find_program(pid_t pid, std::span<const Mapping> kernel_maps) {
   if (auto it = processes_.find(pid); it != processes_.end()) return it->second;
   auto from = [this](std::span<const Mapping> maps) -> Found {
     for (const Mapping& m : maps) {
@@ -188,7 +206,7 @@ PythonStacks::Found PythonStacks::find_program(pid_t pid, std::span<const Mappin
   return found;
 }
 
-const PythonStacks::Code& PythonStacks::code(pid_t pid, const Found& found, const as_py_frame& frame) {
+const PythonRuntime::Code& PythonRuntime::code(pid_t pid, const Found& found, const as_py_frame& frame) {
   auto& codes = codes_[pid];
   auto key = std::pair{frame.code, frame.first_line};
   if (auto it = codes.find(key); it != codes.end()) return it->second;
@@ -206,15 +224,26 @@ const PythonStacks::Code& PythonStacks::code(pid_t pid, const Found& found, cons
   return codes.emplace(key, std::move(read)).first->second;
 }
 
-void PythonStacks::read_codes(pid_t pid, std::span<const Mapping> kernel_maps,
-                              std::span<const as_py_frame> frames) {
+void PythonRuntime::read_stack(pid_t pid, std::span<const Mapping> kernel_maps,
+                               std::span<const uint8_t> event) {
+  uint64_t ends = 0;
+  std::vector<as_py_frame> frames = python_frames_of(event, &ends);
+  if (frames.empty()) return;
   Found found = find_program(pid, kernel_maps);
   if (!found.program) return;
   for (const as_py_frame& f : frames) code(pid, found, f);
 }
 
-void PythonStacks::place(pid_t pid, std::span<const Mapping> kernel_maps, std::span<const as_py_frame> frames,
-                         uint64_t ends, uint16_t fn, std::vector<uint64_t>& ips) {
+void PythonRuntime::place_frames(pid_t pid, std::span<const Mapping> kernel_maps,
+                                 std::span<const uint8_t> event, uint16_t fn, std::vector<uint64_t>& ips) {
+  uint64_t ends = 0;
+  std::vector<as_py_frame> frames = python_frames_of(event, &ends);
+  if (!frames.empty()) place(pid, kernel_maps, frames, ends, fn, ips);
+}
+
+void PythonRuntime::place(pid_t pid, std::span<const Mapping> kernel_maps,
+                          std::span<const as_py_frame> frames, uint64_t ends, uint16_t fn,
+                          std::vector<uint64_t>& ips) {
   Found found = find_program(pid, kernel_maps);
   if (!found.program || frames.empty()) return;
   const PythonProgram& p = found.program->layout;
@@ -240,32 +269,81 @@ void PythonStacks::place(pid_t pid, std::span<const Mapping> kernel_maps, std::s
   ips = std::move(result.ips);
 }
 
-std::vector<std::pair<std::string, std::string>> PythonStacks::paths() const {
-  std::vector<std::pair<std::string, std::string>> out;
+std::vector<RuntimePath> PythonRuntime::paths() const {
+  std::vector<RuntimePath> out;
   std::string refused;
   for (const std::string& r : refusals_) refused += (refused.empty() ? "" : "; ") + r;
-  if (!refused.empty()) out.emplace_back("python_refused", refused);
+  if (!refused.empty()) out.push_back({"python_refused", "", refused});  // said among the warnings
   if (versions_.empty()) return out;
   std::string versions;
   for (const std::string& v : versions_) versions += (versions.empty() ? "" : ", ") + v;
-  out.emplace_back("python", "frames of CPython " + versions);
+  out.push_back({"python", "python", "frames of CPython " + versions});
   size_t uncounted = 0;
   for (const auto& [pid, counted] : in_domain_) uncounted += !counted;
   if (uncounted)
-    out.emplace_back("python_small_objects",
-                     "not counted in " + std::to_string(uncounted) +
-                         (uncounted == 1 ? " process" : " processes") +
-                         " (objects of up to 512 bytes come from CPython's own allocator; record -- CMD with "
-                         "--preload counts them)");
+    out.push_back({"python_small_objects", "python's small objects",
+                   "not counted in " + std::to_string(uncounted) +
+                       (uncounted == 1 ? " process" : " processes") +
+                       " (objects of up to 512 bytes come from CPython's own allocator; record -- CMD with "
+                       "--preload counts them)"});
   return out;
 }
 
-void PythonStacks::forget(pid_t pid) {
+std::vector<std::string> PythonRuntime::warnings(KernelCounters kernel) const {
+  std::vector<std::string> out;
+  for (const std::string& r : refusals_) out.push_back("python: " + r);
+  if (uint64_t unnamed = counters_.unsupported - refusals_.size())
+    out.push_back("python: no frames for " + std::to_string(unnamed) + " more runtime(s)");
+  if (uint64_t unwalked = counters_.processes_unwalked + kernel[AS_CNT_PY_PROCESSES_FULL])
+    out.push_back("python: no frames for " + std::to_string(unwalked) +
+                  " process(es) running CPython from a library: the kernel's table of them (" +
+                  std::to_string(AS_PY_MAX_PROCESSES) + ") was full");
+  if (uint64_t gone = counters_.codes_unreadable)
+    out.push_back("python: " + std::to_string(gone) +
+                  " code object(s) were freed before they could be read (a module's top-level code, run once "
+                  "at import, ended before allocscope reached its samples): their frames show as "
+                  "[python code unreadable]");
+  return out;
+}
+
+void PythonRuntime::add_counters(KernelCounters kernel,
+                                 std::vector<std::pair<std::string, uint64_t>>& out) const {
+  const PythonCounters& c = counters_;
+  out.insert(out.end(),
+             {{"python_stacks", kernel[AS_CNT_PY_STACKS]},
+              {"python_without_thread_state", kernel[AS_CNT_PY_NO_THREAD]},
+              {"python_frames", kernel[AS_CNT_PY_FRAMES]},
+              {"python_stacks_cut", kernel[AS_CNT_PY_DEPTH]},
+              {"python_programs", c.programs},
+              {"python_programs_refused", c.unsupported},
+              {"python_library_processes", c.library_processes},
+              {"python_processes_unwalked", c.processes_unwalked + kernel[AS_CNT_PY_PROCESSES_FULL]},
+              {"python_codes_read", c.codes_read},
+              {"python_codes_unreadable", c.codes_unreadable},
+              {"python_frames_unplaced", c.unplaced},
+              {"python_code_cache_cleared", c.cache_cleared},
+              {"python_frames_table_full", symbolizer_.python_frames_full()}});
+}
+
+void PythonRuntime::forget(pid_t pid) {
   processes_.erase(pid);
   auto it = codes_.find(pid);
   if (it == codes_.end()) return;
   cached_ -= std::min(cached_, it->second.size());
   codes_.erase(it);
+}
+
+std::unique_ptr<Runtime> make_python_runtime(const RuntimeServices& services) {
+  BpfSession* session = services.session;
+  if (!session) return nullptr;
+  return std::make_unique<PythonRuntime>(
+      services.symbolizer,
+      [session](uint32_t dev, uint64_t ino, const as_py_layout& layout) {
+        return session->add_python_file(dev, ino, layout).has_value();
+      },
+      [session](pid_t pid, const as_py_process& process) {
+        return session->add_python_process(uint32_t(pid), process).has_value();
+      });
 }
 
 }  // namespace allocscope

@@ -1,4 +1,4 @@
-#include "symbols/python_program.h"
+#include "runtime/python/program.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "symbols/python_layouts.h"
+#include "runtime/python/layouts.h"
 
 namespace allocscope {
 namespace {

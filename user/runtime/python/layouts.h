@@ -1,12 +1,12 @@
 // Where CPython 3.8 to 3.12 (release builds, x86-64) keep what a stack walk
 // needs: tables of ours, each checked against that version's headers by a
 // test (tests/unit/python_offsets.c). 3.13 on publish their own
-// (_Py_DebugOffsets, read by python_program.cpp).
+// (_Py_DebugOffsets, read by program.cpp).
 #pragma once
 
 #include <optional>
 
-#include "symbols/python_program.h"
+#include "runtime/python/program.h"
 
 namespace allocscope {
 
