@@ -7,8 +7,8 @@
 #include <span>
 
 #include "probe/probe_placement.h"
-#include "symbols/go_build.h"
-#include "symbols/go_pclntab.h"
+#include "runtime/go/build.h"
+#include "runtime/go/pclntab.h"
 
 using namespace allocscope;
 

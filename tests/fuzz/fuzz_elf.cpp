@@ -12,6 +12,7 @@
 
 #include "probe/probe_placement.h"
 #include "probe/usdt_notes.h"
+#include "runtime/registry.h"
 #include "symbols/elf_file.h"
 #include "symbols/unwind_table.h"
 
@@ -56,7 +57,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)has_in_process_probes(path);
   auto elf = ElfFile::open(path);
   if (!elf) return 0;
-  auto table = build_unwind_table(*elf);
+  auto table = build_unwind_table(*elf, runtime_tables_readers());
   if (table && !table->rows.empty()) {
     (void)find_row(table->rows, table->rows.back().pc + 1);
     (void)kernel_layout(table->rows);

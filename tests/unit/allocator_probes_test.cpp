@@ -19,7 +19,6 @@
 
 #include "host/proc_maps.h"
 #include "probe/allocator_entries.h"
-#include "symbols/go_pclntab.h"
 
 namespace allocscope {
 namespace {
@@ -248,26 +247,6 @@ TEST(FindAllocatorProbes, ElfWithoutMallocIsAnError) {
   EXPECT_NE(targets.error().message.find(path), std::string::npos) << targets.error();
   EXPECT_NE(targets.error().message.find("no malloc"), std::string::npos) << targets.error();
   EXPECT_EQ(targets.error().cause, Cause::NoAllocator);  // not an allocator: skipped without a warning
-}
-
-// A Go program's allocator, found by its function table (gofmt is
-// stripped), probed where the kernel emulates the instruction, its size
-// register (rax) untouched before it.
-TEST(FindAllocatorProbes, GosMallocgcInAStrippedProgram) {
-  constexpr const char* kGofmt = "/usr/lib/go/bin/gofmt";
-  auto targets = find_allocator_probes(kGofmt);
-  ASSERT_TRUE(targets) << targets.error().message;
-  ASSERT_EQ(targets->size(), 3u) << "mallocgc, and its runtime's idle sampling (no runtime/pprof)";
-  const ProbeTarget& t = targets->front();
-  EXPECT_EQ(as_fn_kind(t.fn), AS_FN_GO_MALLOC);
-  auto elf = ElfFile::open(kGofmt);
-  ASSERT_TRUE(elf);
-  EXPECT_EQ(t.vaddr, *go_pclntab(*elf)->entry("runtime.mallocgc"));
-  // Go 1.19's prologue: the stack check (cmp, not emulated), then its branch.
-  EXPECT_TRUE(t.emulated) << t.instruction;
-  EXPECT_TRUE(t.instruction.starts_with("jbe")) << t.instruction;
-  EXPECT_EQ(t.placed_at, 4u) << t.instruction;
-  EXPECT_TRUE(t.at_stack_check);  // a taken branch restarts the call: the program counts the restart
 }
 
 }  // namespace

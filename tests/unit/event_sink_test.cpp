@@ -13,8 +13,8 @@
 #include <tuple>
 #include <vector>
 
+#include "base/clocks.h"
 #include "fake_sink_hooks.h"
-#include "record/clocks.h"
 #include "record/discovery/filter_verdicts.h"
 
 namespace allocscope {

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "base/clocks.h"
 #include "fake_sink_hooks.h"
 #include "model/profile.h"
 #include "preload/entry_codes.h"
@@ -28,7 +29,6 @@
 #include "probe/preload_channel.h"
 #include "probe/table_host.h"
 #include "probe/table_loader.h"
-#include "record/clocks.h"
 #include "record/events/event_sink.h"
 #include "record/events/session_hooks.h"
 #include "symbols/symbolizer.h"

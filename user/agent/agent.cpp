@@ -18,9 +18,9 @@
 #include "agent/http_api.h"
 #include "agent/label_cache.h"
 #include "agent/listen_address.h"
+#include "base/clocks.h"
 #include "host/files.h"
 #include "probe/kernel_features.h"
-#include "record/clocks.h"
 #include "record/session/stop_signals.h"
 
 namespace allocscope {

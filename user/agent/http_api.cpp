@@ -16,9 +16,9 @@
 #include "agent/self_usage.h"
 #include "agent/shared_responses.h"
 #include "agent/targets.h"
+#include "base/clocks.h"
 #include "output/pprof.h"
 #include "output/render.h"
-#include "record/clocks.h"
 
 namespace allocscope {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "host/process.h"
 #include "host/process_memory.h"
-#include "probe/go_runtime.h"
+#include "probe/code_reading.h"
 #include "symbols/elf_file.h"
 
 namespace allocscope::inject {

@@ -47,6 +47,12 @@ struct ProbeTarget {
 // the object is not an allocator (libstdc++'s operator new calls malloc).
 std::vector<ProbeTarget> select_allocator_symbols(const std::vector<ElfSymbol>& symbols, bool c_library);
 
+// A language runtime's own allocation entry points in a file (Go's
+// runtime.mallocgc, and its runtime's sampling), by `symbols` or its own
+// tables; none when the file is not its (runtime/registry.h has them all).
+using EntryFinder = std::vector<ProbeTarget> (*)(const ElfFile& elf, const std::vector<ElfSymbol>& symbols);
+using EntryFinders = std::vector<EntryFinder>;
+
 // The targets of the ELF object at `path`, with file offsets. Probes go on
 // the first instruction the kernel emulates (see probe_placement.h), except
 // with `naive`: every probe on the entry. An object that is no allocator
@@ -54,29 +60,14 @@ std::vector<ProbeTarget> select_allocator_symbols(const std::vector<ElfSymbol>& 
 // name as processes map it (`path` may be a /proc/PID/map_files link): it
 // tells a C library (libc.so.6, ld-musl-*) by its name.
 // `emulation`: what the running kernel emulates (the newest kernels' by default).
+// `runtimes`: the runtimes' own entry points, looked for too.
 Result<std::vector<ProbeTarget>> find_allocator_probes(const std::string& path, bool naive = false,
                                                        const std::string& name = "",
-                                                       const Emulation& emulation = {});
+                                                       const Emulation& emulation = {},
+                                                       const EntryFinders& runtimes = {});
 // The same, of a file already open (its path() is the one named).
 Result<std::vector<ProbeTarget>> find_allocator_probes(const ElfFile& elf, bool naive,
-                                                       const std::string& name, const Emulation& emulation);
-
-// A Go program's heap is read one way, chosen among its targets (the others
-// are erased): from its runtime's own sampling (alloc and in use, at
-// MemProfileRate, no cost per call), or at every runtime.mallocgc call
-// (alloc only, at any rate).
-enum class GoHeapRoute { None, Runtime, Calls };
-struct GoHeapChoice {
-  GoHeapRoute route = GoHeapRoute::None;
-  std::string why_calls;   // Calls: why not the runtime's sampling
-  bool sets_rate = false;  // Runtime: the program's MemProfileRate is allocscope's to set (it is 0)
-};
-// Go's default MemProfileRate: the runtime's samples serve a session at it.
-inline constexpr uint64_t kGoMemProfileRate = 512 * 1024;
-// `calls`: asked for (--go-heap-calls); `off`: no Go probe (--no-go-heap);
-// `may_set_rate`: a program whose linker took memory profiling out may have
-// its MemProfileRate set to `rate` (a running process of its own, -p).
-GoHeapChoice pick_go_heap(std::vector<ProbeTarget>& targets, uint64_t rate, bool calls, bool off,
-                          bool may_set_rate = false);
+                                                       const std::string& name, const Emulation& emulation,
+                                                       const EntryFinders& runtimes = {});
 
 }  // namespace allocscope

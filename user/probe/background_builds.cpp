@@ -29,10 +29,10 @@ void test_delay([[maybe_unused]] const std::string& path) {
 
 }  // namespace
 
-BuiltTable timed_build(const std::string& path) {
+BuiltTable timed_build(const std::string& path, const RuntimeTablesReaders& runtime_tables) {
   auto t0 = std::chrono::steady_clock::now();
   test_delay(path);
-  BuiltTable b{build_unwind_table(path), 0};
+  BuiltTable b{build_unwind_table(path, runtime_tables), 0};
   b.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return b;
 }
@@ -71,7 +71,8 @@ void BackgroundBuilds::work() {
     File f = std::move(files_.front());
     files_.pop_front();
     lock.unlock();
-    FinishedBuild built{f.key, f.path, timed_build("/proc/self/fd/" + std::to_string(f.file.get()))};
+    FinishedBuild built{f.key, f.path,
+                        timed_build("/proc/self/fd/" + std::to_string(f.file.get()), runtime_tables_)};
     f.file.reset();
     lock.lock();
     done_.push_back(std::move(built));

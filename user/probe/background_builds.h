@@ -29,8 +29,9 @@ struct BuiltTable {
   double ms = 0;
 };
 
-// Builds the table of the file at `path`, timed.
-BuiltTable timed_build(const std::string& path);
+// Builds the table of the file at `path`, timed (`runtime_tables`: as
+// build_unwind_table takes them).
+BuiltTable timed_build(const std::string& path, const RuntimeTablesReaders& runtime_tables = {});
 
 struct FinishedBuild {
   as_file_key key;
@@ -48,7 +49,8 @@ class BackgroundBuilds {
     UniqueFd file;
   };
   // `finished` is called (on a worker) after each file, to wake the reader.
-  explicit BackgroundBuilds(std::function<void()> finished) : finished_(std::move(finished)) {}
+  explicit BackgroundBuilds(std::function<void()> finished, RuntimeTablesReaders runtime_tables = {})
+      : finished_(std::move(finished)), runtime_tables_(std::move(runtime_tables)) {}
   ~BackgroundBuilds();
   BackgroundBuilds(const BackgroundBuilds&) = delete;
   BackgroundBuilds& operator=(const BackgroundBuilds&) = delete;
@@ -65,6 +67,7 @@ class BackgroundBuilds {
   void work();
 
   std::function<void()> finished_;
+  const RuntimeTablesReaders runtime_tables_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<File> files_;

@@ -51,7 +51,8 @@ bool TableLoader::build_later(const as_file_key& key, pid_t pid, const Mapping& 
 
 void TableLoader::submit(std::vector<BackgroundBuilds::File> files, bool first) {
   for (const auto& f : files) building_.insert({f.key.ino, f.key.dev});
-  if (!background_) background_ = std::make_unique<BackgroundBuilds>([this] { session_.wake(); });
+  if (!background_)
+    background_ = std::make_unique<BackgroundBuilds>([this] { session_.wake(); }, runtime_tables_);
   background_->submit(std::move(files), first);
 }
 
@@ -83,7 +84,7 @@ void TableLoader::load_all(const std::vector<std::pair<as_file_key, std::string>
   std::vector<std::optional<BuiltTable>> built(todo.size());
   std::atomic<size_t> next = 0;
   auto work = [&] {
-    for (size_t i; (i = next++) < todo.size();) built[i] = timed_build(todo[i].second);
+    for (size_t i; (i = next++) < todo.size();) built[i] = timed_build(todo[i].second, runtime_tables_);
   };
   std::vector<std::thread> workers;
   for (unsigned n = std::max(1u, std::thread::hardware_concurrency()); n > 1 && workers.size() + 1 < n;)
@@ -119,7 +120,7 @@ bool TableLoader::install(const as_file_key& key, const std::string& path, Built
   stats_.build_ms += b.ms;
   if (verbose_)
     std::fprintf(stderr, "allocscope: unwind table of %s: %zu rows from %s (%lu unsupported), %.1f ms\n",
-                 path.c_str(), t.rows.size(), source_name(t.source), (unsigned long)t.unsupported, b.ms);
+                 path.c_str(), t.rows.size(), source_name(t), (unsigned long)t.unsupported, b.ms);
   tables_.emplace(k, std::move(t.rows));
   pinned_.erase(k);  // in the kernel now: the file need not be held (its key stays in the order, harmlessly)
   return true;

@@ -42,8 +42,13 @@ as_file_key file_key_of(const Mapping& m);
 
 class TableLoader {
  public:
-  TableLoader(TableHost& session, uint64_t max_rows, bool verbose)
-      : session_(session), max_rows_(max_rows), verbose_(verbose) {}
+  // `runtime_tables`: what builds the rows of a runtime's own code
+  // (runtime/registry.h has every runtime's).
+  TableLoader(TableHost& session, uint64_t max_rows, bool verbose, RuntimeTablesReaders runtime_tables = {})
+      : session_(session),
+        max_rows_(max_rows),
+        verbose_(verbose),
+        runtime_tables_(std::move(runtime_tables)) {}
 
   // The kernel met this mapping of process `pid` without a table.
   void on_request(pid_t pid, const as_vma& vma);
@@ -101,6 +106,7 @@ class TableLoader {
   TableHost& session_;
   uint64_t max_rows_;
   bool verbose_;
+  const RuntimeTablesReaders runtime_tables_;
   std::map<Key, std::vector<as_unwind_row>> tables_;  // what the kernel holds, for userspace walks
   std::set<Key> failed_;
   std::map<Key, UniqueFd> pinned_;  // at most kMaxPinned, the oldest let go first

@@ -1,13 +1,112 @@
 #include "runtime/registry.h"
 
+#include <algorithm>
+
+#include "runtime/go/go_runtime.h"
+#include "runtime/go/heap_route.h"
+#include "runtime/go/tables.h"
 #include "runtime/python/python_runtime.h"
 
 namespace allocscope {
 
+namespace {
+
+// A runtime's room as the core takes it; null: the room has none of that.
+struct Room {
+  std::unique_ptr<Runtime> (*make)(const RuntimeServices&);
+  RuntimeTablesReader tables;
+  EntryFinder entries;
+};
+
+// A new runtime: its room's line here.
+const Room kRooms[] = {
+    {make_python_runtime, nullptr, nullptr},
+    {make_go_runtime, read_go_tables, go_allocation_entries},
+};
+
+}  // namespace
+
+const RuntimeTablesReaders& runtime_tables_readers() {
+  static const RuntimeTablesReaders readers = [] {
+    RuntimeTablesReaders r;
+    for (const Room& room : kRooms)
+      if (room.tables) r.push_back(room.tables);
+    return r;
+  }();
+  return readers;
+}
+
+const EntryFinders& runtime_entry_finders() {
+  static const EntryFinders finders = [] {
+    EntryFinders f;
+    for (const Room& room : kRooms)
+      if (room.entries) f.push_back(room.entries);
+    return f;
+  }();
+  return finders;
+}
+
 Runtimes::Runtimes(const RuntimeServices& services) {
-  // A new runtime: its room's factory, one line here.
-  for (auto made : {make_python_runtime})
-    if (std::unique_ptr<Runtime> r = made(services)) all_.push_back(std::move(r));
+  for (const Room& room : kRooms)
+    if (std::unique_ptr<Runtime> r = room.make ? room.make(services) : nullptr) all_.push_back(std::move(r));
+}
+
+HeapRoute Runtimes::choose_targets(const ProbedFile& file, std::vector<ProbeTarget>& targets,
+                                   const std::vector<ProbeTarget>& found) {
+  HeapRoute route;
+  for (auto& r : all_) {
+    HeapRoute own = r->choose_targets(file, targets, found);
+    route.probed |= own.probed;
+    if (route.unprobed.empty()) route.unprobed = std::move(own.unprobed);
+  }
+  return route;
+}
+
+bool Runtimes::reroute_when_full(const ProbedFile& file, std::vector<ProbeTarget>& targets,
+                                 const std::vector<ProbeTarget>& found, const std::string& why) {
+  for (auto& r : all_)
+    if (r->reroute_when_full(file, targets, found, why)) return true;
+  return false;
+}
+
+void Runtimes::on_probed(const ProbedFile& file, const std::vector<ProbeTarget>& attached) {
+  for (auto& r : all_) r->on_probed(file, attached);
+}
+
+std::string Runtimes::unprobed_program(uint32_t kernel_dev, uint64_t ino) const {
+  for (const auto& r : all_)
+    if (std::string why = r->unprobed_program(kernel_dev, ino); !why.empty()) return why;
+  return "";
+}
+
+bool Runtimes::owns_program(uint32_t kernel_dev, uint64_t ino) const {
+  return std::any_of(all_.begin(), all_.end(),
+                     [&](const auto& r) { return r->owns_program(kernel_dev, ino); });
+}
+
+bool Runtimes::reads_heap_of(pid_t pid) const {
+  return std::any_of(all_.begin(), all_.end(), [pid](const auto& r) { return r->reads_heap_of(pid); });
+}
+
+void Runtimes::recheck(uint64_t now_ms) {
+  for (auto& r : all_) r->recheck(now_ms);
+}
+
+void Runtimes::restore() {
+  for (auto& r : all_) r->restore();
+}
+
+std::vector<std::string> Runtimes::probed_heaps() const {
+  std::vector<std::string> out;
+  for (const auto& r : all_)
+    for (std::string& h : r->probed_heaps()) out.push_back(std::move(h));
+  return out;
+}
+
+uint64_t Runtimes::programs_unread() const {
+  uint64_t n = 0;
+  for (const auto& r : all_) n += r->programs_unread();
+  return n;
 }
 
 void Runtimes::on_program(pid_t pid, uint32_t kernel_dev, uint64_t ino) {

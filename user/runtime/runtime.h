@@ -1,15 +1,17 @@
 // A language runtime as a recording sees it: one room per runtime
 // (user/runtime/NAME/), each behind this interface, made by the registry
-// (registry.h). The core tells every runtime what the event path meets (a
-// program run, a process found, a file mapped, a process gone) and hands it
-// each stack to name its own frames in; at the end it asks what to say.
-// Where a runtime's allocations come from (its allocator domains, its own
-// sampling) stays, for now, with the rooms that probe them.
+// (registry.h). Two faces: where the runtime's allocations come from (its
+// entry points among a file's probes, the route chosen among them, what it
+// changed in processes to read them), and how its frames are named (told
+// what the event path meets: a program run, a process found, a file mapped,
+// a process gone; handed each stack to put its own frames in). At the end
+// the core asks what it says.
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -17,6 +19,8 @@
 #include <vector>
 
 #include "host/proc_maps.h"
+#include "probe/allocator_probes.h"
+#include "symbols/elf_file.h"
 
 namespace allocscope {
 
@@ -31,9 +35,66 @@ struct RuntimePath {
   std::string value;
 };
 
+// A file about to be probed, as found (its targets, entry points of the C
+// family and the runtimes' own, are the runtime's to choose among).
+struct ProbedFile {
+  pid_t pid = 0;  // the process it was met in (0: none, system-wide probes)
+  uint32_t kernel_dev = 0;
+  uint64_t ino = 0;
+  std::string path;   // as allocscope holds it open
+  std::string shown;  // as processes map it
+  // The file, opened on first call (nullptr when it cannot be).
+  std::function<const ElfFile*()> elf;
+};
+
+// What a runtime made of a file's targets.
+struct HeapRoute {
+  bool probed =
+      false;  // its heap is read through probes: they attach now (never left to in-process sampling)
+  std::string unprobed;  // every target erased on purpose: why ("a Go program, its heap left unprobed ...")
+};
+
 class Runtime {
  public:
   virtual ~Runtime() = default;
+
+  // --- Where its allocations come from.
+  // Chooses among the file's targets (`found`: as found) those of its own
+  // to probe, erasing the others from `targets`.
+  virtual HeapRoute choose_targets(const ProbedFile& /*file*/, std::vector<ProbeTarget>& /*targets*/,
+                                   const std::vector<ProbeTarget>& /*found*/) {
+    return {};
+  }
+  // Attaching `targets` failed for want of room (`why`): a route that needs
+  // none in `targets` (from `found`), or false.
+  virtual bool reroute_when_full(const ProbedFile& /*file*/, std::vector<ProbeTarget>& /*targets*/,
+                                 const std::vector<ProbeTarget>& /*found*/, const std::string& /*why*/) {
+    return false;
+  }
+  // The file's targets were attached (`attached`), or it was found to hold
+  // no allocator at all (nothing attached).
+  virtual void on_probed(const ProbedFile& /*file*/, const std::vector<ProbeTarget>& /*attached*/) {}
+  // Why a process whose only file is (kernel device, inode) has no heap
+  // allocscope can probe, when it is this runtime's ("a Go program (go1.16),
+  // whose heap ..."); "" when it is not.
+  virtual std::string unprobed_program(uint32_t /*kernel_dev*/, uint64_t /*ino*/) const { return ""; }
+  // Whether the file is one of its programs (met among the files probed).
+  virtual bool owns_program(uint32_t /*kernel_dev*/, uint64_t /*ino*/) const { return false; }
+  // Whether the runtime reads process `pid`'s heap itself (Go's, through its
+  // runtime's sampling): allocscope's library is not loaded into it.
+  virtual bool reads_heap_of(pid_t /*pid*/) const { return false; }
+  // A while later: what it set in processes, checked again.
+  virtual void recheck(uint64_t /*now_ms*/) {}
+  // Before the probes go: what it set in processes set back.
+  virtual void restore() {}
+  // Names of the heaps it read through probes ("Go's heap"), for a recording
+  // that samples the rest in process.
+  virtual std::vector<std::string> probed_heaps() const { return {}; }
+  // Programs run whose heap it could not read: a recording without samples
+  // is explained by them.
+  virtual uint64_t programs_unread() const { return 0; }
+
+  // --- How its frames are named.
 
   // Process `pid` runs the program file (kernel device, inode).
   virtual void on_program(pid_t /*pid*/, uint32_t /*kernel_dev*/, uint64_t /*ino*/) {}
@@ -60,7 +121,7 @@ class Runtime {
   // Its counters for the JSON summary, by name.
   virtual void add_counters(KernelCounters /*kernel*/,
                             std::vector<std::pair<std::string, uint64_t>>& /*out*/) const {}
-  // Warnings for the summary, a line each, without the "warning: " prefix.
+  // Warnings and notes for the summary, a line each ("warning: ...", "note: ...").
   virtual std::vector<std::string> warnings(KernelCounters /*kernel*/) const { return {}; }
   // What the recording took from it (versions read, what went uncounted).
   virtual std::vector<RuntimePath> paths() const { return {}; }

@@ -19,7 +19,7 @@
 #include "host/process.h"
 #include "symbols/demangle.h"
 #include "symbols/elf_file.h"
-#include "symbols/go_pclntab.h"
+#include "symbols/runtime_tables.h"
 #include "symbols/signal_trampoline.h"
 
 namespace allocscope {
@@ -65,14 +65,17 @@ struct Symbolizer::Module {
   // stacks, and a DWARF scope walk is far dearer than a map lookup.
   std::unordered_map<uint64_t, std::vector<SourceFrame>> frames;
   DwarfIndex dwarf_index;
-  // A Go program's own function table, for what neither DWARF nor a symbol
-  // names (a stripped Go program's code); read on first need.
-  std::optional<GoPclntab> go;
-  bool go_read = false;
+  // A runtime's own tables (a Go program's function table), for what neither
+  // DWARF nor a symbol names (a stripped Go program's code); read on first need.
+  const RuntimeTablesReaders* readers = nullptr;
+  std::unique_ptr<RuntimeTables> runtime;
+  bool runtime_read = false;
   bool dwarf_refused = false;  // its own debug sections inflate past the bound: symbols only
 
   // Takes `fd`, opened on the binary (open_path names it in messages).
-  Module(UniqueFd fd, const std::string& open_path, const std::string& shown_path) {
+  Module(UniqueFd fd, const std::string& open_path, const std::string& shown_path,
+         const RuntimeTablesReaders& runtime_readers)
+      : readers(&runtime_readers) {
     static char* debuginfo_path = nullptr;
     static const Dwfl_Callbacks callbacks = {
         .find_elf = dwfl_build_id_find_elf,
@@ -168,19 +171,18 @@ struct Symbolizer::Module {
     if (!name.empty()) {
       f.back().function = std::move(name);
       f.back().system_name = std::move(system);
-    } else if (std::vector<GoPosition> go_frames = go_frames_at(vaddr); !go_frames.empty()) {
-      f.clear();  // Go's table has the inlined calls DWARF would have had
-      for (GoPosition& p : go_frames) f.push_back({p.function, p.function, std::move(p.file), p.line});
+    } else if (std::vector<SourceFrame> own = runtime_frames_at(vaddr); !own.empty()) {
+      f = std::move(own);  // the runtime's table has the inlined calls DWARF would have had
     }
     return f;
   }
 
-  std::vector<GoPosition> go_frames_at(uint64_t vaddr) {
-    if (!go_read) {
-      go_read = true;
-      if (auto table = go_pclntab(elf)) go = std::move(*table);
+  std::vector<SourceFrame> runtime_frames_at(uint64_t vaddr) {
+    if (!runtime_read) {
+      runtime_read = true;
+      if (elf) runtime = read_runtime_tables(*readers, elf);
     }
-    return go ? go->frames(vaddr) : std::vector<GoPosition>();
+    return runtime ? runtime->frames_at(vaddr) : std::vector<SourceFrame>();
   }
 
   std::string read_build_id() const {
@@ -218,7 +220,7 @@ FrameInfo named(FrameInfo info, std::string name) {
 // The files allocscope maps itself are those its targets most often do (the
 // C library, the loader): their paths are known even for a process gone
 // before its maps could be read.
-Symbolizer::Symbolizer() {
+Symbolizer::Symbolizer(RuntimeTablesReaders runtime_tables) : runtime_tables_(std::move(runtime_tables)) {
   if (auto self = read_maps(getpid())) learn_paths(*self);
 }
 uint64_t Symbolizer::debug_files_refused() { return g_debug_refused; }
@@ -368,7 +370,7 @@ void Symbolizer::open_module(pid_t pid, const Mapping& m) {
     fd = open_binary(path, &mapped);
     if (!fd) return;
   }
-  modules_.emplace(key, std::make_unique<Module>(std::move(*fd), path, m.path));
+  modules_.emplace(key, std::make_unique<Module>(std::move(*fd), path, m.path, runtime_tables_));
 }
 
 uint32_t Symbolizer::intern(pid_t pid, const Mapping& m) {

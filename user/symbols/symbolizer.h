@@ -23,6 +23,7 @@
 
 #include "host/perf_map.h"
 #include "host/proc_maps.h"
+#include "symbols/runtime_tables.h"
 #include "symbols/source_frames.h"
 
 namespace allocscope {
@@ -47,7 +48,9 @@ struct FrameInfo {
 
 class Symbolizer {
  public:
-  Symbolizer();
+  // `runtime_tables`: what names a file's code where its symbols and DWARF
+  // do not (runtime/registry.h has every runtime's).
+  explicit Symbolizer(RuntimeTablesReaders runtime_tables = {});
   ~Symbolizer();
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;
@@ -124,6 +127,7 @@ class Symbolizer {
   uint32_t intern(pid_t pid, const Mapping& m);
   void load_perf_map(pid_t pid, uint64_t addr);
 
+  RuntimeTablesReaders runtime_tables_;
   std::unordered_map<pid_t, Process> processes_;
   std::map<ModuleKey, std::unique_ptr<Module>> modules_;
   // Where each file (device, inode) was seen, as a path this process opens.

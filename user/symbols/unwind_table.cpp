@@ -11,8 +11,6 @@
 #include <memory>
 #include <optional>
 
-#include "symbols/go_build.h"
-#include "symbols/go_pclntab.h"
 #include "symbols/signal_trampoline.h"
 
 namespace allocscope {
@@ -231,33 +229,21 @@ void add_rows(Dwarf_CFI* cfi, const std::vector<uint64_t>& starts, const std::ve
   }
 }
 
-// The row of a run of a Go function's stack-pointer table: CFA = rsp + sp
-// + 8; a function with a frame has saved the caller's rbp just below the
-// return address (Go keeps frame pointers on x86-64; none is saved before
-// the frame is made). Where Go's own traceback stops, so does the walk: at
-// the outermost frame, and at code that moves the stack pointer itself.
-as_unwind_row go_row(const GoSpRun& run) {
-  if (run.flag & kGoTopFrame) return {0, 0, AS_ROW_END, 0};
-  if ((run.flag & kGoSpWrite) || run.sp < 0 || run.sp % 8 != 0 || (int64_t(run.sp) + 8) / 8 > INT16_MAX)
-    return {0, 0, AS_ROW_NONE, 0};
-  return {0, int16_t((run.sp + 8) / 8), AS_CFA_RSP, int8_t(run.sp > 0 ? -2 : 0)};
-}
-
-// Go's functions described by their own table, the rest of the rows (a cgo
-// program's C code, by .eh_frame) kept outside them. Go's compiler writes
-// no .eh_frame, and its .debug_frame goes with strip; the pclntab stays.
-void add_go_rows(const GoPclntab& go, const std::vector<Segment>& segs, UnwindTable& t) {
+// A runtime's functions described by its own tables, the rest of the rows
+// (a cgo program's C code, by .eh_frame) kept outside them. Go's compiler
+// writes no .eh_frame, and its .debug_frame goes with strip; the pclntab stays.
+void add_runtime_rows(const RuntimeTables& tables, const std::vector<Segment>& segs, UnwindTable& t) {
   std::vector<as_unwind_row> others = std::move(t.rows), rows;
   std::sort(others.begin(), others.end(),
             [](const as_unwind_row& a, const as_unwind_row& b) { return a.pc < b.pc; });
   std::vector<std::pair<uint64_t, uint64_t>> spans;  // file offsets Go's rows cover, sorted
-  for (const GoSpRun& run : go.sp_runs()) {
+  for (const RuntimeRun& run : tables.unwind_runs()) {
     auto start = file_offset(segs, run.start), last = file_offset(segs, run.end - 1);
     if (!start || !last || *last > UINT32_MAX || *last - *start != run.end - 1 - run.start) continue;
-    as_unwind_row row = go_row(run);
+    as_unwind_row row = run.rule;
     row.pc = uint32_t(*start);
     rows.push_back(row);
-    ++t.go_runs;
+    ++t.runtime_runs;
     if (!spans.empty() && spans.back().second == *start)
       spans.back().second = *last + 1;
     else
@@ -277,7 +263,8 @@ void add_go_rows(const GoPclntab& go, const std::vector<Segment>& segs, UnwindTa
       rows.push_back(r);
     }
   t.rows = std::move(rows);
-  t.source = UnwindTable::Source::GoPclntab;
+  t.source = UnwindTable::Source::Runtime;
+  t.runtime = tables.name();
 }
 
 // Consecutive rows of one rule are one row.
@@ -334,7 +321,7 @@ void add_signal_trampolines(Elf* elf, const std::vector<Segment>& segs, std::vec
 
 }  // namespace
 
-Result<UnwindTable> build_unwind_table(const ElfFile& f) {
+Result<UnwindTable> build_unwind_table(const ElfFile& f, const RuntimeTablesReaders& runtime_tables) {
   Elf* elf = f.elf();
   GElf_Ehdr eh;
   if (!gelf_getehdr(elf, &eh) || eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64)
@@ -348,9 +335,9 @@ Result<UnwindTable> build_unwind_table(const ElfFile& f) {
       add_rows(cfi.get(), starts ? *starts : symbol_starts(f), segs, t);
     }
   }
-  auto go = go_build(f) ? go_pclntab(f) : Result<GoPclntab>(fail("not Go"));
-  if (go) {
-    add_go_rows(*go, segs, t);
+  std::unique_ptr<RuntimeTables> own = read_runtime_tables(runtime_tables, elf);
+  if (own) {
+    add_runtime_rows(*own, segs, t);
   } else if (t.rows.empty() && find_section(elf, ".debug_frame")) {
     std::unique_ptr<Dwarf, DwarfCloser> dw(dwarf_begin_elf(elf, DWARF_C_READ, nullptr));
     if (Dwarf_CFI* cfi = dw ? dwarf_getcfi(dw.get()) : nullptr) {
@@ -364,7 +351,7 @@ Result<UnwindTable> build_unwind_table(const ElfFile& f) {
   }
   std::stable_sort(t.rows.begin(), t.rows.end(),
                    [](const as_unwind_row& a, const as_unwind_row& b) { return a.pc < b.pc; });
-  if (go) merge_equal_rows(t.rows);
+  if (own) merge_equal_rows(t.rows);
   if (t.source != UnwindTable::Source::FramePointers) add_signal_trampolines(elf, segs, t.rows);
   // Code at the entry point that no FDE describes (the dynamic loader's
   // _start and _dl_start_user) is the process's first frame: nothing called it.
@@ -376,10 +363,10 @@ Result<UnwindTable> build_unwind_table(const ElfFile& f) {
   return t;
 }
 
-Result<UnwindTable> build_unwind_table(const std::string& path) {
+Result<UnwindTable> build_unwind_table(const std::string& path, const RuntimeTablesReaders& runtime_tables) {
   auto f = ElfFile::open(path);
   if (!f) return fail(f.error());
-  return build_unwind_table(*f);
+  return build_unwind_table(*f, runtime_tables);
 }
 
 const as_unwind_row* find_row(std::span<const as_unwind_row> rows, uint64_t pc) {
@@ -405,16 +392,16 @@ std::vector<as_unwind_row> kernel_layout(std::span<const as_unwind_row> rows) {
   return out;
 }
 
-const char* source_name(UnwindTable::Source s) {
-  switch (s) {
+const char* source_name(const UnwindTable& t) {
+  switch (t.source) {
     case UnwindTable::Source::EhFrame:
       return ".eh_frame";
     case UnwindTable::Source::DebugFrame:
       return ".debug_frame";
     case UnwindTable::Source::FramePointers:
       return "frame pointers";
-    case UnwindTable::Source::GoPclntab:
-      return "Go's pclntab";
+    case UnwindTable::Source::Runtime:
+      return t.runtime;
   }
   return "?";
 }

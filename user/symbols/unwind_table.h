@@ -14,29 +14,33 @@
 #include "allocscope.h"
 #include "base/result.h"
 #include "symbols/elf_file.h"
+#include "symbols/runtime_tables.h"
 
 namespace allocscope {
 
 struct UnwindTable {
   std::vector<as_unwind_row> rows;  // sorted by pc, consecutive rows differ
-  // GoPclntab: a Go program's functions by Go's own table (the rest, a cgo
-  // program's C code, by its .eh_frame).
-  enum class Source { EhFrame, DebugFrame, FramePointers, GoPclntab } source = Source::EhFrame;
-  uint64_t go_runs = 0;      // rows from Go's table
-  uint64_t fdes = 0;         // frame description entries read
-  uint64_t unsupported = 0;  // rules the kernel cannot follow (rows that stop a walk)
+  // Runtime: a runtime's functions by its own tables (a Go program's by its
+  // pclntab; the rest, a cgo program's C code, by its .eh_frame).
+  enum class Source { EhFrame, DebugFrame, FramePointers, Runtime } source = Source::EhFrame;
+  const char* runtime = "";   // Runtime: the tables' name ("Go's pclntab")
+  uint64_t runtime_runs = 0;  // rows from the runtime's tables
+  uint64_t fdes = 0;          // frame description entries read
+  uint64_t unsupported = 0;   // rules the kernel cannot follow (rows that stop a walk)
 };
 
 // Builds the table of an x86-64 ELF file. A file without call frame
-// information gets the frame-pointer rule for all of its code.
-Result<UnwindTable> build_unwind_table(const ElfFile& elf);
-Result<UnwindTable> build_unwind_table(const std::string& path);
+// information gets the frame-pointer rule for all of its code; a runtime's
+// own code (`runtime_tables`: runtime/registry.h has them all), its rules.
+Result<UnwindTable> build_unwind_table(const ElfFile& elf, const RuntimeTablesReaders& runtime_tables = {});
+Result<UnwindTable> build_unwind_table(const std::string& path,
+                                       const RuntimeTablesReaders& runtime_tables = {});
 
 // The row that covers file offset `pc`: the last with row.pc <= pc (the
 // kernel's binary search); nullptr when pc is before the first.
 const as_unwind_row* find_row(std::span<const as_unwind_row> rows, uint64_t pc);
 
-const char* source_name(UnwindTable::Source s);
+const char* source_name(const UnwindTable& t);
 
 // The rows as the kernel holds them: header, page index, rows (the layout
 // bpf/unwind.h describes and as_table_find searches).

@@ -13,7 +13,6 @@
 #include "record/record.h"
 #include "record/scope.h"
 #include "symbols/elf_file.h"
-#include "symbols/go_build.h"
 
 namespace allocscope {
 namespace {
@@ -22,11 +21,6 @@ constexpr auto kEntryBudget = std::chrono::milliseconds(3000);
 
 std::string process_named(pid_t pid, const std::string& comm) {
   return "process " + std::to_string(pid) + " (" + comm + ")";
-}
-
-bool is_go_program(pid_t pid) {
-  auto elf = ElfFile::open("/proc/" + std::to_string(pid) + "/exe");
-  return elf && go_build(*elf).has_value();
 }
 
 }  // namespace
@@ -143,7 +137,7 @@ void Injections::refuse(pid_t pid, const std::string& why) {
 }
 
 const inject::Injection* Injections::enter(pid_t pid, AnsweredChannel* rings, Hooks hooks) {
-  if (is_go_program(pid)) {  // its heap is Go's, read through its runtime
+  if (runtimes_.reads_heap_of(pid)) {  // its heap is a runtime's (Go's), read through it
     pass_over(pid);
     return nullptr;
   }

@@ -24,6 +24,7 @@
 
 #include "base/result.h"
 #include "inject/injector.h"
+#include "runtime/registry.h"
 
 namespace allocscope {
 
@@ -79,7 +80,8 @@ std::string describe_busy_entries(size_t entered, size_t refused);
 
 class Injections {
  public:
-  explicit Injections(const RecordConfig& config) : config_(config) {}
+  // `runtimes`: a process whose heap a runtime reads itself is not entered.
+  Injections(const RecordConfig& config, const Runtimes& runtimes) : config_(config), runtimes_(runtimes) {}
   Injections(const Injections&) = delete;
   Injections& operator=(const Injections&) = delete;
   ~Injections() { eject_all(); }
@@ -137,6 +139,7 @@ class Injections {
   // memfd of about 120 KiB), its probes and a ring here.
   static constexpr size_t kMaxLive = 1024;
   const RecordConfig& config_;
+  const Runtimes& runtimes_;
   std::shared_ptr<const inject::LibraryImage> library_;
   std::vector<inject::Injection> live_;
   std::vector<Refusal> refused_;

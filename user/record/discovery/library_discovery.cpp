@@ -14,17 +14,17 @@
 #include <string>
 #include <tuple>
 
+#include "base/clocks.h"
 #include "host/process.h"
 #include "inject/injector.h"
 #include "probe/allocator_entries.h"
 #include "probe/allocator_probes.h"
 #include "probe/kernel_features.h"
 #include "probe/usdt_notes.h"
-#include "record/clocks.h"
 #include "record/messages.h"
 #include "record/scope.h"
+#include "runtime/registry.h"
 #include "symbols/elf_file.h"
-#include "symbols/go_build.h"
 
 namespace allocscope {
 namespace {
@@ -52,16 +52,13 @@ std::vector<const Mapping*> code_files(const std::vector<Mapping>& maps) {
 }  // namespace
 
 LibraryDiscovery::LibraryDiscovery(const RecordConfig& config, InProcessUse use, BpfSession& session,
-                                   Symbolizer& symbolizer)
+                                   Symbolizer& symbolizer, Runtimes& runtimes)
     : session_(session),
       symbolizer_(symbolizer),
+      runtimes_(runtimes),
       system_wide_(system_wide(config)),
       naive_placement_(config.naive_placement),
-      no_go_heap_(config.no_go_heap),
-      go_heap_calls_(config.go_heap_calls),
       verbose_(config.verbose),
-      sets_go_rates_(config.inject && !config.all && (!config.pids.empty() || !config.command.empty())),
-      rate_(config.rate),
       use_(use),
       max_files_(config.max_allocator_files) {
   // allocscope's own allocator (linked in) is never probed: it records nothing.
@@ -159,18 +156,18 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
   else if (const Result<ElfFile>& file = elf.get(); !file)
     targets = fail(file.error());
   else
-    targets = find_allocator_probes(*file, naive_placement_, shown, emulation_of(session_.kernel()));
+    targets = find_allocator_probes(*file, naive_placement_, shown, emulation_of(session_.kernel()),
+                                    runtime_entry_finders());
   std::vector<ProbeTarget> found = targets ? *targets : std::vector<ProbeTarget>{};
-  GoHeapChoice go_heap;
-  if (targets)
-    go_heap = pick_go_heap(*targets, rate_, go_heap_calls_, no_go_heap_,
-                           sets_go_rates_ && (system_wide_ || pid > 0));
-  if (targets && go_heap.sets_rate) set_go_rate(pid, key, path, *targets, found, go_heap);
-  if (targets && targets->empty())
-    targets = fail(shown + ": a Go program, its heap left unprobed (--no-go-heap)", Cause::NoAllocator);
-  bool go = go_heap.route != GoHeapRoute::None;
-  // Go's heap is never sampled in process: its probes wait for nothing.
-  if (targets && !go && defers_for(pid, assume_in_process)) {
+  ProbedFile file{pid, kernel_dev(key), key.second, path, shown, [&elf]() -> const ElfFile* {
+                    const Result<ElfFile>& f = elf.get();
+                    return f ? &*f : nullptr;
+                  }};
+  HeapRoute route;
+  if (targets) route = runtimes_.choose_targets(file, *targets, found);
+  if (targets && targets->empty()) targets = fail(shown + ": " + route.unprobed, Cause::NoAllocator);
+  // A runtime's heap is never sampled in process: its probes wait for nothing.
+  if (targets && !route.probed && defers_for(pid, assume_in_process)) {
     // Probed once a process that samples no other way maps it: the kernel
     // reports that mapping again (and holds its process until then).
     if (auto ok = session_.defer_file(kernel_dev(key), key.second); !ok) return fail(ok.error());
@@ -197,19 +194,15 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
     // symbols are read once; bounded, by forgetting (a file is read again).
     if (not_allocators_.size() >= kMaxRemembered) not_allocators_.clear();
     not_allocators_.insert(key);
-    if (cause == Cause::NoAllocator) note_go_program(key, elf, shown, go_heap);
+    if (cause == Cause::NoAllocator) runtimes_.on_probed(file, {});
     return false;
   }
   if (!targets) return fail(targets.error());
   if (verbose_) print_placement(shown, *targets, session_.mode());
   auto attached = session_.attach(system_wide_ ? 0 : pid, path, *targets);
-  if (!attached && attached.error().code == ENOSPC && go_heap.route == GoHeapRoute::Runtime) {
-    // Go programs' table full: this one's heap by mallocgc's calls.
-    *targets = found;
-    go_heap = pick_go_heap(*targets, rate_, true, false);
-    go_heap.why_calls = attached.error().message;
+  if (!attached && attached.error().code == ENOSPC &&
+      runtimes_.reroute_when_full(file, *targets, found, attached.error().message))
     attached = session_.attach(system_wide_ ? 0 : pid, path, *targets);
-  }
   if (!attached) return fail(attached.error());
   if (deferred_.erase(key)) {
     session_.know_file(kernel_dev(key), key.second);
@@ -218,12 +211,11 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
                    shown.c_str(), pid, read_comm(pid).c_str());
   }
   auto& entries = allocator_offsets_[key];
-  for (const ProbeTarget& t : *targets) entries[t.fn] = t.offset - t.placed_at;
-  for (const ProbeTarget& t : found)  // the runtime's samples are named at mallocgc too
-    if (as_fn_kind(t.fn) == AS_FN_GO_MALLOC) entries[t.fn] = t.offset - t.placed_at;
-  if (go_heap.route == GoHeapRoute::Runtime) remember_go_runtime(key, shown, *targets);
+  // Every entry found, attached or not: a runtime's own samples are named at
+  // its allocator's entry (Go's at runtime.mallocgc) whichever way they came.
+  for (const ProbeTarget& t : found) entries[t.fn] = t.offset - t.placed_at;
+  runtimes_.on_probed(file, *targets);
   probed_targets_.try_emplace(key, std::move(found));  // bounded as the files probed are
-  if (go) note_go_program(key, elf, shown, go_heap);
   return true;
 }
 
@@ -268,12 +260,12 @@ Result<void> LibraryDiscovery::attach_process(pid_t pid, bool entered) {
     probed += *ok;
     searched += (searched.empty() ? "" : ", ") + m->path;
   }
-  if (auto go = files.size() == 1 ? go_files_.find(file_key(*files.front())) : go_files_.end();
-      !probed && go != go_files_.end())
-    return fail(
-        "process " + std::to_string(pid) + " (" + read_comm(pid) + ") is a Go program (" + go->second +
-        "), whose heap allocscope cannot sample: it reads Go 1.18 and later (their function table and "
-        "register ABI)");
+  std::string runtime_why =
+      files.size() == 1
+          ? runtimes_.unprobed_program(kernel_dev(file_key(*files.front())), files.front()->inode)
+          : "";
+  if (!probed && !runtime_why.empty())
+    return fail("process " + std::to_string(pid) + " (" + read_comm(pid) + ") is " + runtime_why);
   if (!probed)
     return fail("process " + std::to_string(pid) + " (" + read_comm(pid) +
                 ") maps no allocator allocscope knows (looked for malloc, mallocx, je_malloc, tc_malloc and "
@@ -364,7 +356,9 @@ void LibraryDiscovery::on_exec(uint32_t tgid) {
   if (files.size() == 1) {  // no interpreter: a static program, whose allocator is its own or none
     auto ok = attach_file(pid_t(tgid), *files.front());
     if (!ok) print_error("warning: " + ok.error().message);
-    if (ok && !*ok && !go_files_.contains(file_key(*files.front())) && ++without_allocator_ <= 3)
+    if (ok && !*ok &&
+        runtimes_.unprobed_program(kernel_dev(file_key(*files.front())), files.front()->inode).empty() &&
+        ++without_allocator_ <= 3)
       without_allocator_names_.push_back(files.front()->path);
     return;
   }
@@ -432,28 +426,6 @@ uint64_t LibraryDiscovery::allocator_address(uint32_t tgid, int fn) {
     if (off >= m.offset && off < m.offset + (m.end - m.start)) return m.start + (off - m.offset);
   }
   return 0;
-}
-
-void LibraryDiscovery::note_go_program(FileKey key, LazyElf& elf, const std::string& shown,
-                                       const GoHeapChoice& c) {
-  if (go_files_.contains(key)) return;  // counted once a file, whatever the processes running it
-  const Result<ElfFile>& file = elf.get();
-  std::optional<GoBuild> go = file ? go_build(*file) : std::nullopt;
-  if (!go) return;
-  if (go_files_.size() >= kMaxRemembered) go_files_.clear();
-  std::string& version = go_files_[key] = go->version.empty() ? "go1.17 or older" : go->version;
-  GoPrograms& counted = c.route == GoHeapRoute::Runtime ? go_profiled_
-                        : c.route == GoHeapRoute::Calls ? go_sampled_
-                                                        : go_unsampled_;
-  std::string why = c.route == GoHeapRoute::Calls ? ": " + c.why_calls : "";
-  if (++counted.count <= kMissedNamed) counted.names.push_back(shown + " (" + version + why + ")");
-}
-
-void LibraryDiscovery::remember_go_runtime(FileKey key, const std::string& shown,
-                                           const std::vector<ProbeTarget>& targets) {
-  for (const ProbeTarget& t : targets)
-    if (t.go_profile && go_runtime_files_.size() < kMaxRemembered)
-      go_runtime_files_.try_emplace(key, shown, *t.go_profile);
 }
 
 }  // namespace allocscope

@@ -25,9 +25,9 @@
 #include "host/proc_maps.h"
 #include "inject/breakpoints.h"
 #include "probe/bpf_session.h"
-#include "record/discovery/go_rates.h"
 #include "record/events/sink_hooks.h"
 #include "record/record.h"
+#include "runtime/registry.h"
 #include "symbols/symbolizer.h"
 
 namespace allocscope {
@@ -43,7 +43,10 @@ enum class InProcessUse { Alongside, Only, Preferred };
 
 class LibraryDiscovery : public LibraryWatch {
  public:
-  LibraryDiscovery(const RecordConfig& config, InProcessUse use, BpfSession& session, Symbolizer& symbolizer);
+  // `runtimes`: the language runtimes, which choose among their own entry
+  // points in the files probed.
+  LibraryDiscovery(const RecordConfig& config, InProcessUse use, BpfSession& session, Symbolizer& symbolizer,
+                   Runtimes& runtimes);
 
   // Probes every allocator process `pid` maps; fails when it maps none.
   // `entered`: allocscope loaded its library into the process, which
@@ -59,11 +62,6 @@ class LibraryDiscovery : public LibraryWatch {
   // detached and their files let go, so that an always-on recording keeps
   // only its live entries'. Once a second.
   void release_unmapped_copies();
-  // Go programs given a MemProfileRate set back to theirs (0), before the
-  // probes go.
-  void restore_go_rates() { go_rates_.restore_all(); }
-  // Those set as their runtime started, checked once it has (go_rates.h).
-  void recheck_go_rates();
   // Whether process `pid` maps a file that samples in process (the preload
   // library, another otel_memory provider): then nothing is loaded into it.
   bool samples_in_process(pid_t pid) const;
@@ -91,20 +89,6 @@ class LibraryDiscovery : public LibraryWatch {
   // allocscope knows (stripped ones), and the first few of their paths.
   uint64_t without_allocator() const { return without_allocator_; }
   const std::vector<std::string>& without_allocator_names() const { return without_allocator_names_; }
-  // Go programs that traced processes ran, and the first few of each kind
-  // with their Go release: those whose heap is read from their runtime's
-  // own sampling, those sampled at runtime.mallocgc (with why), and those
-  // not sampled (--no-go-heap, or releases before 1.18).
-  struct GoPrograms {
-    uint64_t count = 0;
-    std::vector<std::string> names;
-  };
-  const GoPrograms& go_profiled() const { return go_profiled_; }
-  const GoPrograms& go_sampled() const { return go_sampled_; }
-  const GoPrograms& go_unsampled() const { return go_unsampled_; }
-  // Of those read by their runtime's sampling, the ones whose runtime
-  // sampled nothing (MemProfileRate 0, or under one rate's bytes allocated).
-  GoPrograms go_unsampled_by_runtime() const;
 
   // System-wide: each allocator file probed, with its probes' sites and
   // the bytes their int3s replaced (read once per file), for an entered
@@ -118,7 +102,6 @@ class LibraryDiscovery : public LibraryWatch {
   void on_exec(uint32_t tgid) override;
   void on_fork(uint32_t parent, uint32_t child) override;
   void on_program_end(uint32_t tgid) override;
-  void on_program_start(uint32_t tgid, uint32_t kernel_dev, uint64_t ino) override;
   uint64_t allocator_address(uint32_t tgid, int fn) override;
 
  private:
@@ -163,30 +146,11 @@ class LibraryDiscovery : public LibraryWatch {
   void attach_pending(const PendingLibrary& p, const Mapping& m);
   void give_up(const PendingLibrary& p, const std::string& why);
   void miss(const std::string& name, const std::string& why);
-  // Counts the file if it is a Go program, its heap `sampled` or not.
-  void remember_go_runtime(FileKey key, const std::string& shown, const std::vector<ProbeTarget>& targets);
-  void note_go_program(FileKey key, LazyElf& elf, const std::string& shown, const GoHeapChoice& c);
-  // The runtime route for a Go program whose MemProfileRate is 0: its rate
-  // set, or (when it cannot be) its calls sampled instead.
-  // Under system-wide probes the route is the file's: every process that
-  // runs it is given the rate, held at its exec (on_program_start), and
-  // `pid` now if it runs it already.
-  void set_go_rate(pid_t pid, FileKey key, const std::string& path, std::vector<ProbeTarget>& targets,
-                   const std::vector<ProbeTarget>& found, GoHeapChoice& go_heap);
 
   BpfSession& session_;
   Symbolizer& symbolizer_;
-  bool system_wide_, naive_placement_, no_go_heap_, go_heap_calls_, verbose_;
-  // The Go runtimes of -p's processes, and a launched command's tree's, may
-  // be given the rate (memory profiling linked out).
-  bool sets_go_rates_;
-  // Process `pid` given the rate of the Go program at `site`: said when it
-  // cannot be (its heap goes unread).
-  void set_go_rate_of(pid_t pid, const GoRateSite& site);
-  std::map<FileKey, GoRateSite> go_rate_files_;  // system-wide: the programs each process is given it in
-  size_t go_rates_refused_ = 0;
-  uint64_t rate_;
-  GoRates go_rates_;
+  Runtimes& runtimes_;
+  bool system_wide_, naive_placement_, verbose_;
   InProcessUse use_;
   size_t max_files_;
   bool warned_full_ = false;
@@ -203,13 +167,9 @@ class LibraryDiscovery : public LibraryWatch {
   std::vector<std::string> missed_names_;
   uint64_t without_allocator_ = 0;
   std::vector<std::string> without_allocator_names_;
-  std::map<FileKey, std::string> go_files_;  // their Go release; bounded as not_allocators_ is
-  GoPrograms go_profiled_, go_sampled_, go_unsampled_;
-  std::map<FileKey, std::pair<std::string, as_go_profile>> go_runtime_files_;
-  std::map<FileKey, std::vector<ProbeTarget>>
-      probed_targets_;  // as found, before a Go route's choice  // shown name, its program
-  std::vector<inject::ProbedFile> probed_files_;  // probed_files(), for the files in
-  std::set<FileKey> files_with_sites_;            // ... these
+  std::map<FileKey, std::vector<ProbeTarget>> probed_targets_;  // as found, before a runtime's choice
+  std::vector<inject::ProbedFile> probed_files_;                // probed_files(), for the files in
+  std::set<FileKey> files_with_sites_;                          // ... these
   // Each entered copy's processes; a process maps one copy at most.
   void leave_copy(pid_t pid);  // process `pid` maps no entered copy now
   std::map<FileKey, std::set<pid_t>> copy_users_;

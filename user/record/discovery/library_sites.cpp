@@ -56,10 +56,7 @@ void LibraryDiscovery::on_fork(uint32_t parent, uint32_t child) {
   copy_of_[pid_t(child)] = copy->second;
 }
 
-void LibraryDiscovery::on_program_end(uint32_t tgid) {
-  go_rates_.forget(pid_t(tgid));
-  leave_copy(pid_t(tgid));
-}
+void LibraryDiscovery::on_program_end(uint32_t tgid) { leave_copy(pid_t(tgid)); }
 
 void LibraryDiscovery::leave_copy(pid_t pid) {
   auto copy = copy_of_.find(pid);
@@ -96,7 +93,8 @@ void LibraryDiscovery::release_unmapped_copies() {
 const std::vector<inject::ProbedFile>& LibraryDiscovery::probed_files() {
   if (!system_wide_) return probed_files_;
   for (const auto& [key, targets] : probed_targets_) {
-    if (files_with_sites_.contains(key) || go_files_.contains(key)) continue;
+    // A runtime's program is never entered (its heap is the runtime's).
+    if (files_with_sites_.contains(key) || runtimes_.owns_program(kernel_dev(key), key.second)) continue;
     auto held = held_files_.find(key);
     if (held == held_files_.end()) continue;
     files_with_sites_.insert(key);

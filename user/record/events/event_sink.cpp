@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/clocks.h"
 #include "host/cgroup_names.h"
-#include "record/clocks.h"
 #include "runtime/registry.h"
 #include "stats/sampling.h"
 

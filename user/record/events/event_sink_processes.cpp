@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "record/clocks.h"
+#include "base/clocks.h"
 #include "record/events/event_sink.h"
 #include "runtime/registry.h"
 
@@ -149,9 +149,9 @@ void EventSink::on_exec(const as_proc_event& e) {
   // (recording the whole machine, the kernel does not even wake the reader
   // for it: the start of a known program pays nothing for allocscope).
   if (e.fresh) hooks_.libraries.on_exec(e.tgid);
-  hooks_.libraries.on_program_start(e.tgid, e.dev, e.ino);  // before it goes on, when held
   hooks_.unwind.on_exec(e.tgid, e.dev, e.ino);
-  if (runtimes_) runtimes_->on_program(pid_t(e.tgid), e.dev, e.ino);  // before it goes on, when held
+  // The runtimes read (or set) what the program holds before it goes on, when held.
+  if (runtimes_) runtimes_->on_program(pid_t(e.tgid), e.dev, e.ino);
   if (e.held) release_when_prepared(e);
 }
 

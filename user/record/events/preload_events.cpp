@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/clocks.h"
 #include "host/process.h"
 #include "preload/entry_codes.h"
 #include "preload/trial_record.h"
-#include "record/clocks.h"
 
 namespace allocscope {
 

@@ -69,9 +69,6 @@ class LibraryWatch {
   // another), whatever the program.
   virtual void on_fork(uint32_t /*parent*/, uint32_t /*child*/) {}
   virtual void on_program_end(uint32_t /*tgid*/) {}
-  // A process runs the program of this file (kernel device encoding) now,
-  // held if the kernel could (before the program's first instruction).
-  virtual void on_program_start(uint32_t /*tgid*/, uint32_t /*kernel_dev*/, uint64_t /*ino*/) {}
   // Runtime address of allocator `fn` in process `tgid`, 0 if unknown.
   virtual uint64_t allocator_address(uint32_t tgid, int fn) = 0;
 };

@@ -15,11 +15,11 @@
 #include <functional>
 #include <vector>
 
+#include "base/clocks.h"
 #include "host/proc_maps.h"
 #include "host/process.h"
 #include "probe/bpf_session.h"
 #include "probe/kernel_features.h"
-#include "record/clocks.h"
 #include "record/discovery/injections.h"
 #include "record/messages.h"
 #include "record/session/recorder.h"
@@ -41,7 +41,7 @@ void Recorder::enter_busy(uint64_t now) {
   SessionParts& p = *r_.parts;
   p.injections.forget_ended();
   p.libraries.release_unmapped_copies();  // -p's too: an entered process may end before the recording
-  p.libraries.recheck_go_rates();
+  p.runtimes.recheck(now);
   if (!enters_busy(config_)) return;
   double trap_ns = p.session->kernel().trap_ns;
   for (uint32_t tgid :

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/clocks.h"
 #include "base/units.h"
 #include "host/process.h"
 #include "host/target.h"
@@ -25,7 +26,6 @@
 #include "probe/preload_channel.h"
 #include "probe/table_host.h"
 #include "probe/table_loader.h"
-#include "record/clocks.h"
 #include "record/events/event_sink.h"
 #include "record/events/preload_events.h"
 #include "record/events/session_hooks.h"
@@ -37,8 +37,8 @@
 #include "record/view/output_writer.h"
 #include "record/view/progress.h"
 #include "record/view/summary.h"
+#include "runtime/registry.h"
 #include "symbols/elf_file.h"
-#include "symbols/go_build.h"
 #include "symbols/symbolizer.h"
 
 namespace allocscope {
@@ -98,14 +98,13 @@ class PreloadRecorder {
   RecordingMeta meta(uint64_t duration_ms);
   int finish(const LoopEnd& l);
   void print_losses() const;
-  void note_go_program(pid_t pid);
 
   const RecordConfig& config_;
   std::string why_;
   LaunchPlan plan_;
   std::optional<PreloadChannel> channel_;
   Profile profile_;
-  Symbolizer symbolizer_;
+  Symbolizer symbolizer_{runtime_tables_readers()};
   UserspaceTableHost host_;
   TableLoader tables_{host_, config_.max_unwind_rows, config_.verbose};
   LaunchedTreeVerdicts verdicts_;
@@ -119,26 +118,10 @@ class PreloadRecorder {
   std::optional<Target> target_;
   int64_t start_wall_ns_ = 0;
   bool targets_ended_ = false;
-  // Go programs run (named once a file): without BPF their heap is not read.
-  std::set<std::pair<dev_t, ino_t>> go_files_;
-  uint64_t go_programs_ = 0;
-  std::vector<std::string> go_names_;
+  // The runtimes told of each process with a ring: without BPF, Go's heap
+  // is not read, and said so.
+  Runtimes runtimes_{RuntimeServices{symbolizer_}};
 };
-
-void PreloadRecorder::note_go_program(pid_t pid) {
-  constexpr size_t kMaxFiles = 4096, kNamed = 5;
-  std::string exe = "/proc/" + std::to_string(pid) + "/exe";
-  struct stat st {};
-  if (stat(exe.c_str(), &st) != 0 || go_files_.contains({st.st_dev, st.st_ino})) return;
-  if (go_files_.size() >= kMaxFiles) go_files_.clear();
-  go_files_.insert({st.st_dev, st.st_ino});
-  auto elf = ElfFile::open(exe);
-  std::optional<GoBuild> go = elf ? go_build(*elf) : std::nullopt;
-  if (!go) return;
-  if (++go_programs_ <= kNamed)
-    go_names_.push_back(read_comm(pid) + " (" + (go->version.empty() ? "go1.17 or older" : go->version) +
-                        ")");
-}
 
 Result<void> PreloadRecorder::prepare() {
   if (auto ok = check_before_recording(config_); !ok) return ok;
@@ -189,7 +172,7 @@ void PreloadRecorder::read_rings(bool final) {
   channel_->accept_waiting([&](const PreloadChannel::RingId& ring) {
     channel_->drain(feed, SIZE_MAX);  // what its earlier program wrote comes first
     events_.connected(uint32_t(ring.owner), ring.number, to_sink);
-    note_go_program(ring.owner);
+    runtimes_.on_process(pid_t(ring.owner));
     if (config_.unwind == UnwindMode::Dwarf) unwind_.prepare_process(uint32_t(ring.owner), [] {});
   });
   channel_->drain(feed, final ? SIZE_MAX : PreloadChannel::kMaxPerPass);
@@ -242,8 +225,7 @@ SourceFigures PreloadRecorder::figures() const {
 RecordingState PreloadRecorder::state() const {
   std::string sampling = describe_sampling(plan_, sink_.processes().ended_in_process(),
                                            sink_.processes().ended_through_probes());
-  return {figures(), profile_, sink_, tables_, 0,  0,  0, {}, 0,  {},       0,
-          {},        0,        {},    0,       {}, {}, 0, 0,  {}, sampling, nullptr};
+  return {figures(), profile_, sink_, tables_, 0, 0, 0, {}, {}, 0, 0, {}, sampling, nullptr};
 }
 
 RecordingMeta PreloadRecorder::meta(uint64_t duration_ms) {
@@ -276,15 +258,8 @@ void PreloadRecorder::print_losses() const {
                  (unsigned long long)c.small, c.small == 1 ? "" : "es",
                  format_bytes(double(PreloadChannel::kSmallRingBytes)).c_str(),
                  format_bytes(double(PreloadChannel::kMaxRingBytes)).c_str());
-  if (go_programs_) {
-    std::string names;
-    for (const std::string& n : go_names_) names += (names.empty() ? "" : ", ") + n;
-    std::fprintf(stderr,
-                 "allocscope: %llu Go program(s) ran: without BPF their heap (runtime.mallocgc) is not read, "
-                 "only their C allocations (cgo): %s%s\n",
-                 (unsigned long long)go_programs_, names.c_str(),
-                 go_programs_ > go_names_.size() ? ", ..." : "");
-  }
+  Counters none{};
+  for (const std::string& line : runtimes_.warnings(none)) print_error(line);
   if (events_.python_trials())
     std::fprintf(stderr,
                  "allocscope: python: without BPF, Python functions are not read: stacks in CPython (%llu "

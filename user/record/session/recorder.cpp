@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/clocks.h"
 #include "base/units.h"
 #include "host/privileges.h"
 #include "host/process.h"
@@ -23,7 +24,6 @@
 #include "probe/bpf_session.h"
 #include "probe/kernel_features.h"
 #include "probe/table_loader.h"
-#include "record/clocks.h"
 #include "record/discovery/filter_verdicts.h"
 #include "record/discovery/library_discovery.h"
 #include "record/events/event_sink.h"
@@ -264,7 +264,7 @@ void Recorder::announce(std::vector<Target>& targets) {
 int Recorder::finish(std::vector<Target>& targets, const LoopEnd& l) {
   bool launched = !targets.empty() && targets.front().launched();
   r_.parts->injections.eject_all();  // their allocators back before the probes go
-  r_.parts->libraries.restore_go_rates();
+  r_.parts->runtimes.restore();      // what the runtimes set in processes (Go rates) back, too
   r_.parts->session->detach();
   drain_events();
   r_.flush_ring_frees();

@@ -5,9 +5,9 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/clocks.h"
 #include "base/units.h"
 #include "host/process.h"
-#include "record/clocks.h"
 #include "record/messages.h"
 #include "record/scope.h"
 #include "record/session/recorder.h"

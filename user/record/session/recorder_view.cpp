@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "record/clocks.h"
+#include "base/clocks.h"
 #include "record/scope.h"
 #include "record/view/recording_builder.h"
 

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "base/clocks.h"
 #include "preload/trial_record.h"
-#include "record/clocks.h"
 #include "record/messages.h"
 #include "record/scope.h"
 
@@ -138,14 +138,6 @@ RecordingState RecordingContext::state() const {
                     parts->verdicts.verdicts_refused(),
                     l.without_allocator(),
                     l.without_allocator_names(),
-                    l.go_unsampled().count,
-                    l.go_unsampled().names,
-                    l.go_profiled().count,
-                    l.go_profiled().names,
-                    l.go_unsampled_by_runtime().count,
-                    l.go_unsampled_by_runtime().names,
-                    l.go_sampled().count,
-                    l.go_sampled().names,
                     l.missed_names(),
                     tallies.held_too_long,
                     tallies.live_swept,
@@ -154,6 +146,16 @@ RecordingState RecordingContext::state() const {
                     &parts->runtimes};
   if (auto rings = ring_counts()) st.ring_frees_lost = ring_frees_lost(*rings);
   return st;
+}
+
+RuntimeSettings runtime_settings(const RecordConfig& c) {
+  RuntimeSettings s;
+  s.rate = c.rate;
+  s.system_wide = system_wide(c);
+  s.writes_processes = c.inject && !c.all && (!c.pids.empty() || !c.command.empty());
+  if (c.no_go_heap) s.off.insert("go");
+  if (c.go_heap_calls) s.by_calls.insert("go");
+  return s;
 }
 
 void RecordingContext::sweep_stale_live() {

@@ -32,19 +32,22 @@
 
 namespace allocscope {
 
+// The recording's choices the language runtimes follow.
+RuntimeSettings runtime_settings(const RecordConfig& c);
+
 // What exists once the BPF session is open, in the order it is made (and
 // unmade in reverse): each part holds references to those above it.
 struct SessionParts {
   SessionParts(const RecordConfig& c, InProcessUse use, std::unique_ptr<BpfSession> s, Profile& profile,
                Symbolizer& symbolizer, CgroupNames& cgroup_names)
       : session(std::move(s)),
-        tables(*session, c.max_unwind_rows, c.verbose),
+        tables(*session, c.max_unwind_rows, c.verbose, runtime_tables_readers()),
         verdicts(c, *session, cgroup_names),
         kernel(*session),
         unwind(tables, symbolizer, c.unwind == UnwindMode::Dwarf),
-        libraries(c, use, *session, symbolizer),
-        injections(c),
-        runtimes({symbolizer, session.get()}),
+        runtimes({symbolizer, session.get(), runtime_settings(c)}),
+        libraries(c, use, *session, symbolizer, runtimes),
+        injections(c, runtimes),
         sink(profile, symbolizer, {verdicts, kernel, libraries, unwind}, c.max_stacks, c.per_process) {
     sink.use_runtimes(&runtimes);
     sink.use_cgroup_names(&cgroup_names);
@@ -55,9 +58,9 @@ struct SessionParts {
   FilterVerdicts verdicts;
   BpfKernelState kernel;
   SessionUnwind unwind;
+  Runtimes runtimes;
   LibraryDiscovery libraries;
   Injections injections;
-  Runtimes runtimes;
   EventSink sink;
 };
 
@@ -109,7 +112,7 @@ struct RecordingContext {
 
   const RecordConfig& config;
   Profile profile;
-  Symbolizer symbolizer;
+  Symbolizer symbolizer{runtime_tables_readers()};
   CgroupNames cgroup_names;
   std::unique_ptr<SessionParts> parts;  // once the session is open
   LaunchPlan plan;                      // a launched command: how its processes are sampled

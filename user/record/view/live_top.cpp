@@ -2,7 +2,7 @@
 
 #include <unistd.h>
 
-#include "record/clocks.h"
+#include "base/clocks.h"
 
 namespace allocscope {
 namespace {

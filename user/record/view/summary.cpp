@@ -18,14 +18,6 @@
 namespace allocscope {
 namespace {
 
-// The first names of `count` things, ", " between, "and N more" after.
-std::string joined(const std::vector<std::string>& names, uint64_t count) {
-  std::string s;
-  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
-  if (count > names.size()) s += " and " + std::to_string(count - names.size()) + " more";
-  return s;
-}
-
 // Samples the ring buffer lost, but for those of processes the filter then
 // rejected: never the recording's.
 uint64_t charged_ringbuf_drops(const Counters& k, const RecordingState& s) {
@@ -120,16 +112,16 @@ void print_process_drops(const RecordingState& s) {
 // Language runtimes whose frames could not be named, one line each, and why.
 static void print_runtime_warnings(const RecordingState& s) {
   if (!s.runtimes) return;
-  for (const std::string& w : s.runtimes->warnings(s.session.counters)) print_error("warning: " + w);
+  for (const std::string& w : s.runtimes->warnings(s.session.counters)) print_error(w);
 }
 
 void print_warnings(const RecordingState& s, const RecordConfig& config) {
   print_runtime_warnings(s);
-  // No sample of a Go program that allocates nothing through malloc: the
-  // warning about Go says why, another rate would not help.
+  // No sample of a program whose heap a runtime could not read (a Go
+  // program before 1.18): its warning says why, another rate would not help.
   uint64_t samples = s.session.counters[AS_CNT_SAMPLES];
   if (std::string hint = few_samples_hint(samples, config.rate, allocated_bytes(s));
-      !hint.empty() && !(samples == 0 && s.go_programs))
+      !hint.empty() && !(samples == 0 && s.runtimes && s.runtimes->programs_unread()))
     print_error("note: " + hint);
   Counters k = s.session.counters;
   const ProfileCounters& p = s.profile.counters();
@@ -172,33 +164,6 @@ void print_warnings(const RecordingState& s, const RecordConfig& config) {
                 "recorded (no malloc, mallocx, je_malloc, tc_malloc or mi_malloc symbol: stripped?): " +
                 names);
   }
-  if (s.go_programs)
-    print_error(
-        "warning: " + std::to_string(s.go_programs) +
-        " Go program(s) ran whose heap was not sampled (Go allocates from its own heap, "
-        "runtime.mallocgc; " +
-        (config.no_go_heap ? "--no-go-heap left it unprobed" : "allocscope reads Go 1.18 and later") +
-        "): only their C allocations (cgo) are recorded: " + joined(s.go_program_names, s.go_programs));
-  if (s.go_profiled)
-    print_error("note: " + std::to_string(s.go_profiled) +
-                " Go program(s) ran, their heap read from their runtime's own sampling (MemProfileRate): "
-                "allocated and in use, as of their last collection: " +
-                joined(s.go_profiled_names, s.go_profiled));
-  if (s.go_quiet)
-    print_error("note: " + std::to_string(s.go_quiet) +
-                " of them had no block sampled by their runtime: each allocated less than about 512 KiB, "
-                "or its MemProfileRate was 0 (GODEBUG=memprofilerate=0, or set so by the program; "
-                "--go-heap-calls samples every call): " +
-                joined(s.go_quiet_names, s.go_quiet));
-  if (s.go_sampled)
-    print_error("note: " + std::to_string(s.go_sampled) +
-                " Go program(s) ran, their heap sampled at runtime.mallocgc: allocated bytes and objects "
-                "only, in use not measured: " +
-                joined(s.go_sampled_names, s.go_sampled));
-  if (k[AS_CNT_GO_RATE])
-    print_error("warning: " + std::to_string(k[AS_CNT_GO_RATE]) +
-                " blocks Go runtimes sampled at a MemProfileRate their program set (not 512 KiB; 0 stops "
-                "their sampling) were not counted: record such programs with --go-heap-calls");
   if (uint64_t n = k[AS_CNT_USDT_RATE] + s.sink.other_rate())
     print_error("warning: " + std::to_string(n) +
                 " in-process samples were taken at another rate than --rate and not counted: record with "
@@ -302,12 +267,7 @@ NamedCounters recording_counters(const RecordingState& s) {
       {"unwind_tables", t.files},
       {"unwind_table_rows", t.rows},
       {"unwind_tables_failed", t.failed + t.full},
-      {"cgroups_unnamed", k[AS_CNT_CGROUP_DROPS]},
-      {"go_programs", s.go_programs},
-      {"go_programs_sampled", s.go_sampled},
-      {"go_programs_profiled", s.go_profiled},
-      {"go_programs_profiled_quiet", s.go_quiet},
-      {"go_samples_other_rate", k[AS_CNT_GO_RATE]}};
+      {"cgroups_unnamed", k[AS_CNT_CGROUP_DROPS]}};
   if (s.runtimes) s.runtimes->add_counters(k, c);
   return c;
 }
@@ -363,8 +323,9 @@ static void print_paths(const RecordingState& s) {
   for (const auto& [name, value] : s.session.paths)
     line += (line.empty() ? "" : ", ") + name + (name == "kernel" ? " " : ": ") + value;
   if (!s.sampling.empty()) line += ", sampling: " + s.sampling;
-  // A Go heap is read by probes whatever the C allocations' path.
-  if (s.sampling.starts_with("in process") && (s.go_profiled || s.go_sampled)) line += ", Go's heap: probes";
+  // A runtime's heap (Go's) is read by probes whatever the C allocations' path.
+  if (s.sampling.starts_with("in process") && s.runtimes)
+    for (const std::string& heap : s.runtimes->probed_heaps()) line += ", " + heap + ": probes";
   std::fprintf(stderr, "allocscope: %s\n", line.c_str());
   if (s.runtimes)
     for (const RuntimePath& p : s.runtimes->paths())

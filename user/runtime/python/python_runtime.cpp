@@ -291,15 +291,15 @@ std::vector<RuntimePath> PythonRuntime::paths() const {
 
 std::vector<std::string> PythonRuntime::warnings(KernelCounters kernel) const {
   std::vector<std::string> out;
-  for (const std::string& r : refusals_) out.push_back("python: " + r);
+  for (const std::string& r : refusals_) out.push_back("warning: python: " + r);
   if (uint64_t unnamed = counters_.unsupported - refusals_.size())
-    out.push_back("python: no frames for " + std::to_string(unnamed) + " more runtime(s)");
+    out.push_back("warning: python: no frames for " + std::to_string(unnamed) + " more runtime(s)");
   if (uint64_t unwalked = counters_.processes_unwalked + kernel[AS_CNT_PY_PROCESSES_FULL])
-    out.push_back("python: no frames for " + std::to_string(unwalked) +
+    out.push_back("warning: python: no frames for " + std::to_string(unwalked) +
                   " process(es) running CPython from a library: the kernel's table of them (" +
                   std::to_string(AS_PY_MAX_PROCESSES) + ") was full");
   if (uint64_t gone = counters_.codes_unreadable)
-    out.push_back("python: " + std::to_string(gone) +
+    out.push_back("warning: python: " + std::to_string(gone) +
                   " code object(s) were freed before they could be read (a module's top-level code, run once "
                   "at import, ended before allocscope reached its samples): their frames show as "
                   "[python code unreadable]");

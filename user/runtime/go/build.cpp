@@ -1,4 +1,4 @@
-#include "symbols/go_build.h"
+#include "runtime/go/build.h"
 
 #include <gelf.h>
 

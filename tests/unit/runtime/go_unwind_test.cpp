@@ -11,8 +11,9 @@
 #include <string>
 
 #include "go_programs.h"
+#include "runtime/go/pclntab.h"
+#include "runtime/registry.h"
 #include "symbols/elf_file.h"
-#include "symbols/go_pclntab.h"
 #include "symbols/unwind_table.h"
 #include "temp_dir.h"
 
@@ -74,10 +75,11 @@ TEST(GoUnwind, AStrippedProgramsRowsComeFromItsFunctionTable) {
   ASSERT_TRUE(elf);
   auto table = go_pclntab(*elf);
   ASSERT_TRUE(table);
-  auto rows = build_unwind_table(*elf);
+  auto rows = build_unwind_table(*elf, runtime_tables_readers());
   ASSERT_TRUE(rows) << rows.error().message;
-  EXPECT_EQ(rows->source, UnwindTable::Source::GoPclntab);
-  EXPECT_GT(rows->go_runs, 10000u);
+  EXPECT_EQ(rows->source, UnwindTable::Source::Runtime);
+  EXPECT_STREQ(source_name(*rows), "Go's pclntab");
+  EXPECT_GT(rows->runtime_runs, 10000u);
   auto row_at = [&](const char* function, uint64_t past_entry) {
     auto entry = table->entry(function);
     EXPECT_TRUE(entry) << function;

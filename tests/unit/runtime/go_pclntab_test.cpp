@@ -3,8 +3,6 @@
 // PIE built here both ways Go links one (its table in a section of its own,
 // or inside .data.rel.ro); a table cut short or of another layout is
 // refused.
-#include "symbols/go_pclntab.h"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -18,6 +16,7 @@
 #include <vector>
 
 #include "go_programs.h"
+#include "runtime/go/pclntab.h"
 #include "symbols/elf_file.h"
 #include "temp_dir.h"
 

@@ -2,8 +2,6 @@
 // runtime's functions and MemProfileRate by symbol and, stripped or PIE,
 // without; the choice between it and mallocgc's calls; the frames a
 // deferred walk still leaves out.
-#include "probe/go_runtime.h"
-
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <gtest/gtest.h>
@@ -16,7 +14,11 @@
 #include "go_programs.h"
 #include "probe/allocator_entries.h"
 #include "probe/allocator_probes.h"
-#include "symbols/go_pclntab.h"
+#include "probe/code_reading.h"
+#include "runtime/go/heap_route.h"
+#include "runtime/go/pclntab.h"
+#include "runtime/go/sampling.h"
+#include "runtime/registry.h"
 #include "symbols/stack_walk.h"
 
 namespace allocscope {
@@ -136,7 +138,8 @@ TEST(GoRuntimeSampling, FoundByTheFunctionTableAsByTheSymbols) {
     EXPECT_EQ(without->rate, rate->vaddr);
     for (const char* flags : {"-ldflags=-s\\ -w", "-buildmode=pie -ldflags=-s\\ -w"}) {
       SCOPED_TRACE(flags);
-      auto targets = find_allocator_probes(build_go_program(dir, "stripped", source, flags, go));
+      auto targets = find_allocator_probes(build_go_program(dir, "stripped", source, flags, go), false, "",
+                                           {}, runtime_entry_finders());
       ASSERT_TRUE(targets) << targets.error().message;
       std::vector<uint16_t> kinds;
       for (const ProbeTarget& t : *targets) kinds.push_back(as_fn_kind(t.fn));
@@ -216,7 +219,8 @@ TEST(GoRuntimeSampling, TheLinkedOutSwitchIsFoundByItsCode) {
 TEST(GoRuntimeSampling, AProgramWithoutRuntimePprofSamplesNothingUntilItsRateIsSet) {
   TempDir dir;
   auto targets = find_allocator_probes(
-      build_go_program(dir, "sites", workload_source("go_sites.go"), "-ldflags=-s\\ -w"));
+      build_go_program(dir, "sites", workload_source("go_sites.go"), "-ldflags=-s\\ -w"), false, "", {},
+      runtime_entry_finders());
   ASSERT_TRUE(targets) << targets.error().message;
   ASSERT_EQ(targets->size(), 3u);
   auto profile = std::find_if(targets->begin(), targets->end(),
@@ -308,6 +312,26 @@ TEST(LeaveOutOwnFrames, ACountOrUpToTheFrameInRange) {
   ips = {1, 2, 3};
   EXPECT_TRUE(leave_out_own_frames(ips, 2, w));  // more to skip than there is
   EXPECT_EQ(ips, (std::vector<uint64_t>{1, 2}));
+}
+
+// A Go program's allocator, found by its function table (gofmt is
+// stripped), probed where the kernel emulates the instruction, its size
+// register (rax) untouched before it.
+TEST(FindAllocatorProbes, GosMallocgcInAStrippedProgram) {
+  constexpr const char* kGofmt = "/usr/lib/go/bin/gofmt";
+  auto targets = find_allocator_probes(kGofmt, false, "", {}, runtime_entry_finders());
+  ASSERT_TRUE(targets) << targets.error().message;
+  ASSERT_EQ(targets->size(), 3u) << "mallocgc, and its runtime's idle sampling (no runtime/pprof)";
+  const ProbeTarget& t = targets->front();
+  EXPECT_EQ(as_fn_kind(t.fn), AS_FN_GO_MALLOC);
+  auto elf = ElfFile::open(kGofmt);
+  ASSERT_TRUE(elf);
+  EXPECT_EQ(t.vaddr, *go_pclntab(*elf)->entry("runtime.mallocgc"));
+  // Go 1.19's prologue: the stack check (cmp, not emulated), then its branch.
+  EXPECT_TRUE(t.emulated) << t.instruction;
+  EXPECT_TRUE(t.instruction.starts_with("jbe")) << t.instruction;
+  EXPECT_EQ(t.placed_at, 4u) << t.instruction;
+  EXPECT_TRUE(t.at_stack_check);  // a taken branch restarts the call: the program counts the restart
 }
 
 }  // namespace

@@ -1,14 +1,13 @@
 // Go programs told by the build information their linker leaves: Debian's
 // own Go programs (static and stripped, cgo, PIE), against what `go version`
 // says of them; a C program is none; made-up headers are refused.
-#include "symbols/go_build.h"
-
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "runtime/go/build.h"
 #include "symbols/elf_file.h"
 
 namespace allocscope {

@@ -1,4 +1,4 @@
-#include "symbols/go_pclntab.h"
+#include "runtime/go/pclntab.h"
 
 #include <gelf.h>
 
@@ -6,8 +6,8 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "runtime/go/build.h"
 #include "symbols/elf_file.h"
-#include "symbols/go_build.h"
 
 namespace allocscope {
 namespace {

@@ -1,4 +1,4 @@
-#include "probe/go_runtime.h"
+#include "runtime/go/sampling.h"
 
 #include <capstone/capstone.h>
 
@@ -8,7 +8,8 @@
 #include <iterator>
 #include <set>
 
-#include "symbols/go_pclntab.h"
+#include "probe/code_reading.h"
+#include "runtime/go/pclntab.h"
 
 namespace allocscope {
 
@@ -30,25 +31,6 @@ std::optional<GoProfileLayout> go_profile_layout(std::string_view version) {
 
 namespace {
 
-// Each instruction of `code` (at virtual address `address`) with its
-// details, to `visit` until it returns false; bytes that are no
-// instruction (Go pads with int3) are passed over.
-void disassemble(std::span<const uint8_t> code, uint64_t address,
-                 const std::function<bool(const cs_insn&)>& visit) {
-  csh h = 0;
-  if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK) return;
-  cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
-  cs_option(h, CS_OPT_SKIPDATA, CS_OPT_ON);
-  cs_insn* insn = cs_malloc(h);
-  const uint8_t* at = code.data();
-  size_t left = code.size();
-  uint64_t pc = address;
-  while (insn && cs_disasm_iter(h, &at, &left, &pc, insn))
-    if (insn->detail && !visit(*insn)) break;
-  if (insn) cs_free(insn, 1);
-  cs_close(&h);
-}
-
 // The displacement of operand i when it is the 8 bytes at [rax + disp].
 std::optional<int64_t> rax_field(const cs_x86& x, int i) {
   if (x.op_count <= i || x.operands[i].type != X86_OP_MEM || x.operands[i].size != 8) return std::nullopt;
@@ -62,18 +44,6 @@ x86_reg reg_of(const cs_x86& x, int i) {
 }
 
 }  // namespace
-
-std::vector<uint64_t> rip_targets(std::span<const uint8_t> code, uint64_t address) {
-  std::vector<uint64_t> out;
-  disassemble(code, address, [&](const cs_insn& insn) {
-    const cs_x86& x = insn.detail->x86;
-    for (uint8_t i = 0; i < x.op_count; ++i)
-      if (x.operands[i].type == X86_OP_MEM && x.operands[i].mem.base == X86_REG_RIP)
-        out.push_back(insn.address + insn.size + uint64_t(x.operands[i].mem.disp));
-    return true;
-  });
-  return out;
-}
 
 std::optional<uint64_t> go_rate_switch(std::span<const uint8_t> code, uint64_t address, uint64_t rate) {
   constexpr int kMostBetween = 4;  // instructions between the switch's read and the rate's write

@@ -65,8 +65,4 @@ std::optional<uint64_t> go_profstack_offset(std::span<const uint8_t> code, uint6
 // a cmov). Pure.
 std::optional<uint64_t> go_rate_switch(std::span<const uint8_t> code, uint64_t address, uint64_t rate);
 
-// The addresses of memory a function's code reads or writes relative to
-// rip (`code` at virtual address `address`). Pure.
-std::vector<uint64_t> rip_targets(std::span<const uint8_t> code, uint64_t address);
-
 }  // namespace allocscope

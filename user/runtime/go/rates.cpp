@@ -1,4 +1,4 @@
-#include "record/discovery/go_rates.h"
+#include "runtime/go/rates.h"
 
 #include <algorithm>
 #include <cerrno>
