@@ -3,7 +3,9 @@
 
 user/ is a stack of layers, lowest first (the order of user/CMakeLists.txt).
 A file in layer L may include headers of L and of the layers below it; the
-BPF ABI headers (bpf/) and system headers may be included anywhere. cli/ is
+ABI headers (bpf/: the kernel's in bpf/abi/, the preload library's wire in
+bpf/abi/preload/) and system headers may be included anywhere, but no layer
+includes the preload library's own headers (user/preload/). cli/ is
 the top floor and sees only the entry points of record and report and the
 base layer (and the agent's). user/preload/ is a C library loaded into traced programs: it
 includes no layer at all. Inside a layer with rooms (ROOMS), a file includes its layer's
@@ -87,6 +89,8 @@ def violations(root):
             if not m:
                 continue
             target = layer_of(m.group(1))
+            if m.group(1).startswith("preload/"):
+                bad.append((path, n, f"{own} includes {m.group(1)}, the preload library's own: its wire is bpf/abi/preload/"))
             if target and LAYERS.index(target) > LAYERS.index(own):
                 bad.append((path, n, f"{own} includes {m.group(1)} from the higher layer {target}"))
             why = room_violation(path.relative_to(root / "user").parts, m.group(1))

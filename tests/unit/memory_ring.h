@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "preload/shared_ring.h"
+#include "abi/preload/shared_ring.h"
 
 struct MemoryRing {
   explicit MemoryRing(uint64_t size) : bytes(AS_RING_HEADER_BYTES + size) {

@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "abi/preload/trial_record.h"
 #include "host/process.h"
 #include "preload/ring_channel.h"
-#include "preload/trial_record.h"
 #include "preload_child.h"
 #include "self_rows.h"
 #include "symbols/stack_walk.h"

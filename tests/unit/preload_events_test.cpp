@@ -19,12 +19,12 @@
 #include <string>
 #include <vector>
 
+#include "abi/preload/entry_codes.h"
+#include "abi/preload/trial_record.h"
 #include "base/clocks.h"
 #include "fake_sink_hooks.h"
 #include "model/profile.h"
-#include "preload/entry_codes.h"
 #include "preload/ring_channel.h"
-#include "preload/trial_record.h"
 #include "preload_child.h"
 #include "probe/preload_channel.h"
 #include "probe/table_host.h"

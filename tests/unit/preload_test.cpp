@@ -10,9 +10,9 @@
 #include <thread>
 #include <vector>
 
+#include "abi/preload/entry_codes.h"
 #include "host/preload_library.h"
 #include "preload/allocator_apis.h"
-#include "preload/entry_codes.h"
 #include "preload/sampled_set.h"
 #include "probe/allocator_entries.h"
 #include "probe/usdt_notes.h"

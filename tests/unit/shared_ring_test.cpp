@@ -3,7 +3,7 @@
 // ring or a taken lock counts its records lost and never waits, writers in
 // several threads and in a forked process lose nothing but what they count,
 // and a dead writer's busy record is passed.
-#include "preload/shared_ring.h"
+#include "abi/preload/shared_ring.h"
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>

@@ -7,8 +7,8 @@
 #include <execinfo.h>
 #include <stdint.h>
 
+#include "abi/preload/trial_record.h"
 #include "chain_fn.h"
-#include "preload/trial_record.h"
 
 struct trial_chain {
   struct as_ring_header* ring;

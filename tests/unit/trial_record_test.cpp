@@ -3,7 +3,7 @@
 // userspace with the kernel walk's step and this process's own tables,
 // reach every frame glibc's backtrace reaches, return address for return
 // address.
-#include "preload/trial_record.h"
+#include "abi/preload/trial_record.h"
 
 #include <gtest/gtest.h>
 #include <pthread.h>

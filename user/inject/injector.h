@@ -17,9 +17,9 @@
 #include <string_view>
 #include <vector>
 
+#include "abi/preload/inject_abi.h"
 #include "base/result.h"
 #include "base/unique_fd.h"
-#include "preload/inject_abi.h"
 
 namespace allocscope::inject {
 

@@ -9,7 +9,7 @@
 #include <dlfcn.h>
 #include <stdint.h>
 
-#include "preload/entry_codes.h"
+#include "abi/preload/entry_codes.h"
 #include "preload/sampler.h"
 
 typedef uintptr_t word;

@@ -7,8 +7,8 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include "abi/preload/inject_abi.h"
 #include "preload/allocator_apis.h"
-#include "preload/inject_abi.h"
 #include "preload/probe_sites.h"
 #include "preload/ring_channel.h"
 #include "preload/sampler.h"

@@ -20,13 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi/preload/entry_codes.h"
+#include "abi/preload/inject_abi.h"
 #include "allocscope.h"
 #include "preload/allocator_apis.h"
 #include "preload/boot_arena.h"
-#include "preload/entry_codes.h"
 #include "preload/got_slots.h"
 #include "preload/inject.h"
-#include "preload/inject_abi.h"
 #include "preload/python_domains.h"
 #include "preload/sampler.h"
 

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "preload/entry_codes.h"
+#include "abi/preload/entry_codes.h"
 #include "preload/sampler.h"
 
 /* Python's allocator interface (Include/cpython/pymem.h, stable since 3.5). */

@@ -13,12 +13,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "abi/preload/trial_record.h"
 #include "allocscope.h"
 #include "countdown.h"
 #include "preload/allocator_apis.h"
 #include "preload/inject.h"
 #include "preload/ring_channel.h"
-#include "preload/trial_record.h"
 
 AS_SEMAPHORE(otel_memory, alloc);
 AS_SEMAPHORE(otel_memory, free);

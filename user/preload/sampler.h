@@ -10,9 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "abi/preload/shared_ring.h"
 #include "preload/probe_sites.h"
 #include "preload/sampled_set.h"
-#include "preload/shared_ring.h"
 
 #define AS_HIDDEN __attribute__((visibility("hidden")))
 #define ALWAYS_INLINE static inline __attribute__((always_inline))

@@ -13,9 +13,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "abi/preload/channel.h"
+#include "abi/preload/shared_ring.h"
 #include "host/process.h"
-#include "preload/ring_channel.h"
-#include "preload/shared_ring.h"
 
 namespace allocscope {
 

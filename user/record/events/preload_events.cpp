@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "abi/preload/entry_codes.h"
+#include "abi/preload/trial_record.h"
 #include "base/clocks.h"
 #include "host/process.h"
-#include "preload/entry_codes.h"
-#include "preload/trial_record.h"
 
 namespace allocscope {
 

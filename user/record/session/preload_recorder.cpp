@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "abi/preload/channel.h"
+#include "abi/preload/trial_record.h"
 #include "base/clocks.h"
 #include "base/units.h"
 #include "host/process.h"
@@ -21,8 +23,6 @@
 #include "model/profile.h"
 #include "model/recording.h"
 #include "output/text_format.h"
-#include "preload/ring_channel.h"
-#include "preload/trial_record.h"
 #include "probe/preload_channel.h"
 #include "probe/table_host.h"
 #include "probe/table_loader.h"

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "abi/preload/channel.h"
 #include "base/clocks.h"
 #include "base/units.h"
 #include "host/privileges.h"
@@ -20,7 +21,6 @@
 #include "host/target.h"
 #include "output/outputs.h"
 #include "output/text_format.h"
-#include "preload/ring_channel.h"
 #include "probe/bpf_session.h"
 #include "probe/kernel_features.h"
 #include "probe/table_loader.h"

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "abi/preload/trial_record.h"
 #include "base/clocks.h"
-#include "preload/trial_record.h"
 #include "record/messages.h"
 #include "record/scope.h"
 

@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "abi/preload/shared_ring.h"
 #include "allocscope.h"
-#include "preload/shared_ring.h"
 
 enum as_trial_kind {
   AS_TRIAL_ALLOC = 1, /* struct as_trial_alloc, then walk.len bytes of stack */
