@@ -99,7 +99,7 @@ go_build_cache() {
 build() {
   local go
   go=$(newer_go)
-  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DALLOCSCOPE_WERROR=ON -DBUILD_TESTING=ON \
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DALLOCSCOPE_WERROR=ON -DBUILD_TESTING=ON -DALLOCSCOPE_TEST_HOOKS=ON \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
     -DALLOCSCOPE_BENCH=ON -DALLOCSCOPE_NEWER_GO="$go" -DALLOCSCOPE_GO_CACHE="$(go_build_cache)" >/dev/null || return
   cmake --build "$BUILD" -j"$(nproc)"
@@ -110,7 +110,8 @@ build() {
 # the build's time (147 against 97 CPU seconds). `build` makes them again with it.
 build_demo() {
   cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
-    -DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG" -DBUILD_TESTING=OFF -DALLOCSCOPE_BENCH=OFF >/dev/null || return
+    -DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG" -DBUILD_TESTING=OFF -DALLOCSCOPE_TEST_HOOKS=OFF -DALLOCSCOPE_BENCH=OFF \
+    >/dev/null || return
   cmake --build "$BUILD" -j"$(nproc)" --target allocscope allocscope_preload alloc_sites
 }
 
@@ -287,6 +288,7 @@ sanitized_build() {
   cmake -S . -B "$BUILD-sanitize" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
     -DALLOCSCOPE_SANITIZE=ON -DALLOCSCOPE_WERROR=OFF -DALLOCSCOPE_NEWER_GO="$go" -DALLOCSCOPE_INTEGRATION_TESTS=OFF \
+    -DALLOCSCOPE_TEST_HOOKS=ON \
     -DALLOCSCOPE_GO_CACHE="$(go_build_cache)" >/dev/null || return
   cmake --build "$BUILD-sanitize" -j"$(nproc)"
 }
