@@ -32,22 +32,26 @@ static __always_inline void go_malloc(struct pt_regs *ctx, __u64 cookie) {
   emit_alloc(ctx, fn, size, offset, 0, AS_EVF_COLLECTED, &own);
 }
 
-SEC("uprobe")
-int go_malloc_classic(struct pt_regs *ctx) {
-  as_no_private_stack(ctx, tail_classic);
-  count(AS_CNT_TRAPS);
-  go_malloc(ctx, bpf_get_attach_cookie(ctx));
-  return 0;
-}
+/* Each Go probe's program twice: for a classic uprobe link and for a
+ * uprobe_multi link (kernels with sessions), each with its own tail-call
+ * map (see as_no_private_stack). */
+#define AS_GO_PROGRAMS(name)                \
+  SEC("uprobe")                             \
+  int name##_classic(struct pt_regs *ctx) { \
+    as_no_private_stack(ctx, tail_classic); \
+    count(AS_CNT_TRAPS);                    \
+    name(ctx, bpf_get_attach_cookie(ctx));  \
+    return 0;                               \
+  }                                         \
+  SEC("uprobe")                             \
+  int name##_multi(struct pt_regs *ctx) {   \
+    as_no_private_stack(ctx, tail_multi);   \
+    count(AS_CNT_TRAPS);                    \
+    name(ctx, bpf_get_attach_cookie(ctx));  \
+    return 0;                               \
+  }
 
-/* The same through a uprobe_multi link (kernels with sessions). */
-SEC("uprobe")
-int go_malloc_multi(struct pt_regs *ctx) {
-  as_no_private_stack(ctx, tail_multi);
-  count(AS_CNT_TRAPS);
-  go_malloc(ctx, bpf_get_attach_cookie(ctx));
-  return 0;
-}
+AS_GO_PROGRAMS(go_malloc)
 
 /* The Go programs whose runtime's own samples are taken (userspace fills
  * a slot per program; the probes' cookies name it). */
@@ -119,34 +123,5 @@ static __always_inline void go_free(struct pt_regs *ctx, __u64 cookie) {
   if (kind == ((cookie >> AS_COOKIE_GO_SHIFT) & 0xff)) free_address(ctx->bx);
 }
 
-SEC("uprobe")
-int go_profile_classic(struct pt_regs *ctx) {
-  as_no_private_stack(ctx, tail_classic);
-  count(AS_CNT_TRAPS);
-  go_profile(ctx, bpf_get_attach_cookie(ctx));
-  return 0;
-}
-
-SEC("uprobe")
-int go_profile_multi(struct pt_regs *ctx) {
-  as_no_private_stack(ctx, tail_multi);
-  count(AS_CNT_TRAPS);
-  go_profile(ctx, bpf_get_attach_cookie(ctx));
-  return 0;
-}
-
-SEC("uprobe")
-int go_free_classic(struct pt_regs *ctx) {
-  as_no_private_stack(ctx, tail_classic);
-  count(AS_CNT_TRAPS);
-  go_free(ctx, bpf_get_attach_cookie(ctx));
-  return 0;
-}
-
-SEC("uprobe")
-int go_free_multi(struct pt_regs *ctx) {
-  as_no_private_stack(ctx, tail_multi);
-  count(AS_CNT_TRAPS);
-  go_free(ctx, bpf_get_attach_cookie(ctx));
-  return 0;
-}
+AS_GO_PROGRAMS(go_profile)
+AS_GO_PROGRAMS(go_free)
