@@ -18,10 +18,18 @@ namespace allocscope {
 
 namespace {
 
-const CLI::Validator kMetric =
-    parsed_by(parse_metric, "metric (alloc_space, alloc_objects, inuse_space or inuse_objects)");
-const char* const kFormats = "folded, svg, pprof, top or json";
-const CLI::Validator kFormat = parsed_by(parse_format, "format (folded, svg, pprof, top, json)");
+const CLI::Validator kMetric = parsed_by(parse_metric, "metric (" + names_of(kMetrics, " or ") + ")");
+const std::string kFormatNames = names_of(kFormats, " or ");
+const CLI::Validator kFormat = parsed_by(parse_format, "format (" + names_of(kFormats) + ")");
+
+// An enum table's names, as CLI11's IsMember takes them (completions and the
+// man pages list them).
+template <typename Table>
+std::vector<std::string> choices(const Table& table) {
+  std::vector<std::string> names;
+  for (const auto& row : table) names.emplace_back(row.name);
+  return names;
+}
 
 // Options both subcommands share: how estimates and intervals are shown.
 void add_estimate_options(CLI::App* app, RenderOptions& o) {
@@ -113,8 +121,7 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, OptionText& t) {
                   "allocscope.pb.gz (pprof: allocscope report reads it)")
       ->type_name("FILE")
       ->allow_extra_args(false);  // one path per -o, so "-o x -- cmd --flag" stays intact
-  rec->add_option("--format", t.format,
-                  std::string("Format of every output, whatever its extension: ") + kFormats)
+  rec->add_option("--format", t.format, "Format of every output, whatever its extension: " + kFormatNames)
       ->type_name("FORMAT")
       ->check(kFormat);
   add_output_mode(rec, t);
@@ -364,7 +371,7 @@ CLI::App* add_report(CLI::App& app, ReportConfig& c, OptionText& t) {
                   "Output file, repeatable (format from the extension); default: stdout")
       ->type_name("FILE")
       ->allow_extra_args(false);
-  rep->add_option("--format", t.format, std::string("Format of every output: ") + kFormats)
+  rep->add_option("--format", t.format, "Format of every output: " + kFormatNames)
       ->type_name("FORMAT")
       ->check(kFormat);
   add_output_mode(rep, t);
@@ -388,12 +395,12 @@ CLI::App* add_report(CLI::App& app, ReportConfig& c, OptionText& t) {
                   "Top table rows: function (as the allocator's direct caller), stack or process")
       ->type_name("KIND")
       ->capture_default_str()
-      ->check(CLI::IsMember({"function", "stack", "process"}));
+      ->check(CLI::IsMember(choices(kTopBy)));
   rep->add_option("--sort", t.sort,
                   "Order of the rows: value (the metric), samples, lifetime (median) or name")
       ->type_name("ORDER")
       ->capture_default_str()
-      ->check(CLI::IsMember({"value", "samples", "lifetime", "name"}));
+      ->check(CLI::IsMember(choices(kTopSort)));
   rep->add_option("--long-lived", c.render.long_lived_share,
                   "Long-lived: alive for more than this share of the recording (0 to 1)")
       ->type_name("SHARE")
@@ -450,11 +457,8 @@ CLI::App* add_report(CLI::App& app, ReportConfig& c, OptionText& t) {
 
 void finish_report(ReportConfig& c, OptionText& t) {
   if (!t.metric.empty()) c.metric = *parse_metric(t.metric);
-  c.render.top_by = t.by == "stack" ? TopBy::Stack : t.by == "process" ? TopBy::Process : TopBy::Function;
-  c.render.sort = t.sort == "samples"    ? TopSort::Samples
-                  : t.sort == "lifetime" ? TopSort::Lifetime
-                  : t.sort == "name"     ? TopSort::Name
-                                         : TopSort::Value;
+  c.render.top_by = parse_named(kTopBy, t.by).value_or(TopBy::Function);
+  c.render.sort = parse_named(kTopSort, t.sort).value_or(TopSort::Value);
   c.outputs = output_specs(t.outputs, t, t.format, "-", Format::Top);
 }
 

@@ -254,9 +254,7 @@ void HttpApi::profile(const Addressed& a, bool heap, const httplib::Request& req
 void HttpApi::flamegraph(const Addressed& a, const httplib::Request& req, httplib::Response& res) {
   std::string name = req.has_param("metric") ? req.get_param_value("metric") : "inuse_space";
   auto metric = parse_metric(name);
-  if (!metric)
-    return error(res, 400,
-                 "unknown metric '" + name + "' (alloc_space, alloc_objects, inuse_space, inuse_objects)");
+  if (!metric) return error(res, 400, "unknown metric '" + name + "' (" + names_of(kMetrics) + ")");
   bool found = false;
   InstanceSelector keep = selector(a.target, labels_, found);
   Recording r;

@@ -17,25 +17,9 @@ void settle_process(Profile::ProcessPeak& p, uint64_t ts_ns) {
 
 }  // namespace
 
-std::optional<Metric> parse_metric(std::string_view name) {
-  for (Metric m : {Metric::AllocSpace, Metric::AllocObjects, Metric::InuseSpace, Metric::InuseObjects})
-    if (name == metric_name(m)) return m;
-  return std::nullopt;
-}
+std::optional<Metric> parse_metric(std::string_view name) { return parse_named(kMetrics, name); }
 
-const char* metric_name(Metric m) {
-  switch (m) {
-    case Metric::AllocSpace:
-      return "alloc_space";
-    case Metric::AllocObjects:
-      return "alloc_objects";
-    case Metric::InuseSpace:
-      return "inuse_space";
-    case Metric::InuseObjects:
-      return "inuse_objects";
-  }
-  return "?";
-}
+const char* metric_name(Metric m) { return name_of(kMetrics, m).data(); }  // the table's literals end in NUL
 
 double StackTotals::value(Metric m) const {
   switch (m) {

@@ -2,6 +2,7 @@
 // live estimates, with the live set de-attributed on free. Pure logic.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -11,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/named.h"
 #include "model/peak.h"
 #include "stats/intervals.h"
 #include "stats/lifetimes.h"
@@ -21,6 +23,10 @@ namespace allocscope {
 inline constexpr uint64_t kTruncatedFrame = 0;
 
 enum class Metric { AllocSpace, AllocObjects, InuseSpace, InuseObjects };
+inline constexpr std::array<Named<Metric>, 4> kMetrics{{{Metric::AllocSpace, "alloc_space"},
+                                                        {Metric::AllocObjects, "alloc_objects"},
+                                                        {Metric::InuseSpace, "inuse_space"},
+                                                        {Metric::InuseObjects, "inuse_objects"}}};
 std::optional<Metric> parse_metric(std::string_view name);
 const char* metric_name(Metric m);
 inline bool metric_is_bytes(Metric m) { return m == Metric::AllocSpace || m == Metric::InuseSpace; }

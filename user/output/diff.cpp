@@ -1,6 +1,7 @@
 #include "output/diff.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -170,6 +171,20 @@ std::string render_diff_svg(const Recording& base, const Recording& now, const R
   f.icicle_when_tall = o.icicle_when_tall;
   f.diff = true;
   return render_flamegraph(stacks, f);
+}
+
+Result<std::string> render_diff(const Recording& base, const Recording& now, Format f,
+                                const RenderOptions& o) {
+  switch (f) {
+    case Format::Top:
+      return render_diff_table(base, now, o);
+    case Format::Json:
+      return render_diff_json(base, now, o);
+    case Format::Svg:
+      return render_diff_svg(base, now, o);
+    default:
+      return fail(std::string("report --diff writes no ") + format_name(f), EINVAL);
+  }
 }
 
 }  // namespace allocscope

@@ -37,5 +37,9 @@ std::string render_diff_json(const Recording& base, const Recording& now, const 
 // A differential flame graph: NEW's frames, coloured by the change of the
 // stacks whose change is beyond sampling noise.
 std::string render_diff_svg(const Recording& base, const Recording& now, const RenderOptions& o);
+// The comparison as report --diff writes it in format `f`: Top the table,
+// Json, Svg the flame graph; another format fails.
+Result<std::string> render_diff(const Recording& base, const Recording& now, Format f,
+                                const RenderOptions& o);
 
 }  // namespace allocscope

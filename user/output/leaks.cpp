@@ -1,6 +1,7 @@
 #include "output/leaks.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -171,6 +172,17 @@ std::string render_leak_json(const LeakReport& r, const RenderOptions& o) {
                               {"final_at_exit_left_out", r.final_at_exit_left_out},
                               {"rows", rows}};
   return j.dump(1) + "\n";
+}
+
+Result<std::string> render_leaks(const LeakReport& r, Format f, const RenderOptions& o, size_t files) {
+  switch (f) {
+    case Format::Top:
+      return render_leak_table(r, o, files);
+    case Format::Json:
+      return render_leak_json(r, o);
+    default:
+      return fail(std::string("report --leaks writes no ") + format_name(f), EINVAL);
+  }
 }
 
 }  // namespace allocscope

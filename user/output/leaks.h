@@ -42,5 +42,8 @@ LeakReport find_leaks(std::vector<Recording> series, const RenderOptions& o);
 
 std::string render_leak_table(const LeakReport& r, const RenderOptions& o, size_t files);
 std::string render_leak_json(const LeakReport& r, const RenderOptions& o);
+// The suspects as report --leaks writes them in format `f` (`files` the
+// series' profiles): Top the table, Json; another format fails.
+Result<std::string> render_leaks(const LeakReport& r, Format f, const RenderOptions& o, size_t files);
 
 }  // namespace allocscope

@@ -172,12 +172,6 @@ Result<std::string> save_elsewhere(std::string_view content, const std::string& 
   return fail(last);
 }
 
-bool suffix_names_format(std::string_view path) {
-  for (std::string_view ext : {".pb.gz", ".pprof", ".pb", ".svg", ".json", ".txt", ".top", ".folded"})
-    if (path.ends_with(ext)) return true;
-  return false;
-}
-
 std::string tagged_path(const std::string& path, const std::string& tag) {
   size_t slash = path.rfind('/');
   size_t dot = path.find('.', slash == std::string::npos ? 0 : slash + 1);
@@ -192,11 +186,16 @@ std::string numbered_path(const std::string& path, unsigned n) {
 
 Result<void> write_outputs(const Recording& r, const std::vector<OutputSpec>& outputs,
                            const RenderOptions& o) {
+  return write_outputs(outputs, [&](Format f) { return render(r, f, o); });
+}
+
+Result<void> write_outputs(const std::vector<OutputSpec>& outputs,
+                           const std::function<Result<std::string>(Format)>& render_as) {
   // One output that fails (a full disk, a closed pipe) does not cost the
   // others; the error names every one that failed, the first's code.
   std::optional<Error> failed;
   for (const OutputSpec& out : outputs) {
-    auto text = render(r, out.format, o);
+    auto text = render_as(out.format);
     Result<void> ok = text ? write_file_atomically(out.path, *text, out.mode)
                            : fail("write " + out.path + ": " + text.error().message, text.error().code);
     if (ok) continue;

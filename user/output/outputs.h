@@ -1,6 +1,7 @@
 // Output files: written whole or not at all.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -43,10 +44,6 @@ void give_outputs_to(unsigned uid, unsigned gid);
 // in the current directory, else in $TMPDIR or /tmp. Its path.
 Result<std::string> save_elsewhere(std::string_view content, const std::string& suffix);
 
-// Whether the path's suffix names a format (.pb.gz, .pprof, .pb, .svg,
-// .json, .txt, .top, .folded): any other is written as folded stacks.
-bool suffix_names_format(std::string_view path);
-
 // "heap.pb.gz", 3 -> "heap.3.pb.gz": numbered outputs of --interval.
 std::string numbered_path(const std::string& path, unsigned n);
 // "heap.pb.gz", "peak" -> "heap.peak.pb.gz": an output's companions.
@@ -56,5 +53,9 @@ std::string tagged_path(const std::string& path, const std::string& tag);
 // error names all that failed.
 Result<void> write_outputs(const Recording& r, const std::vector<OutputSpec>& outputs,
                            const RenderOptions& o);
+// The same for what another renderer makes of each format (report --diff's,
+// --leaks').
+Result<void> write_outputs(const std::vector<OutputSpec>& outputs,
+                           const std::function<Result<std::string>(Format)>& render_as);
 
 }  // namespace allocscope

@@ -145,36 +145,17 @@ bool any_frame_matches(const Recording& r, const RecSample& s, const Pattern& re
 
 }  // namespace
 
-std::optional<Format> parse_format(std::string_view name) {
-  for (Format f : {Format::Folded, Format::Svg, Format::Pprof, Format::Top, Format::Json})
-    if (name == format_name(f)) return f;
+std::optional<Format> parse_format(std::string_view name) { return parse_named(kFormats, name); }
+
+const char* format_name(Format f) { return name_of(kFormats, f).data(); }  // the table's literals end in NUL
+
+std::optional<Format> format_named_by(std::string_view path) {
+  for (const Named<Format>& s : kFormatSuffixes)
+    if (path.ends_with(s.name)) return s.value;
   return std::nullopt;
 }
 
-const char* format_name(Format f) {
-  switch (f) {
-    case Format::Folded:
-      return "folded";
-    case Format::Svg:
-      return "svg";
-    case Format::Pprof:
-      return "pprof";
-    case Format::Top:
-      return "top";
-    case Format::Json:
-      return "json";
-  }
-  return "?";
-}
-
-Format format_for_path(std::string_view path) {
-  for (std::string_view ext : {".pb.gz", ".pprof", ".pb"})
-    if (path.ends_with(ext)) return Format::Pprof;
-  if (path.ends_with(".svg")) return Format::Svg;
-  if (path.ends_with(".json")) return Format::Json;
-  if (path.ends_with(".txt") || path.ends_with(".top")) return Format::Top;
-  return Format::Folded;
-}
+Format format_for_path(std::string_view path) { return format_named_by(path).value_or(Format::Folded); }
 
 std::string describe(const Recording& r, Metric m) {
   char buf[160];

@@ -1,12 +1,14 @@
 // A Recording rendered in each output format; pure (no files).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/named.h"
 #include "base/pattern.h"
 #include "base/result.h"
 #include "model/recording.h"
@@ -14,14 +16,35 @@
 namespace allocscope {
 
 enum class Format { Folded, Svg, Pprof, Top, Json };
+inline constexpr std::array<Named<Format>, 5> kFormats{{{Format::Folded, "folded"},
+                                                        {Format::Svg, "svg"},
+                                                        {Format::Pprof, "pprof"},
+                                                        {Format::Top, "top"},
+                                                        {Format::Json, "json"}}};
+// The file suffixes that name a format.
+inline constexpr std::array<Named<Format>, 8> kFormatSuffixes{{{Format::Pprof, ".pb.gz"},
+                                                               {Format::Pprof, ".pprof"},
+                                                               {Format::Pprof, ".pb"},
+                                                               {Format::Svg, ".svg"},
+                                                               {Format::Json, ".json"},
+                                                               {Format::Top, ".txt"},
+                                                               {Format::Top, ".top"},
+                                                               {Format::Folded, ".folded"}}};
 std::optional<Format> parse_format(std::string_view name);
 const char* format_name(Format f);
-// By extension: .pb.gz/.pprof/.pb -> pprof, .svg, .json, .txt/.top -> top,
-// anything else (.folded, .stacks) -> folded.
+// The format the path's suffix names (kFormatSuffixes), if it names one.
+std::optional<Format> format_named_by(std::string_view path);
+// The same, anything else (.stacks, none) folded stacks.
 Format format_for_path(std::string_view path);
 
 enum class TopBy { Function, Stack, Process };
+inline constexpr std::array<Named<TopBy>, 3> kTopBy{
+    {{TopBy::Function, "function"}, {TopBy::Stack, "stack"}, {TopBy::Process, "process"}}};
 enum class TopSort { Value, Samples, Lifetime, Name };
+inline constexpr std::array<Named<TopSort>, 4> kTopSort{{{TopSort::Value, "value"},
+                                                         {TopSort::Samples, "samples"},
+                                                         {TopSort::Lifetime, "lifetime"},
+                                                         {TopSort::Name, "name"}}};
 
 struct RenderOptions {
   Metric metric = Metric::AllocSpace;

@@ -50,12 +50,7 @@ Result<void> run_leaks(const ReportConfig& c, const SampleFilter& filter) {
     series.push_back(filter_samples(*r, filter));
   }
   LeakReport leaks = find_leaks(series, c.render);
-  for (const OutputSpec& out : c.outputs) {
-    std::string text = out.format == Format::Json ? render_leak_json(leaks, c.render)
-                                                  : render_leak_table(leaks, c.render, series.size());
-    if (auto ok = write_file_atomically(out.path, text, out.mode); !ok) return ok;
-  }
-  return {};
+  return write_outputs(c.outputs, [&](Format f) { return render_leaks(leaks, f, c.render, series.size()); });
 }
 
 // --timeline: the series charted, a point at the end of each profile.
@@ -125,13 +120,7 @@ Result<void> run(const ReportConfig& c) {
   auto base = load(c.diff_base);
   if (!base) return fail(base.error());
   Recording base_shown = filter_samples(*base, *filter);
-  for (const OutputSpec& out : c.outputs) {
-    std::string text = out.format == Format::Svg    ? render_diff_svg(base_shown, shown, o)
-                       : out.format == Format::Json ? render_diff_json(base_shown, shown, o)
-                                                    : render_diff_table(base_shown, shown, o);
-    if (auto ok = write_file_atomically(out.path, text, out.mode); !ok) return ok;
-  }
-  return {};
+  return write_outputs(c.outputs, [&](Format f) { return render_diff(base_shown, shown, f, o); });
 }
 
 }  // namespace

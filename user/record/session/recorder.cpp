@@ -147,11 +147,10 @@ Result<void> check_before_recording(const RecordConfig& c) {
     if (auto ok = check_output(path); !ok) return ok;
   // A suffix that names no format: folded stacks, said before the run.
   for (const OutputSpec& o : c.outputs)
-    if (o.format == Format::Folded && !o.format_chosen && !suffix_names_format(o.path) && o.path != "-" &&
+    if (o.format == Format::Folded && !o.format_chosen && !format_named_by(o.path) && o.path != "-" &&
         !o.path.starts_with("/dev/") && !c.quiet)
-      print_error(
-          "note: " + o.path +
-          " is written as folded stacks (its suffix names no format: .pb.gz, .svg, .json, .txt, .folded)");
+      print_error("note: " + o.path + " is written as folded stacks (its suffix names no format: " +
+                  names_of(kFormatSuffixes) + ")");
   return {};
 }
 
