@@ -21,7 +21,10 @@ import sys
 
 LAYERS = ["base", "stats", "model", "host", "symbols", "output", "probe", "runtime", "inject", "record", "report", "agent", "check"]
 CLI_ALLOWED = {"record/record.h", "report/report.h", "agent/agent.h", "check/check.h"}
-ROOMS = {"record": ["events", "discovery", "view", "session"]}
+ROOMS = {
+    "probe": ["placement", "features", "tables", "session"],
+    "record": ["events", "discovery", "view", "session"],
+}
 SIBLINGS = {"runtime"}
 REGISTRY = {"runtime/registry.cpp"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <span>
 
-#include "probe/probe_placement.h"
+#include "probe/placement/probe_placement.h"
 #include "runtime/go/build.h"
 #include "runtime/go/pclntab.h"
 

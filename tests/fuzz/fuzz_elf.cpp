@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "probe/probe_placement.h"
-#include "probe/usdt_notes.h"
+#include "probe/placement/probe_placement.h"
+#include "probe/placement/usdt_notes.h"
 #include "runtime/registry.h"
 #include "symbols/elf_file.h"
 #include "symbols/unwind_table.h"

@@ -27,7 +27,7 @@
 #include "host/proc_maps.h"
 #include "host/process.h"
 #include "output/pprof.h"
-#include "probe/allocator_probes.h"
+#include "probe/placement/allocator_probes.h"
 #include "stats/sampling.h"
 
 namespace allocscope::test {

@@ -1,7 +1,7 @@
 // HoldGuard with a real BPF map and real stopped processes: a process held
 // is continued once, by whoever deletes its entry, and never left stopped
 // when the session ends or allocscope dies.
-#include "probe/hold_guard.h"
+#include "probe/session/hold_guard.h"
 
 #include <bpf/bpf.h>
 #include <gtest/gtest.h>

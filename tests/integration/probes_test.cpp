@@ -7,8 +7,8 @@
 #include <regex>
 
 #include "harness.h"
-#include "probe/bpf_session.h"
-#include "probe/kernel_features.h"
+#include "probe/features/kernel_features.h"
+#include "probe/session/bpf_session.h"
 
 namespace allocscope::test {
 namespace {

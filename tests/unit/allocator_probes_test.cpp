@@ -1,6 +1,6 @@
 // Which allocator entry points get a uprobe: symbol selection on made-up
 // symbol tables, then the whole lookup on this machine's own C library.
-#include "probe/allocator_probes.h"
+#include "probe/placement/allocator_probes.h"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "host/proc_maps.h"
-#include "probe/allocator_entries.h"
+#include "probe/placement/allocator_entries.h"
 
 namespace allocscope {
 namespace {

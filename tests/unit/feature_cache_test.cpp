@@ -2,7 +2,7 @@
 // same, anything else (another boot or build, a feature this build does not
 // know or lacks) is probed again, and the file is trusted only where root
 // alone could have written it.
-#include "probe/feature_cache.h"
+#include "probe/features/feature_cache.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -2,13 +2,13 @@
 // forced fallbacks, the probe mode and placement they lead to. Pure logic on
 // KernelFeatures values built here (the probing itself runs in the
 // integration tests and the kernel matrix).
-#include "probe/kernel_features.h"
+#include "probe/features/kernel_features.h"
 
 #include <gtest/gtest.h>
 
 #include <cerrno>
 
-#include "probe/probe_choice.h"
+#include "probe/features/probe_choice.h"
 
 namespace allocscope {
 namespace {

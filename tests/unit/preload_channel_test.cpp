@@ -4,7 +4,7 @@
 // ring; the test reads them, unwinds each in userspace with the program's
 // own tables, and checks every site's calls and live blocks against
 // alloc_sites' exact truth.
-#include "probe/preload_channel.h"
+#include "host/preload_channel.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

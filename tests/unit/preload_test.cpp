@@ -14,8 +14,8 @@
 #include "host/preload_library.h"
 #include "preload/allocator_apis.h"
 #include "preload/sampled_set.h"
-#include "probe/allocator_entries.h"
-#include "probe/usdt_notes.h"
+#include "probe/placement/allocator_entries.h"
+#include "probe/placement/usdt_notes.h"
 #include "stats/sampling.h"
 
 namespace allocscope {

@@ -1,5 +1,5 @@
 // Probe placement on hand-assembled x86-64 prologues.
-#include "probe/probe_placement.h"
+#include "probe/placement/probe_placement.h"
 
 #include <gtest/gtest.h>
 

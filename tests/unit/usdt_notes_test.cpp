@@ -1,7 +1,7 @@
 // The preload library's probe sites, read from the built library: each
 // otel_memory probe has its allocscope twin with the same arguments, on a
 // 10-byte nop aligned to 16 bytes (the kernel rewrites a nop within a page).
-#include "probe/usdt_notes.h"
+#include "probe/placement/usdt_notes.h"
 
 #include <gtest/gtest.h>
 

@@ -20,7 +20,7 @@
 #include "agent/listen_address.h"
 #include "base/clocks.h"
 #include "host/files.h"
-#include "probe/kernel_features.h"
+#include "probe/features/kernel_features.h"
 #include "record/session/stop_signals.h"
 
 namespace allocscope {

@@ -6,8 +6,8 @@
 
 #include "check/check_report.h"
 #include "host/preload_library.h"
-#include "probe/bpf_session.h"
-#include "probe/probe_choice.h"
+#include "probe/features/probe_choice.h"
+#include "probe/session/bpf_session.h"
 
 namespace allocscope {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "host/privileges.h"
-#include "probe/kernel_features.h"
+#include "probe/features/kernel_features.h"
 #include "probe/libbpf_log.h"
 #include "probe/modes.h"
 

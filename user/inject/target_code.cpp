@@ -8,7 +8,7 @@
 
 #include "host/process.h"
 #include "host/process_memory.h"
-#include "probe/code_reading.h"
+#include "probe/placement/code_reading.h"
 #include "symbols/elf_file.h"
 
 namespace allocscope::inject {

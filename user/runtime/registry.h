@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "probe/allocator_probes.h"
+#include "probe/placement/allocator_probes.h"
 #include "runtime/runtime.h"
 #include "symbols/runtime_tables.h"
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "host/proc_maps.h"
-#include "probe/allocator_probes.h"
+#include "probe/placement/allocator_probes.h"
 #include "symbols/elf_file.h"
 
 namespace allocscope {

@@ -12,9 +12,9 @@
 #include <sstream>
 
 #include "go_programs.h"
-#include "probe/allocator_entries.h"
-#include "probe/allocator_probes.h"
-#include "probe/code_reading.h"
+#include "probe/placement/allocator_entries.h"
+#include "probe/placement/allocator_probes.h"
+#include "probe/placement/code_reading.h"
 #include "runtime/go/heap_route.h"
 #include "runtime/go/pclntab.h"
 #include "runtime/go/sampling.h"

@@ -11,7 +11,7 @@
 #include "base/pattern.h"
 #include "base/result.h"
 #include "host/cgroup_names.h"
-#include "probe/bpf_session.h"
+#include "probe/session/bpf_session.h"
 #include "record/events/sink_hooks.h"
 #include "record/record.h"
 

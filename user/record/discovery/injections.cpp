@@ -6,9 +6,9 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "host/answered_channel.h"
 #include "host/preload_library.h"
 #include "host/process.h"
-#include "probe/answered_channel.h"
 #include "record/messages.h"
 #include "record/record.h"
 #include "record/scope.h"

@@ -24,7 +24,7 @@
 #include "base/unique_fd.h"
 #include "host/proc_maps.h"
 #include "inject/breakpoints.h"
-#include "probe/bpf_session.h"
+#include "probe/session/bpf_session.h"
 #include "record/events/sink_hooks.h"
 #include "record/record.h"
 #include "runtime/registry.h"

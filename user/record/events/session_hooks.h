@@ -7,8 +7,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "probe/bpf_session.h"
-#include "probe/table_loader.h"
+#include "probe/session/bpf_session.h"
+#include "probe/tables/table_loader.h"
 #include "record/events/sink_hooks.h"
 #include "symbols/symbolizer.h"
 

@@ -8,7 +8,7 @@
 #include "host/env_command.h"
 #include "host/preload_library.h"
 #include "host/process.h"
-#include "probe/table_loader.h"
+#include "probe/tables/table_loader.h"
 #include "record/scope.h"
 #include "symbols/elf_file.h"
 

@@ -11,11 +11,11 @@
 #include <string>
 #include <utility>
 
+#include "host/answered_channel.h"
 #include "model/profile.h"
 #include "model/timeline.h"
-#include "probe/answered_channel.h"
-#include "probe/bpf_session.h"
-#include "probe/table_loader.h"
+#include "probe/session/bpf_session.h"
+#include "probe/tables/table_loader.h"
 #include "record/discovery/filter_verdicts.h"
 #include "record/discovery/injections.h"
 #include "record/discovery/library_discovery.h"

@@ -5,7 +5,7 @@
 #include <tuple>
 
 #include "allocscope.h"
-#include "probe/allocator_entries.h"
+#include "probe/placement/allocator_entries.h"
 
 namespace allocscope {
 namespace {

@@ -9,7 +9,7 @@
 #include "model/loss.h"
 #include "output/table.h"
 #include "output/text_format.h"
-#include "probe/kernel_features.h"
+#include "probe/features/kernel_features.h"
 #include "record/messages.h"
 #include "record/scope.h"
 #include "record/view/hints.h"

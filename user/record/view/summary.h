@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "model/profile.h"
-#include "probe/bpf_session.h"
-#include "probe/table_loader.h"
+#include "probe/session/bpf_session.h"
+#include "probe/tables/table_loader.h"
 #include "record/discovery/filter_verdicts.h"
 #include "record/events/event_sink.h"
 #include "record/live_view.h"

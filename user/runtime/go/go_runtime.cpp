@@ -9,8 +9,8 @@
 
 #include "base/clocks.h"
 #include "host/process.h"
-#include "probe/allocator_entries.h"
-#include "probe/bpf_session.h"
+#include "probe/placement/allocator_entries.h"
+#include "probe/session/bpf_session.h"
 #include "runtime/go/build.h"
 
 namespace allocscope {

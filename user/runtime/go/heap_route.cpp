@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <optional>
 
-#include "probe/allocator_entries.h"
+#include "probe/placement/allocator_entries.h"
 #include "runtime/go/build.h"
 #include "runtime/go/pclntab.h"
 #include "runtime/go/sampling.h"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "probe/allocator_probes.h"
+#include "probe/placement/allocator_probes.h"
 #include "symbols/elf_file.h"
 
 namespace allocscope {

@@ -8,7 +8,7 @@
 #include <iterator>
 #include <set>
 
-#include "probe/code_reading.h"
+#include "probe/placement/code_reading.h"
 #include "runtime/go/pclntab.h"
 
 namespace allocscope {

@@ -12,8 +12,8 @@
 
 #include "host/process.h"
 #include "host/process_memory.h"
-#include "probe/allocator_entries.h"
-#include "probe/bpf_session.h"
+#include "probe/placement/allocator_entries.h"
+#include "probe/session/bpf_session.h"
 #include "runtime/python/placement.h"
 
 namespace allocscope {

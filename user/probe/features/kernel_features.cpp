@@ -1,6 +1,6 @@
 // The features allocscope asks of the kernel, and what their absence means.
 // The probing itself is in feature_probes.cpp.
-#include "probe/kernel_features.h"
+#include "probe/features/kernel_features.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -14,7 +14,7 @@
 
 #include "base/result.h"
 #include "base/unique_fd.h"
-#include "probe/preload_channel.h"
+#include "host/preload_channel.h"
 
 namespace allocscope {
 

@@ -8,7 +8,7 @@
 
 #include "allocscope.h"  // before the skeleton, which names its types
 #include "allocscope.skel.h"
-#include "probe/bpf_session.h"
+#include "probe/session/bpf_session.h"
 
 namespace allocscope {
 

@@ -22,8 +22,8 @@
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "host/proc_maps.h"
-#include "probe/background_builds.h"
-#include "probe/table_host.h"
+#include "probe/tables/background_builds.h"
+#include "probe/tables/table_host.h"
 #include "symbols/stack_walk.h"
 #include "symbols/unwind_table.h"
 

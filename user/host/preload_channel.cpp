@@ -1,4 +1,4 @@
-#include "probe/preload_channel.h"
+#include "host/preload_channel.h"
 
 #include <sys/mman.h>
 #include <sys/socket.h>

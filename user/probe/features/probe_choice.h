@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "base/result.h"
-#include "probe/kernel_features.h"
+#include "probe/features/kernel_features.h"
 #include "probe/modes.h"
 
 namespace allocscope {

@@ -1,4 +1,4 @@
-#include "probe/probe_choice.h"
+#include "probe/features/probe_choice.h"
 
 namespace allocscope {
 

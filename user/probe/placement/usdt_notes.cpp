@@ -1,4 +1,4 @@
-#include "probe/usdt_notes.h"
+#include "probe/placement/usdt_notes.h"
 
 #include <elf.h>
 #include <gelf.h>

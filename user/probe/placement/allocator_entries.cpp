@@ -1,4 +1,4 @@
-#include "probe/allocator_entries.h"
+#include "probe/placement/allocator_entries.h"
 
 #include <array>
 #include <unordered_map>

@@ -1,4 +1,4 @@
-#include "probe/code_reading.h"
+#include "probe/placement/code_reading.h"
 
 namespace allocscope {
 

@@ -1,4 +1,4 @@
-#include "probe/background_builds.h"
+#include "probe/tables/background_builds.h"
 
 #include <algorithm>
 #include <chrono>

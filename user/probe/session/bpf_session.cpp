@@ -1,4 +1,4 @@
-#include "probe/bpf_session.h"
+#include "probe/session/bpf_session.h"
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -19,11 +19,11 @@
 #include "allocscope.skel.h"
 #include "allocscope_ctx.skel.h"
 #include "base/unique_fd.h"
-#include "probe/allocator_entries.h"
-#include "probe/kernel_features.h"
+#include "probe/features/kernel_features.h"
+#include "probe/features/probe_choice.h"
 #include "probe/libbpf_log.h"
 #include "probe/parallel_release.h"
-#include "probe/probe_choice.h"
+#include "probe/placement/allocator_entries.h"
 #include "probe/skeleton_variant.h"
 #include "probe/uprobe_links.h"
 #include "stats/sampling.h"

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "base/result.h"
-#include "probe/kernel_features.h"
+#include "probe/features/kernel_features.h"
 
 namespace allocscope {
 

@@ -1,4 +1,4 @@
-#include "probe/allocator_probes.h"
+#include "probe/placement/allocator_probes.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -6,8 +6,8 @@
 #include <set>
 
 #include "host/proc_maps.h"
-#include "probe/allocator_entries.h"
-#include "probe/probe_placement.h"
+#include "probe/placement/allocator_entries.h"
+#include "probe/placement/probe_placement.h"
 
 namespace allocscope {
 

@@ -1,4 +1,4 @@
-#include "probe/feature_cache.h"
+#include "probe/features/feature_cache.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

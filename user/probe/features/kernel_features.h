@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "base/result.h"
-#include "probe/probe_placement.h"
+#include "probe/placement/probe_placement.h"
 
 namespace allocscope {
 

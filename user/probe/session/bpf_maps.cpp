@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "allocscope.h"  // before the skeleton, which names its types
-#include "probe/bpf_session.h"
+#include "probe/session/bpf_session.h"
 // clang-format off
 #include "allocscope.skel.h"
 // clang-format on

@@ -19,11 +19,11 @@
 #include "base/mapped_memory.h"
 #include "base/result.h"
 #include "base/unique_fd.h"
-#include "probe/allocator_probes.h"
-#include "probe/hold_guard.h"
 #include "probe/libbpf_log.h"
 #include "probe/modes.h"
-#include "probe/table_host.h"
+#include "probe/placement/allocator_probes.h"
+#include "probe/session/hold_guard.h"
+#include "probe/tables/table_host.h"
 
 struct allocscope_bpf;
 struct bpf_link;

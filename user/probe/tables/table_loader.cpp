@@ -1,4 +1,4 @@
-#include "probe/table_loader.h"
+#include "probe/tables/table_loader.h"
 
 #include <fcntl.h>
 #include <gelf.h>

@@ -1,4 +1,4 @@
-#include "probe/probe_placement.h"
+#include "probe/placement/probe_placement.h"
 
 #include <capstone/capstone.h>
 

@@ -1,4 +1,4 @@
-#include "probe/hold_guard.h"
+#include "probe/session/hold_guard.h"
 
 #include <bpf/bpf.h>
 #include <fcntl.h>

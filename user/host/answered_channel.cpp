@@ -1,4 +1,4 @@
-#include "probe/answered_channel.h"
+#include "host/answered_channel.h"
 
 #include <poll.h>
 #include <sys/eventfd.h>

@@ -8,7 +8,7 @@
 
 #include "allocscope.h"
 #include "base/result.h"
-#include "probe/probe_placement.h"
+#include "probe/placement/probe_placement.h"
 #include "symbols/elf_file.h"
 
 namespace allocscope {
