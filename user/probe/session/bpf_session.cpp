@@ -24,6 +24,7 @@
 #include "probe/libbpf_log.h"
 #include "probe/parallel_release.h"
 #include "probe/placement/allocator_entries.h"
+#include "probe/session/programs.h"
 #include "probe/skeleton_variant.h"
 #include "probe/uprobe_links.h"
 #include "stats/sampling.h"
@@ -66,42 +67,6 @@ std::string with_program_logs(std::string messages,
   return messages;
 }
 
-bpf_program* entry_program(allocscope_bpf* s, as_fn fn) {
-  switch (fn) {
-    case AS_FN_MALLOC:
-      return s->progs.malloc_enter;
-    case AS_FN_CALLOC:
-      return s->progs.calloc_enter;
-    case AS_FN_REALLOC:
-      return s->progs.realloc_enter_classic;
-    case AS_FN_REALLOCARRAY:
-      return s->progs.reallocarray_enter;
-    case AS_FN_POSIX_MEMALIGN:
-      return s->progs.posix_memalign_enter;
-    case AS_FN_ALIGNED_ALLOC:
-      return s->progs.aligned_alloc_enter;
-    case AS_FN_MEMALIGN:
-      return s->progs.memalign_enter;
-    case AS_FN_VALLOC:
-      return s->progs.valloc_enter;
-    case AS_FN_PVALLOC:
-      return s->progs.pvalloc_enter;
-    case AS_FN_FREE:
-      return s->progs.free_enter;
-    case AS_FN_EXIT:
-      return s->progs.exit_enter;
-    case AS_FN_GO_MALLOC:
-      return s->progs.go_malloc_classic;
-    case AS_FN_GO_PROFILE:
-      return s->progs.go_profile_classic;
-    case AS_FN_GO_FREE:
-      return s->progs.go_free_classic;
-    case AS_FN_COUNT:
-      break;
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 int BpfSession::on_event(void* ctx, void* data, size_t size) {
@@ -125,51 +90,22 @@ std::vector<std::pair<std::string, std::string>> BpfSession::paths() const {
 void BpfSession::configure_programs() {
   bpf_program* prog;
   bpf_object__for_each_program(prog, skel_->obj) bpf_program__set_autoload(prog, false);
-  auto enable = [](bpf_program* p, uint32_t attach_type) {
-    bpf_program__set_autoload(p, true);
-    if (attach_type) bpf_program__set_expected_attach_type(p, static_cast<bpf_attach_type>(attach_type));
-  };
-  auto& p = skel_->progs;
-  if (mode_ == ProbeMode::Session) {
-    enable(config_.null_probes ? p.null_session : p.alloc_session, kTraceUprobeSession);
-    if (!config_.null_probes) enable(p.malloc_session, kTraceUprobeSession);
-    if (!config_.no_free || config_.null_probes)  // the null program serves Go's probes too
-      enable(config_.null_probes ? p.null_multi : p.free_multi, kTraceUprobeMulti);
-    if (!config_.null_probes)
-      for (bpf_program* go : {p.go_malloc_multi, p.go_profile_multi, p.go_free_multi})
-        enable(go, kTraceUprobeMulti);
-  } else if (config_.null_probes) {
-    enable(p.null_classic, 0);
-  } else {
-    for (int fn = 0; fn < AS_FN_COUNT; ++fn)
-      if ((fn != AS_FN_FREE || !config_.no_free) && (fn != AS_FN_EXIT || config_.hold_new_files))
-        enable(entry_program(skel_.get(), static_cast<as_fn>(fn)), 0);
-    enable(p.alloc_return, 0);
-  }
-  enable(p.list_code_vmas, 0);
-  if (config_.rate == 1 && !config_.no_free && !config_.null_probes) enable(p.sweep_live, 0);
-  if (!config_.null_probes) {  // the floor measures the allocator probes alone
-    enable(p.usdt_alloc, 0);
-    if (!config_.no_free) enable(p.usdt_free, 0);
-    if (config_.filter_processes) enable(p.usdt_entered, 0);
-    for (bpf_program* lifecycle : {p.on_fork, p.on_exec, p.on_exit}) enable(lifecycle, 0);
-    if (config_.hold_new_files) enable(p.on_signal_generate, 0);
-    if (config_.filter_processes) enable(p.on_syscall_exit, 0);
-    if (config_.cgroup_names)
-      for (bpf_program* cgroups : {p.on_cgroup_mkdir, p.on_cgroup_rmdir}) enable(cgroups, 0);
+  for (const ProgramUse& use : program_uses(skel_.get(), config_, mode_)) {
+    if (!use.used) continue;
+    bpf_program__set_autoload(use.program, true);
+    if (use.attach_type)
+      bpf_program__set_expected_attach_type(use.program, static_cast<bpf_attach_type>(use.attach_type));
   }
 }
 
 Result<void> BpfSession::attach_lifecycle() {
-  auto& p = skel_->progs;
-  for (bpf_program* prog : {p.on_fork, p.on_exec, p.on_exit, p.on_signal_generate, p.on_syscall_exit,
-                            p.on_cgroup_mkdir, p.on_cgroup_rmdir}) {
-    if (!bpf_program__autoload(prog)) continue;
-    bpf_link* link = bpf_program__attach(prog);
+  for (const ProgramUse& use : program_uses(skel_.get(), config_, mode_)) {
+    if (!use.used || use.by != AttachedBy::Open) continue;
+    bpf_link* link = bpf_program__attach(use.program);
     if (!link)
-      return fail(
-          errno_message(std::string("attach ") + bpf_program__name(prog), errno) + privilege_hint(errno),
-          errno);
+      return fail(errno_message(std::string("attach ") + bpf_program__name(use.program), errno) +
+                      privilege_hint(errno),
+                  errno);
     lifecycle_links_.emplace_back(link);
   }
   return {};
