@@ -49,9 +49,12 @@ struct ProbedFile {
 
 // What a runtime made of a file's targets.
 struct HeapRoute {
-  bool probed =
-      false;  // its heap is read through probes: they attach now (never left to in-process sampling)
-  std::string unprobed;  // every target erased on purpose: why ("a Go program, its heap left unprobed ...")
+  // Its heap is read through probes: they attach now, never left to
+  // in-process sampling.
+  bool probed = false;
+  // Every target erased on purpose: why ("a Go program, its heap left
+  // unprobed (--no-go-heap)").
+  std::string unprobed;
 };
 
 class Runtime {
