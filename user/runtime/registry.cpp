@@ -62,13 +62,6 @@ HeapRoute Runtimes::choose_targets(const ProbedFile& file, std::vector<ProbeTarg
   return route;
 }
 
-bool Runtimes::reroute_when_full(const ProbedFile& file, std::vector<ProbeTarget>& targets,
-                                 const std::vector<ProbeTarget>& found, const std::string& why) {
-  for (auto& r : all_)
-    if (r->reroute_when_full(file, targets, found, why)) return true;
-  return false;
-}
-
 void Runtimes::on_probed(const ProbedFile& file, const std::vector<ProbeTarget>& attached) {
   for (auto& r : all_) r->on_probed(file, attached);
 }

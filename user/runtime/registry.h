@@ -54,8 +54,6 @@ class Runtimes {
   // Where their allocations come from (runtime.h says what each does).
   HeapRoute choose_targets(const ProbedFile& file, std::vector<ProbeTarget>& targets,
                            const std::vector<ProbeTarget>& found);
-  bool reroute_when_full(const ProbedFile& file, std::vector<ProbeTarget>& targets,
-                         const std::vector<ProbeTarget>& found, const std::string& why);
   void on_probed(const ProbedFile& file, const std::vector<ProbeTarget>& attached);
   std::string unprobed_program(uint32_t kernel_dev, uint64_t ino) const;
   bool owns_program(uint32_t kernel_dev, uint64_t ino) const;

@@ -68,12 +68,6 @@ class Runtime {
                                    const std::vector<ProbeTarget>& /*found*/) {
     return {};
   }
-  // Attaching `targets` failed for want of room (`why`): a route that needs
-  // none in `targets` (from `found`), or false.
-  virtual bool reroute_when_full(const ProbedFile& /*file*/, std::vector<ProbeTarget>& /*targets*/,
-                                 const std::vector<ProbeTarget>& /*found*/, const std::string& /*why*/) {
-    return false;
-  }
   // The file's targets were attached (`attached`), or it was found to hold
   // no allocator at all (nothing attached).
   virtual void on_probed(const ProbedFile& /*file*/, const std::vector<ProbeTarget>& /*attached*/) {}

@@ -1,7 +1,6 @@
 // The runtimes' rooms as the core meets them through the registry: the
 // readers and finders it hands down, and Go's allocation face (the route
-// chosen among a file's targets, the table-full fallback, the programs
-// noted) without a BPF session.
+// chosen among a file's targets, the programs noted) without a BPF session.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -64,16 +63,12 @@ TEST(Registry, HandsDownGosTablesAndEntryPoints) {
   for (EntryFinder find : runtime_entry_finders()) EXPECT_TRUE(find(*self, self->functions()).empty());
 }
 
-TEST(GoRuntime, AtGosRateItsRuntimesSamplingIsReadAndAFullTableFallsBackToCalls) {
+TEST(GoRuntime, AtGosRateItsRuntimesSamplingIsRead) {
   GoRuntime go(settings(kGoMemProfileRate), nullptr);
   auto found = go_targets(), targets = found;
   HeapRoute route = go.choose_targets(file_of(nullptr, 7), targets, found);
   EXPECT_TRUE(route.probed);
   EXPECT_EQ(kinds(targets), (std::vector<int>{AS_FN_GO_PROFILE, AS_FN_GO_FREE}));
-  EXPECT_TRUE(go.reroute_when_full(file_of(nullptr, 7), targets, found, "full"));
-  EXPECT_EQ(kinds(targets), (std::vector<int>{AS_FN_GO_MALLOC}));
-  // Calls need no slot: a second refusal has no other route.
-  EXPECT_FALSE(go.reroute_when_full(file_of(nullptr, 7), targets, found, "full"));
 }
 
 TEST(GoRuntime, AnotherRateOrCallsAskedForSamplesMallocgc) {
@@ -85,7 +80,6 @@ TEST(GoRuntime, AnotherRateOrCallsAskedForSamplesMallocgc) {
     HeapRoute route = go.choose_targets(file_of(nullptr, 8), targets, found);
     EXPECT_TRUE(route.probed);
     EXPECT_EQ(kinds(targets), (std::vector<int>{AS_FN_GO_MALLOC})) << rate << " " << calls;
-    EXPECT_FALSE(go.reroute_when_full(file_of(nullptr, 8), targets, found, "full"));
   }
 }
 

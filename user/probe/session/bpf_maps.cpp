@@ -132,17 +132,12 @@ Result<void> BpfSession::add_in_process_file(uint32_t kernel_dev, uint64_t ino) 
   return {};
 }
 
-Result<void> BpfSession::add_python_file(uint32_t kernel_dev, uint64_t ino, const as_py_layout& layout) {
-  as_file_key key{.ino = ino, .dev = kernel_dev, .pad = 0};
-  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.python_files), &key, &layout, BPF_ANY) != 0)
-    return fail_errno("remember a Python program", errno);
-  return {};
-}
-
-Result<void> BpfSession::add_python_process(uint32_t tgid, const as_py_process& process) {
-  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.python_processes), &tgid, &process, BPF_ANY) != 0)
-    return fail_errno("remember a process running CPython from a library", errno);
-  return {};
+Result<MapHandle> BpfSession::map_named(const std::string& name, size_t key_size, size_t value_size) const {
+  bpf_map* m = bpf_object__find_map_by_name(skel_->obj, name.c_str());
+  if (!m) return fail("no BPF map " + name, ENOENT);
+  if (bpf_map__key_size(m) != key_size || bpf_map__value_size(m) != value_size)
+    return fail("BPF map " + name + ": its key or value is not of the size asked for", EINVAL);
+  return MapHandle(m, name);
 }
 
 Result<void> BpfSession::mark_in_process(uint32_t tgid) {
@@ -357,39 +352,6 @@ Counters BpfSession::counters() const {
     for (uint64_t v : values) total[i] += v;
   }
   return total;
-}
-
-// A Go program's slot key: what it told the probe, not the probe's count.
-static std::array<uint64_t, 6> go_slot_key(const as_go_profile& g) {
-  return {g.probe, g.rate, g.mallocgc, g.mallocgc_end, g.args, g.profstack};
-}
-
-uint64_t BpfSession::go_profile_calls(const as_go_profile& g) const {
-  auto it = go_slots_.find(go_slot_key(g));
-  as_go_profile now{};
-  if (it == go_slots_.end() ||
-      bpf_map__lookup_elem(skel_->maps.go_profiles, &it->second, sizeof(uint32_t), &now, sizeof now, 0) != 0)
-    return 0;
-  return now.calls;
-}
-
-// One slot per distinct Go program: the probes of each process running it
-// share it (their cookies name it).
-Result<void> BpfSession::place_go_profile(ProbeTarget& t) {
-  if (!t.go_profile || config_.null_probes) return {};
-  const as_go_profile& g = *t.go_profile;
-  auto [it, made] = go_slots_.try_emplace(go_slot_key(g), uint32_t(go_slots_.size()));
-  if (made && it->second >= AS_GO_MAX_PROGRAMS) {
-    go_slots_.erase(it);
-    return fail("Go programs whose runtime sampling is read: table full (" +
-                    std::to_string(AS_GO_MAX_PROGRAMS) + " programs)",
-                ENOSPC);
-  }
-  if (made &&
-      bpf_map__update_elem(skel_->maps.go_profiles, &it->second, sizeof(uint32_t), &g, sizeof g, 0) != 0)
-    return fail_errno("set up Go's runtime sampling", errno);
-  t.go_cookie = uint64_t(it->second) << AS_COOKIE_GO_SHIFT;
-  return {};
 }
 
 }  // namespace allocscope

@@ -206,8 +206,6 @@ Result<void> BpfSession::attach(pid_t pid, const std::string& library_path,
     bool frees = kind == AS_FN_FREE || kind == AS_FN_GO_FREE;
     if (kind == AS_FN_EXIT ? exits : !frees || !config_.no_free) wanted.push_back(t);
   }
-  for (ProbeTarget& t : wanted)
-    if (auto ok = place_go_profile(t); !ok) return ok;
   if (auto ok = remember(pid, library_path, wanted, false); !ok) return ok;
   if (!paused_)
     if (auto ok = attach_now(pid, library_path, wanted); !ok) {

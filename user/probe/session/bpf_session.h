@@ -23,6 +23,7 @@
 #include "probe/modes.h"
 #include "probe/placement/allocator_probes.h"
 #include "probe/session/hold_guard.h"
+#include "probe/session/kernel_map.h"
 #include "probe/tables/table_host.h"
 
 struct allocscope_bpf;
@@ -74,9 +75,6 @@ class BpfSession final : public TableHost {
   using Handler = std::function<bool(std::span<const uint8_t>)>;
 
   static Result<std::unique_ptr<BpfSession>> open(const SessionConfig& config, Handler handler);
-  // How many blocks a Go program's runtime sampled (its probe's entries),
-  // by the program's as_go_profile; 0 for one never attached.
-  uint64_t go_profile_calls(const as_go_profile& g) const;
   BpfSession(const BpfSession&) = delete;
   BpfSession& operator=(const BpfSession&) = delete;
   ~BpfSession();
@@ -102,11 +100,15 @@ class BpfSession final : public TableHost {
   // encoding) sample in process, and allocator probes leave them alone;
   // mark_in_process says so of one that already does.
   Result<void> add_in_process_file(uint32_t kernel_dev, uint64_t ino);
-  // A CPython program: the kernel walks its processes' Python frames.
-  Result<void> add_python_file(uint32_t kernel_dev, uint64_t ino, const as_py_layout& layout);
-  // Process `tgid` runs CPython from a library (mapped before the kernel
-  // knew the library, or before recording began).
-  Result<void> add_python_process(uint32_t tgid, const as_py_process& process);
+  // A map of the BPF object by its name (a runtime's, bpf/python.bpf.h's),
+  // typed; fails when there is none of that name, or its key or value has
+  // another size.
+  template <typename Key, typename Value>
+  Result<KernelMap<Key, Value>> typed_map(const std::string& name) const {
+    auto m = map_named(name, sizeof(Key), sizeof(Value));
+    if (!m) return fail(m.error());
+    return KernelMap<Key, Value>(std::move(*m));
+  }
   Result<void> mark_in_process(uint32_t tgid);
   // The mark taken back: an entry that failed leaves its process to the probes.
   void unmark_in_process(uint32_t tgid);
@@ -227,6 +229,7 @@ class BpfSession final : public TableHost {
   };
   using Link = std::unique_ptr<bpf_link, LinkCloser>;
 
+  Result<MapHandle> map_named(const std::string& name, size_t key_size, size_t value_size) const;
   void configure_programs();
   Result<void> make_waker();
   Result<void> attach_lifecycle();
@@ -235,9 +238,6 @@ class BpfSession final : public TableHost {
   Result<void> attach_now(pid_t pid, const std::string& path, const std::vector<ProbeTarget>& targets);
   Result<const char*> attach_in_process_now(pid_t pid, const std::string& path,
                                             std::vector<Link>* into = nullptr);
-  // The Go program's slot in go_profiles (made when new), in its cookie;
-  // fails with ENOSPC when the table is full.
-  Result<void> place_go_profile(ProbeTarget& t);
   Result<void> remember(pid_t pid, const std::string& path, std::vector<ProbeTarget> targets,
                         bool in_process);
 
@@ -277,8 +277,6 @@ class BpfSession final : public TableHost {
   std::map<std::string, std::vector<Link>> releasable_links_;  // by the path attached
   std::vector<UniqueFd> raw_links_;  // links made with bpf(2) directly, unknown to this libbpf
   std::vector<std::pair<std::string, VerifierStats>> stats_;
-  // go_profiles' slots, one per distinct Go program (as_go_profile's fields).
-  std::map<std::array<uint64_t, 6>, uint32_t> go_slots_;
 };
 
 }  // namespace allocscope

@@ -200,9 +200,6 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
   if (!targets) return fail(targets.error());
   if (verbose_) print_placement(shown, *targets, session_.mode());
   auto attached = session_.attach(system_wide_ ? 0 : pid, path, *targets);
-  if (!attached && attached.error().code == ENOSPC &&
-      runtimes_.reroute_when_full(file, *targets, found, attached.error().message))
-    attached = session_.attach(system_wide_ ? 0 : pid, path, *targets);
   if (!attached) return fail(attached.error());
   if (deferred_.erase(key)) {
     session_.know_file(kernel_dev(key), key.second);

@@ -34,13 +34,56 @@ GoRuntime::GoRuntime(const RuntimeSettings& settings, BpfSession* session)
     : settings_(settings),
       session_(session),
       off_(settings.off.contains("go")),
-      by_calls_(settings.by_calls.contains("go")) {}
+      by_calls_(settings.by_calls.contains("go")) {
+  if (!session) return;
+  if (auto m = session->typed_map<uint32_t, as_go_profile>("go_profiles"))
+    profiles_.emplace(std::move(*m));
+  else  // allocscope's own BPF object without it: a defect, said
+    std::fprintf(stderr, "allocscope: warning: go: runtime sampling unread: %s\n", m.error().message.c_str());
+}
+
+// One slot per distinct Go program: the probes of each process running it
+// share it (their cookies name it).
+std::string GoRuntime::place_slots(std::vector<ProbeTarget>& targets) {
+  for (ProbeTarget& t : targets) {
+    if (!t.go_profile) continue;
+    if (!profiles_) return "allocscope's BPF object has no go_profiles";
+    const as_go_profile& g = *t.go_profile;
+    std::array<uint64_t, 6> key{g.probe, g.rate, g.mallocgc, g.mallocgc_end, g.args, g.profstack};
+    auto [it, made] = slots_.try_emplace(key, uint32_t(slots_.size()));
+    if (made && it->second >= AS_GO_MAX_PROGRAMS) {
+      slots_.erase(it);
+      return "Go programs whose runtime sampling is read: table full (" + std::to_string(AS_GO_MAX_PROGRAMS) +
+             " programs)";
+    }
+    if (made)
+      if (auto ok = profiles_->put(it->second, g, "set up Go's runtime sampling"); !ok) {
+        slots_.erase(it);
+        return ok.error().message;
+      }
+    t.go_cookie = uint64_t(it->second) << AS_COOKIE_GO_SHIFT;
+  }
+  return "";
+}
+
+uint64_t GoRuntime::calls_of(const as_go_profile& g) const {
+  auto it = slots_.find({g.probe, g.rate, g.mallocgc, g.mallocgc_end, g.args, g.profstack});
+  if (it == slots_.end() || !profiles_) return 0;
+  std::optional<as_go_profile> now = profiles_->get(it->second);
+  return now ? now->calls : 0;
+}
 
 HeapRoute GoRuntime::choose_targets(const ProbedFile& file, std::vector<ProbeTarget>& targets,
                                     const std::vector<ProbeTarget>& found) {
   GoHeapChoice c = pick_go_heap(targets, settings_.rate, by_calls_, off_,
                                 settings_.writes_processes && (settings_.system_wide || file.pid > 0));
   if (c.sets_rate) set_rate(file, targets, found, c);
+  if (c.route == GoHeapRoute::Runtime && session_)
+    if (std::string full = place_slots(targets); !full.empty()) {  // this one's heap by mallocgc's calls
+      targets = found;
+      c = pick_go_heap(targets, settings_.rate, true, false);
+      c.why_calls = full;
+    }
   bool go = std::any_of(found.begin(), found.end(),
                         [](const ProbeTarget& t) { return is_go_entry(as_fn_kind(t.fn)); });
   if (!go) return {};
@@ -49,17 +92,6 @@ HeapRoute GoRuntime::choose_targets(const ProbedFile& file, std::vector<ProbeTar
   choices_[key] = c;
   return {.probed = c.route != GoHeapRoute::None,
           .unprobed = targets.empty() ? "a Go program, its heap left unprobed (--no-go-heap)" : ""};
-}
-
-bool GoRuntime::reroute_when_full(const ProbedFile& file, std::vector<ProbeTarget>& targets,
-                                  const std::vector<ProbeTarget>& found, const std::string& why) {
-  auto c = choices_.find({file.kernel_dev, file.ino});
-  if (c == choices_.end() || c->second.route != GoHeapRoute::Runtime) return false;
-  // Go programs' table full: this one's heap by mallocgc's calls.
-  targets = found;
-  c->second = pick_go_heap(targets, settings_.rate, true, false);
-  c->second.why_calls = why;
-  return true;
 }
 
 void GoRuntime::on_probed(const ProbedFile& file, const std::vector<ProbeTarget>& attached) {
@@ -167,7 +199,7 @@ void GoRuntime::on_process(pid_t pid) {
 GoRuntime::Programs GoRuntime::unsampled_by_runtime() const {
   Programs quiet;
   for (const auto& [key, program] : runtimes_)
-    if (session_ && session_->go_profile_calls(program.second) == 0 && ++quiet.count <= kNamed)
+    if (session_ && calls_of(program.second) == 0 && ++quiet.count <= kNamed)
       quiet.names.push_back(program.first);
   return quiet;
 }

@@ -7,14 +7,17 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "probe/session/kernel_map.h"
 #include "runtime/go/heap_route.h"
 #include "runtime/go/rates.h"
 #include "runtime/registry.h"
@@ -30,8 +33,6 @@ class GoRuntime : public Runtime {
 
   HeapRoute choose_targets(const ProbedFile& file, std::vector<ProbeTarget>& targets,
                            const std::vector<ProbeTarget>& found) override;
-  bool reroute_when_full(const ProbedFile& file, std::vector<ProbeTarget>& targets,
-                         const std::vector<ProbeTarget>& found, const std::string& why) override;
   void on_probed(const ProbedFile& file, const std::vector<ProbeTarget>& attached) override;
   std::string unprobed_program(uint32_t kernel_dev, uint64_t ino) const override;
   bool owns_program(uint32_t kernel_dev, uint64_t ino) const override {
@@ -69,11 +70,18 @@ class GoRuntime : public Runtime {
                 const std::vector<ProbeTarget>& found, GoHeapChoice& choice);
   void set_rate_of(pid_t pid, const GoRateSite& site);
   void note_program(const ProbedFile& file, const GoHeapChoice& c);
+  // Each program's slot in the kernel's go_profiles (made when new), named
+  // by its targets' cookies; why not, when the table is full.
+  std::string place_slots(std::vector<ProbeTarget>& targets);
+  // Blocks the program's runtime sampled (its probe's entries), as the kernel counted.
+  uint64_t calls_of(const as_go_profile& g) const;
   Programs unsampled_by_runtime() const;
 
   RuntimeSettings settings_;
   BpfSession* session_;
   bool off_, by_calls_;
+  std::optional<KernelMap<uint32_t, as_go_profile>> profiles_;  // bpf/go.bpf.h's go_profiles
+  std::map<std::array<uint64_t, 6>, uint32_t> slots_;           // by what the probe is told, not its count
   GoRates rates_;
   std::map<FileKey, GoRateSite> rate_files_;  // system-wide: the programs each process is given it in
   size_t rates_refused_ = 0;

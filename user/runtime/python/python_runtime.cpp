@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <regex>
 
@@ -334,15 +335,22 @@ void PythonRuntime::forget(pid_t pid) {
 }
 
 std::unique_ptr<Runtime> make_python_runtime(const RuntimeServices& services) {
-  BpfSession* session = services.session;
-  if (!session) return nullptr;
+  if (!services.session) return nullptr;  // the kernel walks Python's frames
+  auto files = services.session->typed_map<as_file_key, as_py_layout>("python_files");
+  auto processes = services.session->typed_map<uint32_t, as_py_process>("python_processes");
+  if (!files || !processes) {  // allocscope's own BPF object without them: a defect, said
+    std::fprintf(stderr, "allocscope: warning: python: no frames: %s\n",
+                 (files ? processes.error() : files.error()).message.c_str());
+    return nullptr;
+  }
   return std::make_unique<PythonRuntime>(
       services.symbolizer,
-      [session](uint32_t dev, uint64_t ino, const as_py_layout& layout) {
-        return session->add_python_file(dev, ino, layout).has_value();
+      [files = std::move(*files)](uint32_t dev, uint64_t ino, const as_py_layout& layout) {
+        return files.put({.ino = ino, .dev = dev, .pad = 0}, layout, "remember a Python program").has_value();
       },
-      [session](pid_t pid, const as_py_process& process) {
-        return session->add_python_process(uint32_t(pid), process).has_value();
+      [processes = std::move(*processes)](pid_t pid, const as_py_process& process) {
+        return processes.put(uint32_t(pid), process, "remember a process running CPython from a library")
+            .has_value();
       });
 }
 
