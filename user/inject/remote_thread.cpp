@@ -52,7 +52,7 @@ Result<RemoteThread> RemoteThread::take(pid_t pid, pid_t tid, const Gadgets& gad
   }
   t.reissue_ = !(t.place_ == StopPlace::SyscallInterrupted && t.borrowing_.signal_waits());
   t.stack_low_ = t.borrowing_.stack_low(regs->rsp);
-  if (!t.borrowing_.fits(*regs) || !t.stack_low_) {
+  if (!resumable_from_registers(*regs) || !t.borrowing_.fits(*regs) || !t.stack_low_) {
     t.give_back();
     return fail(thread_name(pid, tid) + " stopped where no call may be made", EAGAIN);
   }

@@ -57,6 +57,12 @@ user_regs_struct resumed_registers(const user_regs_struct& stopped, bool restart
   return r;
 }
 
+bool resumable_from_registers(const user_regs_struct& r) {
+  if (as_signed(r.orig_rax) != SYS_restart_syscall) return true;
+  StopPlace place = stop_place(r);
+  return place == StopPlace::UserCode || place == StopPlace::SyscallDone;
+}
+
 bool stopped_in_allocator_syscall(const user_regs_struct& r) {
   switch (as_signed(r.orig_rax)) {
     case SYS_mmap:

@@ -30,6 +30,12 @@ StopPlace stop_place(const user_regs_struct& r);
 user_regs_struct resumed_registers(const user_regs_struct& stopped, bool restart_block_intact,
                                    bool reissue_interrupted);
 
+// Whether registers alone can make the interrupted call again, as a call's
+// frame must when its rt_sigreturn puts the thread back: not inside
+// restart_syscall, whose call only its restart block names (and that
+// rt_sigreturn forgets the block: the program would see EINTR).
+bool resumable_from_registers(const user_regs_struct& r);
+
 // Whether the thread stopped inside a system call that an allocator makes
 // while it holds its locks (mmap, munmap, brk, madvise, ...): not a place to
 // call into the C library from.

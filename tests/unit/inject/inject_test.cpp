@@ -55,6 +55,17 @@ TEST(StopState, HandsBackASystemCallAsTheKernelRestartsOne) {
   EXPECT_EQ(resumed_registers(stopped_in(-1, 5), true, true).rax, 5u);
 }
 
+// A sleep restarted once (poll, nanosleep, a futex with a timeout) and
+// stopped again is named only by its restart block: a call's frame could
+// not put it back, so the thread is not borrowed.
+TEST(StopState, AThreadInsideRestartSyscallIsNotResumableFromRegisters) {
+  EXPECT_FALSE(resumable_from_registers(stopped_in(SYS_restart_syscall, -516)));
+  EXPECT_FALSE(resumable_from_registers(stopped_in(SYS_restart_syscall, -512)));
+  EXPECT_TRUE(resumable_from_registers(stopped_in(SYS_restart_syscall, 0)));
+  EXPECT_TRUE(resumable_from_registers(stopped_in(SYS_poll, -516)));
+  EXPECT_TRUE(resumable_from_registers(stopped_in(-1, -516)));
+}
+
 TEST(StopState, KnowsTheCallsAnAllocatorMakesHoldingItsLocks) {
   EXPECT_TRUE(stopped_in_allocator_syscall(stopped_in(SYS_mmap, 0)));
   EXPECT_TRUE(stopped_in_allocator_syscall(stopped_in(SYS_brk, 0)));
