@@ -122,13 +122,14 @@ void Runtimes::forget(pid_t pid) {
   for (auto& r : all_) r->forget(pid);
 }
 
-void Runtimes::read_stack(pid_t pid, std::span<const Mapping> kernel_maps, std::span<const uint8_t> event) {
-  for (auto& r : all_) r->read_stack(pid, kernel_maps, event);
+void Runtimes::read_stack(pid_t pid, std::span<const Mapping> kernel_maps,
+                          std::span<const uint8_t> runtime_part) {
+  for (auto& r : all_) r->read_stack(pid, kernel_maps, runtime_part);
 }
 
-void Runtimes::place_frames(pid_t pid, std::span<const Mapping> kernel_maps, std::span<const uint8_t> event,
-                            uint16_t fn, std::vector<uint64_t>& ips) {
-  for (auto& r : all_) r->place_frames(pid, kernel_maps, event, fn, ips);
+void Runtimes::place_frames(pid_t pid, std::span<const Mapping> kernel_maps,
+                            std::span<const uint8_t> runtime_part, uint16_t fn, std::vector<uint64_t>& ips) {
+  for (auto& r : all_) r->place_frames(pid, kernel_maps, runtime_part, fn, ips);
 }
 
 void Runtimes::add_counters(KernelCounters kernel, std::vector<std::pair<std::string, uint64_t>>& out) const {

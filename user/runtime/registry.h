@@ -69,8 +69,8 @@ class Runtimes {
   void on_mapping(pid_t pid, uint64_t addr, std::string_view name);
   void on_files(const std::vector<std::string>& paths);
   void forget(pid_t pid);
-  void read_stack(pid_t pid, std::span<const Mapping> kernel_maps, std::span<const uint8_t> event);
-  void place_frames(pid_t pid, std::span<const Mapping> kernel_maps, std::span<const uint8_t> event,
+  void read_stack(pid_t pid, std::span<const Mapping> kernel_maps, std::span<const uint8_t> runtime_part);
+  void place_frames(pid_t pid, std::span<const Mapping> kernel_maps, std::span<const uint8_t> runtime_part,
                     uint16_t fn, std::vector<uint64_t>& ips);
 
   void add_counters(KernelCounters kernel, std::vector<std::pair<std::string, uint64_t>>& out) const;

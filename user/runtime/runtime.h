@@ -105,14 +105,16 @@ class Runtime {
   // The process ended or runs another program.
   virtual void forget(pid_t /*pid*/) {}
 
-  // A stack event of the kernel's, while its process lives: what its frames
-  // need read from the process is read now (the walk may end later).
+  // A stack, while its process lives: what its frames need read from the
+  // process is read now (the walk may end later). `runtime_part`: the stack
+  // record's bytes past its native frames (as_stack_event from npy on),
+  // where each runtime finds its own.
   virtual void read_stack(pid_t /*pid*/, std::span<const Mapping> /*kernel_maps*/,
-                          std::span<const uint8_t> /*event*/) {}
-  // The same event, its native frames walked (`ips`, innermost first): the
+                          std::span<const uint8_t> /*runtime_part*/) {}
+  // The same stack, its native frames walked (`ips`, innermost first): the
   // runtime's frames put in place. `fn`: the sample's entry code.
   virtual void place_frames(pid_t /*pid*/, std::span<const Mapping> /*kernel_maps*/,
-                            std::span<const uint8_t> /*event*/, uint16_t /*fn*/,
+                            std::span<const uint8_t> /*runtime_part*/, uint16_t /*fn*/,
                             std::vector<uint64_t>& /*ips*/) {}
 
   // Its counters for the JSON summary, by name.

@@ -428,34 +428,35 @@ std::vector<uint32_t> Symbolizer::resolve(pid_t pid, std::span<const uint64_t> i
   std::vector<uint32_t> ids;
   ids.reserve(ips.size());
   for (uint64_t ip : ips)  // a return address: look up the call
-    ids.push_back(is_python_frame(ip) ? kNoMapping : resolve_address(pid, ip - 1));
+    ids.push_back(is_runtime_frame(ip) ? kNoMapping : resolve_address(pid, ip - 1));
   return ids;
 }
 
-uint64_t Symbolizer::python_frame(const std::string& function, const std::string& file, int64_t line) {
-  constexpr uint64_t kTag = uint64_t{1} << 63;
-  auto key = std::tuple{function, file, line};
-  if (auto it = python_ids_.find(key); it != python_ids_.end()) return it->second;
-  if (python_.size() >= kMaxPythonFrames) {  // one more: the frame that says so
-    ++python_frames_full_;
-    key = {"[python frames beyond the table]", "", 0};
-    if (auto it = python_ids_.find(key); it != python_ids_.end()) return it->second;
+uint64_t Symbolizer::runtime_frame(std::string_view runtime, const std::string& function,
+                                   const std::string& file, int64_t line) {
+  auto key = std::tuple{std::string(runtime), function, file, line};
+  if (auto it = runtime_ids_.find(key); it != runtime_ids_.end()) return it->second;
+  if (runtime_frames_.size() >= kMaxRuntimeFrames) {  // one more: the frame that says so
+    ++runtime_frames_full_;
+    key = {std::string(runtime), "[" + std::string(runtime) + " frames beyond the table]", "", 0};
+    if (auto it = runtime_ids_.find(key); it != runtime_ids_.end()) return it->second;
   }
-  uint64_t ip = kTag | python_.size();
+  uint64_t ip = kRuntimeFrames + runtime_frames_.size();
   // No system name: no binary has a symbol for it, and pprof would
   // "demangle" one such as <module> or outer.<locals>.inner to nothing.
-  python_.push_back({std::get<0>(key), "", std::get<1>(key), std::get<2>(key)});
-  python_ids_.emplace(std::move(key), ip);
+  runtime_frames_.push_back({{std::get<1>(key), "", std::get<2>(key), std::get<3>(key)}, std::get<0>(key)});
+  runtime_ids_.emplace(std::move(key), ip);
   return ip;
 }
 
 FrameInfo Symbolizer::describe(uint32_t id, uint64_t ip) {
   FrameInfo info;
-  if (is_python_frame(ip)) {
-    size_t at = ip & ~(uint64_t{1} << 63);
-    if (at < python_.size()) {
-      info.frames.push_back(python_[at]);
-      info.function = python_[at].function;
+  if (is_runtime_frame(ip)) {
+    size_t at = ip - kRuntimeFrames;
+    if (at < runtime_frames_.size()) {
+      info.frames.push_back(runtime_frames_[at].frame);
+      info.function = runtime_frames_[at].frame.function;
+      info.runtime = runtime_frames_[at].runtime;
       return info;
     }
     return named(std::move(info), "[unknown]");

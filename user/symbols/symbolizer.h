@@ -44,6 +44,7 @@ struct FrameInfo {
   std::vector<SourceFrame> frames;
   const Mapping* mapping = nullptr;  // the process's mapping that holds it
   std::string build_id;              // hex, "" when unknown
+  std::string runtime;               // the language runtime whose frame it is ("python"); "" native
 };
 
 class Symbolizer {
@@ -94,16 +95,21 @@ class Symbolizer {
   uint32_t at_file_base(uint32_t id);
 
   // The function holding return address `ip` of resolved mapping `id`, or
-  // the Python frame `ip` stands for.
+  // the runtime frame `ip` stands for.
   FrameInfo describe(uint32_t mapping, uint64_t ip);
 
-  // A Python frame as a value among a stack's return addresses (no mapping
-  // resolves it; describe() names it). At most kMaxPythonFrames distinct
-  // ones; beyond, one that says the table is full (counted).
-  uint64_t python_frame(const std::string& function, const std::string& file, int64_t line);
-  static bool is_python_frame(uint64_t ip) { return ip >> 63; }
-  static constexpr size_t kMaxPythonFrames = size_t{1} << 20;
-  uint64_t python_frames_full() const { return python_frames_full_; }
+  // A language runtime's frame (`runtime` names it: "python") as a value
+  // among a stack's return addresses. Its values lie in the address space's
+  // upper half, the kernel's, where no user code is: no mapping resolves
+  // one, and describe() names it with its runtime. At most
+  // kMaxRuntimeFrames distinct ones; beyond, one per runtime that says the
+  // table is full (counted).
+  uint64_t runtime_frame(std::string_view runtime, const std::string& function, const std::string& file,
+                         int64_t line);
+  static constexpr uint64_t kRuntimeFrames = uint64_t{1} << 63;
+  static bool is_runtime_frame(uint64_t ip) { return ip >= kRuntimeFrames; }
+  static constexpr size_t kMaxRuntimeFrames = size_t{1} << 20;
+  uint64_t runtime_frames_full() const { return runtime_frames_full_; }
   // Binaries and debug files whose DWARF was not read: a section of theirs
   // inflates past 2 GiB (in this process, every symbolizer's).
   static uint64_t debug_files_refused();
@@ -146,9 +152,13 @@ class Symbolizer {
   // at_file_base()'s bases, 64 GiB apart, while a mapping of the file is held.
   std::map<ModuleKey, uint64_t> file_bases_;
   uint64_t next_file_base_ = 1;
-  std::vector<SourceFrame> python_;  // by python_frame()'s value, less the tag
-  std::map<std::tuple<std::string, std::string, int64_t>, uint64_t> python_ids_;
-  uint64_t python_frames_full_ = 0;
+  struct RuntimeFrame {
+    SourceFrame frame;
+    std::string runtime;
+  };
+  std::vector<RuntimeFrame> runtime_frames_;  // by runtime_frame()'s value less kRuntimeFrames
+  std::map<std::tuple<std::string, std::string, std::string, int64_t>, uint64_t> runtime_ids_;
+  uint64_t runtime_frames_full_ = 0;
 };
 
 // Where a profile stack came from, known when it was first sampled.

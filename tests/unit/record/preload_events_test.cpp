@@ -58,35 +58,30 @@ PreloadEvents::ProcessFacts fixed_facts(pid_t) { return {"worker", 42}; }
 
 TEST(PreloadEvents, ATrialIsAStackToWalkThenItsSample) {
   PreloadEvents events(512 * 1024, fixed_facts);
-  std::vector<std::vector<uint8_t>> out;
-  auto keep = [&](std::span<const uint8_t> e) { out.emplace_back(e.begin(), e.end()); };
+  std::vector<Event> out;
+  auto keep = [&](Event e) { out.push_back(std::move(e)); };
   events.translate(7, 3, alloc_record(512 * 1024, 64), keep);
   ASSERT_EQ(out.size(), 2u);
-  as_stack_event s;
-  ASSERT_EQ(out[0].size(), sizeof s + sizeof(as_deferred_walk) + 64);
-  std::memcpy(&s, out[0].data(), sizeof s);
-  EXPECT_EQ(s.kind, uint32_t(AS_EV_STACK));
-  EXPECT_EQ(s.tgid, 7u);
-  EXPECT_EQ(s.fn, AS_FN_CALLOC);
-  EXPECT_EQ(s.stop, AS_STOP_NO_TABLE);
-  EXPECT_EQ(s.nframes, 1u);
-  EXPECT_EQ(s.frames[0], 0x401000u);
-  EXPECT_EQ(s.exec_id, 3u);
-  EXPECT_EQ(s.start_ns, 42u);
-  EXPECT_STREQ(s.comm, "worker");
-  as_deferred_walk w;
-  std::memcpy(&w, out[0].data() + sizeof s, sizeof w);
-  EXPECT_EQ(w.skip, 2u);
-  EXPECT_EQ(w.len, 64u);
-  EXPECT_EQ(out[0].back(), 0xab);
-  as_alloc_event a;
-  ASSERT_EQ(out[1].size(), sizeof a);
-  std::memcpy(&a, out[1].data(), sizeof a);
-  EXPECT_EQ(a.hdr.kind, uint32_t(AS_EV_ALLOC));
-  EXPECT_EQ(a.hdr.stack, s.id);
-  EXPECT_EQ(a.hdr.addr, 0x5000u);
-  EXPECT_EQ(a.hdr.flags, AS_EVF_LIVE_DROPPED) << "its own set was full: no free will follow";
-  EXPECT_EQ(a.hdr.tid, 12u);
+  const auto* s = std::get_if<StackEvent>(&out[0]);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->tgid, 7u);
+  EXPECT_EQ(s->fn, AS_FN_CALLOC);
+  EXPECT_EQ(s->stop, AS_STOP_NO_TABLE);
+  EXPECT_EQ(s->ips, std::vector<uint64_t>{0x401000u});
+  EXPECT_EQ(s->exec_id, 3u);
+  EXPECT_EQ(s->start_ns, 42u);
+  EXPECT_EQ(s->comm, "worker");
+  ASSERT_TRUE(s->walk.has_value());
+  EXPECT_EQ(s->walk->skip, 2u);
+  EXPECT_EQ(s->walk->len, 64u);
+  ASSERT_EQ(s->walk_stack.size(), 64u);
+  EXPECT_EQ(s->walk_stack.back(), 0xab);
+  const auto* a = std::get_if<AllocEvent>(&out[1]);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->stack, s->id);
+  EXPECT_EQ(a->addr, 0x5000u);
+  EXPECT_EQ(a->flags, AS_EVF_LIVE_DROPPED) << "its own set was full: no free will follow";
+  EXPECT_EQ(a->tid, 12u);
 
   out.clear();
   events.translate(7, 3, alloc_record(4096, 0), keep);  // another rate
@@ -104,7 +99,7 @@ TEST(PreloadEvents, ATrialIsAStackToWalkThenItsSample) {
 // says their stacks hold no Python frames without BPF.
 TEST(PreloadEvents, TrialsInCpythonsAllocatorAreCounted) {
   PreloadEvents events(1, fixed_facts);
-  auto drop = [](std::span<const uint8_t>) {};
+  auto drop = [](Event) {};
   for (uint32_t code : {uint32_t(AS_CODE_PYOBJ_MALLOC), uint32_t(AS_CODE_PYMEM_REALLOC),
                         uint32_t(AS_CODE_NEW), uint32_t(AS_FN_MALLOC)}) {
     std::vector<uint8_t> r = alloc_record(1, 0);
@@ -140,7 +135,7 @@ TEST(PreloadEvents, ARecordingWithoutBpfGivesEverySiteItsTruth) {
   int out = -1;
   pid_t pid = start_alloc_sites_with_preload(channel->socket_path(), out);
   auto feed = [&](const PreloadChannel::RingId& ring, uint32_t tgid, std::span<const uint8_t> record) {
-    parts.events.translate(tgid, ring.number, record, [&](std::span<const uint8_t> e) { parts.sink(e); });
+    parts.events.translate(tgid, ring.number, record, [&](Event e) { parts.sink.take(std::move(e)); });
   };
   std::string said;
   while (said.find("done\n") == std::string::npos) {

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <random>
-#include <span>
 #include <vector>
 
 #include "allocscope.h"
@@ -17,33 +17,42 @@
 namespace allocscope {
 namespace {
 
-std::vector<uint8_t> event(uint32_t kind, uint32_t tgid, uint64_t ts, uint64_t addr) {
-  as_event e{};
-  e.kind = kind;
-  e.tgid = tgid;
-  e.ts_ns = ts;
-  e.addr = addr;
-  std::vector<uint8_t> out(sizeof(as_alloc_event));
-  std::memcpy(out.data(), &e, sizeof e);
-  return out;
+Event event(uint32_t kind, uint32_t tgid, uint64_t ts, uint64_t addr) {
+  if (kind == AS_EV_ALLOC) {
+    AllocEvent a;
+    a.tgid = tgid;
+    a.ts_ns = ts;
+    a.addr = addr;
+    return a;
+  }
+  if (kind == AS_EV_FREE) return FreeEvent{.tgid = tgid, .tid = 0, .ts_ns = ts, .addr = addr};
+  ProcessEvent p;
+  p.e.kind = kind;
+  p.e.tgid = tgid;
+  p.e.ts_ns = ts;
+  return p;
 }
 
 struct Seen {
   uint32_t kind, tgid;
   uint64_t ts, addr;
+  bool operator==(const Seen&) const = default;
 };
+
+Seen seen_of(const Event& e) {
+  if (const auto* a = std::get_if<AllocEvent>(&e)) return {AS_EV_ALLOC, a->tgid, a->ts_ns, a->addr};
+  if (const auto* f = std::get_if<FreeEvent>(&e)) return {AS_EV_FREE, f->tgid, f->ts_ns, f->addr};
+  const auto& p = std::get<ProcessEvent>(e).e;
+  return {p.kind, p.tgid, p.ts_ns, 0};
+}
 
 // What the sink is given, in order.
 struct Sink {
   std::vector<Seen> seen;
   RingFrees::Emit emit() {
-    return [this](std::span<const uint8_t> d) {
-      as_event e;
-      std::memcpy(&e, d.data(), sizeof e);
-      seen.push_back({e.kind, e.tgid, e.ts_ns, e.addr});
-    };
+    return [this](Event e) { seen.push_back(seen_of(e)); };
   }
-  void take(std::span<const uint8_t> d) { emit()(d); }
+  void take(const Event& e) { seen.push_back(seen_of(e)); }
 };
 
 TEST(RingFrees, AFreeGoesBeforeTheNextAllocationAtItsAddress) {
@@ -77,10 +86,11 @@ TEST(RingFrees, AnEventLaterThanThePassIsKeptForTheNext) {
   f.pass_ends(false, sink.emit());
   f.add(7, 7, 0x2000, 1000, sink.emit());  // written before the kept event: goes before it
   f.pass_begins(2000);
-  std::vector<uint8_t> kept = f.take_kept();
-  EXPECT_EQ(kept, late);
-  EXPECT_TRUE(f.take_kept().empty()) << "handed over once";
-  ASSERT_TRUE(f.before(kept, sink.emit()));
+  std::optional<Event> kept = f.take_kept();
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(seen_of(*kept), seen_of(late));
+  EXPECT_FALSE(f.take_kept().has_value()) << "handed over once";
+  ASSERT_TRUE(f.before(*kept, sink.emit()));
   ASSERT_EQ(sink.seen.size(), 1u);
   EXPECT_EQ(sink.seen[0].addr, 0x2000u);
 }
@@ -136,7 +146,7 @@ TEST(RingFrees, ARecordingSeesEveryFreeInItsPlace) {
   std::mt19937_64 rng(12345);
   struct Written {
     uint64_t ts;
-    std::vector<uint8_t> data;
+    Event data;
   };
   std::vector<Written> kernel, rings;  // in the order they were placed
   std::map<std::pair<uint32_t, uint64_t>, bool> live_truth;
@@ -144,17 +154,16 @@ TEST(RingFrees, ARecordingSeesEveryFreeInItsPlace) {
   RingFrees f;
   std::map<std::pair<uint32_t, uint64_t>, uint64_t> live;  // the sink's: allocation time
   uint64_t mismatches = 0, allocations = 0, frees = 0;
-  auto to_sink = [&](std::span<const uint8_t> d) {
-    as_event e;
-    std::memcpy(&e, d.data(), sizeof e);
+  auto to_sink = [&](const Event& d) {
+    Seen e = seen_of(d);
     auto key = std::make_pair(e.tgid, e.addr);
     if (e.kind == AS_EV_ALLOC) {
       mismatches += live.contains(key);
-      live[key] = e.ts_ns;
+      live[key] = e.ts;
       ++allocations;
     } else if (e.kind == AS_EV_FREE) {
       auto it = live.find(key);
-      mismatches += it == live.end() || it->second > e.ts_ns;
+      mismatches += it == live.end() || it->second > e.ts;
       if (it != live.end()) live.erase(it);
       ++frees;
     }
@@ -183,14 +192,13 @@ TEST(RingFrees, ARecordingSeesEveryFreeInItsPlace) {
     // Now and then a ring read short of its end holds the time back.
     uint64_t read_ns = rng() % 4 ? now : now - rng() % 100;
     for (; rings_read < rings.size(); ++rings_read) {
-      as_event e;
-      std::memcpy(&e, rings[rings_read].data.data(), sizeof e);
+      const auto& e = std::get<FreeEvent>(rings[rings_read].data);
       f.add(e.tgid, e.tid, e.addr, e.ts_ns, to_sink);
     }
     f.pass_begins(read_ns);
     bool stopped = false;
-    if (auto kept = f.take_kept(); !kept.empty()) {
-      if (f.before(kept, to_sink)) to_sink(kept);
+    if (auto kept = f.take_kept()) {
+      if (f.before(*kept, to_sink)) to_sink(*kept);
       stopped = f.has_kept();  // still too late: nothing after it goes first
     }
     for (int i = rng() % 10; i > 0; --i) step();  // written while the pass reads
@@ -207,12 +215,11 @@ TEST(RingFrees, ARecordingSeesEveryFreeInItsPlace) {
   }
   // The end: the probes gone, the last of both read.
   for (; rings_read < rings.size(); ++rings_read) {
-    as_event e;
-    std::memcpy(&e, rings[rings_read].data.data(), sizeof e);
+    const auto& e = std::get<FreeEvent>(rings[rings_read].data);
     f.add(e.tgid, e.tid, e.addr, e.ts_ns, to_sink);
   }
   f.pass_begins(UINT64_MAX);
-  if (auto kept = f.take_kept(); !kept.empty() && f.before(kept, to_sink)) to_sink(kept);
+  if (auto kept = f.take_kept(); kept && f.before(*kept, to_sink)) to_sink(*kept);
   for (; kernel_read < kernel.size(); ++kernel_read)
     if (f.before(kernel[kernel_read].data, to_sink)) to_sink(kernel[kernel_read].data);
   f.flush(to_sink);

@@ -14,18 +14,10 @@ std::string comm_of(const char (&comm)[AS_COMM_LEN]) { return std::string(comm, 
 
 namespace {
 
-// The kernel's dev_t: major in the high 12 bits, minor in the low 20.
-Mapping kernel_mapping(const as_vma& v) {
-  Mapping m;
-  m.start = v.start;
-  m.end = v.end;
-  m.offset = v.ino ? v.pgoff : 0;  // as /proc shows anonymous memory
-  m.dev_major = v.dev >> 20;
-  m.dev_minor = v.dev & 0xfffff;
-  m.inode = v.ino;
-  m.readable = m.executable = true;
-  return m;
-}
+template <typename... F>
+struct Visit : F... {
+  using F::operator()...;
+};
 
 // The kernel's log2 lifetime buckets (struct as_exact_totals), each counted
 // at its geometric middle.
@@ -48,12 +40,19 @@ EventSink::EventSink(Profile& profile, Symbolizer& symbolizer, SinkHooks hooks, 
       max_stacks_(max_stacks),
       per_process_(per_process) {}
 
-bool EventSink::operator()(std::span<const uint8_t> data) {
+bool EventSink::operator()(std::span<const uint8_t> kernel_record) {
+  auto event = decode_kernel_event(kernel_record);
+  return !event || take(std::move(*event));
+}
+
+bool EventSink::take(Event event) {
   if (hooks_.unwind.tables_built()) {  // in at once: the kernel's walks stop waiting for them too
     hooks_.unwind.collect_tables();
     retry_waiting(monotonic_ns(), true);
   }
-  if (dispatch(data) == AS_EV_ALLOC && profile_.live_bytes() >= yield_above_bytes_) return false;
+  bool alloc = std::holds_alternative<AllocEvent>(event);
+  dispatch(std::move(event));
+  if (alloc && profile_.live_bytes() >= yield_above_bytes_) return false;
   // The clock is read now and then: a reader that lags returns to its loop
   // (outputs, progress) at the deadline all the same.
   if (++events_since_clock_ < 256) return true;
@@ -61,76 +60,70 @@ bool EventSink::operator()(std::span<const uint8_t> data) {
   return now_ms() < yield_at_ms_;
 }
 
-uint32_t EventSink::dispatch(std::span<const uint8_t> data) {
-  uint32_t kind;
-  if (data.size() < sizeof kind) return 0;
-  std::memcpy(&kind, data.data(), sizeof kind);
-  if (kind == AS_EV_ALLOC) {
-    on_alloc(data);
-  } else if (kind == AS_EV_FREE && data.size() >= sizeof(as_event)) {
-    as_event e;
-    std::memcpy(&e, data.data(), sizeof e);
-    if (waiting_.must_wait(e.tgid, 0, e.addr))
-      hold(e.tgid, data, 0, e.addr);
-    else if (auto id = processes_.find(e.tgid))
-      profile_.on_free(*id, e.addr, e.ts_ns);
-  } else if (kind == AS_EV_STACK) {
-    on_stack(data);
-  } else if (kind == AS_EV_CGROUP && data.size() >= sizeof(as_cgroup_event)) {
-    as_cgroup_event e;
-    std::memcpy(&e, data.data(), sizeof e);
-    if (cgroup_names_)
-      cgroup_names_->learn(e.id, std::string(e.path, std::min<size_t>(e.len, sizeof e.path)));
-  } else if (kind == AS_EV_CGROUP_GONE && data.size() >= sizeof(as_cgroup_event)) {
-    as_cgroup_event e;
-    std::memcpy(&e, data.data(), sizeof e);
-    if (cgroup_names_) cgroup_names_->removed(e.id, now_ms());
-  } else if (kind == AS_EV_EXITING && data.size() >= sizeof(as_proc_event)) {
-    // A CPython process at _exit: the code objects of its stacks before
-    // this event are read (on_stack reads them first), so it may end now.
-    as_proc_event e;
-    std::memcpy(&e, data.data(), sizeof e);
-    if (e.held) hooks_.kernel.release_held(e.tgid, e.hold);
-  } else if (kind == AS_EV_NEED_TABLE && data.size() >= sizeof(as_table_event)) {
-    as_table_event e;
-    std::memcpy(&e, data.data(), sizeof e);
-    hooks_.unwind.need_table(e.tgid, e.vma);
-  } else if (kind >= AS_EV_FORK && kind <= AS_EV_MMAP && data.size() >= sizeof(as_proc_event)) {
-    as_proc_event e;
-    std::memcpy(&e, data.data(), sizeof e);
-    if (e.kind == AS_EV_EXEC && lost_for_test(e)) return kind;
-    if (e.kind == AS_EV_EXIT && waiting_.holds(e.tgid)) {
-      hold(e.tgid, data, 0, 0);  // its stacks are still walked whole
-      return kind;
-    }
-    // The old program's mappings go now: what waits is walked as far as it
-    // can be, after a short wait for its tables (a small file's take
-    // milliseconds; a shell's job may exec as soon as it starts).
-    if (e.kind == AS_EV_EXEC && waiting_.holds(e.tgid)) {
-      constexpr uint64_t kMaxExecWaitMs = 500;
-      hooks_.unwind.wait_for_walks(e.tgid, kMaxExecWaitMs);
-      release_waiting(e.tgid, true);
-    }
-    on_process(e);
-  }
-  return kind;
+void EventSink::dispatch(Event&& event) {
+  std::visit(Visit{
+                 [this](StackEvent& e) { on_stack(std::move(e)); },
+                 [this](AllocEvent& e) { on_alloc(std::move(e)); },
+                 [this](FreeEvent& e) { on_free(e); },
+                 [this](ProcessEvent& e) { on_process_event(e); },
+                 [this](CgroupEvent& e) {
+                   if (!cgroup_names_) return;
+                   if (e.gone)
+                     cgroup_names_->removed(e.id, now_ms());
+                   else
+                     cgroup_names_->learn(e.id, std::move(e.path));
+                 },
+                 [this](TableNeeded& e) { hooks_.unwind.need_table(e.tgid, e.vma); },
+             },
+             event);
 }
 
-void EventSink::hold(uint32_t tgid, std::span<const uint8_t> event, uint64_t stack, uint64_t addr) {
-  waiting_.hold(tgid, event, stack, addr, replaying_ ? replay_since_ns_ : monotonic_ns());
+void EventSink::on_free(const FreeEvent& e) {
+  if (waiting_.must_wait(e.tgid, 0, e.addr))
+    hold(e.tgid, e, 0, e.addr);
+  else if (auto id = processes_.find(e.tgid))
+    profile_.on_free(*id, e.addr, e.ts_ns);
+}
+
+void EventSink::on_process_event(const ProcessEvent& pe) {
+  const as_proc_event& e = pe.e;
+  if (e.kind == AS_EV_EXITING) {
+    // A CPython process at _exit: the code objects of its stacks before
+    // this event are read (on_stack reads them first), so it may end now.
+    if (e.held) hooks_.kernel.release_held(e.tgid, e.hold);
+    return;
+  }
+  if (e.kind == AS_EV_EXEC && lost_for_test(e)) return;
+  if (e.kind == AS_EV_EXIT && waiting_.holds(e.tgid)) {
+    hold(e.tgid, pe, 0, 0);  // its stacks are still walked whole
+    return;
+  }
+  // The old program's mappings go now: what waits is walked as far as it
+  // can be, after a short wait for its tables (a small file's take
+  // milliseconds; a shell's job may exec as soon as it starts).
+  if (e.kind == AS_EV_EXEC && waiting_.holds(e.tgid)) {
+    constexpr uint64_t kMaxExecWaitMs = 500;
+    hooks_.unwind.wait_for_walks(e.tgid, kMaxExecWaitMs);
+    release_waiting(e.tgid, true);
+  }
+  on_process(e);
+}
+
+void EventSink::hold(uint32_t tgid, Event event, uint64_t stack, uint64_t addr) {
+  waiting_.hold(tgid, std::move(event), stack, addr, replaying_ ? replay_since_ns_ : monotonic_ns());
   if (replaying_) return;
   while (waiting_.full()) release_waiting(waiting_.processes().front(), true);
 }
 
 void EventSink::release_waiting(uint32_t tgid, bool cut) {
   uint64_t since = waiting_.since_ns(tgid);
-  std::deque<std::vector<uint8_t>> events = waiting_.take(tgid);
+  std::deque<Event> events = waiting_.take(tgid);
   bool was_replaying = replaying_, was_cutting = cutting_;
   uint64_t was_since = replay_since_ns_;
   replaying_ = true;
   cutting_ = cut;
   replay_since_ns_ = since;
-  for (const std::vector<uint8_t>& e : events) dispatch(e);
+  for (Event& e : events) dispatch(std::move(e));
   replaying_ = was_replaying;
   cutting_ = was_cutting;
   replay_since_ns_ = was_since;
@@ -148,10 +141,10 @@ void EventSink::release_all_waiting() {
 }
 
 // The instance a sample of `tgid` belongs to; nullopt when filtered out.
-std::optional<uint32_t> EventSink::instance_for(const as_stack_event& head, const std::string& comm,
-                                                std::span<const Mapping> seen) {
+std::optional<uint32_t> EventSink::instance_for(const StackEvent& head) {
   bool made;
   uint32_t tgid = head.tgid;
+  const std::string& comm = head.comm;
   uint32_t id = processes_.current(tgid, comm, &made);
   if (!made && end_if_replaced(id, head)) id = processes_.current(tgid, comm, &made);
   if (made) {  // first sample: judge it, and read its mappings while it lives
@@ -161,70 +154,58 @@ std::optional<uint32_t> EventSink::instance_for(const as_stack_event& head, cons
       processes_.reject(id);
       hooks_.verdicts.reject(tgid);
     } else {
-      symbolizer_.refresh(pid_t(tgid), seen);
+      symbolizer_.refresh(pid_t(tgid), head.mappings);
     }
   }
   if (processes_.instance(id).rejected) return std::nullopt;
   return id;
 }
 
-void EventSink::on_stack(std::span<const uint8_t> data) {
-  if (data.size() < offsetof(as_stack_event, py)) return;  // sent without its unused Python frames
-  const auto* raw = reinterpret_cast<const as_stack_event*>(data.data());
-  as_stack_event head;
-  std::memcpy(&head, raw, offsetof(as_stack_event, vmas));
+void EventSink::on_stack(StackEvent&& ev) {
   if (!replaying_) ++stacks_seen_;
-  std::string comm = comm_of(head.comm);
-  kernel_maps_.clear();
-  for (uint32_t i = 0; i < std::min<uint32_t>(head.nvmas, AS_MAX_VMAS); ++i) {
-    as_vma v;
-    std::memcpy(&v, &raw->vmas[i], sizeof v);
-    kernel_maps_.push_back(kernel_mapping(v));
-  }
-  auto instance = instance_for(head, comm, kernel_maps_);
+  auto instance = instance_for(ev);
   if (!instance) return;
   if (stacks_.size() >= max_stacks_) {  // its samples count as dropped for a full table
-    if (refused_.size() < kMaxRefused) refused_.insert(head.id);
+    if (refused_.size() < kMaxRefused) refused_.insert(ev.id);
     return;
   }
-  symbolizer_.add_mappings(pid_t(head.tgid), kernel_maps_);
-  if (runtimes_) runtimes_->read_stack(pid_t(head.tgid), kernel_maps_, data);  // while the process lives
-  KnownStack s{*instance, head.fn, {}, {}};
-  s.ips.resize(std::min<size_t>(head.nframes, AS_MAX_FRAMES));
-  if (!s.ips.empty())  // a walk that found no frame: no copy (memcpy from or to null is undefined)
-    std::memcpy(s.ips.data(), data.data() + offsetof(as_stack_event, frames),
-                s.ips.size() * sizeof(uint64_t));
-  if (head.stop == AS_STOP_NO_TABLE && data.size() >= sizeof(as_stack_event) + sizeof(as_deferred_walk) &&
-      !s.ips.empty()) {
-    as_deferred_walk walk;
-    std::memcpy(&walk, data.data() + sizeof(as_stack_event), sizeof walk);
-    auto stack = data.subspan(sizeof(as_stack_event) + sizeof walk);
+  const pid_t pid = pid_t(ev.tgid);
+  symbolizer_.add_mappings(pid, ev.mappings);
+  if (runtimes_) runtimes_->read_stack(pid, ev.mappings, ev.runtime_part);  // while the process lives
+  uint16_t stop = ev.stop;
+  // A walk that may wait keeps the event whole to be fed again.
+  KnownStack s{*instance, ev.fn, {}, {}};
+  if (ev.walk)
+    s.ips = ev.ips;
+  else
+    s.ips = std::move(ev.ips);
+  if (ev.walk && !s.ips.empty()) {
     // Rare (a table was missing): the newest mappings, unless of another
     // program. A walk begun in process (no mapping sent: a recording without
     // BPF, every walk) reads them again only if it meets code they lack.
-    if (!replaying_ && head.nvmas) symbolizer_.refresh(pid_t(head.tgid), kernel_maps_);
-    int stop = hooks_.unwind.finish_walk(
-        head.tgid, walk, stack.first(std::min<size_t>(walk.len, stack.size())), s.ips, !cutting_);
-    if (stop == UnwindTables::kWalkWaits) {
+    if (!replaying_ && !ev.mappings.empty()) symbolizer_.refresh(pid, ev.mappings);
+    int walked = hooks_.unwind.finish_walk(ev.tgid, *ev.walk, ev.walk_stack, s.ips, !cutting_);
+    if (walked == UnwindTables::kWalkWaits) {
       if (!replaying_) ++walks_waited_;
-      hold(head.tgid, data, head.id, 0);
+      uint64_t id = ev.id;
+      hold(ev.tgid, std::move(ev), id, 0);
       return;
     }
-    head.stop = uint16_t(stop);
-    walks_cut_waiting_ += stop == AS_STOP_NO_TABLE;
-    if (size_t(stop) < kStops) ++walk_stops_[size_t(stop)];
+    stop = uint16_t(walked);
+    walks_cut_waiting_ += walked == AS_STOP_NO_TABLE;
+    if (size_t(walked) < kStops) ++walk_stops_[size_t(walked)];
     ++walks_finished_;
   }
-  if (head.stop != AS_STOP_COMPLETE) {
+  if (stop != AS_STOP_COMPLETE) {
     s.ips.push_back(kTruncatedFrame);
     ++stacks_truncated_;
   }
-  if (runtimes_) runtimes_->place_frames(pid_t(head.tgid), kernel_maps_, data, head.fn, s.ips);
+  if (runtimes_) runtimes_->place_frames(pid, ev.mappings, ev.runtime_part, ev.fn, s.ips);
   const ProcessInstance& process = processes_.instance(*instance);
-  s.origin = origin(head.tgid, process.comm, head.fn, s.ips);
+  s.origin = origin(ev.tgid, process.comm, ev.fn, s.ips);
   if (per_process_) s.origin.ns_pid = process.shown_ns_pid();
-  if (head.id < one_shot_from_) instance_stacks_[*instance].push_back(head.id);
-  stacks_.insert_or_assign(head.id, std::move(s));
+  if (ev.id < one_shot_from_) instance_stacks_[*instance].push_back(ev.id);
+  stacks_.insert_or_assign(ev.id, std::move(s));
 }
 
 void EventSink::forget_stacks(std::span<const uint32_t> remap) {
@@ -285,16 +266,14 @@ void EventSink::note_new_profile_stack(size_t stacks_before, const KnownStack& s
   if (profile_.stacks().size() != stacks_before) origins_.push_back(s.origin);
 }
 
-void EventSink::on_alloc(std::span<const uint8_t> data) {
-  if (data.size() < sizeof(as_alloc_event)) return;
-  as_alloc_event a;
-  std::memcpy(&a, data.data(), sizeof a);
-  const as_event& e = a.hdr;
+void EventSink::on_alloc(AllocEvent&& e) {
   if (waiting_.must_wait(e.tgid, e.stack, e.addr)) {
-    hold(e.tgid, data, 0, e.addr);
+    uint32_t tgid = e.tgid;
+    uint64_t addr = e.addr;
+    hold(tgid, std::move(e), 0, addr);
     return;
   }
-  std::string comm = comm_of(a.comm);
+  const std::string& comm = e.comm;
   auto it = stacks_.find(e.stack);
   if (it == stacks_.end()) {
     // Never received (a full table, or a stack the kernel could not send),

@@ -24,6 +24,7 @@
 #include "allocscope.h"
 #include "model/process_table.h"
 #include "model/profile.h"
+#include "record/events/events.h"
 #include "record/events/sink_hooks.h"
 #include "record/events/waiting_events.h"
 #include "symbols/symbolizer.h"
@@ -60,9 +61,11 @@ class EventSink {
   // trials, each walked on its own): forgotten once their sample is in.
   void one_shot_stacks_from(uint64_t first) { one_shot_from_ = first; }
 
-  // Takes one record; false when the reader should return to its loop
+  // Takes one event; false when the reader should return to its loop
   // (the deadline set by yield_at has passed).
-  bool operator()(std::span<const uint8_t> data);
+  bool take(Event event);
+  // ... one record of the kernel's ring buffer (decode_kernel_event).
+  bool operator()(std::span<const uint8_t> kernel_record);
   void yield_at(uint64_t monotonic_ms) { yield_at_ms_ = monotonic_ms; }
   // ... and once the live estimate reaches `bytes` (--snapshot-above).
   void yield_above(double bytes) { yield_above_bytes_ = bytes; }
@@ -168,24 +171,25 @@ class EventSink {
     StackOrigin origin;         // resolved on arrival, while the process lives
   };
 
-  uint32_t dispatch(std::span<const uint8_t> data);
-  void hold(uint32_t tgid, std::span<const uint8_t> event, uint64_t stack, uint64_t addr);
+  void dispatch(Event&& event);
+  void hold(uint32_t tgid, Event event, uint64_t stack, uint64_t addr);
   // Feeds the held events of `tgid` again; `cut`: walks end where a table is missing.
   void release_waiting(uint32_t tgid, bool cut);
-  void on_stack(std::span<const uint8_t> data);
-  void on_alloc(std::span<const uint8_t> data);
+  void on_stack(StackEvent&& ev);
+  void on_alloc(AllocEvent&& e);
+  void on_free(const FreeEvent& e);
+  void on_process_event(const ProcessEvent& e);
   void on_process(const as_proc_event& e);
   void on_exec(const as_proc_event& e);
   // A process held for its new file goes on once its tables are in (if the
   // event's hold still holds it).
   void release_when_prepared(const as_proc_event& e);
   void end_instance(uint32_t tgid, bool exited, bool in_process);
-  bool end_if_replaced(uint32_t id, const as_stack_event& head);
+  bool end_if_replaced(uint32_t id, const StackEvent& head);
   bool lost_for_test(const as_proc_event& exec);
   void finish_exact(uint32_t instance, bool keep_live);
   void forget_untracked(uint32_t tgid, uint64_t addr, uint16_t flags);
-  std::optional<uint32_t> instance_for(const as_stack_event& head, const std::string& comm,
-                                       std::span<const Mapping> seen);
+  std::optional<uint32_t> instance_for(const StackEvent& head);
   void count_drops(uint32_t tgid, const std::string& comm, bool live_full, bool stack_lost, bool table_full);
   StackOrigin origin(uint32_t tgid, const std::string& comm, uint16_t fn, std::span<const uint64_t> ips);
   std::optional<uint32_t> profile_stack(const KnownStack& s);
@@ -217,7 +221,6 @@ class EventSink {
   std::unordered_map<uint32_t, std::string> last_names_;  // bounded: see on_process
   std::unordered_map<uint32_t, uint32_t> vanishing_;      // tgid -> running instance found gone once
   uint64_t ended_unseen_ = 0, ended_by_stacks_ = 0, entry_frees_unseen_ = 0;
-  std::vector<Mapping> kernel_maps_;
   // Long enough for a large program's table on a loaded machine.
   static constexpr uint64_t kMaxWaitNs = 10'000'000'000;
   static constexpr size_t kMaxWaitingBytes = 64 << 20;

@@ -89,7 +89,7 @@ size_t EventSink::end_vanished(const std::function<bool(uint32_t)>& alive, bool 
 // exit): the instance ends as that event would have ended it, so that
 // neither shares its samples, mappings or live memory with the other. An
 // earlier program's stack (none should follow its exec) stays with it.
-bool EventSink::end_if_replaced(uint32_t id, const as_stack_event& head) {
+bool EventSink::end_if_replaced(uint32_t id, const StackEvent& head) {
   const ProcessInstance& p = processes_.instance(id);
   bool other_process = p.start_ns != head.start_ns;
   if (!other_process && p.exec_id >= head.exec_id) return false;
@@ -217,7 +217,7 @@ std::pair<Profile::FoldTo, StackOrigin> EventSink::folded_stack(uint32_t stack, 
     addr = symbolizer_.mapping(mapping)->start + offset;
   };
   for (size_t f = 0; f < to.ips.size() && f < o.mappings.size(); ++f)
-    if (!Symbolizer::is_python_frame(to.ips[f]) && to.ips[f] != kTruncatedFrame)
+    if (!Symbolizer::is_runtime_frame(to.ips[f]) && to.ips[f] != kTruncatedFrame)
       move(to.ips[f], o.mappings[f]);
   if (o.allocator_addr) move(o.allocator_addr, o.allocator_mapping);
   o.pid = o.ns_pid = 0;  // no process: the program's

@@ -19,11 +19,6 @@ PreloadEvents::ProcessFacts facts_from_proc(pid_t pid) {
   return {read_comm(pid), uint64_t(process_start_time(pid) * 1e9)};
 }
 
-template <typename T>
-void put(std::vector<uint8_t>& out, size_t at, const T& v) {
-  std::memcpy(out.data() + at, &v, sizeof v);
-}
-
 // A trial in one of CPython's allocator domains (the preload wraps them).
 bool in_python_domain(uint32_t code) {
   switch (code & 0xffff) {
@@ -92,53 +87,38 @@ void PreloadEvents::alloc(uint32_t tgid, uint64_t ring_number, std::span<const u
   python_trials_ += in_python_domain(t.code);
 
   // The stack: one frame (the sampler's), the rest to be walked here.
-  as_stack_event head{};
-  head.kind = AS_EV_STACK;
-  head.tgid = tgid;
-  head.fn = uint16_t(t.code & 0xffff);
-  head.stop = AS_STOP_NO_TABLE;
-  head.nframes = 1;
-  head.id = id;
-  head.start_ns = f.start_ns;
-  head.exec_id = ring_number;
-  head.frames[0] = t.walk.ip;
-  copy_comm(head.comm, f.comm);
-  buffer_.assign(sizeof head + sizeof t.walk + t.walk.len, 0);
-  put(buffer_, 0, head);
-  put(buffer_, sizeof head, t.walk);
-  if (t.walk.len) std::memcpy(buffer_.data() + sizeof head + sizeof t.walk, stack.data(), t.walk.len);
-  emit(buffer_);
+  StackEvent s;
+  s.tgid = tgid;
+  s.fn = uint16_t(t.code & 0xffff);
+  s.stop = AS_STOP_NO_TABLE;
+  s.id = id;
+  s.start_ns = f.start_ns;
+  s.exec_id = ring_number;
+  s.comm = f.comm;
+  s.ips = {t.walk.ip};
+  s.walk = t.walk;
+  s.walk_stack.assign(stack.begin(), stack.begin() + t.walk.len);
+  emit(std::move(s));
 
-  as_alloc_event a{};
-  a.hdr.kind = AS_EV_ALLOC;
-  a.hdr.tgid = tgid;
-  a.hdr.tid = t.tid;
-  a.hdr.fn = head.fn;
-  a.hdr.flags = (t.code & AS_USDT_UNTRACKED) ? AS_EVF_LIVE_DROPPED : 0;
-  a.hdr.ts_ns = t.ts_ns ? t.ts_ns : monotonic_ns();  // when it was allocated, not read
-  a.hdr.addr = t.addr;
-  a.hdr.size = t.size;
-  a.hdr.offset = t.offset;
-  a.hdr.stack = id;
-  copy_comm(a.comm, f.comm);
-  buffer_.assign(sizeof a, 0);
-  put(buffer_, 0, a);
-  emit(buffer_);
+  AllocEvent a;
+  a.tgid = tgid;
+  a.tid = t.tid;
+  a.fn = uint16_t(t.code & 0xffff);
+  a.flags = (t.code & AS_USDT_UNTRACKED) ? AS_EVF_LIVE_DROPPED : 0;
+  a.ts_ns = t.ts_ns ? t.ts_ns : monotonic_ns();  // when it was allocated, not read
+  a.addr = t.addr;
+  a.size = t.size;
+  a.offset = t.offset;
+  a.stack = id;
+  a.comm = f.comm;
+  emit(std::move(a));
 }
 
 void PreloadEvents::free(uint32_t tgid, std::span<const uint8_t> payload, const Emit& emit) {
   as_trial_free f;
   std::memcpy(&f, payload.data(), sizeof f);
   ++frees_;
-  as_event e{};
-  e.kind = AS_EV_FREE;
-  e.tgid = tgid;
-  e.tid = f.tid;
-  e.ts_ns = f.ts_ns ? f.ts_ns : monotonic_ns();
-  e.addr = f.addr;
-  buffer_.assign(sizeof e, 0);
-  put(buffer_, 0, e);
-  emit(buffer_);
+  emit(FreeEvent{tgid, f.tid, f.ts_ns ? f.ts_ns : monotonic_ns(), f.addr});
 }
 
 }  // namespace allocscope
@@ -159,9 +139,7 @@ void PreloadEvents::connected(uint32_t tgid, uint64_t ring_number, const Emit& e
     e.ino = st.st_ino;
   }
   copy_comm(e.comm, f.comm);
-  buffer_.assign(sizeof e, 0);
-  put(buffer_, 0, e);
-  emit(buffer_);
+  emit(ProcessEvent{e});
 }
 
 void PreloadEvents::forked_and_gone(uint32_t tgid, uint32_t parent, uint64_t ring_number) {
@@ -180,9 +158,7 @@ void PreloadEvents::exited(uint32_t tgid, const Emit& emit) {
     copy_comm(e.comm, it->second.facts.comm);
     known_.erase(it);
   }
-  buffer_.assign(sizeof e, 0);
-  put(buffer_, 0, e);
-  emit(buffer_);
+  emit(ProcessEvent{e});
 }
 
 }  // namespace allocscope

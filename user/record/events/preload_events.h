@@ -1,11 +1,10 @@
 // A recording without BPF: the preload library's ring records (a sampled
-// trial with its registers and stack, a sampled block's free) turned into
-// the events the kernel's programs send, so that EventSink takes them as it
-// takes the kernel's. A trial becomes a stack event whose walk stopped at
-// its first frame for want of a table (AS_STOP_NO_TABLE) with the deferred
-// walk and stack bytes after it: the sink finishes such walks in userspace
-// with the same tables and step. Pure logic but for /proc reads of a
-// process's name and start.
+// trial with its registers and stack, a sampled block's free) decoded into
+// the events the sink takes (events.h), as the kernel's are. A trial
+// becomes a stack whose walk stopped at its first frame for want of a table
+// (AS_STOP_NO_TABLE), with the walk to finish and its stack bytes: the sink
+// finishes such walks in userspace with the same tables and step. Pure
+// logic but for /proc reads of a process's name and start.
 #pragma once
 
 #include <sys/types.h>
@@ -18,12 +17,13 @@
 #include <vector>
 
 #include "allocscope.h"
+#include "record/events/events.h"
 
 namespace allocscope {
 
 class PreloadEvents {
  public:
-  using Emit = std::function<void(std::span<const uint8_t>)>;
+  using Emit = std::function<void(Event)>;
   // What /proc says of a process: its name and start (ns, any fixed clock).
   struct ProcessFacts {
     std::string comm;
@@ -76,7 +76,6 @@ class PreloadEvents {
   std::unordered_map<uint32_t, Known> known_;
   uint64_t next_stack_ = kFirstStack;
   uint64_t trials_ = 0, python_trials_ = 0, frees_ = 0, forks_ = 0, other_rate_ = 0, malformed_ = 0;
-  std::vector<uint8_t> buffer_;
 };
 
 }  // namespace allocscope

@@ -1,21 +1,9 @@
 #include "record/events/ring_frees.h"
 
-#include <cstddef>
-#include <cstring>
-
-#include "allocscope.h"
-
 namespace allocscope {
 
 void RingFrees::emit_free(const Free& f, const Emit& emit) {
-  as_event e{};
-  e.kind = AS_EV_FREE;
-  e.tgid = f.tgid;
-  e.tid = f.tid;
-  e.fn = AS_FN_FREE;
-  e.ts_ns = f.ts_ns;
-  e.addr = f.addr;
-  emit({reinterpret_cast<const uint8_t*>(&e), sizeof e});
+  emit(FreeEvent{f.tgid, f.tid, f.ts_ns, f.addr});
 }
 
 void RingFrees::add(uint32_t tgid, uint32_t tid, uint64_t addr, uint64_t ts_ns, const Emit& emit) {
@@ -46,24 +34,19 @@ void RingFrees::emit_own_before(uint32_t tgid, uint64_t ts_ns, const Emit& emit)
   }
 }
 
-bool RingFrees::before(std::span<const uint8_t> event, const Emit& emit) {
-  as_event h;
-  if (event.size() < sizeof h) return true;
-  std::memcpy(&h, event.data(), sizeof h);
-  // Every kind with a time keeps it where an as_event does.
-  static_assert(offsetof(as_event, ts_ns) == offsetof(as_proc_event, ts_ns));
-  bool timed = h.kind == AS_EV_ALLOC || h.kind == AS_EV_FREE ||
-               (h.kind >= AS_EV_FORK && h.kind <= AS_EV_MMAP) || h.kind == AS_EV_EXITING;
-  if (!timed) return true;
-  if (h.ts_ns > read_ns_) {
-    kept_.assign(event.begin(), event.end());
+bool RingFrees::before(const Event& event, const Emit& emit) {
+  std::optional<uint64_t> ts_ns = event_time(event);
+  if (!ts_ns) return true;
+  if (*ts_ns > read_ns_) {
+    kept_ = event;
     ++kept_count_;
     return false;
   }
-  if (h.kind == AS_EV_ALLOC)
-    emit_before(h.ts_ns, emit);
-  else if (h.kind == AS_EV_EXIT || h.kind == AS_EV_EXEC)
-    emit_own_before(h.tgid, h.ts_ns, emit);
+  if (std::holds_alternative<AllocEvent>(event)) {
+    emit_before(*ts_ns, emit);
+  } else if (const auto* p = std::get_if<ProcessEvent>(&event)) {
+    if (p->e.kind == AS_EV_EXIT || p->e.kind == AS_EV_EXEC) emit_own_before(p->e.tgid, *ts_ns, emit);
+  }
   return true;
 }
 

@@ -1,10 +1,10 @@
 // A sampled BPF recording of a launched command in process: the kernel's
 // probes take the sampled trials, and each process sends the frees of its
 // sampled blocks through the ring allocscope handed it (PreloadChannel,
-// FreesOnly), a trap saved per sampled block. This puts those frees among
-// the kernel's events as the sink would have had them from the kernel:
-// each after its block's allocation, and before the next allocation at its
-// address. Pure logic.
+// FreesOnly), a trap saved per sampled block. This stage merges those frees
+// into the kernel's events in time, as the sink would have had them from
+// the kernel: each after its block's allocation, and before the next
+// allocation at its address. Pure logic, on decoded events (events.h).
 //
 // How. Each pass over the kernel's ring buffer begins with the time, then a
 // read of the rings: every free stamped before that time is read (a free is
@@ -27,16 +27,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <set>
-#include <span>
 #include <utility>
-#include <vector>
+
+#include "record/events/events.h"
 
 namespace allocscope {
 
 class RingFrees {
  public:
-  using Emit = std::function<void(std::span<const uint8_t>)>;
+  using Emit = std::function<void(Event)>;
   // Frees waiting for their place: past it, the earliest goes on at once
   // (counted: its allocation's event may not have been read yet).
   static constexpr size_t kMaxPending = size_t(1) << 20;
@@ -55,10 +56,10 @@ class RingFrees {
   // Before `event` (the kernel's) goes to the sink: the frees that precede
   // it go first. False: the event is later than the pass's time, kept
   // (take_kept) for the next pass, which it must begin.
-  bool before(std::span<const uint8_t> event, const Emit& emit);
-  // The event kept by the last pass (empty if none), handed over once.
-  std::vector<uint8_t> take_kept() { return std::exchange(kept_, {}); }
-  bool has_kept() const { return !kept_.empty(); }
+  bool before(const Event& event, const Emit& emit);
+  // The event kept by the last pass (none if none), handed over once.
+  std::optional<Event> take_kept() { return std::exchange(kept_, std::nullopt); }
+  bool has_kept() const { return kept_.has_value(); }
   // The pass ended; complete: it read past every event placed in the ring
   // buffer before it began.
   void pass_ends(bool complete, const Emit& emit);
@@ -86,7 +87,7 @@ class RingFrees {
 
   size_t max_pending_;
   std::multiset<Free> pending_;
-  std::vector<uint8_t> kept_;
+  std::optional<Event> kept_;
   uint64_t passes_ = 0, read_ns_ = 0;
   uint64_t read_ = 0, early_ = 0, kept_count_ = 0;
 };

@@ -11,22 +11,21 @@ bool WaitingEvents::must_wait(uint32_t tgid, uint64_t stack, uint64_t addr) cons
   return (stack && h.stacks.contains(stack)) || (addr && h.addrs.contains(addr));
 }
 
-void WaitingEvents::hold(uint32_t tgid, std::span<const uint8_t> event, uint64_t stack, uint64_t addr,
-                         uint64_t since_ns) {
+void WaitingEvents::hold(uint32_t tgid, Event event, uint64_t stack, uint64_t addr, uint64_t since_ns) {
   auto [it, made] = processes_.try_emplace(tgid);
   Held& h = it->second;
   if (made) h.since_ns = since_ns;
-  h.events.emplace_back(event.begin(), event.end());
+  bytes_ += event_bytes(event);
+  h.events.push_back(std::move(event));
   if (stack) h.stacks.insert(stack);
   if (addr) h.addrs.insert(addr);
-  bytes_ += event.size();
 }
 
-std::deque<std::vector<uint8_t>> WaitingEvents::take(uint32_t tgid) {
+std::deque<Event> WaitingEvents::take(uint32_t tgid) {
   auto it = processes_.find(tgid);
   if (it == processes_.end()) return {};
-  std::deque<std::vector<uint8_t>> events = std::move(it->second.events);
-  for (const auto& e : events) bytes_ -= e.size();
+  std::deque<Event> events = std::move(it->second.events);
+  for (const Event& e : events) bytes_ -= event_bytes(e);
   processes_.erase(it);
   return events;
 }

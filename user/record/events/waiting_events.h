@@ -14,6 +14,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "record/events/events.h"
+
 namespace allocscope {
 
 class WaitingEvents {
@@ -24,12 +26,12 @@ class WaitingEvents {
   // Whether an event of `tgid` on stack `stack` (0: none) and address
   // `addr` (0: none) must wait behind the held ones.
   bool must_wait(uint32_t tgid, uint64_t stack, uint64_t addr) const;
-  // Holds `event` (a copy), behind the others of `tgid`. `stack`: the id
+  // Holds `event`, behind the others of `tgid`. `stack`: the id
   // of a stack event that waits (its samples wait too), else 0. `since_ns`
   // counts for a process's first held event only.
-  void hold(uint32_t tgid, std::span<const uint8_t> event, uint64_t stack, uint64_t addr, uint64_t since_ns);
+  void hold(uint32_t tgid, Event event, uint64_t stack, uint64_t addr, uint64_t since_ns);
   // Takes the events of `tgid`, in order, to be fed again.
-  std::deque<std::vector<uint8_t>> take(uint32_t tgid);
+  std::deque<Event> take(uint32_t tgid);
   // When the oldest held event of `tgid` was held.
   uint64_t since_ns(uint32_t tgid) const;
 
@@ -43,7 +45,7 @@ class WaitingEvents {
  private:
   struct Held {
     uint64_t since_ns = 0;
-    std::deque<std::vector<uint8_t>> events;
+    std::deque<Event> events;
     std::unordered_set<uint64_t> stacks, addrs;
   };
   size_t max_bytes_;

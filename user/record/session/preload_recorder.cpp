@@ -154,7 +154,7 @@ void PreloadRecorder::read_rings(bool final) {
   std::vector<uint32_t> gone;
   for (auto [tgid, id] : sink_.processes().running_instances())
     if (!process_exists(pid_t(tgid)) || (tgid == verdicts_.root && target_->exited())) gone.push_back(tgid);
-  auto to_sink = [this](std::span<const uint8_t> e) { sink_(e); };
+  auto to_sink = [this](Event e) { sink_.take(std::move(e)); };
   auto feed = [&](const PreloadChannel::RingId& ring, uint32_t tgid, std::span<const uint8_t> record) {
     // A forked child (it says so at fork; or, that record lost, at its first
     // record once gone) runs its parent's code, mapped where the parent's is.

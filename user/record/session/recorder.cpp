@@ -95,7 +95,11 @@ Result<void> Recorder::open_session() {
     sc.cgroup_level = cg->level;
   }
   // Events arrive only from poll(), once the parts below are made.
-  auto session = BpfSession::open(sc, [this](std::span<const uint8_t> data) { return r_.take_event(data); });
+  // Decoded here, at the edge: past it, events are typed (events.h).
+  auto session = BpfSession::open(sc, [this](std::span<const uint8_t> record) {
+    auto event = decode_kernel_event(record);
+    return !event || r_.take_event(std::move(*event));
+  });
   if (!session) return fail(session.error());
   r_.parts = std::make_unique<SessionParts>(config_, in_process_use(), std::move(*session), r_.profile,
                                             r_.symbolizer, r_.cgroup_names);

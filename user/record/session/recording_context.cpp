@@ -49,11 +49,11 @@ uint64_t RecordingContext::read_ring_frees(uint64_t now) {
   return read_to;
 }
 
-bool RecordingContext::take_event(std::span<const uint8_t> data) {
+bool RecordingContext::take_event(Event event) {
   // An event later than the rings' read stops the pass: the frees before
   // it may not have been read yet.
-  if (free_channel && !ring_frees.before(data, to_sink)) return false;
-  return parts->sink(data);
+  if (free_channel && !ring_frees.before(event, to_sink)) return false;
+  return parts->sink.take(std::move(event));
 }
 
 Result<int> RecordingContext::deliver_events(int timeout_ms, bool last) {
@@ -71,8 +71,8 @@ Result<int> RecordingContext::deliver_events(int timeout_ms, bool last) {
     uint64_t read_to = read_ring_frees(monotonic_ns());
     placed = s.events_placed();
     ring_frees.pass_begins(last ? UINT64_MAX : read_to);
-    if (std::vector<uint8_t> kept = ring_frees.take_kept(); !kept.empty()) {
-      take_event(kept);
+    if (std::optional<Event> kept = ring_frees.take_kept()) {
+      take_event(std::move(*kept));
       if (ring_frees.has_kept()) return 0;  // still too late: the events after it wait behind it
     }
   }

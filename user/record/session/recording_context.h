@@ -96,7 +96,7 @@ struct RecordingContext {
   // An event of the kernel's, to the sink after the ring frees it follows;
   // false: stop delivering (the sink's word, or an event kept for the next
   // pass).
-  bool take_event(std::span<const uint8_t> data);
+  bool take_event(Event event);
   // Waits up to timeout_ms for the kernel's events, then delivers them,
   // the rings' frees among them; returns how many events the kernel sent.
   // `last`: the probes are gone, every event goes (none is kept for later).
@@ -125,7 +125,7 @@ struct RecordingContext {
   std::optional<PreloadChannel::Counts> free_channel_counts;  // its figures once closed
   RingFrees ring_frees;
   // The rings' frees to the sink: made once, not per event.
-  const RingFrees::Emit to_sink = [this](std::span<const uint8_t> e) { parts->sink(e); };
+  const RingFrees::Emit to_sink = [this](Event e) { parts->sink.take(std::move(e)); };
 };
 
 // The outputs (recording_outputs.cpp): the profile's (numbered with

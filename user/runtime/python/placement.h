@@ -11,7 +11,7 @@
 namespace allocscope {
 
 struct PlacedPythonFrame {
-  uint64_t ip = 0;         // the frame as a stack value (Symbolizer::python_frame); 0: not shown
+  uint64_t ip = 0;         // the frame as a stack value (Symbolizer::runtime_frame); 0: not shown
   bool call_root = false;  // the outermost frame of its call of the evaluation loop
 };
 

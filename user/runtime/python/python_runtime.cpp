@@ -40,16 +40,21 @@ std::optional<std::string> runtime_library_version(std::string_view path) {
   return m[1].str();
 }
 
-// The Python frames a stack event carries (none when it has none).
-std::vector<as_py_frame> python_frames_of(std::span<const uint8_t> data, uint64_t* ends) {
-  if (data.size() < offsetof(as_stack_event, py)) return {};  // sent without its unused Python frames
+// Where a field of the stack record lies in its runtime part (from npy on).
+constexpr size_t in_part(size_t offset) { return offset - offsetof(as_stack_event, npy); }
+
+// The Python frames a stack carries (none when it has none).
+std::vector<as_py_frame> python_frames_of(std::span<const uint8_t> part, uint64_t* ends) {
+  constexpr size_t kFrames = in_part(offsetof(as_stack_event, py));
+  if (part.size() < kFrames) return {};
   uint32_t n = 0;
-  std::memcpy(&n, data.data() + offsetof(as_stack_event, npy), sizeof n);
-  std::memcpy(ends, data.data() + offsetof(as_stack_event, py_ends), sizeof *ends);
+  std::memcpy(&n, part.data() + in_part(offsetof(as_stack_event, npy)), sizeof n);
+  std::memcpy(ends, part.data() + in_part(offsetof(as_stack_event, py_ends)), sizeof *ends);
   n = std::min<uint32_t>(n, AS_MAX_PY_FRAMES);
-  if (data.size() < offsetof(as_stack_event, py) + n * sizeof(as_py_frame)) return {};
+  if (part.size() < kFrames + n * sizeof(as_py_frame))
+    return {};  // sent alone: it ends with the last valid one
   std::vector<as_py_frame> frames(n);
-  if (n) std::memcpy(frames.data(), data.data() + offsetof(as_stack_event, py), n * sizeof(as_py_frame));
+  if (n) std::memcpy(frames.data(), part.data() + kFrames, n * sizeof(as_py_frame));
   return frames;
 }
 
@@ -226,9 +231,9 @@ const PythonRuntime::Code& PythonRuntime::code(pid_t pid, const Found& found, co
 }
 
 void PythonRuntime::read_stack(pid_t pid, std::span<const Mapping> kernel_maps,
-                               std::span<const uint8_t> event) {
+                               std::span<const uint8_t> runtime_part) {
   uint64_t ends = 0;
-  std::vector<as_py_frame> frames = python_frames_of(event, &ends);
+  std::vector<as_py_frame> frames = python_frames_of(runtime_part, &ends);
   if (frames.empty()) return;
   Found found = find_program(pid, kernel_maps);
   if (!found.program) return;
@@ -236,9 +241,10 @@ void PythonRuntime::read_stack(pid_t pid, std::span<const Mapping> kernel_maps,
 }
 
 void PythonRuntime::place_frames(pid_t pid, std::span<const Mapping> kernel_maps,
-                                 std::span<const uint8_t> event, uint16_t fn, std::vector<uint64_t>& ips) {
+                                 std::span<const uint8_t> runtime_part, uint16_t fn,
+                                 std::vector<uint64_t>& ips) {
   uint64_t ends = 0;
-  std::vector<as_py_frame> frames = python_frames_of(event, &ends);
+  std::vector<as_py_frame> frames = python_frames_of(runtime_part, &ends);
   if (!frames.empty()) place(pid, kernel_maps, frames, ends, fn, ips);
 }
 
@@ -260,9 +266,9 @@ void PythonRuntime::place(pid_t pid, std::span<const Mapping> kernel_maps,
     PlacedPythonFrame f{0, i < 64 && ((ends >> i) & 1)};
     const Code& c = code(pid, found, frames[i]);
     if (!c)
-      f.ip = symbolizer_.python_frame("[python code unreadable]", "", 0);
+      f.ip = symbolizer_.runtime_frame("python", "[python code unreadable]", "", 0);
     else if (frames[i].instr == AS_PY_INSTR_UNKNOWN || int64_t(frames[i].instr) >= c->first_traceable)
-      f.ip = symbolizer_.python_frame(c->qualname, c->filename, python_line(*c, frames[i].instr));
+      f.ip = symbolizer_.runtime_frame("python", c->qualname, c->filename, python_line(*c, frames[i].instr));
     placed.push_back(f);  // before first_traceable: a call still setting its frame up, not shown
   }
   PythonPlacement result = place_python_frames(ips, is_loop, placed);
@@ -323,7 +329,7 @@ void PythonRuntime::add_counters(KernelCounters kernel,
               {"python_codes_unreadable", c.codes_unreadable},
               {"python_frames_unplaced", c.unplaced},
               {"python_code_cache_cleared", c.cache_cleared},
-              {"python_frames_table_full", symbolizer_.python_frames_full()}});
+              {"python_frames_table_full", symbolizer_.runtime_frames_full()}});
 }
 
 void PythonRuntime::forget(pid_t pid) {

@@ -65,10 +65,11 @@ class PythonRuntime : public Runtime {
   void on_files(const std::vector<std::string>& paths) override;
   // Reads the code objects a stack event's Python frames name while its
   // process lives (its walk may be finished later, when the process is gone).
-  void read_stack(pid_t pid, std::span<const Mapping> kernel_maps, std::span<const uint8_t> event) override;
+  void read_stack(pid_t pid, std::span<const Mapping> kernel_maps,
+                  std::span<const uint8_t> runtime_part) override;
   // `ips` (native, innermost first) with the event's Python frames in place.
   // `fn`: the sample's entry code (CPython's own allocator's, in process).
-  void place_frames(pid_t pid, std::span<const Mapping> kernel_maps, std::span<const uint8_t> event,
+  void place_frames(pid_t pid, std::span<const Mapping> kernel_maps, std::span<const uint8_t> runtime_part,
                     uint16_t fn, std::vector<uint64_t>& ips) override;
   // The process ended or runs another program: its code objects go.
   void forget(pid_t pid) override;
