@@ -191,6 +191,16 @@ Result<std::unique_ptr<BpfSession>> BpfSession::open(const SessionConfig& config
       size_t(bpf_map__max_entries(s->skel_->maps.live_filter)) * AS_LIVE_FILTER_STRIDE, "the live filter");
   if (!filter) return fail(filter.error());
   s->live_filter_ = std::move(*filter);
+  const auto& m = s->skel_->maps;
+  s->processes_.emplace(
+      ProcessMaps::Fds{bpf_map__fd(m.processes), bpf_map__fd(m.name_verdicts), bpf_map__fd(m.unjudged_drops),
+                       bpf_map__fd(m.process_drops), bpf_map__fd(m.busy)},
+      config.judge_cgroups);
+  s->files_.emplace(bpf_map__fd(m.known_files), bpf_map__fd(m.in_process_files));
+  bpf_program* sweep = s->skel_->progs.sweep_live;
+  s->live_.emplace(LiveMaps::Fds{bpf_map__fd(m.live), bpf_map__fd(m.exact_totals),
+                                 bpf_program__autoload(sweep) ? bpf_program__fd(sweep) : -1},
+                   reinterpret_cast<uint8_t*>(s->live_filter_.data()));
   return s;
 }
 

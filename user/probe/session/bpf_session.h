@@ -22,8 +22,11 @@
 #include "probe/libbpf_log.h"
 #include "probe/modes.h"
 #include "probe/placement/allocator_probes.h"
+#include "probe/session/file_marks.h"
 #include "probe/session/hold_guard.h"
 #include "probe/session/kernel_map.h"
+#include "probe/session/live_maps.h"
+#include "probe/session/process_maps.h"
 #include "probe/tables/table_host.h"
 
 struct allocscope_bpf;
@@ -93,13 +96,14 @@ class BpfSession final : public TableHost {
   // The probes attach_in_process made releasable at these paths, detached
   // together (each waits for the kernel's grace periods).
   void release_in_process(std::span<const std::string> paths);
-  // Process verdicts (enum as_process_verdict) for system-wide probes and
-  // lifecycle events; 0 removes the verdict.
-  Result<void> set_verdict(uint32_t tgid, uint8_t verdict);
-  // System-wide: processes that map or run this file (kernel device
-  // encoding) sample in process, and allocator probes leave them alone;
-  // mark_in_process says so of one that already does.
-  Result<void> add_in_process_file(uint32_t kernel_dev, uint64_t ino);
+  // The kernel's maps by family, each behind a typed handle: the table of
+  // processes (verdicts, in-process marks, judgements by name, busy and
+  // dropped counts), what it knows of files, and the live samples with
+  // exact mode's totals.
+  ProcessMaps& processes() { return *processes_; }
+  const ProcessMaps& processes() const { return *processes_; }
+  FileMarks& files() { return *files_; }
+  LiveMaps& live() { return *live_; }
   // A map of the BPF object by its name (a runtime's, bpf/python.bpf.h's),
   // typed; fails when there is none of that name, or its key or value has
   // another size.
@@ -109,37 +113,6 @@ class BpfSession final : public TableHost {
     if (!m) return fail(m.error());
     return KernelMap<Key, Value>(std::move(*m));
   }
-  Result<void> mark_in_process(uint32_t tgid);
-  // The mark taken back: an entry that failed leaves its process to the probes.
-  void unmark_in_process(uint32_t tgid);
-  // With count_busy: each recorded process's allocating calls that trapped
-  // since the last take (in batches of AS_BUSY_BATCH per thread), taken.
-  std::vector<std::pair<uint32_t, uint64_t>> take_busy();
-  // A verdict only where there is none; one removed only if it is `verdict`.
-  void set_verdict_if_none(uint32_t tgid, uint8_t verdict);
-  bool has_verdict(uint32_t tgid) const;
-  void clear_verdict_if(uint32_t tgid, uint8_t verdict);
-  // A filter's judgement of every process named `comm` (and in cgroup
-  // `cgroup`, with judge_cgroups): AS_PROC_MEMBER or AS_PROC_IGNORED.
-  void set_name_verdict(const std::string& comm, uint64_t cgroup, uint8_t verdict);
-  // Samples lost to a full ring buffer by processes no filter had judged.
-  std::vector<std::pair<uint32_t, as_unjudged_drops>> unjudged_drops() const;
-  // Forgets live samples the kernel still tracks (their process is gone).
-  void forget_live(uint32_t tgid, std::span<const uint64_t> addrs);
-  void forget_live(std::span<const as_live_key> keys);
-  // A C library file the kernel reported (AS_EV_MMAP) but that could not be
-  // probed: reported again the next time a process maps it.
-  void forget_file(uint32_t kernel_dev, uint64_t ino);
-  // An allocator left unprobed while its processes sample in process: the
-  // kernel reports (and holds) the next process that maps it and does not.
-  // know_file: examined, nothing more to report.
-  Result<void> defer_file(uint32_t kernel_dev, uint64_t ino);
-  void know_file(uint32_t kernel_dev, uint64_t ino);
-  // A program each process is held for at its exec (if it can be), until
-  // userspace has prepared it (released as any hold).
-  void prepare_at_exec(uint32_t kernel_dev, uint64_t ino);
-  // Whether the kernel has marked the process as sampling in process.
-  bool in_process(uint32_t tgid) const;
   // Continues a process the kernel stopped (an event's `held`), if that hold
   // (the event's `hold` stamp) still holds it: false when it did not.
   bool release_held(uint32_t tgid, uint64_t stamp);
@@ -160,17 +133,6 @@ class BpfSession final : public TableHost {
   std::optional<std::vector<as_vma>> code_mappings(pid_t pid) const override;
   // Forgets the kernel's request for a table (it asks again at the next use).
   void forget_table_request(const as_file_key& key) override;
-  // Exact mode: the kernel's totals per stack id; and forgetting some.
-  std::vector<std::pair<uint64_t, as_exact_totals>> exact_totals() const;
-  std::vector<std::pair<uint64_t, as_exact_totals>> exact_totals(std::span<const uint64_t> ids) const;
-  void forget_exact(std::span<const uint64_t> ids);
-  // Every live entry the kernel holds (exact mode reads ages).
-  std::vector<std::pair<as_live_key, as_live_value>> live_entries() const;
-  // Exact mode: deletes, in the kernel, the live entries whose stacks'
-  // totals were forgotten (forget_exact); the entries it deleted.
-  Result<uint64_t> sweep_live();
-  // Samples lost to a full ring buffer, per process (bounded: the busiest).
-  std::vector<std::pair<uint32_t, uint64_t>> process_drops() const;
   // Removes every probe (entry probes first, so no call is left half-seen).
   void detach();
   // Duty cycle: removes the allocator and in-process probes (the process
@@ -216,8 +178,6 @@ class BpfSession final : public TableHost {
 
  private:
   BpfSession() = default;
-  // Process `tgid`'s entry in the kernel's table (verdict and flags); 0 for none.
-  uint8_t process_entry(uint32_t tgid) const;
   struct SkeletonCloser {
     void operator()(allocscope_bpf* s) const;
   };
@@ -268,6 +228,9 @@ class BpfSession final : public TableHost {
   UniqueFd wake_fd_, epoll_;     // wait() waits on both
   MappedMemory ring_positions_;  // the ring buffer's consumer and producer pages
   MappedMemory live_filter_;     // the kernel's live filter, mapped here
+  std::optional<ProcessMaps> processes_;
+  std::optional<FileMarks> files_;
+  std::optional<LiveMaps> live_;
   // BTF types of the unwind tables' template (libbpf frees it at load).
   uint32_t table_btf_key_ = 0, table_btf_value_ = 0;
   std::unique_ptr<HoldGuard> hold_guard_;  // with hold_new_files

@@ -26,24 +26,27 @@ bool cgroup_in_unit(std::string_view path, std::string_view unit) {
 
 Result<void> FilterVerdicts::add_root(uint32_t tgid) {
   roots_.insert(tgid);
-  return session_.set_verdict(tgid, AS_PROC_MEMBER);
+  return session_.processes().set_verdict(tgid, AS_PROC_MEMBER);
 }
 
-Result<void> FilterVerdicts::follow(uint32_t tgid) { return session_.set_verdict(tgid, AS_PROC_MEMBER); }
+Result<void> FilterVerdicts::follow(uint32_t tgid) {
+  return session_.processes().set_verdict(tgid, AS_PROC_MEMBER);
+}
 
 bool FilterVerdicts::accept(uint32_t tgid, const std::string& comm, uint64_t cgroup) {
   bool yes = (!comm_filter_ || comm_filter_->found_in(comm)) && (unit_.empty() || in_unit(tgid, cgroup));
   // Every later process of the name (and cgroup) is judged in the kernel,
   // before it sends anything. A cgroup unknown here is not judged so.
   if (judge_names_ && (unit_.empty() || cgroup))
-    session_.set_name_verdict(comm, cgroup, yes ? AS_PROC_MEMBER : AS_PROC_IGNORED);
+    session_.processes().set_name_verdict(comm, cgroup, yes ? AS_PROC_MEMBER : AS_PROC_IGNORED);
   if (!yes) {
     if (rejected_.size() >= kMaxRemembered) rejected_.clear();  // their losses are then charged
     rejected_.insert(tgid);
   } else {
     rejected_.erase(tgid);
     // Its other threads, whatever their names, are not judged by them.
-    if (judge_names_ && !roots_.contains(tgid)) session_.set_verdict_if_none(tgid, AS_PROC_ACCEPTED);
+    if (judge_names_ && !roots_.contains(tgid))
+      session_.processes().set_verdict_if_none(tgid, AS_PROC_ACCEPTED);
   }
   return yes;
 }
@@ -64,14 +67,14 @@ void FilterVerdicts::reject(uint32_t tgid) {
   // Spares it the sampled path; a followed process stays followed, to be
   // judged again when it runs another program.
   if (system_wide_ && !roots_.contains(tgid))
-    if (!session_.set_verdict(tgid, members_only_ ? AS_PROC_MEMBER_IGNORED : AS_PROC_IGNORED))
+    if (!session_.processes().set_verdict(tgid, members_only_ ? AS_PROC_MEMBER_IGNORED : AS_PROC_IGNORED))
       ++verdicts_refused_;  // still sampled by the kernel; its samples are dropped here
 }
 
 RejectedLoss FilterVerdicts::rejected_loss() const {
   RejectedLoss l;
   if (!judge_names_) return l;
-  for (const auto& [tgid, d] : session_.unjudged_drops())
+  for (const auto& [tgid, d] : session_.processes().unjudged_drops())
     if (rejected(tgid)) {
       l.samples += d.samples;
       l.bytes += d.bytes;
@@ -87,16 +90,16 @@ bool FilterVerdicts::judge_name(uint32_t tgid, const std::string& comm) {
     if (judged_names_.size() >= kMaxRemembered) judged_names_.clear();
     bool yes = !comm_filter_ || comm_filter_->found_in(comm);
     judged = judged_names_.emplace(comm, yes).first;
-    session_.set_name_verdict(comm, 0, yes ? AS_PROC_MEMBER : AS_PROC_IGNORED);
+    session_.processes().set_name_verdict(comm, 0, yes ? AS_PROC_MEMBER : AS_PROC_IGNORED);
   }
   // A root or a followed child is sampled whatever its name.
-  return !judged->second && !roots_.contains(tgid) && !session_.has_verdict(tgid);
+  return !judged->second && !roots_.contains(tgid) && !session_.processes().has_verdict(tgid);
 }
 
 void FilterVerdicts::unaccept(uint32_t tgid, bool) {
   // The kernel forgot the verdict at exec or exit; one written after that
   // moment is undone here (a new program is judged again).
-  if (judge_names_ && !roots_.contains(tgid)) session_.clear_verdict_if(tgid, AS_PROC_ACCEPTED);
+  if (judge_names_ && !roots_.contains(tgid)) session_.processes().clear_verdict_if(tgid, AS_PROC_ACCEPTED);
 }
 
 void FilterVerdicts::unreject(uint32_t tgid, bool exited) {
@@ -104,7 +107,7 @@ void FilterVerdicts::unreject(uint32_t tgid, bool exited) {
   // has since run another or exited, so whatever the kernel did at that
   // moment is done again here, after the write.
   if (!system_wide_ || roots_.contains(tgid)) return;
-  if (!session_.set_verdict(tgid, exited || !members_only_ ? 0 : AS_PROC_MEMBER))
+  if (!session_.processes().set_verdict(tgid, exited || !members_only_ ? 0 : AS_PROC_MEMBER))
     ++verdicts_refused_;  // its new program is not followed
 }
 

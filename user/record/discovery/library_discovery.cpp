@@ -170,7 +170,7 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
   if (targets && !route.probed && defers_for(pid, assume_in_process)) {
     // Probed once a process that samples no other way maps it: the kernel
     // reports that mapping again (and holds its process until then).
-    if (auto ok = session_.defer_file(kernel_dev(key), key.second); !ok) return fail(ok.error());
+    if (auto ok = session_.files().defer(kernel_dev(key), key.second); !ok) return fail(ok.error());
     bool first = deferred_.insert(key).second;
     if (verbose_ && first)
       std::fprintf(stderr, "allocscope: %s is left to in-process sampling until a process needs its probes\n",
@@ -202,7 +202,7 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
   auto attached = session_.attach(system_wide_ ? 0 : pid, path, *targets);
   if (!attached) return fail(attached.error());
   if (deferred_.erase(key)) {
-    session_.know_file(kernel_dev(key), key.second);
+    session_.files().know(kernel_dev(key), key.second);
     if (verbose_)
       std::fprintf(stderr, "allocscope: probing %s: process %d (%s) does not sample in process\n",
                    shown.c_str(), pid, read_comm(pid).c_str());
@@ -276,7 +276,7 @@ Result<bool> LibraryDiscovery::attach_in_process(pid_t pid, FileKey key, const s
                                                  const std::string& shown, LazyElf& elf) {
   if (system_wide_ && in_process_files_.contains(key)) {  // attached once, for every process
     if (pid > 0)
-      if (auto ok = session_.mark_in_process(uint32_t(pid)); !ok) return fail(ok.error());
+      if (auto ok = session_.processes().mark_in_process(uint32_t(pid)); !ok) return fail(ok.error());
     return true;
   }
   if (no_in_process_probes_.contains(key)) return false;
@@ -290,9 +290,9 @@ Result<bool> LibraryDiscovery::attach_in_process(pid_t pid, FileKey key, const s
   if (system_wide_) {
     // Its processes are left to it by the allocator probes: those that
     // map it from now on by the kernel, this one here.
-    if (auto ok = session_.add_in_process_file(kernel_dev(key), key.second); !ok) return fail(ok.error());
+    if (auto ok = session_.files().add_in_process(kernel_dev(key), key.second); !ok) return fail(ok.error());
     if (pid > 0)
-      if (auto ok = session_.mark_in_process(uint32_t(pid)); !ok) return fail(ok.error());
+      if (auto ok = session_.processes().mark_in_process(uint32_t(pid)); !ok) return fail(ok.error());
   }
   auto provider = session_.attach_in_process(system_wide_ ? 0 : pid, path);
   if (!provider) return fail(provider.error());
@@ -303,7 +303,8 @@ Result<bool> LibraryDiscovery::attach_in_process(pid_t pid, FileKey key, const s
 }
 
 bool LibraryDiscovery::defers_for(pid_t pid, bool assume_in_process) const {
-  return use_ == InProcessUse::Preferred && (assume_in_process || session_.in_process(uint32_t(pid)));
+  return use_ == InProcessUse::Preferred &&
+         (assume_in_process || session_.processes().in_process(uint32_t(pid)));
 }
 
 void LibraryDiscovery::attach_paths(pid_t pid, const std::vector<std::string>& paths, bool in_process) {
@@ -405,7 +406,7 @@ void LibraryDiscovery::attach_pending(const PendingLibrary& p, const Mapping& m)
 
 void LibraryDiscovery::give_up(const PendingLibrary& p, const std::string& why) {
   miss(p.name, why);
-  if (p.kernel_dev) session_.forget_file(p.kernel_dev, p.key.second);
+  if (p.kernel_dev) session_.files().forget(p.kernel_dev, p.key.second);
 }
 
 void LibraryDiscovery::miss(const std::string& name, const std::string& why) {

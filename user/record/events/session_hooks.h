@@ -19,14 +19,14 @@ class BpfKernelState : public KernelState {
   explicit BpfKernelState(BpfSession& session) : session_(session) {}
 
   void forget_live(uint32_t tgid, std::span<const uint64_t> addrs) override {
-    session_.forget_live(tgid, addrs);
+    session_.live().forget(tgid, addrs);
   }
   std::vector<ExactEntry> exact_totals(std::span<const uint64_t> ids) override {
-    return session_.exact_totals(ids);
+    return session_.live().exact_totals(ids);
   }
-  void forget_exact(std::span<const uint64_t> ids) override { session_.forget_exact(ids); }
+  void forget_exact(std::span<const uint64_t> ids) override { session_.live().forget_exact(ids); }
   void release_held(uint32_t tgid, uint64_t stamp) override { session_.release_held(tgid, stamp); }
-  void forget_file(uint32_t dev, uint64_t ino) override { session_.forget_file(dev, ino); }
+  void forget_file(uint32_t dev, uint64_t ino) override { session_.files().forget(dev, ino); }
 
  private:
   BpfSession& session_;

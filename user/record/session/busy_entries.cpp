@@ -44,14 +44,14 @@ void Recorder::enter_busy(uint64_t now) {
   p.runtimes.recheck(now);
   if (!enters_busy(config_)) return;
   double trap_ns = p.session->kernel().trap_ns;
-  for (uint32_t tgid :
-       busy_.note(p.session->take_busy(), seconds, busy_threshold(trap_ns), entry_worth(trap_ns))) {
+  for (uint32_t tgid : busy_.note(p.session->processes().take_busy(), seconds, busy_threshold(trap_ns),
+                                  entry_worth(trap_ns))) {
     pid_t pid = pid_t(tgid);
     if (p.injections.entered_now(pid))
       lift_probes(pid);  // its probes came back
     else if (p.injections.refused_before(pid))
       continue;
-    else if (!p.session->in_process(tgid))
+    else if (!p.session->processes().in_process(tgid))
       enter_running(pid);
     else if (!lift_probes(pid))
       p.injections.pass_over(pid);  // it samples itself and traps for nothing: tried once
@@ -95,12 +95,12 @@ void Recorder::enter_running(pid_t pid) {
   uint64_t entered_ns = monotonic_ns();
   p.sink.end_hand_over(tgid, handed, in && in->answer.seeded);
   if (!in) {
-    p.session->unmark_in_process(tgid);
+    p.session->processes().unmark_in_process(tgid);
     return;
   }
   // Marked here too, where the library's mark was not seen (its probe not
   // attached); then the probes' samples that were on their way are read.
-  if (auto marked = p.session->mark_in_process(tgid); !marked) print_error(marked.error());
+  if (auto marked = p.session->processes().mark_in_process(tgid); !marked) print_error(marked.error());
   p.sink.yield_at(now_ms() + kMarkedReadMs);
   if (auto read = r_.deliver_events(0); !read) print_error(read.error());
   size_t late = handed_ns ? p.sink.count_probed_between(tgid, handed_ns, entered_ns) : 0;

@@ -104,7 +104,7 @@ Result<void> Recorder::open_session() {
   r_.parts = std::make_unique<SessionParts>(config_, in_process_use(), std::move(*session), r_.profile,
                                             r_.symbolizer, r_.cgroup_names);
   // allocscope's own allocations are never sampled (system-wide probes see them).
-  return r_.parts->session->set_verdict(uint32_t(getpid()), AS_PROC_IGNORED);
+  return r_.parts->session->processes().set_verdict(uint32_t(getpid()), AS_PROC_IGNORED);
 }
 
 Result<std::vector<Target>> Recorder::make_targets() {

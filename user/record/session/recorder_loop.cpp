@@ -93,8 +93,8 @@ void Recorder::duty_step(uint64_t elapsed_ms) {
   } else if (on && s.paused()) {
     r_.profile.drop_all_live();
     std::vector<as_live_key> keys;
-    for (const auto& [key, value] : s.live_entries()) keys.push_back(key);
-    s.forget_live(keys);
+    for (const auto& [key, value] : s.live().entries()) keys.push_back(key);
+    s.live().forget(keys);
     r_.tallies.duty_lost += s.resume_probes();
     ++r_.tallies.duty_windows;
   }

@@ -160,7 +160,7 @@ RuntimeSettings runtime_settings(const RecordConfig& c) {
 
 void RecordingContext::sweep_stale_live() {
   if (!exact_mode(config) || parts->sink.stale_live_entries() == 0) return;
-  if (auto swept = parts->session->sweep_live(); swept)
+  if (auto swept = parts->session->live().sweep(); swept)
     tallies.live_swept += *swept;
   else
     print_error(swept.error());
@@ -169,11 +169,11 @@ void RecordingContext::sweep_stale_live() {
 
 void RecordingContext::absorb_exact(bool with_ages) {
   if (!exact_mode(config)) return;
-  parts->sink.absorb_exact(parts->session->exact_totals());
+  parts->sink.absorb_exact(parts->session->live().exact_totals());
   profile.settle_peak(monotonic_ns());
   if (with_ages && !config.no_free) {
     sweep_stale_live();  // their ages are no live block's, and the read copies fewer
-    parts->sink.set_live_times(parts->session->live_entries());
+    parts->sink.set_live_times(parts->session->live().entries());
   }
 }
 

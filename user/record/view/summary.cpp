@@ -199,8 +199,8 @@ void print_warnings(const RecordingState& s, const RecordConfig& config) {
 }  // namespace
 
 SourceFigures figures_of(const BpfSession& session) {
-  return {session.counters(), session.process_drops(), hold_figures(session.hold_times()), session.paths(),
-          session.kernel().trap_ns};
+  return {session.counters(), session.processes().drops(), hold_figures(session.hold_times()),
+          session.paths(), session.kernel().trap_ns};
 }
 
 HoldTimes hold_figures(const RecentDurations& holds) {

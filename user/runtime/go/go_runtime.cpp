@@ -153,7 +153,7 @@ void GoRuntime::set_rate(const ProbedFile& file, std::vector<ProbeTarget>& targe
       set = fail("runtime.disableMemoryProfiling was not found");
     } else if (settings_.system_wide) {
       rate_files_.try_emplace({file.kernel_dev, file.ino}, site);
-      if (session_) session_->prepare_at_exec(file.kernel_dev, file.ino);
+      if (session_) session_->files().prepare_at_exec(file.kernel_dev, file.ino);
       set_rate_of(file.pid, site);  // one yet to run it is given it at its exec
       return;
     } else {
@@ -170,7 +170,8 @@ void GoRuntime::on_program(pid_t pid, uint32_t kernel_dev, uint64_t ino) {
   auto site = rate_files_.find({kernel_dev, ino});
   if (site == rate_files_.end()) return;
   if (session_)
-    session_->prepare_at_exec(kernel_dev, ino);  // again: the kernel's table of files forgets the oldest
+    session_->files().prepare_at_exec(kernel_dev,
+                                      ino);  // again: the kernel's table of files forgets the oldest
   set_rate_of(pid, site->second);
 }
 
