@@ -92,22 +92,6 @@ TEST(PreloadEvents, ATrialIsAStackToWalkThenItsSample) {
   EXPECT_TRUE(out.empty());
   EXPECT_EQ(events.other_rate(), 1u);
   EXPECT_EQ(events.malformed(), 2u);
-  EXPECT_EQ(events.python_trials(), 0u);
-}
-
-// Trials in CPython's allocator domains are counted apart: the summary
-// says their stacks hold no Python frames without BPF.
-TEST(PreloadEvents, TrialsInCpythonsAllocatorAreCounted) {
-  PreloadEvents events(1, fixed_facts);
-  auto drop = [](Event) {};
-  for (uint32_t code : {uint32_t(AS_CODE_PYOBJ_MALLOC), uint32_t(AS_CODE_PYMEM_REALLOC),
-                        uint32_t(AS_CODE_NEW), uint32_t(AS_FN_MALLOC)}) {
-    std::vector<uint8_t> r = alloc_record(1, 0);
-    std::memcpy(r.data() + offsetof(as_trial_alloc, code), &code, sizeof code);
-    events.translate(7, 3, r, drop);
-  }
-  EXPECT_EQ(events.trials(), 4u);
-  EXPECT_EQ(events.python_trials(), 2u);
 }
 
 // The parts a recorder without BPF would hold, in the order they are made.

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "abi/preload/entry_codes.h"
 #include "runtime/go/go_runtime.h"
 #include "runtime/registry.h"
 #include "symbols/elf_file.h"
@@ -130,6 +131,26 @@ TEST(Runtimes, WithoutASessionGoIsToldAndPythonIsNotMade) {
   all.add_counters(kernel, counters);
   EXPECT_TRUE(counters.empty()) << "no runtime counts without BPF";
   EXPECT_TRUE(all.paths().empty());
+}
+
+// Without BPF no kernel walks CPython's frames: the samples in its
+// allocator (the preload library's wrappers) are counted, and said once.
+TEST(Runtimes, WithoutBpfCpythonsSamplesAreSaidToHoldCFramesOnly) {
+  Symbolizer symbolizer;
+  Runtimes runtimes{RuntimeServices{symbolizer}};
+  std::vector<uint64_t> ips{0x1000};
+  EXPECT_TRUE(runtimes.paths().empty()) << "nothing said before a sample";
+  for (uint16_t fn : {uint16_t(AS_CODE_PYOBJ_MALLOC), uint16_t(AS_CODE_PYMEM_REALLOC), uint16_t(AS_CODE_NEW),
+                      uint16_t(AS_FN_MALLOC)})
+    runtimes.place_frames(getpid(), {}, {}, fn, ips);
+  EXPECT_EQ(ips, std::vector<uint64_t>{0x1000}) << "its frames left as they are";
+  std::vector<RuntimePath> paths = runtimes.paths();
+  ASSERT_EQ(paths.size(), 1u);
+  EXPECT_EQ(paths[0].key, "python");
+  EXPECT_EQ(paths[0].value, "C frames only (no Python frames without BPF)");
+  std::vector<std::string> said = runtimes.warnings({});
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_NE(said[0].find("(2 samples in its allocator)"), std::string::npos) << said[0];
 }
 
 }  // namespace

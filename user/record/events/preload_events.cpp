@@ -19,21 +19,6 @@ PreloadEvents::ProcessFacts facts_from_proc(pid_t pid) {
   return {read_comm(pid), uint64_t(process_start_time(pid) * 1e9)};
 }
 
-// A trial in one of CPython's allocator domains (the preload wraps them).
-bool in_python_domain(uint32_t code) {
-  switch (code & 0xffff) {
-    case AS_CODE_PYMEM_MALLOC:
-    case AS_CODE_PYMEM_CALLOC:
-    case AS_CODE_PYMEM_REALLOC:
-    case AS_CODE_PYOBJ_MALLOC:
-    case AS_CODE_PYOBJ_CALLOC:
-    case AS_CODE_PYOBJ_REALLOC:
-      return true;
-    default:
-      return false;
-  }
-}
-
 void copy_comm(char (&to)[AS_COMM_LEN], const std::string& comm) {
   std::memset(to, 0, AS_COMM_LEN);
   std::memcpy(to, comm.data(), std::min<size_t>(comm.size(), AS_COMM_LEN - 1));
@@ -84,7 +69,6 @@ void PreloadEvents::alloc(uint32_t tgid, uint64_t ring_number, std::span<const u
   const ProcessFacts& f = facts(tgid, ring_number);
   uint64_t id = next_stack_++;
   ++trials_;
-  python_trials_ += in_python_domain(t.code);
 
   // The stack: one frame (the sampler's), the rest to be walked here.
   StackEvent s;

@@ -51,11 +51,10 @@ class PreloadEvents {
   void exited(uint32_t tgid, const Emit& emit);
 
   uint64_t forks() const { return forks_; }
-  uint64_t trials() const { return trials_; }                // sampled trials turned into samples
-  uint64_t python_trials() const { return python_trials_; }  // of them, in CPython's allocator
-  uint64_t frees() const { return frees_; }                  // frees of sampled blocks
-  uint64_t other_rate() const { return other_rate_; }        // trials at another rate: not counted
-  uint64_t malformed() const { return malformed_; }          // records of no known kind or length
+  uint64_t trials() const { return trials_; }          // sampled trials turned into samples
+  uint64_t frees() const { return frees_; }            // frees of sampled blocks
+  uint64_t other_rate() const { return other_rate_; }  // trials at another rate: not counted
+  uint64_t malformed() const { return malformed_; }    // records of no known kind or length
   uint64_t stacks_made() const { return next_stack_ - kFirstStack; }
 
   static constexpr uint64_t kFirstStack = uint64_t(1) << 62;  // apart from the kernel's stack ids
@@ -75,7 +74,7 @@ class PreloadEvents {
   ReadFacts read_facts_;
   std::unordered_map<uint32_t, Known> known_;
   uint64_t next_stack_ = kFirstStack;
-  uint64_t trials_ = 0, python_trials_ = 0, frees_ = 0, forks_ = 0, other_rate_ = 0, malformed_ = 0;
+  uint64_t trials_ = 0, frees_ = 0, forks_ = 0, other_rate_ = 0, malformed_ = 0;
 };
 
 }  // namespace allocscope

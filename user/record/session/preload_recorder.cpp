@@ -138,6 +138,7 @@ Result<void> PreloadRecorder::prepare() {
   target_.emplace(std::move(*t));
   verdicts_.root = uint32_t(target_->pid());
   sink_.exact_as_samples();
+  sink_.use_runtimes(&runtimes_);  // what they say of the stacks
   sink_.one_shot_stacks_from(PreloadEvents::kFirstStack);
   // Tables of what the command runs, built before it does: its first
   // stacks are walked without waiting.
@@ -231,7 +232,7 @@ RecordingState PreloadRecorder::state() const {
 RecordingMeta PreloadRecorder::meta(uint64_t duration_ms) {
   auto paths = figures().paths;
   paths.emplace_back("sampling", state().sampling);
-  if (events_.python_trials()) paths.emplace_back("python", "C frames only (no Python frames without BPF)");
+  for (RuntimePath& p : runtimes_.paths()) paths.emplace_back(std::move(p.key), std::move(p.value));
   if (targets_ended_) paths.emplace_back("taken", kTakenAfterExit);
   return {config_.rate,
           start_wall_ns_,
@@ -260,12 +261,6 @@ void PreloadRecorder::print_losses() const {
                  format_bytes(double(PreloadChannel::kMaxRingBytes)).c_str());
   Counters none{};
   for (const std::string& line : runtimes_.warnings(none)) print_error(line);
-  if (events_.python_trials())
-    std::fprintf(stderr,
-                 "allocscope: python: without BPF, Python functions are not read: stacks in CPython (%llu "
-                 "samples in its allocator) show the interpreter's C frames; with root, or CAP_BPF and "
-                 "CAP_PERFMON, they show the Python frames\n",
-                 (unsigned long long)events_.python_trials());
   if (c.unplaced)
     std::fprintf(stderr,
                  "allocscope: %llu record(s) of processes in a PID namespace of their own that could not say "

@@ -16,6 +16,7 @@
 #include "probe/placement/allocator_entries.h"
 #include "probe/session/bpf_session.h"
 #include "runtime/python/placement.h"
+#include "runtime/python/without_bpf.h"
 
 namespace allocscope {
 namespace {
@@ -341,7 +342,7 @@ void PythonRuntime::forget(pid_t pid) {
 }
 
 std::unique_ptr<Runtime> make_python_runtime(const RuntimeServices& services) {
-  if (!services.session) return nullptr;  // the kernel walks Python's frames
+  if (!services.session) return std::make_unique<PythonWithoutBpf>();  // the kernel walks Python's frames
   auto files = services.session->typed_map<as_file_key, as_py_layout>("python_files");
   auto processes = services.session->typed_map<uint32_t, as_py_process>("python_processes");
   if (!files || !processes) {  // allocscope's own BPF object without them: a defect, said
