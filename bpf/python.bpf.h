@@ -56,7 +56,9 @@ static long walk_py_frame(__u64 unused, void *data) {
   __u32 n = ev->npy;
   __u8 owner = w->py_buf[w->py.frame_owner & (AS_PY_FRAME_BYTES - 1)];
   w->py_frame = frame_u64(w, w->py.frame_previous);
-  if (w->py.owner_cstack != AS_PY_NO_OWNER && owner == w->py.owner_cstack) {
+  /* Owned by the C stack or the interpreter (3.14 has both; 3.13 the one):
+   * an evaluation loop's entry, or its thread's base frame (3.15). */
+  if (w->py.owner_cstack != AS_PY_NO_OWNER && owner >= w->py.owner_cstack) {
     if (n > 0 && n <= AS_MAX_PY_FRAMES) ev->py_ends |= 1ULL << ((n - 1) & 63);
     return 0;
   }
@@ -66,7 +68,9 @@ static long walk_py_frame(__u64 unused, void *data) {
     return 1;
   }
   struct as_py_frame *out = &ev->py[n & (AS_MAX_PY_FRAMES - 1)];
-  __u64 code = frame_u64(w, w->py.frame_code), instr = frame_u64(w, w->py.frame_instr);
+  /* A tagged reference from 3.14 on (_PyStackRef: its low bits; objects
+   * are 16-byte aligned, so the mask clears no earlier pointer's bit). */
+  __u64 code = frame_u64(w, w->py.frame_code) & ~7ULL, instr = frame_u64(w, w->py.frame_instr);
   out->code = code;
   out->instr = code_unit(w, code, instr);
   out->first_line = 0;

@@ -39,7 +39,7 @@ struct as_py_layout {
   as_u16 frame_entry;     /* ... (a byte) the first frame its evaluation loop call ran (AS_PY_ABSENT: none) */
   as_u16 code_first_line; /* PyCodeObject: co_firstlineno */
   as_u16 code_units;      /* ... co_code_adaptive, the instructions */
-  as_u8 owner_cstack;     /* owner of the evaluation loop's entry frames (AS_PY_NO_OWNER: none) */
+  as_u8 owner_cstack;     /* owner of the evaluation loop's entry frames and above (AS_PY_NO_OWNER: none) */
   as_u8 frame_bytes;      /* bytes of a frame its fields lie in (at most AS_PY_FRAME_BYTES) */
   as_u8 instr_kind;       /* enum as_py_instr_kind */
   as_u8 frame_per_call;   /* 1: every frame is a call of the evaluation loop of its own (3.8 to 3.10) */

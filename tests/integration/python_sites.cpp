@@ -150,8 +150,12 @@ void expect_sampled_large_sites(const Recorded& r, const Truths& truths, double 
 }
 
 void expect_attached_interpreter_sampled(const std::string& python) {
+  expect_attached_interpreter_sampled(std::vector<std::string>{python, PYTHON_SITES_PY, "--wait", "--hold"});
+}
+
+void expect_attached_interpreter_sampled(const std::vector<std::string>& command) {
   constexpr double kRate = 64 * 1024;
-  Child w({python, PYTHON_SITES_PY, "--wait", "--hold"});
+  Child w(command);
   ASSERT_TRUE(w.wait_for_line("ready", 20000));
   std::string out = temp_path("python-attached.json");
   Child rec({ALLOCSCOPE_BIN, "record", "-p", std::to_string(w.pid()), "--rate", "64KiB", "-o", out});

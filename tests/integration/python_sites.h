@@ -52,5 +52,7 @@ void expect_sampled_large_sites(const Recorded& r, const Truths& truths, double 
 // Attached (-p, 64 KiB) to `python` running python_sites.py: each large
 // site within the suite's bound of its truth, no evaluation-loop frame left.
 void expect_attached_interpreter_sampled(const std::string& python);
+// ... running `command` (the workload with --wait --hold).
+void expect_attached_interpreter_sampled(const std::vector<std::string>& command);
 
 }  // namespace allocscope::test

@@ -34,66 +34,74 @@ uint64_t word(const std::vector<uint8_t>& bytes, size_t at) {
   return v;
 }
 
-// 3.13's _Py_DebugOffsets: the u64 fields after the cookie, by position
-// (Include/internal/pycore_runtime.h of 3.13).
-enum DebugField : size_t {
-  kVersion = 8,
-  kFreeThreaded = 16,
-  kInterpretersHead = 40,
-  kThreadsHead = 72,
-  kTstateNext = 168,
-  kTstateCurrentFrame = 184,
-  kTstateThreadId = 192,
-  kFramePrevious = 232,
-  kFrameExecutable = 240,
-  kFrameInstrPtr = 248,
-  kFrameOwner = 264,
-  kCodeFilename = 280,
-  kCodeQualname = 296,
-  kCodeLinetable = 304,
-  kCodeFirstLine = 312,
-  kCodeAdaptive = 344,
-  kObType = 360,
-  kBytesSize = 520,
-  kBytesData = 528,
-  kUnicodeState = 544,
-  kUnicodeLength = 552,
-  kAsciiSize = 560,
-  kDebugOffsetsEnd = 584,
+constexpr size_t kFreeThreaded = 16;  // _Py_DebugOffsets.free_threaded, in every version
+
+// Where each version's _Py_DebugOffsets (at the start of _PyRuntime) keeps
+// the fields the walk reads: u64 offsets after the cookie, by position in
+// the struct of its Include/internal/pycore_debug_offsets.h
+// (pycore_runtime.h in 3.13). Each version adds fields, so they move.
+struct DebugPositions {
+  int minor;
+  size_t interpreters_head, threads_head;
+  size_t tstate_next, tstate_frame, tstate_thread;
+  size_t frame_previous, frame_executable, frame_instr, frame_owner;
+  size_t code_filename, code_qualname, code_linetable, code_first_line, code_adaptive;
+  size_t ob_type, bytes_size, bytes_data;
+  size_t unicode_state, unicode_length, ascii_size;
+  size_t compact_size;  // 0: not published (PyASCIIObject's size + 16)
+  size_t end;           // the struct's size
 };
 
-Result<PythonProgram> python_313_layout(const std::vector<uint8_t>& d) {
+constexpr DebugPositions kDebugPositions[] = {
+    {13,  40,  72,  168, 184, 192, 232, 240, 248, 264, 280, 296,
+     304, 312, 344, 360, 520, 528, 544, 552, 560, 0,   584},
+    {14,  40,  72,  192, 208, 216, 256, 264, 272, 288, 320, 336,
+     344, 352, 384, 408, 600, 608, 624, 632, 640, 0,   760},
+    {15,  40,  72,  192, 208, 240, 320, 328, 336, 352, 384, 400,
+     408, 416, 448, 472, 696, 704, 720, 728, 736, 744, 888},
+};
+
+const DebugPositions* debug_positions(int major, int minor) {
+  for (const DebugPositions& d : kDebugPositions)
+    if (major == 3 && d.minor == minor) return &d;
+  return nullptr;
+}
+
+Result<PythonProgram> published_layout(const std::vector<uint8_t>& d, const DebugPositions& at) {
   if (std::memcmp(d.data(), "xdebugpy", 8) != 0) return fail("no _Py_DebugOffsets", ENOTSUP);
   PythonProgram p;
   as_py_layout& k = p.kernel;
   k.holder = AS_PY_ABSENT;
-  k.interp_head = uint32_t(word(d, kInterpretersHead));
-  k.threads_head = uint16_t(word(d, kThreadsHead));
-  k.tstate_next = uint16_t(word(d, kTstateNext));
-  k.tstate_thread = uint16_t(word(d, kTstateThreadId));
-  k.tstate_frame = uint16_t(word(d, kTstateCurrentFrame));
+  k.interp_head = uint32_t(word(d, at.interpreters_head));
+  k.threads_head = uint16_t(word(d, at.threads_head));
+  k.tstate_next = uint16_t(word(d, at.tstate_next));
+  k.tstate_thread = uint16_t(word(d, at.tstate_thread));
+  k.tstate_frame = uint16_t(word(d, at.tstate_frame));
   k.cframe_frame = AS_PY_ABSENT;
-  k.frame_code = uint16_t(word(d, kFrameExecutable));
-  k.frame_previous = uint16_t(word(d, kFramePrevious));
-  k.frame_instr = uint16_t(word(d, kFrameInstrPtr));
-  k.frame_owner = uint16_t(word(d, kFrameOwner));
+  k.frame_code = uint16_t(word(d, at.frame_executable));
+  k.frame_previous = uint16_t(word(d, at.frame_previous));
+  k.frame_instr = uint16_t(word(d, at.frame_instr));
+  k.frame_owner = uint16_t(word(d, at.frame_owner));
   k.frame_entry = AS_PY_ABSENT;
-  k.code_first_line = uint16_t(word(d, kCodeFirstLine));
-  k.code_units = uint16_t(word(d, kCodeAdaptive));
-  k.owner_cstack = 3;  // FRAME_OWNED_BY_CSTACK
+  k.code_first_line = uint16_t(word(d, at.code_first_line));
+  k.code_units = uint16_t(word(d, at.code_adaptive));
+  // FRAME_OWNED_BY_CSTACK (3.13), FRAME_OWNED_BY_INTERPRETER (3.14 on):
+  // that owner and those above are no function's frames.
+  k.owner_cstack = 3;
   PythonObjectLayout& o = p.objects;
-  o.code_filename = uint32_t(word(d, kCodeFilename));
-  o.code_qualname = uint32_t(word(d, kCodeQualname));
-  o.code_linetable = uint32_t(word(d, kCodeLinetable));
+  o.code_filename = uint32_t(word(d, at.code_filename));
+  o.code_qualname = uint32_t(word(d, at.code_qualname));
+  o.code_linetable = uint32_t(word(d, at.code_linetable));
   o.code_first_line = k.code_first_line;
   o.code_units = k.code_units;
-  o.ob_type = uint32_t(word(d, kObType));
-  o.bytes_size = uint32_t(word(d, kBytesSize));
-  o.bytes_data = uint32_t(word(d, kBytesData));
-  o.unicode_state = uint32_t(word(d, kUnicodeState));
-  o.unicode_length = uint32_t(word(d, kUnicodeLength));
-  o.ascii_size = uint32_t(word(d, kAsciiSize));
-  o.compact_size = o.ascii_size + 16;  // utf8_length, utf8 (3.12 on)
+  o.ob_type = uint32_t(word(d, at.ob_type));
+  o.bytes_size = uint32_t(word(d, at.bytes_size));
+  o.bytes_data = uint32_t(word(d, at.bytes_data));
+  o.unicode_state = uint32_t(word(d, at.unicode_state));
+  o.unicode_length = uint32_t(word(d, at.unicode_length));
+  o.ascii_size = uint32_t(word(d, at.ascii_size));
+  // utf8_length and utf8 follow (3.12 on), unless the version says
+  o.compact_size = at.compact_size ? uint32_t(word(d, at.compact_size)) : o.ascii_size + 16;
   return p;
 }
 
@@ -140,15 +148,15 @@ Result<PythonProgram> read_python_program(const ElfFile& elf) {
   auto exec_offset = exec ? elf.vaddr_to_offset(*exec) : fail("no executable segment");
   if (!eval || !exec || !exec_offset)
     return fail(name + ": no symbol of its evaluation loop (_PyEval_EvalFrameDefault)", ENOTSUP);
-  Result<PythonProgram> p = fail(name + ": allocscope walks the frames of CPython 3.8 to 3.13", ENOTSUP);
+  Result<PythonProgram> p = fail(name + ": allocscope walks the frames of CPython 3.8 to 3.15", ENOTSUP);
   if (auto table = python_table_layout(major, minor)) {
     p = std::move(*table);
-  } else if (major == 3 && minor == 13) {
-    auto offsets = read_at(elf, runtime->vaddr, kDebugOffsetsEnd);
+  } else if (const DebugPositions* at = debug_positions(major, minor)) {
+    auto offsets = read_at(elf, runtime->vaddr, at->end);
     if (!offsets) return fail(offsets.error());
     if (word(*offsets, kFreeThreaded))  // named as its program is: python3.13t
       return fail(name + "t: a free-threaded build, whose frames allocscope does not walk yet", ENOTSUP);
-    p = python_313_layout(*offsets);
+    p = published_layout(*offsets, *at);
     if (!p) return fail(name + ": " + p.error().message, ENOTSUP);
   }
   if (!p) return p;

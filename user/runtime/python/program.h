@@ -1,4 +1,4 @@
-// A CPython runtime (3.8 to 3.13), read from the file that holds it (a
+// A CPython runtime (3.8 to 3.15), read from the file that holds it (a
 // program, or a library such as libpython3.X.so): where its runtime state,
 // thread states, frames and code objects keep what a stack walk needs.
 // 3.13 publishes that itself (_Py_DebugOffsets at the start of _PyRuntime);

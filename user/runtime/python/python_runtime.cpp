@@ -173,7 +173,7 @@ const PythonRuntime::Program* PythonRuntime::learn(const FileKey& key, const std
         Cause::NoPythonRuntime) {  // a library named as CPython's runtime is never passed over
       if (named)
         refuse(shown, *named,
-               *named < "3" ? "allocscope walks the frames of CPython 3.8 to 3.13"
+               *named < "3" ? "allocscope walks the frames of CPython 3.8 to 3.15"
                             : "no CPython runtime symbols (_PyRuntime, PyCode_Type): a stripped build?");
       return nullptr;
     }

@@ -1,0 +1,94 @@
+// Python frames of the interpreters the newest distributions ship: sid's
+// CPython 3.14 and 3.15, in a sid root made once per machine
+// (sid_root.sh), against the workload's own count of what each Python
+// function allocated and the line it allocates from. Launched (exact) and
+// attached (sampled). Real BPF.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+#include "python_sites.h"
+
+namespace allocscope::test {
+namespace {
+
+constexpr const char* kPythons[] = {"python3.14", "python3.15"};
+
+// The sid root with every interpreter above (made once, then cached; its
+// first making takes a minute or two), and the workload copied into it;
+// removed again at the end.
+class SidPythons {
+ public:
+  SidPythons() {
+    const char* home = getenv("HOME");
+    std::vector<std::string> make = {SID_ROOT_SH, std::string(home ? home : "/root") + "/.cache/allocscope"};
+    make.insert(make.end(), std::begin(kPythons), std::end(kPythons));
+    RunResult made = run(make, 900000);
+    error_ = made.status == 0 ? "" : made.err;
+    root_ = made.out.substr(0, made.out.find('\n'));
+    if (!error_.empty()) return;
+    script_ = "/tmp/allocscope-python-sites-" + std::to_string(getpid()) + ".py";
+    std::filesystem::copy_file(PYTHON_SITES_PY, root_ + script_,
+                               std::filesystem::copy_options::overwrite_existing);
+  }
+  ~SidPythons() {
+    if (!script_.empty()) std::filesystem::remove(root_ + script_);
+  }
+  const std::string& error() const { return error_; }
+  // The script's path as the interpreter sees it (its frames name it so).
+  const std::string& script() const { return script_; }
+  std::vector<std::string> command(const std::string& python, std::vector<std::string> args) const {
+    std::vector<std::string> argv = {"chroot", root_, "/usr/bin/" + python, script_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
+
+ private:
+  std::string error_, root_, script_;
+};
+
+class TodaysPython : public ::testing::TestWithParam<const char*> {};
+
+// Launched, exact: every object of a large site under
+// <module>;main;SITE;build;allocate, to the byte, each frame at its line.
+TEST_P(TodaysPython, ExactSitesStandUnderTheirPythonCallersAtTheirLines) {
+  REQUIRE_BPF();
+  SidPythons sid;
+  ASSERT_EQ(sid.error(), "");
+  std::string out = temp_path("python-today.json"), pprof = temp_path("python-today.pb.gz");
+  std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", out, "-o", pprof, "--"};
+  for (const std::string& a : sid.command(GetParam(), {"--scale-pct", "20"})) argv.push_back(a);
+  RunResult r = run(argv);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err.find("no Python frames"), std::string::npos) << r.err;
+  Truths truths = parse_truth(r.out);
+  ASSERT_EQ(truths.size(), 4u) << r.out;
+  expect_exact(read_recording(out, truths), truths);
+  expect_lines(pprof, parse_lines(r.out), sid.script(), "calloc", false);
+  std::remove(out.c_str());
+  std::remove(pprof.c_str());
+}
+
+// Attached to a running interpreter (-p), sampled: each large site within
+// the suite's bound (harness.h, kMaxZ) of its truth, under its callers.
+TEST_P(TodaysPython, SampledSitesOfAnAttachedInterpreter) {
+  REQUIRE_BPF();
+  SidPythons sid;
+  ASSERT_EQ(sid.error(), "");
+  expect_attached_interpreter_sampled(sid.command(GetParam(), {"--wait", "--hold"}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Python, TodaysPython, ::testing::ValuesIn(kPythons), [](const auto& info) {
+  std::string name = info.param;
+  return "Python" + name.substr(std::string("python").size(), 1) + name.substr(name.find('.') + 1);
+});
+
+}  // namespace
+}  // namespace allocscope::test
