@@ -85,6 +85,39 @@ TEST_P(TodaysPython, SampledSitesOfAnAttachedInterpreter) {
   expect_attached_interpreter_sampled(sid.command(GetParam(), {"--wait", "--hold"}));
 }
 
+// A launched command that enters another root (chroot ROOT python3.14):
+// the preload library's path does not resolve there, so the library takes
+// itself out of the environment at the chroot, and the loader in the root
+// says nothing. Its output is its untraced output, at every mode: sampled
+// (in process, then probed in the root), with --preload (in process only:
+// not recorded there), exact.
+TEST(TodaysPythonInARoot, AChrootedInterpreterPrintsWhatItPrintsUntraced) {
+  REQUIRE_BPF();
+  SidPythons sid;
+  ASSERT_EQ(sid.error(), "");
+  std::vector<std::string> command = sid.command("python3.14", {"--scale-pct", "5"});
+  RunResult plain = run(command);
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  for (std::vector<std::string> mode :
+       {std::vector<std::string>{}, {"--preload"}, {"--rate", "1"}, {"--rate", "4KiB"}}) {
+    std::string out = temp_path("chrooted.folded");
+    std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "-q", "-o", out};
+    argv.insert(argv.end(), mode.begin(), mode.end());
+    argv.push_back("--");
+    argv.insert(argv.end(), command.begin(), command.end());
+    RunResult traced = run(argv);
+    std::string named = mode.empty() ? "the default" : mode[0];
+    EXPECT_EQ(traced.status, plain.status) << named << ": " << traced.err;
+    EXPECT_EQ(traced.out, plain.out) << named;
+    EXPECT_EQ(traced.err, plain.err) << named << ": nothing of allocscope's in the program's stderr";
+    // --preload records only the processes that load the library (in-process.md).
+    if (named != "--preload") {
+      EXPECT_NE(read_file(out).find("large_kept"), std::string::npos) << named << ": its sites recorded";
+    }
+    std::remove(out.c_str());
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Python, TodaysPython, ::testing::ValuesIn(kPythons), [](const auto& info) {
   std::string name = info.param;
   return "Python" + name.substr(std::string("python").size(), 1) + name.substr(name.find('.') + 1);
