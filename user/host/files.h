@@ -27,7 +27,12 @@ struct OwnedFile {
 // without following a symlink and without blocking, and read only if it is
 // a regular file of at most `max_bytes` owned by root or by `owner` (the
 // rule perf applies). EPERM for another owner, ELOOP for a symlink.
-Result<OwnedFile> read_file_owned_by(const std::string& path, uid_t owner, size_t max_bytes);
+// `root_of`: `path` (absolute) as process `root_of` names it, in its root
+// (a container's, a chroot's): the links on the way resolve inside that
+// root, never out of it (openat2's RESOLVE_IN_ROOT). `unless_size`: not
+// read when its size is that (EALREADY): a file seen before, unchanged.
+Result<OwnedFile> read_file_owned_by(const std::string& path, uid_t owner, size_t max_bytes,
+                                     pid_t root_of = 0, int64_t unless_size = -1);
 
 // A binary a traced process maps, opened to be read as ELF: without
 // blocking, and only if it is a regular file of at most kMaxBinaryBytes.

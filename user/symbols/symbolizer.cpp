@@ -397,13 +397,17 @@ void Symbolizer::load_perf_map(pid_t pid, uint64_t addr) {
   std::shared_ptr<PerfMap>& map = perf_maps_[pid];
   if (!map) map = std::make_shared<PerfMap>();
   if (find_jit_symbol(map->symbols, addr)) return;
-  std::string path = "/tmp/perf-" + std::to_string(pid) + ".map";
-  struct stat st, process;
-  if (lstat(path.c_str(), &st) != 0 || st.st_size == map->size) return;
+  // Written where the process sees /tmp (a container's, a chroot's), named
+  // by its id in its own PID namespace.
+  std::string proc = "/proc/" + std::to_string(pid);
+  pid_t own = namespaced_pid(read_text_file(proc + "/status").value_or(""));
+  std::string path = "/tmp/perf-" + std::to_string(own ? own : pid) + ".map";
+  struct stat process;
   // /tmp is anyone's: only a map of the process's own user (or root's) names
-  // its code, never through a symlink, a FIFO or a file without bound.
-  if (stat(("/proc/" + std::to_string(pid)).c_str(), &process) != 0) return;
-  auto file = read_file_owned_by(path, process.st_uid, kMaxPerfMapBytes);
+  // its code, never through a symlink (nor out of its root), a FIFO or a
+  // file without bound.
+  if (stat(proc.c_str(), &process) != 0) return;
+  auto file = read_file_owned_by(path, process.st_uid, kMaxPerfMapBytes, pid, map->size);
   if (!file) return;
   // Left over by an earlier process with this pid: it names other code.
   if (double started = process_start_time(pid); started > 0 && double(file->mtime) + 2 < started) return;

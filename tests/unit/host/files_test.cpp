@@ -3,8 +3,11 @@
 #include "host/files.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -54,6 +57,59 @@ TEST(ReadFileOwnedBy, RefusesSymlinksFifosOthersFilesAndHugeOnes) {
     EXPECT_EQ(o.error().code, EPERM);
     EXPECT_TRUE(read_file_owned_by(other, 12345, 1 << 20)) << "the process's own user";
   }
+}
+
+// A process in another root (a container, a chroot) writes its perf map
+// under its own /tmp: read there, and a link on the way (its /tmp made a
+// link to a path of the host's) resolves inside that root, never out of it.
+TEST(ReadFileOwnedBy, InAProcessesRootLinksStayInsideIt) {
+  TempDir dir;
+  fs::path root = dir.path / "root", victim = dir.path / "victim";
+  fs::create_directories(root / "tmp");
+  fs::create_directories(victim);
+  std::ofstream(root / "tmp" / "perf-7.map") << "1000 10 in_the_root\n";
+  std::ofstream(victim / "perf-7.map") << "1000 10 the_hosts_file\n";
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t child = fork();
+  if (child == 0) {  // chroot needs root, or a user namespace of its own
+    if (geteuid() != 0 && unshare(CLONE_NEWUSER) != 0) _exit(2);
+    if (chroot(root.c_str()) != 0 || chdir("/") != 0) _exit(3);
+    char c = 1;
+    if (write(ready[1], &c, 1) != 1) _exit(4);
+    pause();
+    _exit(0);
+  }
+  close(ready[1]);
+  char c = 0;
+  bool chrooted = read(ready[0], &c, 1) == 1;
+  close(ready[0]);
+  auto finish = [child] {
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+  };
+  if (!chrooted) {
+    finish();
+    GTEST_SKIP() << "no chroot here: neither root nor user namespaces";
+  }
+  auto inside = read_file_owned_by("/tmp/perf-7.map", geteuid(), 1 << 20, child);
+  EXPECT_TRUE(inside && inside->text == "1000 10 in_the_root\n")
+      << (inside ? inside->text : inside.error().message);
+  fs::remove_all(root / "tmp");
+  fs::create_directory_symlink(victim, root / "tmp");  // absolute: the host's path
+  auto out = read_file_owned_by("/tmp/perf-7.map", geteuid(), 1 << 20, child);
+  EXPECT_FALSE(out) << "read the host's file through the root's link: " << out->text;
+  finish();
+}
+
+TEST(ReadFileOwnedBy, AFileOfTheSizeSeenBeforeIsNotReadAgain) {
+  TempDir dir;
+  fs::path map = dir.path / "perf-9.map";
+  std::ofstream(map) << "1000 10 jitted\n";
+  auto again = read_file_owned_by(map, geteuid(), 1 << 20, 0, 15);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, EALREADY);
+  EXPECT_TRUE(read_file_owned_by(map, geteuid(), 1 << 20, 0, 14)) << "grown: read";
 }
 
 TEST(ReadRegularFile, RefusesFifosAndDevicesAtOnce) {
