@@ -38,8 +38,15 @@ TEST(GoProfileLayout, EachReleaseAsItsSourcesHaveIt) {
   EXPECT_EQ(l23->kind, 3);
   EXPECT_EQ(l24->kind, 3);
   EXPECT_EQ(l23->kind_offset, 10);
-  EXPECT_EQ(l24->kind_offset, 16);  // special.offset became a uintptr
-  for (const char* v : {"", "go1.17.13", "go1.25.0", "go2.0", "devel go1.24", "go1.x"})
+  EXPECT_EQ(l24->kind_offset, 16);                   // special.offset became a uintptr
+  for (const char* v : {"go1.26.10", "go1.27.3"}) {  // a tiny block's special took kind 1
+    auto l = go_profile_layout(v);
+    ASSERT_TRUE(l) << v;
+    EXPECT_TRUE(l->mp_first) << v;
+    EXPECT_EQ(l->kind, 4) << v;
+    EXPECT_EQ(l->kind_offset, 16) << v;
+  }
+  for (const char* v : {"", "go1.17.13", "go1.25.0", "go1.28.1", "go2.0", "devel go1.24", "go1.x"})
     EXPECT_FALSE(go_profile_layout(v)) << v;
 }
 

@@ -230,6 +230,15 @@ std::optional<uint64_t> GoPclntab::entry(std::string_view function) const {
   return it == by_name_.end() ? std::nullopt : std::optional<uint64_t>(it->second);
 }
 
+std::vector<std::string_view> GoPclntab::names_starting(std::string_view prefix) const {
+  entry("");  // the names, read once
+  std::vector<std::string_view> out;
+  for (const auto& [name, at] : by_name_)
+    if (name.starts_with(prefix)) out.push_back(name);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::optional<std::pair<uint64_t, uint64_t>> GoPclntab::range(std::string_view function) const {
   auto start = entry(function);
   auto index = start ? index_of(*start) : std::nullopt;

@@ -62,6 +62,8 @@ class GoPclntab {
   bool has_func_data() const { return !gofunc_.empty(); }
   // The entry address of a function, by its name.
   std::optional<uint64_t> entry(std::string_view function) const;
+  // The names of the functions that start with `prefix`, in name order.
+  std::vector<std::string_view> names_starting(std::string_view prefix) const;
   // Its code: [entry, the next function's entry).
   std::optional<std::pair<uint64_t, uint64_t>> range(std::string_view function) const;
   uint64_t functions() const { return nfunc_; }
