@@ -18,6 +18,8 @@ template <typename... F>
 struct Visit : F... {
   using F::operator()...;
 };
+template <typename... F>
+Visit(F...) -> Visit<F...>;  // clang 16 deduces no aggregate's arguments
 
 // The kernel's log2 lifetime buckets (struct as_exact_totals), each counted
 // at its geometric middle.
