@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -172,6 +175,30 @@ void expect_attached_interpreter_sampled(const std::vector<std::string>& command
   EXPECT_EQ(r.loop_frames_left, 0u);
   expect_sampled_large_sites(r, truths, kRate);
   std::remove(out.c_str());
+}
+
+PythonRoot::PythonRoot(const std::string& make, const std::vector<std::string>& packages) {
+  const char* home = getenv("HOME");
+  std::vector<std::string> argv = {make, std::string(home ? home : "/root") + "/.cache/allocscope"};
+  argv.insert(argv.end(), packages.begin(), packages.end());
+  RunResult made = run(argv, 900000);  // its first making takes a minute or two
+  error_ = made.status == 0 ? "" : made.err;
+  root_ = made.out.substr(0, made.out.find('\n'));
+  if (!error_.empty()) return;
+  script_ = "/tmp/allocscope-python-sites-" + std::to_string(getpid()) + ".py";
+  std::filesystem::copy_file(PYTHON_SITES_PY, root_ + script_,
+                             std::filesystem::copy_options::overwrite_existing);
+}
+
+PythonRoot::~PythonRoot() {
+  if (!script_.empty()) std::filesystem::remove(root_ + script_);
+}
+
+std::vector<std::string> PythonRoot::command(const std::string& python, const std::vector<std::string>& args,
+                                             const std::string& in) const {
+  std::vector<std::string> argv = {"chroot", in.empty() ? root_ : in, "/usr/bin/" + python, script_};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
 }
 
 }  // namespace allocscope::test

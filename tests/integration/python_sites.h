@@ -55,4 +55,25 @@ void expect_attached_interpreter_sampled(const std::string& python);
 // ... running `command` (the workload with --wait --hold).
 void expect_attached_interpreter_sampled(const std::vector<std::string>& command);
 
+// A Debian root with interpreters, made once by `make` (a script given the
+// cache, ~/.cache/allocscope, then `packages`) and kept there, with
+// python_sites.py copied into it; removed again at the end.
+class PythonRoot {
+ public:
+  explicit PythonRoot(const std::string& make, const std::vector<std::string>& packages = {});
+  ~PythonRoot();
+  PythonRoot(const PythonRoot&) = delete;
+  PythonRoot& operator=(const PythonRoot&) = delete;
+  const std::string& error() const { return error_; }
+  const std::string& root() const { return root_; }
+  // The script's path as the interpreter sees it (its frames name it so).
+  const std::string& script() const { return script_; }
+  // /usr/bin/`python` running the workload with `args`, in root `in` (this root by default).
+  std::vector<std::string> command(const std::string& python, const std::vector<std::string>& args,
+                                   const std::string& in = "") const;
+
+ private:
+  std::string error_, root_, script_;
+};
+
 }  // namespace allocscope::test

@@ -77,35 +77,12 @@ TEST(Python, SampledSitesOfAnAttachedInterpreter) {
   expect_attached_interpreter_sampled("/usr/bin/python3.11");
 }
 
-// Debian 13's python3.13 in a trixie root (made once, then cached), with
-// the workload copied into the root; removed again at the end.
-class TrixiePython {
- public:
-  TrixiePython() {
-    const char* home = getenv("HOME");
-    RunResult made = run({PYTHON_ROOT_SH, std::string(home ? home : "/root") + "/.cache/allocscope"});
-    error_ = made.status == 0 ? "" : made.err;
-    root_ = made.out.substr(0, made.out.find('\n'));
-    if (!error_.empty()) return;
-    script_ = "/tmp/allocscope-python-sites-" + std::to_string(getpid()) + ".py";
-    std::filesystem::copy_file(PYTHON_SITES_PY, root_ + script_,
-                               std::filesystem::copy_options::overwrite_existing);
+// Debian 13's python3.13 in a trixie root (made once, then cached).
+struct TrixiePython : PythonRoot {
+  TrixiePython() : PythonRoot(PYTHON_ROOT_SH) {}
+  std::vector<std::string> command(const std::vector<std::string>& args, const std::string& in = "") const {
+    return PythonRoot::command("python3.13", args, in);
   }
-  ~TrixiePython() {
-    if (!script_.empty()) std::filesystem::remove(root_ + script_);
-  }
-  const std::string& error() const { return error_; }
-  const std::string& root() const { return root_; }
-  const std::string& script() const { return script_; }
-  // The workload run in root `in` (this root by default) with `args`.
-  std::vector<std::string> command(std::vector<std::string> args, const std::string& in = "") const {
-    std::vector<std::string> argv = {"chroot", in.empty() ? root_ : in, "/usr/bin/python3.13", script_};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return argv;
-  }
-
- private:
-  std::string error_, root_, script_;
 };
 
 // The whole machine (--all): an interpreter running before the recording

@@ -21,37 +21,9 @@ namespace {
 
 constexpr const char* kPythons[] = {"python3.14", "python3.15"};
 
-// The sid root with every interpreter above (made once, then cached; its
-// first making takes a minute or two), and the workload copied into it;
-// removed again at the end.
-class SidPythons {
- public:
-  SidPythons() {
-    const char* home = getenv("HOME");
-    std::vector<std::string> make = {SID_ROOT_SH, std::string(home ? home : "/root") + "/.cache/allocscope"};
-    make.insert(make.end(), std::begin(kPythons), std::end(kPythons));
-    RunResult made = run(make, 900000);
-    error_ = made.status == 0 ? "" : made.err;
-    root_ = made.out.substr(0, made.out.find('\n'));
-    if (!error_.empty()) return;
-    script_ = "/tmp/allocscope-python-sites-" + std::to_string(getpid()) + ".py";
-    std::filesystem::copy_file(PYTHON_SITES_PY, root_ + script_,
-                               std::filesystem::copy_options::overwrite_existing);
-  }
-  ~SidPythons() {
-    if (!script_.empty()) std::filesystem::remove(root_ + script_);
-  }
-  const std::string& error() const { return error_; }
-  // The script's path as the interpreter sees it (its frames name it so).
-  const std::string& script() const { return script_; }
-  std::vector<std::string> command(const std::string& python, std::vector<std::string> args) const {
-    std::vector<std::string> argv = {"chroot", root_, "/usr/bin/" + python, script_};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return argv;
-  }
-
- private:
-  std::string error_, root_, script_;
+// The sid root with every interpreter above (made once, then cached).
+struct SidPythons : PythonRoot {
+  SidPythons() : PythonRoot(SID_ROOT_SH, {std::begin(kPythons), std::end(kPythons)}) {}
 };
 
 class TodaysPython : public ::testing::TestWithParam<const char*> {};

@@ -400,8 +400,11 @@ void Symbolizer::load_perf_map(pid_t pid, uint64_t addr) {
   // Written where the process sees /tmp (a container's, a chroot's), named
   // by its id in its own PID namespace.
   std::string proc = "/proc/" + std::to_string(pid);
-  pid_t own = namespaced_pid(read_text_file(proc + "/status").value_or(""));
-  std::string path = "/tmp/perf-" + std::to_string(own ? own : pid) + ".map";
+  if (!map->own_pid) {  // read once: a miss of the map comes back here often
+    pid_t own = namespaced_pid(read_text_file(proc + "/status").value_or(""));
+    map->own_pid = own ? own : pid;
+  }
+  std::string path = "/tmp/perf-" + std::to_string(map->own_pid) + ".map";
   struct stat process;
   // /tmp is anyone's: only a map of the process's own user (or root's) names
   // its code, never through a symlink (nor out of its root), a FIFO or a

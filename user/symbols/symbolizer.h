@@ -146,6 +146,7 @@ class Symbolizer {
   struct PerfMap {
     std::vector<JitSymbol> symbols;
     int64_t size = -1;  // of the file when read
+    pid_t own_pid = 0;  // the process's id in its own PID namespace, the file's name (0: not read yet)
   };
   std::unordered_map<pid_t, std::shared_ptr<PerfMap>> perf_maps_;
   std::unordered_map<uint32_t, std::shared_ptr<PerfMap>> jit_;
