@@ -33,6 +33,8 @@ void Bridge::on_tick(LiveView& view) {
     std::lock_guard lock(mutex_);
     jobs.swap(queue_);
   }
+  // A request answers with what happened before it was made.
+  if (!jobs.empty()) view.catch_up();
   // The jobs run unlocked (new requests queue meanwhile); each waiter's
   // state outlives its wait, so a job finishing late is harmless.
   for (auto& p : jobs) {

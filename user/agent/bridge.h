@@ -1,6 +1,7 @@
 // The HTTP server's threads hand their work to the recording's thread, the
 // only one that touches the profile and the symbolizer, and wait for it to
-// be done (at most ~100 ms later: the loop ticks between polls).
+// be done (at most ~100 ms later: the loop ticks between polls). The jobs
+// see the events placed before they were asked for (LiveView::catch_up).
 #pragma once
 
 #include <chrono>

@@ -62,6 +62,9 @@ class LiveView {
   // Forgets the paths of cgroups removed before `before_ms` (CLOCK_MONOTONIC):
   // those whose processes' labels are taken. How many (also in counters()).
   virtual size_t forget_removed_cgroups(uint64_t before_ms) = 0;
+  // Reads the events the kernel placed until now (waiting briefly for one
+  // still being written): what follows sees everything before the call.
+  virtual void catch_up() = 0;
   virtual Baseline baseline(const InstanceSelector& keep) = 0;
   // The symbolized profile of the chosen instances: allocations since the
   // recording began and what is live now; given `since`, what was allocated

@@ -782,6 +782,7 @@ class FakeView : public LiveView {
  public:
   std::vector<ProcessTotals> processes() override { return {}; }
   const ProcessTable& process_table() const override { return table_; }
+  void catch_up() override { ++catch_ups; }
   Baseline baseline(const InstanceSelector&) override { return {}; }
   Recording snapshot(const InstanceSelector&, const Baseline*) override { return {}; }
   std::vector<std::pair<std::string, uint64_t>> counters() override { return {}; }
@@ -791,6 +792,8 @@ class FakeView : public LiveView {
   std::vector<std::pair<std::string, uint64_t>> table_sizes() const override { return {}; }
   const std::string& cgroup_path(uint64_t) override { return none_; }
   size_t forget_removed_cgroups(uint64_t) override { return 0; }
+
+  int catch_ups = 0;
 
  private:
   ProcessTable table_;
@@ -880,6 +883,21 @@ TEST(Bridge, TickHookRunsOnEveryTick) {
   bridge.on_tick(view);
   bridge.on_tick(view);
   EXPECT_EQ(ticks, 2);
+}
+
+// A request is answered with the events placed before it read: the view
+// catches up before the jobs run, and a tick without a job leaves it be.
+TEST(Bridge, JobsSeeTheViewCaughtUp) {
+  Bridge bridge(4);
+  FakeView view;
+  bridge.on_tick(view);
+  EXPECT_EQ(view.catch_ups, 0);
+  std::atomic<int> seen = -1;
+  Servers servers(bridge);
+  size_t s = servers.start([&](LiveView&) { seen = view.catch_ups; });
+  ASSERT_TRUE(eventually_ticking(bridge, view, [&] { return servers.returned(s); }));
+  EXPECT_EQ(seen, 1);
+  EXPECT_EQ(view.catch_ups, 1);
 }
 
 // Two requests, room for one: whichever queues first waits, the other is

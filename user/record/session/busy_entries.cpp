@@ -28,7 +28,9 @@ namespace allocscope {
 namespace {
 
 constexpr uint64_t kBusyPeriodMs = 250;
-constexpr uint64_t kMarkedReadMs = 5;
+// The longest an entry waits for an event still being written (its
+// writer preempted) when it reads the events placed so far.
+constexpr uint64_t kCatchUpWaitMs = 20;
 constexpr auto kLiftBudget = std::chrono::milliseconds(3000);
 
 }  // namespace
@@ -80,10 +82,15 @@ void Recorder::enter_running(pid_t pid) {
   auto probes = [&p, pid](int library) { return p.libraries.attach_entered(pid, library); };
   // The events waiting are read before the process is stopped (a first
   // sample's stack is symbolized as it is read: that may take long, and
-  // an entry has a budget), and those that came since at the hand-over.
-  if (auto read = r_.deliver_events(0); !read) print_error(read.error());
-  auto seeds = [this, &p, tgid, &handed, &handed_ns] {
-    if (auto read = r_.deliver_events(0); !read) print_error(read.error());
+  // an entry has a budget), and those that came since at the hand-over:
+  // all of them, or a sample left unread then is neither handed over nor
+  // seen freed (a backlog on a loaded machine left freed blocks in use).
+  auto catch_up = [this] {
+    if (auto read = r_.catch_up(kCatchUpWaitMs); !read) print_error(read.error());
+  };
+  catch_up();
+  auto seeds = [&p, tgid, &handed, &handed_ns, &catch_up] {
+    catch_up();
     handed_ns = monotonic_ns();
     handed = p.sink.hand_over_live(tgid);
     return handed;
@@ -101,8 +108,7 @@ void Recorder::enter_running(pid_t pid) {
   // Marked here too, where the library's mark was not seen (its probe not
   // attached); then the probes' samples that were on their way are read.
   if (auto marked = p.session->processes().mark_in_process(tgid); !marked) print_error(marked.error());
-  p.sink.yield_at(now_ms() + kMarkedReadMs);
-  if (auto read = r_.deliver_events(0); !read) print_error(read.error());
+  catch_up();
   size_t late = handed_ns ? p.sink.count_probed_between(tgid, handed_ns, entered_ns) : 0;
   if (!handed.empty() && !in->answer.seeded) p.sink.forget_probed_live(tgid);  // their frees will not be seen
   if (config_.verbose && (!handed.empty() || late))

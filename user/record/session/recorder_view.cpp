@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "base/clocks.h"
+#include "record/messages.h"
 #include "record/scope.h"
 #include "record/view/recording_builder.h"
 
@@ -23,6 +24,14 @@ std::vector<ProcessTotals> RecorderView::processes() {
     all[it->second].totals.merge(s.totals);
   }
   return all;
+}
+
+// A request of the observer's sees the events placed before it: one still
+// being written (its writer preempted on a loaded machine) is waited for a
+// tenth of a second at most.
+void RecorderView::catch_up() {
+  constexpr uint64_t kMaxWaitMs = 100;
+  if (auto ok = r_.catch_up(kMaxWaitMs); !ok) print_error(ok.error());
 }
 
 NamedCounters RecorderView::table_sizes() const {

@@ -24,6 +24,7 @@ class RecorderView final : public LiveView {
   size_t forget_removed_cgroups(uint64_t before_ms) override {
     return r_.cgroup_names.forget_removed(before_ms);
   }
+  void catch_up() override;
   Baseline baseline(const InstanceSelector& keep) override;
   Recording snapshot(const InstanceSelector& keep, const Baseline* since) override;
   NamedCounters counters() override { return r_.counters(); }

@@ -1,6 +1,8 @@
 // The figures every job of a recording reads: its state, counters and meta.
 #include "record/session/recording_context.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -85,6 +87,20 @@ Result<int> RecordingContext::deliver_events(int timeout_ms, bool last) {
     free_channel->release_finished(now_ms());
   }
   return got->events;
+}
+
+Result<void> RecordingContext::catch_up(uint64_t max_wait_ms) {
+  BpfSession& s = *parts->session;
+  uint64_t placed = s.events_placed();
+  parts->sink.yield_at(UINT64_MAX);  // the loop sets its deadline again at its next pass
+  uint64_t until = now_ms() + max_wait_ms;
+  while (s.events_read() < placed || ring_frees.has_kept()) {
+    auto n = deliver_events(0);
+    if (!n) return fail(n.error());
+    if (now_ms() >= until) break;  // a backlog read takes what it takes; waits end here
+    if (*n == 0) usleep(1000);
+  }
+  return {};
 }
 
 void RecordingContext::flush_ring_frees() {

@@ -101,6 +101,10 @@ struct RecordingContext {
   // the rings' frees among them; returns how many events the kernel sent.
   // `last`: the probes are gone, every event goes (none is kept for later).
   Result<int> deliver_events(int timeout_ms, bool last = false);
+  // Every event the kernel placed before now delivered (one still being
+  // written waited for, `max_wait_ms` at most): what an observer reads
+  // next includes all that happened before it asked.
+  Result<void> catch_up(uint64_t max_wait_ms);
   // The rings' frees read (into ring_frees); returns the time before which
   // every free was read (`now`, or earlier).
   uint64_t read_ring_frees(uint64_t now);
