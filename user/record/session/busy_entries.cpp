@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "base/clocks.h"
@@ -79,7 +80,15 @@ void Recorder::enter_running(pid_t pid) {
   uint32_t tgid = uint32_t(pid);
   std::vector<uint64_t> handed;
   uint64_t handed_ns = 0;
-  auto probes = [&p, pid](int library) { return p.libraries.attach_entered(pid, library); };
+  // The library's own table is in before it samples: its walks start in
+  // its code, and would wait behind the builds queued (a compiler's took
+  // 0.6 s), their records filling the ring buffer until they are cut short.
+  bool tables = config_.unwind == UnwindMode::Dwarf;
+  auto probes = [&p, pid, tables](int library) {
+    auto ok = p.libraries.attach_entered(pid, library);
+    if (ok && tables) p.tables.load_paths({"/proc/self/fd/" + std::to_string(library)});
+    return ok;
+  };
   // The events waiting are read before the process is stopped (a first
   // sample's stack is symbolized as it is read: that may take long, and
   // an entry has a budget), and those that came since at the hand-over:
