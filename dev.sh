@@ -85,6 +85,22 @@ newer_go() {
     echo "dev.sh: warning: Go $NEWER_GO_VERSION could not be fetched; the tests that build with it will fail" >&2
 }
 
+# The Go releases hosts run today, fetched likewise (VERSION:SUITE: trixie's
+# backports have 1.25, sid 1.26 and 1.27): their go commands, separated by
+# ';' (CMake's list), as many as were had.
+MORE_GO_VERSIONS=(1.25:trixie-backports 1.26:sid 1.27:sid)
+more_gos() {
+  local home=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)} v go gos=()
+  for v in "${MORE_GO_VERSIONS[@]}"; do
+    if go=$(tests/go/fetch.sh "${v%%:*}" "${ALLOCSCOPE_GO_CACHE:-${XDG_CACHE_HOME:-$home/.cache}/allocscope/go}" "${v#*:}"); then
+      gos+=("$go")
+    else
+      echo "dev.sh: warning: Go ${v%%:*} (${v#*:}) could not be fetched; the tests that build with it will fail" >&2
+    fi
+  done
+  (IFS=';' && echo "${gos[*]}")
+}
+
 # Go's build cache for the tests' Go programs, kept across build trees (a
 # clean clone's build compiled two Go releases' runtimes anew each time).
 # Go's cache is keyed by content, and safe to share between builds.
@@ -97,11 +113,13 @@ go_build_cache() {
 # a quarter less compile time than -g; `cmake -DCMAKE_CXX_FLAGS_RELWITHDEBINFO=
 # "-O2 -g"` in $BUILD for a debugger's whole view.
 build() {
-  local go
+  local go more
   go=$(newer_go)
+  more=$(more_gos)
   cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DALLOCSCOPE_WERROR=ON -DBUILD_TESTING=ON -DALLOCSCOPE_TEST_HOOKS=ON \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
-    -DALLOCSCOPE_BENCH=ON -DALLOCSCOPE_NEWER_GO="$go" -DALLOCSCOPE_GO_CACHE="$(go_build_cache)" >/dev/null || return
+    -DALLOCSCOPE_BENCH=ON -DALLOCSCOPE_NEWER_GO="$go" -DALLOCSCOPE_MORE_GOS="$more" \
+    -DALLOCSCOPE_GO_CACHE="$(go_build_cache)" >/dev/null || return
   cmake --build "$BUILD" -j"$(nproc)"
 }
 

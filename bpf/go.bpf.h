@@ -4,6 +4,17 @@
  * one translation unit, included there after the allocator programs. */
 #pragma once
 
+/* Whether an allocator specialized by size (Go 1.27) was called by
+ * mallocgc's table (its entry's return address lies in mallocgc): that
+ * call was counted at mallocgc's own probe. At the entry, or on the stack
+ * check just after it, [sp] is the return address. */
+static __always_inline bool called_by_mallocgc(struct pt_regs *ctx, __u64 cookie) {
+  __u64 ret = 0, len = (cookie >> AS_COOKIE_GO_SIZED_LEN_SHIFT) & 0xffff;
+  __u64 mallocgc = ctx->ip + (__u64)((__s64)cookie >> AS_COOKIE_GO_SHIFT);
+  if (bpf_probe_read_user(&ret, sizeof(ret), (void *)ctx->sp) != 0) return false;
+  return ret - 1 - mallocgc < len; /* the call lies in it */
+}
+
 /* Entry of Go's runtime.mallocgc(size, type, needzero): the same countdown,
  * nothing more on the fast path. Under Go's register ABI (1.17 on) the size
  * is in rax. Its block has no free to see (the collector reclaims it) and
@@ -11,7 +22,9 @@
  * on stacks the runtime moves. The walk starts at mallocgc's own entry (its
  * frame skipped, named by the code). A goroutine may move between threads,
  * but the countdown is memoryless: each call is sampled with probability
- * 1 - exp(-size / rate) whichever thread's countdown it meets. */
+ * 1 - exp(-size / rate) whichever thread's countdown it meets. Also on
+ * Go 1.27's allocators specialized by size (AS_COOKIE_GO_SIZED): the
+ * compiler calls them for a small new(T) or make of a constant size. */
 static __always_inline void go_malloc(struct pt_regs *ctx, __u64 cookie) {
   __u64 size = ctx->ax, offset = 0;
   __u32 fn = cookie & 0xffff;
@@ -20,6 +33,7 @@ static __always_inline void go_malloc(struct pt_regs *ctx, __u64 cookie) {
    * morestack grows the stack or preempts the goroutine, then the call
    * restarts from its entry, and is counted then. */
   if ((cookie & AS_COOKIE_GO_STACK_CHECK) && (ctx->flags & 0x41)) return;
+  if ((cookie & AS_COOKIE_GO_SIZED) && called_by_mallocgc(ctx, cookie)) return;
   struct thread_state *st = thread_state(true);
   if (!st) return;
   if (sample_rate > 1 && !countdown_fires(st, size, &offset)) return;
@@ -69,7 +83,8 @@ struct {
  * session's rate when MemProfileRate equals it, or (MemProfileRate 1: every
  * block) when the thread's countdown fires; another rate is counted out. No
  * per-call cost: only sampled blocks reach this. The walk leaves out the
- * runtime's frames down to mallocgc's (named by the code). */
+ * runtime's frames down to mallocgc's, or to those of an allocator
+ * specialized by size (Go 1.27; named by the code). */
 static __always_inline void go_profile(struct pt_regs *ctx, __u64 cookie) {
   if ((cookie & AS_COOKIE_GO_STACK_CHECK) && (ctx->flags & 0x41)) return; /* restarts: see go_malloc */
   __u32 slot = (cookie >> AS_COOKIE_GO_SHIFT) & 0xffff;
@@ -109,7 +124,10 @@ static __always_inline void go_profile(struct pt_regs *ctx, __u64 cookie) {
     if (!(cookie & AS_COOKIE_GO_STACK_CHECK)) return;
     free_address(p);
   }
-  struct own_frames own = {.until = bias + g->mallocgc, .until_end = bias + g->mallocgc_end};
+  struct own_frames own = {.until = bias + g->mallocgc,
+                           .until_end = bias + g->mallocgc_end,
+                           .also = bias + g->sized,
+                           .also_end = g->sized_end ? bias + g->sized_end : 0};
   emit_alloc(ctx, AS_FN_GO_MALLOC, size, offset, p, rate == 1 ? 0 : AS_EVF_NO_OFFSET, &own);
 }
 

@@ -264,7 +264,10 @@ struct walk_scratch {
   __u32 steps;                /* frames unwound so far */
   __u32 pad;
   __u64 until, until_end; /* until_end != 0: frames are not recorded up to the one whose call is in range */
-  __u64 stack_limit;      /* this walk's bound on the stack: stack_end, or a guess */
+  __u64 also, also_end;   /* a second such range (also_end != 0) */
+  __u32 own_found;        /* a frame in either range was met: the first frame out of them is recorded */
+  __u32 own_pad;
+  __u64 stack_limit; /* this walk's bound on the stack: stack_end, or a guess */
   /* The Python walk (bpf/python.bpf.h): its program's layout, the thread
    * state searched for, the frame being read and a copy of its fields. */
   struct as_py_layout py;

@@ -231,16 +231,25 @@ static long walk_frame(__u64 unused, void *data) {
       c->row = w->row;
     }
   }
+  bool record = true;
   if (w->until_end) {
-    if (w->steps > 0 && at >= w->until && at < w->until_end)
-      w->until_end = 0; /* the last frame left out */
-    else if (w->steps >= AS_MAX_OWN_FRAMES) {
+    bool own = w->steps > 0 && ((at >= w->until && at < w->until_end) || (at >= w->also && at < w->also_end));
+    if (own) {
+      w->own_found = 1;
+      record = false;
+    } else if (w->own_found) {
+      w->until_end = 0; /* the first frame past them */
+    } else if (w->steps >= AS_MAX_OWN_FRAMES) {
       w->stop = AS_STOP_BAD_FRAME;
       return 1;
+    } else {
+      record = false;
     }
   } else if (w->skip) {
     w->skip--;
-  } else {
+    record = false;
+  }
+  if (record) {
     ev->frames[n] = ip;
     ev->nframes = n + 1;
     w->id = mix(w->id, ip);
@@ -261,11 +270,12 @@ static long walk_frame(__u64 unused, void *data) {
 
 /* The first frames of a walk that are not the program's: `count` of them,
  * or (until_end != 0) every one up to the first whose call lies in
- * [until, until_end), that one included (Go's runtime sampling inside
- * mallocgc), found within AS_MAX_OWN_FRAMES. */
+ * [until, until_end) or [also, also_end), found within AS_MAX_OWN_FRAMES,
+ * and those above it still in either (Go's runtime sampling inside mallocgc,
+ * or inside an allocator specialized by size that mallocgc's table called). */
 struct own_frames {
   __u32 count;
-  __u64 until, until_end;
+  __u64 until, until_end, also, also_end;
 };
 
 static __always_inline struct walk_scratch *walk_stack(struct pt_regs *ctx, __u16 fn,
@@ -314,6 +324,9 @@ static __always_inline struct walk_scratch *walk_stack(struct pt_regs *ctx, __u1
     w->skip = own->count;
     w->until = own->until;
     w->until_end = own->until_end;
+    w->also = own->also;
+    w->also_end = own->also_end;
+    w->own_found = 0;
     w->steps = 0;
     AS_PART(AS_PART_WALK_SETUP);
     bpf_loop(AS_MAX_FRAMES, walk_frame, &wc, 0);
@@ -377,6 +390,9 @@ static __always_inline void fill_deferred(struct as_stack_event *to, struct as_d
   walk->skip = w->skip;
   walk->until = w->until;
   walk->until_end = w->until_end;
+  walk->also = w->also;
+  walk->also_end = w->also_end;
+  walk->own_found = w->own_found;
   walk->steps = w->steps;
   walk->stack_end = w->stack_limit;
 }

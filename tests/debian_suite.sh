@@ -12,7 +12,7 @@ own_cache() {
 }
 
 # suite_apt SUITE DIR: sets apt_opts, an apt configuration in DIR for
-# Debian's SUITE (and its security suite; backports have none), its lists
+# Debian's SUITE (and its security suite; backports and sid have none), its lists
 # fetched when older than a day.
 suite_apt() {
   local suite=$1 apt_dir=$2
@@ -20,13 +20,15 @@ suite_apt() {
   {
     echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $suite main"
     case $suite in
-      *-*) ;;
+      *-* | sid | unstable) ;;
       *) echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian-security $suite-security main" ;;
     esac
   } >"$apt_dir/etc/sources.list"
   apt_opts=(-o "Dir::Etc::SourceList=$apt_dir/etc/sources.list" -o "Dir::Etc::SourceParts=/nonexistent"
     -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache" -o "Dir::State::status=/dev/null"
     -o "APT::Sandbox::User=root" -o "Debug::NoLocking=1")
+  # A mirror may hold a sid Release past its Valid-Until (sid_root.sh too).
+  [ "$suite" != sid ] || apt_opts+=(-o "Acquire::Check-Valid-Until=false")
   if [ -z "$(find "$apt_dir/lists" -maxdepth 1 -name '*Packages*' -mmin -1440 2>/dev/null | head -n 1)" ]; then
     apt-get "${apt_opts[@]}" -qq update >&2
   fi

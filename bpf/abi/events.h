@@ -116,11 +116,14 @@ struct as_deferred_walk {
   as_u32 bp_lost;    /* as struct as_unwind_regs */
   as_u32 len;        /* stack bytes copied from sp (they follow) */
   /* Frames still to leave out, the stopped one first: `skip` of them, or (until_end != 0) every one
-   * up to the first whose call lies in [until, until_end) (runtime addresses), that one included. */
+   * up to the first whose call lies in [until, until_end) or [also, also_end) (runtime addresses), and
+   * those above it in either; own_found: one was met before the stop. */
   as_u64 until, until_end;
   as_u16 skip;
   as_u16 ip_exact; /* as struct as_unwind_regs */
   as_u32 steps; /* frames unwound before the stopped one (0: its pc is the probe's, not a return address) */
+  as_u64 also, also_end;
+  as_u32 own_found, pad;
 };
 
 /* An unwind met a file mapping without a table: userspace builds one from
@@ -163,7 +166,7 @@ AS_STATIC_ASSERT(sizeof(struct as_stack_event) ==
                      72 + 40 * AS_MAX_VMAS + 8 * AS_MAX_FRAMES + 16 + 16 * AS_MAX_PY_FRAMES,
                  "as_stack_event layout");
 AS_STATIC_ASSERT(sizeof(struct as_table_event) == 8 + 40, "as_table_event layout");
-AS_STATIC_ASSERT(sizeof(struct as_deferred_walk) == 64, "as_deferred_walk layout");
+AS_STATIC_ASSERT(sizeof(struct as_deferred_walk) == 88, "as_deferred_walk layout");
 AS_STATIC_ASSERT(sizeof(struct as_proc_event) == 112, "as_proc_event layout");
 
 #endif

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "harness.h"
@@ -68,14 +69,21 @@ double go_site_bytes(const Folded& folded, const std::string& function) {
   return sum;
 }
 
-// The go_sites program as each Go builds it: bookworm's (1.19) and the newest
-// Debian release's (1.24, fetched by ./dev.sh), each also stripped.
-std::string go_sites_binary(const std::string& build) {
-  std::string newer = NEWER_GO_SITES_BIN;
-  if (build == "Debian12") return GO_SITES_BIN;
-  if (build == "Debian12Stripped") return GO_SITES_STRIPPED_BIN;
-  if (newer.empty()) return "";
-  return build == "Debian13" ? newer : newer + "_stripped";
+// A Go workload (go_sites, go_small) as each Go builds it: bookworm's (1.19)
+// and the newest Debian release's (1.24), each also stripped, and sid's
+// 1.26 and 1.27 (fetched by ./dev.sh), 1.27 also stripped and a stripped
+// PIE; "" when it was not built.
+std::string go_program(const std::string& name, const std::string& build) {
+  static const std::map<std::string, std::string> kSuffix = {{"Debian12", ""},
+                                                             {"Debian12Stripped", "_stripped"},
+                                                             {"Debian13", "_newer"},
+                                                             {"Debian13Stripped", "_newer_stripped"},
+                                                             {"Sid126", "_go1.26"},
+                                                             {"Sid127", "_go1.27"},
+                                                             {"Sid127Stripped", "_go1.27_stripped"},
+                                                             {"Sid127Pie", "_go1.27_pie"}};
+  std::string path = std::string(GO_PROGRAMS_DIR) + "/" + name + kSuffix.at(build);
+  return access(path.c_str(), X_OK) == 0 ? path : "";
 }
 
 class GoSites : public ::testing::TestWithParam<const char*> {};
@@ -93,49 +101,93 @@ std::string stacks_elsewhere(const Folded& folded, const std::string& function) 
   return out.empty() ? "no stack through " + function + " elsewhere\n" : out;
 }
 
-// Each site's allocated bytes: sampled, within kMaxZ standard deviations
-// (four checks a build, each wrong by chance with probability below
-// 1.8e-7); exact (--rate 1), equal.
+// A Go workload (go_sites or go_small) recorded at Go's rate or in exact
+// mode (--rate 1): each site's bytes, counted by `at_site_of`, against its
+// own account, sampled within kMaxZ standard deviations (four checks a
+// build, each wrong by chance with probability below 1.8e-7), exact equal.
+// Sampled, the program's runtime is given the rate at its exec (memory
+// profiling is linked out of both) and its sampling read; exact mode
+// counts every call.
+void expect_go_sites(const std::string& binary, bool exact, const std::vector<std::string>& args,
+                     bool (*at_site_of)(const std::vector<std::string>&, const std::string&)) {
+  SCOPED_TRACE(binary + (exact ? " exact" : " sampled"));
+  std::string folded = temp_path("go-sites.folded"), json = temp_path("go-sites.json");
+  std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "-o", folded, "-o", json, "--", binary};
+  argv.insert(argv.end(), args.begin(), args.end());
+  if (exact) argv.insert(argv.begin() + 2, {"--rate", "1"});
+  RunResult r = run(argv);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::vector<GoSite> sites = go_sites_said(r.out);
+  ASSERT_EQ(sites.size(), 4u) << r.out;
+  Folded f = read_folded(folded);
+  for (const GoSite& s : sites) {
+    double truth = s.calls * s.size, got = 0;
+    for (const auto& [frames, value] : f)
+      if (at_site_of(frames, s.function)) got += value;
+    if (exact)
+      EXPECT_EQ(got, truth) << s.function << "\n"
+                            << stacks_elsewhere(f, s.function) << r.err;  // the summary: drops, counters
+    else
+      EXPECT_LE(std::abs(got - truth), kMaxZ * ht_sigma(s.calls, s.size, 512 * 1024, true))
+          << s.function << ": " << got << " of " << truth << "\n"
+          << stacks_elsewhere(f, s.function);
+  }
+  EXPECT_NE(
+      r.err.find(exact ? "note: 1 Go program(s) ran, their heap sampled at runtime.mallocgc"
+                       : "note: 1 Go program(s) ran, their heap read from their runtime's own sampling"),
+      std::string::npos)
+      << r.err;
+  EXPECT_EQ(counters_of(json)[exact ? "go_programs_sampled" : "go_programs_profiled"], 1);
+  EXPECT_EQ(counters_of(json)["go_programs"], 0);
+  std::remove(folded.c_str());
+  std::remove(json.c_str());
+}
+
 TEST_P(GoSites, AllocatedBytesAgreeWithTheTruth) {
   REQUIRE_BPF();
-  std::string binary = go_sites_binary(GetParam());
-  ASSERT_FALSE(binary.empty())
-      << "go_sites was not built with a newer Go: configure with -DALLOCSCOPE_NEWER_GO (./dev.sh does)";
-  for (bool exact : {false, true}) {
-    SCOPED_TRACE(binary + (exact ? " exact" : " sampled"));
-    std::string folded = temp_path("go-sites.folded"), json = temp_path("go-sites.json");
-    std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "-o", folded, "-o", json, "--", binary};
-    if (exact) argv.insert(argv.begin() + 2, {"--rate", "1"});
-    RunResult r = run(argv);
-    ASSERT_EQ(r.status, 0) << r.err;
-    std::vector<GoSite> sites = go_sites_said(r.out);
-    ASSERT_EQ(sites.size(), 4u) << r.out;
-    Folded f = read_folded(folded);
-    for (const GoSite& s : sites) {
-      double truth = s.calls * s.size, got = go_site_bytes(f, s.function);
-      if (exact)
-        EXPECT_EQ(got, truth) << s.function << "\n"
-                              << stacks_elsewhere(f, s.function) << r.err;  // the summary: drops, counters
-      else
-        EXPECT_LE(std::abs(got - truth), kMaxZ * ht_sigma(s.calls, s.size, 512 * 1024, true))
-            << s.function << ": " << got << " of " << truth;
-    }
-    // Sampled: memory profiling is linked out of go_sites, and its runtime
-    // is given the rate at its exec; exact mode counts every mallocgc call.
-    EXPECT_NE(
-        r.err.find(exact ? "note: 1 Go program(s) ran, their heap sampled at runtime.mallocgc"
-                         : "note: 1 Go program(s) ran, their heap read from their runtime's own sampling"),
-        std::string::npos)
-        << r.err;
-    EXPECT_EQ(counters_of(json)[exact ? "go_programs_sampled" : "go_programs_profiled"], 1);
-    EXPECT_EQ(counters_of(json)["go_programs"], 0);
-    std::remove(folded.c_str());
-    std::remove(json.c_str());
-  }
+  std::string binary = go_program("go_sites", GetParam());
+  ASSERT_FALSE(binary.empty()) << "go_sites was not built by " << GetParam()
+                               << "'s Go: configure with -DALLOCSCOPE_NEWER_GO and -DALLOCSCOPE_MORE_GOS "
+                                  "(./dev.sh does)";
+  for (bool exact : {false, true}) expect_go_sites(binary, exact, {}, at_site);
 }
 
 INSTANTIATE_TEST_SUITE_P(Go, GoSites,
-                         ::testing::Values("Debian12", "Debian12Stripped", "Debian13", "Debian13Stripped"),
+                         ::testing::Values("Debian12", "Debian12Stripped", "Debian13", "Debian13Stripped",
+                                           "Sid126", "Sid127Stripped"),
+                         [](const auto& info) { return std::string(info.param); });
+
+// Whether a stack ends at a site of go_small's: main.outer, the site, then
+// the allocation (the leaf runtime.mallocgc; through runtime.makeslice for a
+// slice, and runtime.newobject for new(T) before Go 1.27).
+bool at_small_site(const std::vector<std::string>& frames, const std::string& function) {
+  for (const std::vector<std::string>& tail :
+       {std::vector<std::string>{"main.outer", function, "runtime.mallocgc"},
+        std::vector<std::string>{"main.outer", function, "runtime.newobject", "runtime.mallocgc"},
+        std::vector<std::string>{"main.outer", function, "runtime.makeslice", "runtime.mallocgc"}})
+    if (frames.size() >= tail.size() && std::equal(tail.begin(), tail.end(), frames.end() - tail.size()))
+      return true;
+  return false;
+}
+
+class GoSmall : public ::testing::TestWithParam<const char*> {};
+
+// Small objects: Go 1.27's compiler allocates them through the runtime's
+// allocators specialized by size (new(T) directly; make through mallocgc's
+// table), which sample for the runtime themselves: each site's allocated
+// bytes read from the runtime's sampling (a tiny site's blocks hold two of
+// its objects, the same bytes), and in exact mode every call probed, those
+// of mallocgc's table once. Go 1.19 and 1.26 have no such allocators.
+TEST_P(GoSmall, EverySitesBytesAgreeWithTheTruth) {
+  REQUIRE_BPF();
+  std::string binary = go_program("go_small", GetParam());
+  ASSERT_FALSE(binary.empty()) << "go_small was not built by " << GetParam()
+                               << "'s Go: configure with -DALLOCSCOPE_MORE_GOS (./dev.sh does)";
+  for (bool exact : {false, true})
+    expect_go_sites(binary, exact, {exact ? "100000" : "4000000"}, at_small_site);
+}
+
+INSTANTIATE_TEST_SUITE_P(Go, GoSmall, ::testing::Values("Debian12", "Sid126", "Sid127", "Sid127Pie"),
                          [](const auto& info) { return std::string(info.param); });
 
 // --all: a Go program started while the whole machine is recorded is held

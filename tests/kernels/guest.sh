@@ -111,8 +111,10 @@ more=(
   Python.SampledSitesOfAnAttachedInterpreter
   PythonLibraries.TheWholeMachineWalksLibraryRuntimesStartedAnyTime
   PythonLibraries.AProgramEmbeddingLibpythonIsExact
-  # Go 1.19 here, 1.24 stripped on the newest kernel (the host runs all four builds)
+  # Go 1.19 here, 1.24 stripped on the newest kernel (the host runs every build);
+  # Go 1.27's allocators specialized by size on both
   Go/GoSites.AllocatedBytesAgreeWithTheTruth/Debian12
+  Go/GoSmall.EverySitesBytesAgreeWithTheTruth/Sid127
   Go.AttachingToARunningGoProgramSamplesItsHeap
   GoHeap.AProgramStartedDuringAllAgreesWithItsOwnProfile
 )
@@ -125,6 +127,7 @@ newest=(
   Python.ExactSitesStandUnderTheirPythonCallers
   Containers.ProcessesOfAnOverlayRootAreWalkedWhole
   Go/GoSites.AllocatedBytesAgreeWithTheTruth/Debian13Stripped
+  Go/GoSmall.EverySitesBytesAgreeWithTheTruth/Sid127Pie
 )
 tests=("${core[@]}")
 case $scenarios in

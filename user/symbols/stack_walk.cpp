@@ -35,14 +35,23 @@ bool leave_out_own_frames(std::vector<uint64_t>& ips, size_t from, const as_defe
     ips.erase(first, first + ptrdiff_t(std::min<size_t>(w.skip, ips.size() - from)));
     return true;
   }
-  constexpr size_t kMaxOwnFrames = 8;  // as the kernel's walk (AS_MAX_OWN_FRAMES)
-  for (size_t i = from, step = w.steps; i < ips.size() && step < kMaxOwnFrames; ++i, ++step)
-    if (uint64_t at = step == 0 ? ips[i] : ips[i] - 1; step > 0 && at >= w.until && at < w.until_end) {
-      ips.erase(first, ips.begin() + ptrdiff_t(i + 1));
+  // As the kernel's walk (walk_frame, AS_MAX_OWN_FRAMES).
+  constexpr size_t kMaxOwnFrames = 8;
+  bool found = w.own_found != 0;
+  for (size_t i = from, step = w.steps; i < ips.size(); ++i, ++step) {
+    uint64_t at = step == 0 ? ips[i] : ips[i] - 1;
+    bool own = step > 0 && ((at >= w.until && at < w.until_end) || (at >= w.also && at < w.also_end));
+    if (own) {
+      found = true;
+    } else if (found) {
+      ips.erase(first, ips.begin() + ptrdiff_t(i));
       return true;
+    } else if (step >= kMaxOwnFrames) {
+      break;
     }
+  }
   ips.erase(first, ips.end());
-  return false;
+  return found;
 }
 
 }  // namespace allocscope

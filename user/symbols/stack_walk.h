@@ -43,10 +43,11 @@ int continue_walk(as_unwind_regs regs, uint64_t stack_end, RowLookup& rows, Unwi
                   std::vector<uint64_t>& ips, bool first, size_t max_frames = AS_MAX_FRAMES);
 
 // A walk the kernel deferred while it was still leaving out the first
-// frames (as_deferred_walk's skip, until, until_end and steps): removes
-// them from ips[from...], ips[from] being frame `steps` of the walk. False
-// when no frame's call lies in [until, until_end) within the walk's first
-// 8 (every frame from `from` on is then removed).
+// frames (as_deferred_walk's skip, until, until_end, also, also_end,
+// own_found and steps): removes them from ips[from...], ips[from] being
+// frame `steps` of the walk. False when no frame's call lies in either
+// range within the walk's first 8 (every frame from `from` on is then
+// removed).
 bool leave_out_own_frames(std::vector<uint64_t>& ips, size_t from, const as_deferred_walk& w);
 
 }  // namespace allocscope

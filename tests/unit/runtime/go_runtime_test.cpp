@@ -18,6 +18,7 @@
 #include "runtime/go/heap_route.h"
 #include "runtime/go/pclntab.h"
 #include "runtime/go/sampling.h"
+#include "runtime/go/sized.h"
 #include "runtime/registry.h"
 #include "symbols/stack_walk.h"
 
@@ -38,15 +39,15 @@ TEST(GoProfileLayout, EachReleaseAsItsSourcesHaveIt) {
   EXPECT_EQ(l23->kind, 3);
   EXPECT_EQ(l24->kind, 3);
   EXPECT_EQ(l23->kind_offset, 10);
-  EXPECT_EQ(l24->kind_offset, 16);                   // special.offset became a uintptr
-  for (const char* v : {"go1.26.10", "go1.27.3"}) {  // a tiny block's special took kind 1
+  EXPECT_EQ(l24->kind_offset, 16);                                // special.offset became a uintptr
+  for (const char* v : {"go1.25.12", "go1.26.10", "go1.27.3"}) {  // a tiny block's special took kind 1
     auto l = go_profile_layout(v);
     ASSERT_TRUE(l) << v;
     EXPECT_TRUE(l->mp_first) << v;
     EXPECT_EQ(l->kind, 4) << v;
     EXPECT_EQ(l->kind_offset, 16) << v;
   }
-  for (const char* v : {"", "go1.17.13", "go1.25.0", "go1.28.1", "go2.0", "devel go1.24", "go1.x"})
+  for (const char* v : {"", "go1.17.13", "go1.28.1", "go2.0", "devel go1.24", "go1.x"})
     EXPECT_FALSE(go_profile_layout(v)) << v;
 }
 
@@ -292,7 +293,40 @@ TEST(PickGoHeap, TheRuntimesSamplingWhereItServesElseMallocgcsCalls) {
   EXPECT_EQ(c_only.size(), 1u);
 }
 
-TEST(LeaveOutOwnFrames, ACountOrUpToTheFrameInRange) {
+// Go 1.27's allocators specialized by size, by their names as its
+// runtime's generated code has them.
+TEST(GoSizedAllocators, TheirNamesAndTheirSlowPaths) {
+  for (const char* f : {"runtime.mallocgcSmallNoScanSC5", "runtime.mallocgcTinySC2",
+                        "runtime.mallocgcSmallScanNoHeaderSC7", "runtime.mallocgcSmallNoScanSC12"})
+    EXPECT_TRUE(is_go_sized_allocator(f)) << f;
+  for (const char* f :
+       {"runtime.mallocgc", "runtime.mallocgcSC", "runtime.mallocgcSC5", "runtime.mallocgcSmallNoScanSC5x",
+        "runtime.mallocgcSmallNoscan", "main.mallocgcTinySC2", "runtime.mallocgcSmallNoScanSlowPath"})
+    EXPECT_FALSE(is_go_sized_allocator(f)) << f;
+  EXPECT_TRUE(is_go_sized_slow_path("runtime.mallocgcSmallScanSlowPath"));
+  EXPECT_TRUE(is_go_sized_slow_path("runtime.mallocgcTinySlowPath"));
+  EXPECT_FALSE(is_go_sized_slow_path("runtime.mallocgcSlowPath"));
+  EXPECT_FALSE(is_go_sized_slow_path("runtime.mallocgcLarge"));
+}
+
+// What the probe of such an allocator is told, read back as go_malloc's
+// called_by_mallocgc reads it: mallocgc before the probe and after it.
+TEST(GoCountedInBits, TheProbeFindsMallocgcFromItsOwnAddress) {
+  for (auto [probe, start] : {std::pair<uint64_t, uint64_t>{0x41f600, 0x47bbc0}, {0x47f000, 0x41d340}}) {
+    auto bits = go_counted_in_bits(probe, {start, start + 461});
+    ASSERT_TRUE(bits) << bits.error();
+    ProbeTarget t{.fn = AS_FN_GO_MALLOC, .go_cookie = *bits};
+    uint64_t cookie = t.cookie();
+    EXPECT_TRUE(cookie & AS_COOKIE_GO_SIZED);
+    EXPECT_EQ(cookie & 0xffff, uint64_t(AS_FN_GO_MALLOC));
+    EXPECT_EQ(probe + uint64_t(int64_t(cookie) >> AS_COOKIE_GO_SHIFT), start);
+    EXPECT_EQ((cookie >> AS_COOKIE_GO_SIZED_LEN_SHIFT) & 0xffff, 461u);
+  }
+  EXPECT_FALSE(go_counted_in_bits(0x400000, {0x400000 + (8u << 20), 0x400000 + (8u << 20) + 10}));
+  EXPECT_FALSE(go_counted_in_bits(0x400000, {0x500000, 0x500000 + 0x10000}));
+}
+
+TEST(LeaveOutOwnFrames, ACountOrUpToTheFramesInRange) {
   std::vector<uint64_t> ips = {10, 20, 30, 40};
   as_deferred_walk skip2{};
   skip2.skip = 2;
@@ -314,6 +348,27 @@ TEST(LeaveOutOwnFrames, ACountOrUpToTheFrameInRange) {
   ips = {7, 301, 100};
   EXPECT_TRUE(leave_out_own_frames(ips, 1, w));  // the 8th frame's call is in range
   EXPECT_EQ(ips, (std::vector<uint64_t>{7, 100}));
+  // Go 1.27: an allocator specialized by size ([600, 700)) called by the
+  // compiler, or by mallocgc's table: every frame in either range goes.
+  w = {};
+  w.until = 300;
+  w.until_end = 400;
+  w.also = 600;
+  w.also_end = 700;
+  ips = {100, 201, 651, 501};  // mProf_Malloc, profilealloc, mallocgcSmallNoScanSC5, the program
+  EXPECT_TRUE(leave_out_own_frames(ips, 0, w));
+  EXPECT_EQ(ips, (std::vector<uint64_t>{501}));
+  ips = {100, 201, 621, 651, 301, 401, 501};  // ... its slow path, the SC, mallocgc, newobject
+  EXPECT_TRUE(leave_out_own_frames(ips, 0, w));
+  EXPECT_EQ(ips, (std::vector<uint64_t>{401, 501}));
+  ips = {5, 301, 501};  // the kernel stopped past the SC frame, mallocgc next
+  w.steps = 3;
+  w.own_found = 1;
+  EXPECT_TRUE(leave_out_own_frames(ips, 1, w));
+  EXPECT_EQ(ips, (std::vector<uint64_t>{5, 501}));
+  ips = {5, 651};  // the walk ended among them: no frame of the program's
+  EXPECT_TRUE(leave_out_own_frames(ips, 1, w));
+  EXPECT_EQ(ips, (std::vector<uint64_t>{5}));
   w = {};
   w.skip = 5;
   ips = {1, 2, 3};

@@ -42,6 +42,18 @@ std::vector<ProbeTarget> named_symbols(const std::vector<ElfSymbol>& symbols) {
 
 }  // namespace
 
+Result<uint64_t> go_counted_in_bits(uint64_t probe, std::pair<uint64_t, uint64_t> code) {
+  constexpr int64_t kMostDistance = (int64_t(1) << 23) - 1;  // signed, in the cookie's top 24 bits
+  auto distance = int64_t(code.first - probe);
+  uint64_t length = code.second - code.first;
+  if (distance > kMostDistance || distance < -kMostDistance - 1 || length == 0 || length > 0xffff)
+    return fail(
+        "an allocator specialized by size lies too far from mallocgc, or mallocgc is too long, "
+        "for its probe to tell mallocgc's calls");
+  return AS_COOKIE_GO_SIZED | length << AS_COOKIE_GO_SIZED_LEN_SHIFT |
+         (uint64_t(distance) & 0xffffff) << AS_COOKIE_GO_SHIFT;
+}
+
 std::vector<ProbeTarget> select_allocator_symbols(const std::vector<ElfSymbol>& symbols, bool c_library) {
   bool allocator = std::any_of(symbols.begin(), symbols.end(),
                                [](const ElfSymbol& s) { return defines_allocator(s.name); });
@@ -87,6 +99,11 @@ Result<std::vector<ProbeTarget>> find_allocator_probes(const ElfFile& file, bool
     // and branches to morestack, which enters the function again.
     t.at_stack_check = is_go_entry(kind) && at.offset > 0 && at.instruction.starts_with("jbe");
     if (t.go_profile) t.go_profile->probe = t.vaddr + at.offset;
+    if (t.go_counted_in) {
+      auto bits = go_counted_in_bits(t.vaddr + at.offset, *t.go_counted_in);
+      if (!bits) return fail(path + ": " + bits.error().message);
+      t.go_cookie |= *bits;
+    }
   }
   return targets;
 }

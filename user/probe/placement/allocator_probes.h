@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "allocscope.h"
@@ -26,6 +27,10 @@ struct ProbeTarget {
   // what the AS_FN_GO_FREE probe reads, above AS_COOKIE_GO_SHIFT.
   std::optional<as_go_profile> go_profile = {};
   uint64_t go_cookie = 0;
+  // Go: the calls made from this code ([start, end): mallocgc's) were
+  // counted at its own probe (AS_COOKIE_GO_SIZED; find_allocator_probes
+  // puts it in go_cookie once the probe is placed).
+  std::optional<std::pair<uint64_t, uint64_t>> go_counted_in = {};
   // On the runtime.mallocgc target: why the runtime's own sampling cannot be
   // read instead (empty: it can, and the two targets above are there).
   std::string go_no_profile = {};
@@ -38,6 +43,11 @@ struct ProbeTarget {
   // read the place.
   uint64_t cookie() const { return fn | (at_stack_check ? AS_COOKIE_GO_STACK_CHECK : 0) | go_cookie; }
 };
+
+// The cookie's bits (AS_COOKIE_GO_SIZED) telling the probe at `probe` that
+// calls from `code` ([start, end): mallocgc) are counted there: its distance
+// and length, both file addresses. Fails when they do not fit. Pure.
+Result<uint64_t> go_counted_in_bits(uint64_t probe, std::pair<uint64_t, uint64_t> code);
 
 // One target per entry point the symbols define, each address once. In a C
 // library (`c_library`) the C family's entry points carry their plain kind

@@ -209,8 +209,10 @@ Result<bool> LibraryDiscovery::attach_held(pid_t pid, FileKey key, const std::st
   }
   auto& entries = allocator_offsets_[key];
   // Every entry found, attached or not: a runtime's own samples are named at
-  // its allocator's entry (Go's at runtime.mallocgc) whichever way they came.
-  for (const ProbeTarget& t : found) entries[t.fn] = t.offset - t.placed_at;
+  // its allocator's entry (Go's at runtime.mallocgc) whichever way they came;
+  // an entry code's first (Go 1.27's allocators specialized by size share
+  // mallocgc's: their samples are named there too).
+  for (const ProbeTarget& t : found) entries.try_emplace(t.fn, t.offset - t.placed_at);
   runtimes_.on_probed(file, *targets);
   probed_targets_.try_emplace(key, std::move(found));  // bounded as the files probed are
   return true;

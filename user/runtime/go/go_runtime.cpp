@@ -26,6 +26,11 @@ std::string joined(const std::vector<std::string>& names, uint64_t count) {
   return s;
 }
 
+// What a slot's probe is told (its count aside).
+std::array<uint64_t, 8> slot_key(const as_go_profile& g) {
+  return {g.probe, g.rate, g.mallocgc, g.mallocgc_end, g.args, g.profstack, g.sized, g.sized_end};
+}
+
 std::string release_of(const GoBuild& go) { return go.version.empty() ? "go1.17 or older" : go.version; }
 
 }  // namespace
@@ -49,8 +54,7 @@ std::string GoRuntime::place_slots(std::vector<ProbeTarget>& targets) {
     if (!t.go_profile) continue;
     if (!profiles_) return "allocscope's BPF object has no go_profiles";
     const as_go_profile& g = *t.go_profile;
-    std::array<uint64_t, 6> key{g.probe, g.rate, g.mallocgc, g.mallocgc_end, g.args, g.profstack};
-    auto [it, made] = slots_.try_emplace(key, uint32_t(slots_.size()));
+    auto [it, made] = slots_.try_emplace(slot_key(g), uint32_t(slots_.size()));
     if (made && it->second >= AS_GO_MAX_PROGRAMS) {
       slots_.erase(it);
       return "Go programs whose runtime sampling is read: table full (" + std::to_string(AS_GO_MAX_PROGRAMS) +
@@ -67,7 +71,7 @@ std::string GoRuntime::place_slots(std::vector<ProbeTarget>& targets) {
 }
 
 uint64_t GoRuntime::calls_of(const as_go_profile& g) const {
-  auto it = slots_.find({g.probe, g.rate, g.mallocgc, g.mallocgc_end, g.args, g.profstack});
+  auto it = slots_.find(slot_key(g));
   if (it == slots_.end() || !profiles_) return 0;
   std::optional<as_go_profile> now = profiles_->get(it->second);
   return now ? now->calls : 0;

@@ -81,7 +81,7 @@ class GoRuntime : public Runtime {
   BpfSession* session_;
   bool off_, by_calls_;
   std::optional<KernelMap<uint32_t, as_go_profile>> profiles_;  // bpf/go.bpf.h's go_profiles
-  std::map<std::array<uint64_t, 6>, uint32_t> slots_;           // by what the probe is told, not its count
+  std::map<std::array<uint64_t, 8>, uint32_t> slots_;           // by what the probe is told, not its count
   GoRates rates_;
   std::map<FileKey, GoRateSite> rate_files_;  // system-wide: the programs each process is given it in
   size_t rates_refused_ = 0;

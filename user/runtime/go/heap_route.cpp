@@ -7,6 +7,7 @@
 #include "runtime/go/build.h"
 #include "runtime/go/pclntab.h"
 #include "runtime/go/sampling.h"
+#include "runtime/go/sized.h"
 
 namespace allocscope {
 
@@ -25,6 +26,12 @@ std::vector<ProbeTarget> go_allocation_entries(const ElfFile& elf, const std::ve
       sym != symbols.end() ? sym->vaddr : table->entry(as_fn_name(AS_FN_GO_MALLOC));
   if (!entry) return {};
   std::vector<ProbeTarget> targets{{.fn = uint16_t(AS_FN_GO_MALLOC), .vaddr = *entry}};
+  // Go 1.27's allocators specialized by size, probed as mallocgc is: each
+  // call once (those of mallocgc's table counted at mallocgc).
+  auto mallocgc = table->range(as_fn_name(AS_FN_GO_MALLOC));
+  if (mallocgc)
+    for (uint64_t e : go_sized_allocators(*table).entries)
+      targets.push_back({.fn = uint16_t(AS_FN_GO_MALLOC), .vaddr = e, .go_counted_in = *mallocgc});
   auto sampling = go_runtime_sampling(elf, *table, build->version, symbols);
   if (!sampling) {
     targets[0].go_no_profile = sampling.error().message;
@@ -41,7 +48,9 @@ std::vector<ProbeTarget> go_allocation_entries(const ElfFile& elf, const std::ve
                                      .mallocgc_end = s.mallocgc_end,
                                      .args = s.layout.mp_first ? 1u : 0u,
                                      .calls = 0,
-                                     .profstack = s.profstack};
+                                     .profstack = s.profstack,
+                                     .sized = s.sized,
+                                     .sized_end = s.sized_end};
   ProbeTarget free{.fn = uint16_t(AS_FN_GO_FREE), .vaddr = s.free_special};
   free.go_cookie = (uint64_t(s.layout.kind) | uint64_t(s.layout.kind_offset) << 8) << AS_COOKIE_GO_SHIFT;
   targets.push_back(free);  // attached first: no sample's free is missed in between

@@ -10,6 +10,7 @@
 
 #include "probe/placement/code_reading.h"
 #include "runtime/go/pclntab.h"
+#include "runtime/go/sized.h"
 
 namespace allocscope {
 
@@ -22,12 +23,12 @@ std::optional<GoProfileLayout> go_profile_layout(std::string_view version) {
   if (std::from_chars(r.ptr + 1, end, minor).ec != std::errc() || major != 1) return std::nullopt;
   // Read in Go's sources: mProf_Malloc gained mp in 1.23, which also made
   // the profile record kind 3 (weak handles took 2); 1.24 widened
-  // special.offset from uint16 to uintptr; by 1.26 a tiny block's special
-  // took kind 1, and the profile record is 4 (1.26 and 1.27 read in sid's
-  // golang-1.26-src and -1.27-src; 1.25's sources were not at hand).
-  if (minor < 18 || minor > 27 || minor == 25) return std::nullopt;
+  // special.offset from uint16 to uintptr; 1.25 gave a tiny block's special
+  // kind 1, and the profile record is 4 (1.25 read in trixie-backports'
+  // golang-1.25-src, 1.26 and 1.27 in sid's).
+  if (minor < 18 || minor > 27) return std::nullopt;
   return GoProfileLayout{.mp_first = minor >= 23,
-                         .kind = uint8_t(minor >= 26   ? 4
+                         .kind = uint8_t(minor >= 25   ? 4
                                          : minor >= 23 ? 3
                                                        : 2),
                          .kind_offset = uint8_t(minor >= 24 ? 16 : 10)};
@@ -178,7 +179,7 @@ Result<GoRuntimeSampling> go_runtime_sampling(const ElfFile& elf, const GoPclnta
   auto layout = go_profile_layout(version);
   if (!layout)
     return fail(std::string(version.empty() ? "its Go release" : version) +
-                "'s runtime records are not read by allocscope (Go 1.18 to 1.24, 1.26 and 1.27 are)");
+                "'s runtime records are not read by allocscope (Go 1.18 to 1.27 are)");
   GoRuntimeSampling s{.layout = *layout};
   // The linker sets runtime.disableMemoryProfiling, and the runtime's rate to
   // 0, when nothing can read the profile (MemProfile before 1.23,
@@ -197,20 +198,12 @@ Result<GoRuntimeSampling> go_runtime_sampling(const ElfFile& elf, const GoPclnta
                  : !free ? "freeSpecial"
                          : "mallocgc") +
                 " was not found");
-  // Go 1.27's allocators specialized by size class, which the compiler
-  // calls for a small new(T) or make of a constant size: neither the walk
-  // from the runtime's sampling (it leaves out the frames down to
-  // mallocgc's) nor the probes of mallocgc see them yet. Said, not guessed.
-  std::vector<std::string_view> specialized = table.names_starting("runtime.mallocgc");
-  std::erase_if(specialized, [](std::string_view name) {
-    size_t sc = name.rfind("SC");
-    return sc == std::string_view::npos || sc + 2 == name.size() ||
-           name.find_first_not_of("0123456789", sc + 2) != std::string_view::npos;
-  });
-  if (!specialized.empty())
-    return fail("its allocators specialized by size (" + std::string(specialized.front()) +
-                " and its kin, on since Go 1.27) are not read yet: its small new(T) and make of a constant "
-                "size are not counted");
+  // Go 1.27's allocators specialized by size: the walks from the sampling
+  // leave their frames out as mallocgc's.
+  GoSizedAllocators sized = go_sized_allocators(table);
+  if (!sized.not_one_run.empty()) return fail(sized.not_one_run);
+  s.sized = sized.start;
+  s.sized_end = sized.end;
   s.mprof_malloc = *mprof;
   s.free_special = *free;
   std::tie(s.mallocgc, s.mallocgc_end) = *mallocgc;
