@@ -28,13 +28,16 @@ std::vector<ProbeTarget> go_allocation_entries(const ElfFile& elf, const std::ve
   std::vector<ProbeTarget> targets{{.fn = uint16_t(AS_FN_GO_MALLOC), .vaddr = *entry}};
   // Go 1.27's allocators specialized by size, probed as mallocgc is: each
   // call once (those of mallocgc's table counted at mallocgc).
+  // Their walks from the runtime's sampling leave out their one run of
+  // code as mallocgc's.
   auto mallocgc = table->range(as_fn_name(AS_FN_GO_MALLOC));
+  GoSizedAllocators sized = go_sized_allocators(*table);
   if (mallocgc)
-    for (uint64_t e : go_sized_allocators(*table).entries)
+    for (uint64_t e : sized.entries)
       targets.push_back({.fn = uint16_t(AS_FN_GO_MALLOC), .vaddr = e, .go_counted_in = *mallocgc});
   auto sampling = go_runtime_sampling(elf, *table, build->version, symbols);
-  if (!sampling) {
-    targets[0].go_no_profile = sampling.error().message;
+  if (!sampling || !sized.not_one_run.empty()) {
+    targets[0].go_no_profile = sampling ? sized.not_one_run : sampling.error().message;
     return targets;
   }
   const GoRuntimeSampling& s = *sampling;
@@ -49,8 +52,8 @@ std::vector<ProbeTarget> go_allocation_entries(const ElfFile& elf, const std::ve
                                      .args = s.layout.mp_first ? 1u : 0u,
                                      .calls = 0,
                                      .profstack = s.profstack,
-                                     .sized = s.sized,
-                                     .sized_end = s.sized_end};
+                                     .sized = sized.start,
+                                     .sized_end = sized.end};
   ProbeTarget free{.fn = uint16_t(AS_FN_GO_FREE), .vaddr = s.free_special};
   free.go_cookie = (uint64_t(s.layout.kind) | uint64_t(s.layout.kind_offset) << 8) << AS_COOKIE_GO_SHIFT;
   targets.push_back(free);  // attached first: no sample's free is missed in between

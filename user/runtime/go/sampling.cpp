@@ -10,7 +10,6 @@
 
 #include "probe/placement/code_reading.h"
 #include "runtime/go/pclntab.h"
-#include "runtime/go/sized.h"
 
 namespace allocscope {
 
@@ -198,12 +197,6 @@ Result<GoRuntimeSampling> go_runtime_sampling(const ElfFile& elf, const GoPclnta
                  : !free ? "freeSpecial"
                          : "mallocgc") +
                 " was not found");
-  // Go 1.27's allocators specialized by size: the walks from the sampling
-  // leave their frames out as mallocgc's.
-  GoSizedAllocators sized = go_sized_allocators(table);
-  if (!sized.not_one_run.empty()) return fail(sized.not_one_run);
-  s.sized = sized.start;
-  s.sized_end = sized.end;
   s.mprof_malloc = *mprof;
   s.free_special = *free;
   std::tie(s.mallocgc, s.mallocgc_end) = *mallocgc;

@@ -38,8 +38,7 @@ struct GoRuntimeSampling {
   // start reads to set the rate to 0; 0: not found.
   uint64_t linked_out_switch = 0;
   uint64_t mallocgc = 0, mallocgc_end = 0;
-  uint64_t sized = 0, sized_end = 0;  // Go 1.27's allocators specialized by size (sized.h); 0: none
-  uint64_t profstack = 0;             // offset of m.profStack, whose nil drops a sample (1.23 on); 0: none
+  uint64_t profstack = 0;  // offset of m.profStack, whose nil drops a sample (1.23 on); 0: none
   // The linker took memory profiling out (no runtime/pprof): the runtime
   // set MemProfileRate to 0 and samples nothing until someone sets it.
   bool linked_out = false;
