@@ -297,11 +297,11 @@ int free_port() {
   return ntohs(a.sin_port);
 }
 
-uint64_t rss_kib(pid_t pid) {
+uint64_t rss_kib(pid_t pid, const std::string& field) {
   auto status = read_text_file("/proc/" + std::to_string(pid) + "/status");
   if (!status) return 0;
-  size_t at = status->find("VmRSS:");
-  return at == std::string::npos ? 0 : std::strtoull(status->c_str() + at + 6, nullptr, 10);
+  size_t at = status->find("\n" + field + ":");
+  return at == std::string::npos ? 0 : std::strtoull(status->c_str() + at + field.size() + 2, nullptr, 10);
 }
 
 std::vector<ProbeSite> allocator_entries(pid_t pid) {

@@ -126,8 +126,10 @@ int free_port();
 // A series' value in Prometheus text (the agent's /metrics), -1 when absent.
 double metric(const std::string& text, const std::string& series);
 
-// The process's resident memory (VmRSS), KiB; 0 when gone.
-uint64_t rss_kib(pid_t pid);
+// The process's resident memory (VmRSS, or another field of its status:
+// RssAnon, its own memory without the files and BPF maps it maps), KiB; 0
+// when gone.
+uint64_t rss_kib(pid_t pid, const std::string& field = "VmRSS");
 // Under ASan (the sanitizer build) resident memory holds shadow memory and
 // the allocator's quarantine: memory bounds are the normal build's to check.
 #ifdef ALLOCSCOPE_SANITIZED

@@ -41,9 +41,31 @@ std::optional<uint64_t> file_offset(const std::vector<Segment>& segs, uint64_t v
   return std::nullopt;
 }
 
-// FDE start addresses from .eh_frame_hdr's search table, in the encoding
-// every GNU and LLVM linker writes (sdata4 relative to the header).
-std::optional<std::vector<uint64_t>> eh_frame_hdr_starts(Elf* elf) {
+// FDE start addresses, sorted: .eh_frame_hdr's search table read where it
+// lies (a large program's has a million entries: a copy of it took 7 MB
+// while the table was built), or a list.
+class FdeStarts {
+ public:
+  explicit FdeStarts(std::vector<uint64_t> list) : list_(std::move(list)), n_(list_.size()) {}
+  FdeStarts(const uint8_t* table, size_t n, uint64_t base) : table_(table), n_(n), base_(base) {}
+  size_t size() const { return n_; }
+  uint64_t operator[](size_t i) const {
+    if (!table_) return list_[i];
+    int32_t rel;
+    std::memcpy(&rel, table_ + 8 * i, 4);
+    return base_ + int64_t(rel);
+  }
+
+ private:
+  std::vector<uint64_t> list_;
+  const uint8_t* table_ = nullptr;
+  size_t n_ = 0;
+  uint64_t base_ = 0;
+};
+
+// .eh_frame_hdr's search table, in the encoding every GNU and LLVM linker
+// writes (sdata4 relative to the header).
+std::optional<FdeStarts> eh_frame_hdr_starts(Elf* elf) {
   Elf_Scn* scn = find_section(elf, ".eh_frame_hdr");
   GElf_Shdr sh;
   Elf_Data* d = scn && gelf_getshdr(scn, &sh) ? elf_getdata(scn, nullptr) : nullptr;
@@ -54,13 +76,7 @@ std::optional<std::vector<uint64_t>> eh_frame_hdr_starts(Elf* elf) {
   uint32_t count;
   std::memcpy(&count, h + 8, 4);
   if ((d->d_size - 12) / 8 < count) return std::nullopt;
-  std::vector<uint64_t> starts(count);
-  for (uint32_t i = 0; i < count; ++i) {
-    int32_t rel;
-    std::memcpy(&rel, h + 12 + 8 * size_t(i), 4);
-    starts[i] = sh.sh_addr + int64_t(rel);
-  }
-  return starts;
+  return FdeStarts(h + 12, count, sh.sh_addr);
 }
 
 // .debug_frame FDEs hold their start as a plain 8-byte address.
@@ -188,20 +204,49 @@ bool same_rule(const as_unwind_row& a, const as_unwind_row& b) {
   return a.kind == b.kind && a.cfa_off == b.cfa_off && a.rbp == b.rbp;
 }
 
-// Rows for every FDE that starts at one of `starts` (vaddrs, sorted).
-void add_rows(Dwarf_CFI* cfi, const std::vector<uint64_t>& starts, const std::vector<Segment>& segs,
-              UnwindTable& t) {
-  std::vector<std::pair<uint64_t, as_unwind_row>> rows;  // vaddr, rule
-  auto push = [&](uint64_t vaddr, as_unwind_row r) {
-    if (!rows.empty() && rows.back().first == vaddr)
-      rows.back().second = r;
-    else if (rows.empty() || !same_rule(rows.back().second, r))
-      rows.emplace_back(vaddr, r);
-  };
+// Rows in vaddr order, kept as file offsets: a row at the same vaddr as the
+// last replaces it, and one with the last's rule adds nothing. The last is
+// held until the next arrives, so that only rows of the final table are
+// stored (a large program's table was built in twice its final size).
+class RowWriter {
+ public:
+  RowWriter(const std::vector<Segment>& segs, std::vector<as_unwind_row>& out) : segs_(segs), out_(out) {}
+  ~RowWriter() { flush(); }
+  void push(uint64_t vaddr, as_unwind_row r) {
+    if (held_ && vaddr == vaddr_) {
+      rule_ = r;
+      return;
+    }
+    if (held_ && same_rule(rule_, r)) return;
+    flush();
+    held_ = true, vaddr_ = vaddr, rule_ = r;
+  }
+  bool any() const { return held_; }
+  uint64_t last_vaddr() const { return vaddr_; }
+
+ private:
+  void flush() {
+    if (!held_) return;
+    auto off = file_offset(segs_, vaddr_);
+    if (!off || *off > UINT32_MAX) return;
+    as_unwind_row row = rule_;
+    row.pc = uint32_t(*off);
+    out_.push_back(row);
+  }
+  const std::vector<Segment>& segs_;
+  std::vector<as_unwind_row>& out_;
+  bool held_ = false;
+  uint64_t vaddr_ = 0;
+  as_unwind_row rule_{};
+};
+
+// Rows for every FDE that starts at one of `starts`.
+void add_rows(Dwarf_CFI* cfi, const FdeStarts& starts, const std::vector<Segment>& segs, UnwindTable& t) {
+  RowWriter rows(segs, t.rows);
   for (size_t i = 0; i < starts.size(); ++i) {
     uint64_t limit = i + 1 < starts.size() ? starts[i + 1] : std::numeric_limits<uint64_t>::max();
     uint64_t pc = starts[i];
-    if (!rows.empty() && pc < rows.back().first)
+    if (rows.any() && pc < rows.last_vaddr())
       continue;  // inside a range already described (aliases of one FDE)
     bool any = false;
     while (pc < limit) {
@@ -213,19 +258,12 @@ void add_rows(Dwarf_CFI* cfi, const std::vector<uint64_t>& starts, const std::ve
       if (dwarf_frame_info(fr, &start, &end, &signal) < 0 || end <= pc) break;
       as_unwind_row r = signal ? signal_row(fr) : row_for(fr);
       t.unsupported += r.kind == AS_ROW_NONE;
-      push(pc, r);
+      rows.push(pc, r);
       any = true;
       pc = end;
     }
     t.fdes += any;
-    if (any && pc < limit) push(pc, {0, 0, AS_ROW_NONE, 0});  // code between FDEs has no information
-  }
-  for (const auto& [vaddr, r] : rows) {
-    auto off = file_offset(segs, vaddr);
-    if (!off || *off > UINT32_MAX) continue;
-    as_unwind_row row = r;
-    row.pc = uint32_t(*off);
-    t.rows.push_back(row);
+    if (any && pc < limit) rows.push(pc, {0, 0, AS_ROW_NONE, 0});  // code between FDEs has no information
   }
 }
 
@@ -269,10 +307,7 @@ void add_runtime_rows(const RuntimeTables& tables, const std::vector<Segment>& s
 
 // Consecutive rows of one rule are one row.
 void merge_equal_rows(std::vector<as_unwind_row>& rows) {
-  auto last = std::unique(rows.begin(), rows.end(), [](const as_unwind_row& a, const as_unwind_row& b) {
-    return a.kind == b.kind && a.cfa_off == b.cfa_off && a.rbp == b.rbp;
-  });
-  rows.erase(last, rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end(), same_rule), rows.end());
 }
 
 // Linux's x86-64 signal frame, as a handler's return finds it at rsp: struct
@@ -300,23 +335,14 @@ void place_signal_row(std::vector<as_unwind_row>& rows, uint32_t from, uint32_t 
 
 // Signal trampolines no FDE describes (musl's __restore_rt, in its libc.so
 // and in static programs), found as libunwind finds them: by the
-// rt_sigreturn call, "mov $15, %rax; syscall". A handler returns to its
-// first byte, so the row starts one byte before (musl puts a nop there for
-// unwinders). `rows` sorted by pc.
-void add_signal_trampolines(Elf* elf, const std::vector<Segment>& segs, std::vector<as_unwind_row>& rows) {
-  size_t size = 0;
-  const char* raw = elf_rawfile(elf, &size);
-  if (!raw) return;
-  for (const Segment& s : segs) {
-    if (s.offset >= size || s.filesz > size - s.offset) continue;
-    const char *from = raw + s.offset, *end = from + s.filesz;
-    while (const void* hit = memmem(from, size_t(end - from), kSigreturnCode, sizeof kSigreturnCode)) {
-      uint64_t off = uint64_t(static_cast<const char*>(hit) - raw);
-      from = static_cast<const char*>(hit) + sizeof kSigreturnCode;
+// rt_sigreturn call. A handler returns to its first byte, so the row starts
+// one byte before (musl puts a nop there for unwinders). `rows` sorted by pc.
+void add_signal_trampolines(const ElfFile& f, const std::vector<Segment>& segs,
+                            std::vector<as_unwind_row>& rows) {
+  for (const Segment& s : segs)
+    for (uint64_t off : sigreturn_code_offsets(f, s.offset, s.offset + s.filesz))
       if (off > s.offset && off + sizeof kSigreturnCode <= UINT32_MAX)
         place_signal_row(rows, uint32_t(off - 1), uint32_t(off + sizeof kSigreturnCode));
-    }
-  }
 }
 
 }  // namespace
@@ -332,7 +358,7 @@ Result<UnwindTable> build_unwind_table(const ElfFile& f, const RuntimeTablesRead
     std::unique_ptr<Dwarf_CFI, CfiCloser> cfi(dwarf_getcfi_elf(elf));
     if (cfi) {
       auto starts = eh_frame_hdr_starts(elf);
-      add_rows(cfi.get(), starts ? *starts : symbol_starts(f), segs, t);
+      add_rows(cfi.get(), starts ? *starts : FdeStarts(symbol_starts(f)), segs, t);
     }
   }
   std::unique_ptr<RuntimeTables> own = read_runtime_tables(runtime_tables, elf);
@@ -342,7 +368,7 @@ Result<UnwindTable> build_unwind_table(const ElfFile& f, const RuntimeTablesRead
     std::unique_ptr<Dwarf, DwarfCloser> dw(dwarf_begin_elf(elf, DWARF_C_READ, nullptr));
     if (Dwarf_CFI* cfi = dw ? dwarf_getcfi(dw.get()) : nullptr) {
       t.source = UnwindTable::Source::DebugFrame;
-      add_rows(cfi, debug_frame_starts(elf), segs, t);
+      add_rows(cfi, FdeStarts(debug_frame_starts(elf)), segs, t);
     }
   }
   if (t.rows.empty()) {
@@ -352,7 +378,7 @@ Result<UnwindTable> build_unwind_table(const ElfFile& f, const RuntimeTablesRead
   std::stable_sort(t.rows.begin(), t.rows.end(),
                    [](const as_unwind_row& a, const as_unwind_row& b) { return a.pc < b.pc; });
   if (own) merge_equal_rows(t.rows);
-  if (t.source != UnwindTable::Source::FramePointers) add_signal_trampolines(elf, segs, t.rows);
+  if (t.source != UnwindTable::Source::FramePointers) add_signal_trampolines(f, segs, t.rows);
   // Code at the entry point that no FDE describes (the dynamic loader's
   // _start and _dl_start_user) is the process's first frame: nothing called it.
   if (auto entry = file_offset(segs, eh.e_entry)) {
@@ -360,6 +386,7 @@ Result<UnwindTable> build_unwind_table(const ElfFile& f, const RuntimeTablesRead
                                [](uint64_t v, const as_unwind_row& r) { return v < r.pc; });
     if (it != t.rows.begin() && (it - 1)->kind == AS_ROW_NONE) (it - 1)->kind = AS_ROW_END;
   }
+  t.rows.shrink_to_fit();  // kept while the file is mapped: its growth's slack is not
   return t;
 }
 
@@ -375,20 +402,33 @@ const as_unwind_row* find_row(std::span<const as_unwind_row> rows, uint64_t pc) 
   return it == rows.begin() ? nullptr : &*(it - 1);
 }
 
-std::vector<as_unwind_row> kernel_layout(std::span<const as_unwind_row> rows) {
-  uint32_t n = uint32_t(rows.size());
-  uint32_t pages = rows.empty() ? 1 : (rows.back().pc >> AS_TABLE_PAGE_SHIFT) + 1;
-  std::vector<as_unwind_row> out;
-  out.reserve(AS_TABLE_HEAD + pages + 1 + n);
-  out.push_back({n, 0, AS_ROW_NONE, 0});
-  out.push_back({pages, 0, AS_ROW_NONE, 0});
+namespace {
+uint32_t layout_pages(std::span<const as_unwind_row> rows) {
+  return rows.empty() ? 1 : (rows.back().pc >> AS_TABLE_PAGE_SHIFT) + 1;
+}
+}  // namespace
+
+size_t kernel_layout_size(std::span<const as_unwind_row> rows) {
+  return AS_TABLE_HEAD + layout_pages(rows) + 1 + rows.size();
+}
+
+void write_kernel_layout(std::span<const as_unwind_row> rows, std::span<as_unwind_row> out) {
+  uint32_t n = uint32_t(rows.size()), pages = layout_pages(rows);
+  auto w = out.begin();
+  *w++ = {n, 0, AS_ROW_NONE, 0};
+  *w++ = {pages, 0, AS_ROW_NONE, 0};
   size_t at = 0;
   for (uint32_t p = 0; p <= pages; ++p) {
     uint64_t start = uint64_t(p) << AS_TABLE_PAGE_SHIFT;
     while (at < rows.size() && rows[at].pc < start) ++at;
-    out.push_back({p == pages ? n : uint32_t(at), 0, AS_ROW_NONE, 0});
+    *w++ = {p == pages ? n : uint32_t(at), 0, AS_ROW_NONE, 0};
   }
-  out.insert(out.end(), rows.begin(), rows.end());
+  std::copy(rows.begin(), rows.end(), w);
+}
+
+std::vector<as_unwind_row> kernel_layout(std::span<const as_unwind_row> rows) {
+  std::vector<as_unwind_row> out(kernel_layout_size(rows));
+  write_kernel_layout(rows, out);
   return out;
 }
 

@@ -43,7 +43,11 @@ const as_unwind_row* find_row(std::span<const as_unwind_row> rows, uint64_t pc);
 const char* source_name(const UnwindTable& t);
 
 // The rows as the kernel holds them: header, page index, rows (the layout
-// bpf/unwind.h describes and as_table_find searches).
+// bpf/unwind.h describes and as_table_find searches). kernel_layout_size
+// entries, written by write_kernel_layout where they go (the kernel's map:
+// no copy of a table that can be millions of rows); the rows are its last.
+size_t kernel_layout_size(std::span<const as_unwind_row> rows);
+void write_kernel_layout(std::span<const as_unwind_row> rows, std::span<as_unwind_row> out);
 std::vector<as_unwind_row> kernel_layout(std::span<const as_unwind_row> rows);
 
 }  // namespace allocscope

@@ -20,6 +20,7 @@
 #include "host/process.h"
 #include "self_rows.h"
 #include "symbols/elf_file.h"
+#include "symbols/signal_trampoline.h"
 #include "symbols/stack_walk.h"
 #include "symbols/symbolizer.h"
 #include "symbols/unwind_step.h"
@@ -265,6 +266,28 @@ TEST(UnwindTable, MuslsSignalTrampolineIsFoundByItsCode) {
   EXPECT_EQ(std::count_if(t->rows.begin(), t->rows.end(),
                           [](const as_unwind_row& r) { return r.kind == AS_CFA_SIGNAL; }),
             1);
+}
+
+// The code is read a chunk at a time: a chunk boundary anywhere in the
+// rt_sigreturn bytes (or anywhere else) finds the same offsets.
+TEST(UnwindTable, SigreturnCodeIsFoundAcrossReadBoundaries) {
+  auto f = ElfFile::open("/usr/lib/ld-musl-x86_64.so.1");
+  ASSERT_TRUE(f.has_value()) << "musl (Debian's package) is missing: " << f.error();
+  uint64_t end = 0;
+  for (const auto& s : f->segments()) end = std::max(end, s.offset + s.size);
+  std::vector<uint64_t> whole = sigreturn_code_offsets(*f, 0, end);
+  ASSERT_FALSE(whole.empty());
+  uint64_t hit = whole.front();
+  ASSERT_GT(hit, 64u);
+  for (uint64_t cut = 0; cut <= sizeof kSigreturnCode; ++cut) {
+    uint64_t from = hit + cut - 64;  // the first read of 64 bytes ends `cut` bytes into the code
+    auto got = sigreturn_code_offsets(*f, from, end, 64);
+    ASSERT_FALSE(got.empty()) << "cut " << cut;
+    EXPECT_EQ(got.front(), hit) << "cut " << cut;
+  }
+  EXPECT_EQ(sigreturn_code_offsets(*f, 0, end, 9), whole);
+  EXPECT_EQ(sigreturn_code_offsets(*f, 0, end, 4096 + 3), whole);
+  EXPECT_TRUE(sigreturn_code_offsets(*f, hit + 1, hit + sizeof kSigreturnCode + 1).empty());
 }
 
 TEST(UnwindTable, KernelLayoutFindsWhatTheRowsSay) {

@@ -29,8 +29,8 @@ Result<MapHandle> BpfSession::map_named(const std::string& name, size_t key_size
 }
 
 Result<void> BpfSession::load_unwind_table(const as_file_key& key, std::span<const as_unwind_row> rows) {
-  std::vector<as_unwind_row> table = kernel_layout(rows);
-  uint32_t n = uint32_t(table.size());
+  uint32_t n = uint32_t(kernel_layout_size(rows));
+  size_t bytes = size_t(n) * sizeof(as_unwind_row);
   // Typed as libbpf typed the outer map's template: kernels before 6.2
   // compare the two maps' BTF-derived layouts (a map without BTF differs
   // from one with it) and refuse the insert otherwise.
@@ -42,9 +42,10 @@ Result<void> BpfSession::load_unwind_table(const as_file_key& key, std::span<con
   if (fd < 0) return fail_errno("create an unwind table of " + std::to_string(n) + " rows", errno);
   UniqueFd owner(fd);  // the outer map holds its own reference
   {
-    auto mem = MappedMemory::map_shared(fd, size_t(n) * sizeof(as_unwind_row), "an unwind table");
+    // Written in place: a large program's table is millions of rows.
+    auto mem = MappedMemory::map_shared(fd, bytes, "an unwind table");
     if (!mem) return fail(mem.error());
-    std::memcpy(mem->data(), table.data(), mem->size());
+    write_kernel_layout(rows, {reinterpret_cast<as_unwind_row*>(mem->data()), n});
   }
   if (bpf_map_update_elem(bpf_map__fd(skel_->maps.unwind_tables), &key, &fd, BPF_ANY) != 0)
     return fail_errno("load an unwind table (raise the table count)", errno);

@@ -127,6 +127,9 @@ Result<std::shared_ptr<const inject::LibraryImage>> Injections::library() {
 }
 
 void Injections::refuse(pid_t pid, const std::string& why) {
+  // One that ended while it was being entered was not refused: under --all,
+  // short-lived processes did so by the hundred, each with a line.
+  if (!process_exists(pid)) return;
   Refusal r{pid, read_comm(pid), why};
   if (!config_.quiet)
     std::fprintf(stderr, "allocscope: %s: its allocator is probed (a trap at every call): %s\n",
