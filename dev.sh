@@ -19,10 +19,12 @@ BUILD_PACKAGES=(build-essential cmake pkg-config clang llvm libbpf-dev bpftool l
                 zlib1g-dev systemtap-sdt-dev libboost-math-dev libre2-dev libpcap-dev)
 # What the tests need besides: other allocators and a static libc, GoogleTest,
 # the agent's consumers (Prometheus, Go's pprof), a browser, the other
-# compiler, packaging tools, and QEMU with what a guest is made of.
+# compiler, packaging tools, QEMU with what a guest is made of, and a JVM
+# and a node (runtimes whose heaps are named).
 TEST_PACKAGES=(libgtest-dev clang-format python3.11 libpython3.11-dev libtcmalloc-minimal4 libmimalloc2.0 musl-tools clang-16
                libclang-rt-16-dev prometheus systemd libseccomp-dev util-linux golang-go chromium debhelper lintian
-               mmdebstrap man-db zsh qemu-system-x86 busybox-static cpio kmod xz-utils uwsgi-core uwsgi-plugin-python3 dwz)
+               mmdebstrap man-db zsh qemu-system-x86 busybox-static cpio kmod xz-utils uwsgi-core uwsgi-plugin-python3 dwz
+               openjdk-17-jdk-headless nodejs)
 BUILD=${BUILD_DIR:-build}
 
 missing_packages() {

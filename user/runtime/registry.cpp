@@ -5,7 +5,9 @@
 #include "runtime/go/go_runtime.h"
 #include "runtime/go/heap_route.h"
 #include "runtime/go/tables.h"
+#include "runtime/jvm/jvm_runtime.h"
 #include "runtime/python/python_runtime.h"
+#include "runtime/v8/v8_runtime.h"
 
 namespace allocscope {
 
@@ -22,6 +24,8 @@ struct Room {
 const Room kRooms[] = {
     {make_python_runtime, nullptr, nullptr},
     {make_go_runtime, read_go_tables, go_allocation_entries},
+    {make_jvm_runtime, nullptr, nullptr},
+    {make_v8_runtime, nullptr, nullptr},
 };
 
 }  // namespace

@@ -1,0 +1,73 @@
+// The JVM's and V8's rooms while their heaps are not read: a process whose
+// samples hold frames of the runtime's file is named once in one note, and
+// nothing is said of processes without.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "runtime/jvm/jvm_runtime.h"
+#include "runtime/v8/v8_runtime.h"
+#include "symbols/symbolizer.h"
+
+namespace allocscope {
+namespace {
+
+Mapping file(const std::string& path) {
+  Mapping m;
+  m.start = 0x1000, m.end = 0x2000, m.inode = 7, m.executable = true, m.path = path;
+  return m;
+}
+
+void sample(Runtime& r, pid_t pid, std::vector<Mapping> maps) {
+  std::vector<uint64_t> ips{0x1100};
+  r.place_frames(pid, maps, {}, 0, ips);
+  EXPECT_EQ(ips, std::vector<uint64_t>{0x1100}) << "its frames are left as they were";
+}
+
+TEST(UnreadHeaps, NamesFiles) {
+  EXPECT_TRUE(is_jvm_library_name("libjvm.so"));
+  EXPECT_FALSE(is_jvm_library_name("libjvm.so.bak"));
+  EXPECT_FALSE(is_jvm_library_name("libjava.so"));
+  for (const char* v8 : {"node", "nodejs", "deno", "electron", "libnode.so.115", "libnode.so"})
+    EXPECT_TRUE(is_v8_file_name(v8)) << v8;
+  for (const char* other : {"nodemon", "libc.so.6", "python3.13", "anode"})
+    EXPECT_FALSE(is_v8_file_name(other));
+}
+
+TEST(UnreadHeaps, AJvmIsNamedOnceAndOthersNotAtAll) {
+  Symbolizer symbolizer;
+  auto jvm = make_jvm_runtime(RuntimeServices{symbolizer});
+  std::vector<uint64_t> none(AS_CNT_COUNT, 0);
+  sample(*jvm, 100, {file("/usr/lib/x86_64-linux-gnu/libc.so.6")});
+  EXPECT_TRUE(jvm->warnings(none).empty()) << "a C program's samples";
+  const std::string libjvm = "/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so";
+  for (int i = 0; i < 3; ++i)
+    sample(*jvm, getpid(), {file("/usr/lib/x86_64-linux-gnu/libc.so.6"), file(libjvm)});
+  sample(*jvm, 100, {file(libjvm)});  // its first stack held no frame of HotSpot's
+  auto lines = jvm->warnings(none);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("note: jvm: the Java heap of 2 process(es) ("), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find(" " + std::to_string(getpid()) + ", "), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("100)"), std::string::npos) << lines[0];
+  std::vector<std::pair<std::string, uint64_t>> counters;
+  jvm->add_counters(none, counters);
+  EXPECT_EQ(counters, (std::vector<std::pair<std::string, uint64_t>>{{"jvm_heap_unread_processes", 2}}));
+}
+
+TEST(UnreadHeaps, ANodeIsNamedByItsProgramOrItsLibrary) {
+  Symbolizer symbolizer;
+  auto v8 = make_v8_runtime(RuntimeServices{symbolizer});
+  std::vector<uint64_t> none(AS_CNT_COUNT, 0);
+  sample(*v8, 200, {file("/usr/bin/node")});
+  sample(*v8, 201, {file("/usr/lib/x86_64-linux-gnu/libnode.so.115")});
+  sample(*v8, 202, {file("/usr/bin/python3")});
+  auto lines = v8->warnings(none);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("note: v8: V8's garbage-collected heap of 2 process(es)"), std::string::npos)
+      << lines[0];
+}
+
+}  // namespace
+}  // namespace allocscope

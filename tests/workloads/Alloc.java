@@ -1,0 +1,55 @@
+// Java heap allocation sites with a known truth: byte arrays and objects of
+// known sizes made in named methods, a share of them kept, the rest
+// dropped, and a collection before the end. Prints what the JVM itself
+// counted (ThreadMXBean's allocated bytes of this thread) and what was kept.
+//
+//   java -cp DIR Alloc [COUNT] [BYTES]
+import java.lang.management.ManagementFactory;
+import java.util.ArrayList;
+
+public class Alloc {
+  static final ArrayList<Object> kept = new ArrayList<>();
+
+  static final class Node {
+    long a, b, c;  // 40 bytes with its header on a 64-bit JVM with compressed pointers
+    Node next;
+  }
+
+  // COUNT arrays of BYTES each; every fourth kept.
+  static void site_bytes(int count, int bytes) {
+    for (int i = 0; i < count; i++) {
+      byte[] b = new byte[bytes];
+      b[i % bytes] = 1;
+      if (i % 4 == 0) kept.add(b);
+    }
+  }
+
+  // COUNT * 16 small objects in chains of 16; none kept.
+  static void site_objects(int count) {
+    for (int i = 0; i < count; i++) {
+      Node head = null;
+      for (int j = 0; j < 16; j++) {
+        Node n = new Node();
+        n.next = head;
+        head = n;
+      }
+      if (head.next == null) System.out.print("");
+    }
+  }
+
+  static void outer(int count, int bytes) {
+    site_bytes(count, bytes);
+    site_objects(count);
+  }
+
+  public static void main(String[] args) {
+    int count = args.length > 0 ? Integer.parseInt(args[0]) : 2000;
+    int bytes = args.length > 1 ? Integer.parseInt(args[1]) : 102400;
+    com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+    long before = mx.getCurrentThreadAllocatedBytes();
+    outer(count, bytes);
+    long allocated = mx.getCurrentThreadAllocatedBytes() - before;
+    System.gc();
+    System.out.println("allocated " + allocated + " kept " + kept.size());
+  }
+}

@@ -1,0 +1,62 @@
+#include "runtime/unread_heap.h"
+
+#include <algorithm>
+
+#include "host/process.h"
+
+namespace allocscope {
+
+bool UnreadHeapRuntime::runs_it(std::span<const Mapping> maps) const {
+  return std::any_of(maps.begin(), maps.end(), [&](const Mapping& m) {
+    std::string_view path = m.path;
+    return m.is_file() && runs_it_(path.substr(path.rfind('/') + 1));
+  });
+}
+
+// The mappings the kernel read with the stack (none for a stack walked in
+// process), and the process's as last read: those looked at again only when
+// they grew (the loader maps libjvm.so after exec).
+void UnreadHeapRuntime::place_frames(pid_t pid, std::span<const Mapping> kernel_maps,
+                                     std::span<const uint8_t> /*runtime_part*/, uint16_t /*fn*/,
+                                     std::vector<uint64_t>& /*ips*/) {
+  if (judged_.contains(pid)) return;
+  if (!runs_it(kernel_maps)) {
+    const std::vector<Mapping>& maps = symbolizer_.maps(pid);
+    auto looked = looked_.find(pid);
+    if (looked != looked_.end() && looked->second == maps.size()) return;
+    if (!runs_it(maps)) {
+      if (looked != looked_.end())
+        looked->second = maps.size();
+      else if (looked_.size() < kMaxPids)
+        looked_.emplace(pid, maps.size());
+      return;
+    }
+  }
+  looked_.erase(pid);
+  if (judged_.size() >= kMaxPids) {  // bounded: the note says "at least"
+    more_ = true;
+    return;
+  }
+  judged_.insert(pid);
+  ++processes_;
+  if (named_.size() < kMaxNamed) {
+    std::string comm = read_comm(pid);
+    named_.push_back((comm.empty() ? std::string("process") : comm) + " " + std::to_string(pid));
+  }
+}
+
+void UnreadHeapRuntime::add_counters(KernelCounters /*kernel*/,
+                                     std::vector<std::pair<std::string, uint64_t>>& out) const {
+  if (processes_) out.emplace_back(words_.room + "_heap_unread_processes", processes_);
+}
+
+std::vector<std::string> UnreadHeapRuntime::warnings(KernelCounters /*kernel*/) const {
+  if (!processes_) return {};
+  std::string who;
+  for (const std::string& n : named_) who += (who.empty() ? "" : ", ") + n;
+  if (processes_ > named_.size()) who += ", ...";
+  return {"note: " + words_.room + ": " + words_.heap + " of " + (more_ ? "at least " : "") +
+          std::to_string(processes_) + " process(es) (" + who + ") is not read: " + words_.counted};
+}
+
+}  // namespace allocscope

@@ -1,0 +1,54 @@
+// A runtime whose garbage-collected heap allocscope does not read (yet):
+// the JVM's, V8's. The processes it runs in are found by their mappings
+// (its library or program) when they are sampled, and the summary says in
+// one line that their managed heap is not in the profile: a JVM that
+// allocated 205 MB must not read as the 9 MiB of HotSpot's own mallocs
+// with nothing said.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/runtime.h"
+#include "symbols/symbolizer.h"
+
+namespace allocscope {
+
+class UnreadHeapRuntime : public Runtime {
+ public:
+  struct Words {
+    std::string room;     // "jvm": the summary's prefix, the counter's name
+    std::string heap;     // "the Java heap"
+    std::string counted;  // what the profile holds of them instead
+  };
+  // `runs_it`: whether a mapped file's name (its last component) is the runtime's.
+  UnreadHeapRuntime(Symbolizer& symbolizer, bool (*runs_it)(std::string_view name), Words words)
+      : symbolizer_(symbolizer), runs_it_(runs_it), words_(std::move(words)) {}
+
+  void place_frames(pid_t pid, std::span<const Mapping> kernel_maps, std::span<const uint8_t> runtime_part,
+                    uint16_t fn, std::vector<uint64_t>& ips) override;
+  void forget(pid_t pid) override { looked_.erase(pid); }
+  void add_counters(KernelCounters kernel, std::vector<std::pair<std::string, uint64_t>>& out) const override;
+  std::vector<std::string> warnings(KernelCounters kernel) const override;
+
+ private:
+  static constexpr size_t kMaxPids = 4096, kMaxNamed = 3;
+  bool runs_it(std::span<const Mapping> maps) const;
+
+  Symbolizer& symbolizer_;
+  bool (*runs_it_)(std::string_view);
+  Words words_;
+  std::map<pid_t, size_t> looked_;  // processes not the runtime's: their mappings then (a loader maps more)
+  std::set<pid_t> judged_;          // the runtime's processes found (a pid reused later counts once)
+  uint64_t processes_ = 0;
+  bool more_ = false;               // more than kMaxPids
+  std::vector<std::string> named_;  // the first few, "java 1234"
+};
+
+}  // namespace allocscope
