@@ -38,7 +38,6 @@ void UnreadHeapRuntime::place_frames(pid_t pid, std::span<const Mapping> kernel_
     return;
   }
   judged_.insert(pid);
-  ++processes_;
   if (named_.size() < kMaxNamed) {
     std::string comm = read_comm(pid);
     named_.push_back((comm.empty() ? std::string("process") : comm) + " " + std::to_string(pid));
@@ -47,16 +46,16 @@ void UnreadHeapRuntime::place_frames(pid_t pid, std::span<const Mapping> kernel_
 
 void UnreadHeapRuntime::add_counters(KernelCounters /*kernel*/,
                                      std::vector<std::pair<std::string, uint64_t>>& out) const {
-  if (processes_) out.emplace_back(words_.room + "_heap_unread_processes", processes_);
+  if (!judged_.empty()) out.emplace_back(words_.room + "_heap_unread_processes", judged_.size());
 }
 
 std::vector<std::string> UnreadHeapRuntime::warnings(KernelCounters /*kernel*/) const {
-  if (!processes_) return {};
+  if (judged_.empty()) return {};
   std::string who;
   for (const std::string& n : named_) who += (who.empty() ? "" : ", ") + n;
-  if (processes_ > named_.size()) who += ", ...";
+  if (judged_.size() > named_.size()) who += ", ...";
   return {"note: " + words_.room + ": " + words_.heap + " of " + (more_ ? "at least " : "") +
-          std::to_string(processes_) + " process(es) (" + who + ") is not read: " + words_.counted};
+          std::to_string(judged_.size()) + " process(es) (" + who + ") is not read: " + words_.counted};
 }
 
 }  // namespace allocscope

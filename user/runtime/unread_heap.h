@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "runtime/runtime.h"
@@ -46,7 +47,6 @@ class UnreadHeapRuntime : public Runtime {
   Words words_;
   std::map<pid_t, size_t> looked_;  // processes not the runtime's: their mappings then (a loader maps more)
   std::set<pid_t> judged_;          // the runtime's processes found (a pid reused later counts once)
-  uint64_t processes_ = 0;
   bool more_ = false;               // more than kMaxPids
   std::vector<std::string> named_;  // the first few, "java 1234"
 };
