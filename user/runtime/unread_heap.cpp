@@ -1,16 +1,15 @@
 #include "runtime/unread_heap.h"
 
-#include <algorithm>
-
 #include "host/process.h"
 
 namespace allocscope {
 
-bool UnreadHeapRuntime::runs_it(std::span<const Mapping> maps) const {
-  return std::any_of(maps.begin(), maps.end(), [&](const Mapping& m) {
-    std::string_view path = m.path;
-    return m.is_file() && runs_it_(path.substr(path.rfind('/') + 1));
-  });
+std::string UnreadHeapRuntime::runtime_file(std::span<const Mapping> maps) const {
+  for (const Mapping& m : maps) {
+    std::string_view name = std::string_view(m.path).substr(m.path.rfind('/') + 1);
+    if (m.is_file() && runs_it_(name)) return std::string(name);
+  }
+  return "";
 }
 
 // The mappings the kernel read with the stack (none for a stack walked in
@@ -20,11 +19,12 @@ void UnreadHeapRuntime::place_frames(pid_t pid, std::span<const Mapping> kernel_
                                      std::span<const uint8_t> /*runtime_part*/, uint16_t /*fn*/,
                                      std::vector<uint64_t>& /*ips*/) {
   if (judged_.contains(pid)) return;
-  if (!runs_it(kernel_maps)) {
+  std::string file = runtime_file(kernel_maps);
+  if (file.empty()) {
     const std::vector<Mapping>& maps = symbolizer_.maps(pid);
     auto looked = looked_.find(pid);
     if (looked != looked_.end() && looked->second == maps.size()) return;
-    if (!runs_it(maps)) {
+    if ((file = runtime_file(maps)).empty()) {
       if (looked != looked_.end())
         looked->second = maps.size();
       else if (looked_.size() < kMaxPids)
@@ -38,9 +38,9 @@ void UnreadHeapRuntime::place_frames(pid_t pid, std::span<const Mapping> kernel_
     return;
   }
   judged_.insert(pid);
-  if (named_.size() < kMaxNamed) {
+  if (named_.size() < kMaxNamed) {  // by its runtime's file once it has ended
     std::string comm = read_comm(pid);
-    named_.push_back((comm.empty() ? std::string("process") : comm) + " " + std::to_string(pid));
+    named_.push_back((comm.empty() ? file : comm) + " " + std::to_string(pid));
   }
 }
 

@@ -40,7 +40,8 @@ class UnreadHeapRuntime : public Runtime {
 
  private:
   static constexpr size_t kMaxPids = 4096, kMaxNamed = 3;
-  bool runs_it(std::span<const Mapping> maps) const;
+  // The name of the runtime's file among `maps`; "" when none is.
+  std::string runtime_file(std::span<const Mapping> maps) const;
 
   Symbolizer& symbolizer_;
   bool (*runs_it_)(std::string_view);
@@ -48,7 +49,7 @@ class UnreadHeapRuntime : public Runtime {
   std::map<pid_t, size_t> looked_;  // processes not the runtime's: their mappings then (a loader maps more)
   std::set<pid_t> judged_;          // the runtime's processes found (a pid reused later counts once)
   bool more_ = false;               // more than kMaxPids
-  std::vector<std::string> named_;  // the first few, "java 1234"
+  std::vector<std::string> named_;  // the first few, "java 1234" (or "libjvm.so 1234", ended)
 };
 
 }  // namespace allocscope
