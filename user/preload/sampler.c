@@ -199,6 +199,22 @@ __attribute__((noinline)) void as_fire_free(void *p) {
     as_ring_count_lost(ring, 0);
 }
 
+struct as_ring_header *as_sampler_ring_begin(void) {
+  __atomic_add_fetch(&ring_writers, 1, __ATOMIC_SEQ_CST);
+  if (as_ring) return as_ring;
+  int busy = 0;
+  return frees_ring(&as_tls, &busy);
+}
+
+void as_sampler_ring_done(void) { __atomic_sub_fetch(&ring_writers, 1, __ATOMIC_SEQ_CST); }
+
+int as_sampler_recorded(void) {
+  return as_ring || __atomic_load_n(&as_free_ring, __ATOMIC_ACQUIRE) ||
+         __atomic_load_n(&frees_state, __ATOMIC_ACQUIRE) != FREES_NONE;
+}
+
+uint32_t as_sampler_tid(uint32_t pid) { return thread_id(&as_tls, pid); }
+
 /* A forked child is a new process to the tracer: its own random stream, and
  * none of the parent's sampled blocks (the tracer keys them by process). */
 void as_sampler_after_fork(void) {

@@ -64,6 +64,15 @@ int as_sampler_reader_alive(void) AS_HIDDEN;
 /* An injection's detach: no more frees into its ring, which is unmapped
  * once no thread writes into it. */
 void as_sampler_detach(void) AS_HIDDEN;
+/* The ring a runtime's agent in the process (jvm_agent.c) writes its
+ * records into, connected if it was only offered: NULL when there is none.
+ * Its writer is counted until as_sampler_ring_done (a detach waits). */
+struct as_ring_header *as_sampler_ring_begin(void) AS_HIDDEN;
+void as_sampler_ring_done(void) AS_HIDDEN;
+/* Whether allocscope records this process (a ring was given or offered). */
+int as_sampler_recorded(void) AS_HIDDEN;
+/* gettid(), asked once per thread and process. */
+uint32_t as_sampler_tid(uint32_t pid) AS_HIDDEN;
 /* A forked child: a random stream and a sampled set of its own. */
 void as_sampler_after_fork(void) AS_HIDDEN;
 /* The calling thread's countdown ran out at an allocation of `size` bytes

@@ -136,6 +136,15 @@ void Runtimes::place_frames(pid_t pid, std::span<const Mapping> kernel_maps,
   for (auto& r : all_) r->place_frames(pid, kernel_maps, runtime_part, fn, ips);
 }
 
+void Runtimes::place_agent_frames(pid_t pid, std::string_view agent, std::span<const uint8_t> frames,
+                                  std::vector<uint64_t>& ips) {
+  for (auto& r : all_) r->place_agent_frames(pid, agent, frames, ips);
+}
+
+void Runtimes::on_agent_note(pid_t pid, std::string_view agent, const std::string& text) {
+  for (auto& r : all_) r->on_agent_note(pid, agent, text);
+}
+
 void Runtimes::add_counters(KernelCounters kernel, std::vector<std::pair<std::string, uint64_t>>& out) const {
   for (const auto& r : all_) r->add_counters(kernel, out);
 }

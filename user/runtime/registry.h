@@ -72,6 +72,9 @@ class Runtimes {
   void read_stack(pid_t pid, std::span<const Mapping> kernel_maps, std::span<const uint8_t> runtime_part);
   void place_frames(pid_t pid, std::span<const Mapping> kernel_maps, std::span<const uint8_t> runtime_part,
                     uint16_t fn, std::vector<uint64_t>& ips);
+  void place_agent_frames(pid_t pid, std::string_view agent, std::span<const uint8_t> frames,
+                          std::vector<uint64_t>& ips);
+  void on_agent_note(pid_t pid, std::string_view agent, const std::string& text);
 
   void add_counters(KernelCounters kernel, std::vector<std::pair<std::string, uint64_t>>& out) const;
   std::vector<std::string> warnings(KernelCounters kernel) const;

@@ -117,6 +117,14 @@ class Runtime {
                             std::span<const uint8_t> /*runtime_part*/, uint16_t /*fn*/,
                             std::vector<uint64_t>& /*ips*/) {}
 
+  // A stack whose frames the runtime's agent inside process `pid` named
+  // itself (`agent`: the room, "jvm"; `frames`: its encoding): put in
+  // place, when the agent is this runtime's.
+  virtual void place_agent_frames(pid_t /*pid*/, std::string_view /*agent*/,
+                                  std::span<const uint8_t> /*frames*/, std::vector<uint64_t>& /*ips*/) {}
+  // The runtime's agent in process `pid` says why it samples nothing.
+  virtual void on_agent_note(pid_t /*pid*/, std::string_view /*agent*/, const std::string& /*text*/) {}
+
   // Its counters for the JSON summary, by name.
   virtual void add_counters(KernelCounters /*kernel*/,
                             std::vector<std::pair<std::string, uint64_t>>& /*out*/) const {}

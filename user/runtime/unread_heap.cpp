@@ -18,7 +18,7 @@ std::string UnreadHeapRuntime::runtime_file(std::span<const Mapping> maps) const
 void UnreadHeapRuntime::place_frames(pid_t pid, std::span<const Mapping> kernel_maps,
                                      std::span<const uint8_t> /*runtime_part*/, uint16_t /*fn*/,
                                      std::vector<uint64_t>& /*ips*/) {
-  if (judged_.contains(pid)) return;
+  if (judged_.contains(pid) || read_.contains(pid)) return;
   std::string file = runtime_file(kernel_maps);
   if (file.empty()) {
     const std::vector<Mapping>& maps = symbolizer_.maps(pid);
@@ -37,11 +37,27 @@ void UnreadHeapRuntime::place_frames(pid_t pid, std::span<const Mapping> kernel_
     more_ = true;
     return;
   }
-  judged_.insert(pid);
-  if (named_.size() < kMaxNamed) {  // by its runtime's file once it has ended
+  std::string comm = read_comm(pid);  // by its runtime's file once it has ended
+  judged_[pid].name = (comm.empty() ? file : comm) + " " + std::to_string(pid);
+}
+
+void UnreadHeapRuntime::heap_read(pid_t pid) {
+  if (read_.size() >= kMaxPids || read_.contains(pid)) return;
+  read_.insert(pid);
+  judged_.erase(pid);
+  looked_.erase(pid);
+}
+
+void UnreadHeapRuntime::heap_unread(pid_t pid, const std::string& why) {
+  if (read_.contains(pid)) return;
+  auto it = judged_.find(pid);
+  if (it == judged_.end()) {
+    if (judged_.size() >= kMaxPids) return;
     std::string comm = read_comm(pid);
-    named_.push_back((comm.empty() ? file : comm) + " " + std::to_string(pid));
+    it = judged_.emplace(pid, Judged{(comm.empty() ? words_.room : comm) + " " + std::to_string(pid), ""})
+             .first;
   }
+  it->second.why = why;
 }
 
 void UnreadHeapRuntime::add_counters(KernelCounters /*kernel*/,
@@ -49,13 +65,26 @@ void UnreadHeapRuntime::add_counters(KernelCounters /*kernel*/,
   if (!judged_.empty()) out.emplace_back(words_.room + "_heap_unread_processes", judged_.size());
 }
 
+std::string UnreadHeapRuntime::note(const std::string& why, const std::vector<std::string>& who,
+                                    size_t count) const {
+  std::string names;
+  for (const std::string& n : who) names += (names.empty() ? "" : ", ") + n;
+  if (count > who.size()) names += ", ...";
+  return "note: " + words_.room + ": " + words_.heap + " of " + (more_ && why.empty() ? "at least " : "") +
+         std::to_string(count) + " process(es) (" + names +
+         ") is not read: " + (why.empty() ? "" : why + "; ") + words_.counted;
+}
+
 std::vector<std::string> UnreadHeapRuntime::warnings(KernelCounters /*kernel*/) const {
-  if (judged_.empty()) return {};
-  std::string who;
-  for (const std::string& n : named_) who += (who.empty() ? "" : ", ") + n;
-  if (judged_.size() > named_.size()) who += ", ...";
-  return {"note: " + words_.room + ": " + words_.heap + " of " + (more_ ? "at least " : "") +
-          std::to_string(judged_.size()) + " process(es) (" + who + ") is not read: " + words_.counted};
+  std::map<std::string, std::pair<std::vector<std::string>, size_t>> by_why;  // a note per reason
+  for (const auto& [pid, j] : judged_) {
+    auto& [who, count] = by_why[j.why];
+    if (who.size() < kMaxNamed) who.push_back(j.name);
+    ++count;
+  }
+  std::vector<std::string> out;
+  for (const auto& [why, named] : by_why) out.push_back(note(why, named.first, named.second));
+  return out;
 }
 
 }  // namespace allocscope

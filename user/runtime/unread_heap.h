@@ -38,18 +38,32 @@ class UnreadHeapRuntime : public Runtime {
   void add_counters(KernelCounters kernel, std::vector<std::pair<std::string, uint64_t>>& out) const override;
   std::vector<std::string> warnings(KernelCounters kernel) const override;
 
+ protected:
+  // Process `pid`'s heap is read after all (by the runtime's agent): it is
+  // no longer named, nor looked at.
+  void heap_read(pid_t pid);
+  // Why process `pid`'s heap is not read, as its agent said.
+  void heap_unread(pid_t pid, const std::string& why);
+  size_t read_processes() const { return read_.size(); }
+
  private:
   static constexpr size_t kMaxPids = 4096, kMaxNamed = 3;
   // The name of the runtime's file among `maps`; "" when none is.
   std::string runtime_file(std::span<const Mapping> maps) const;
+  // One note: the processes unread for `why` ("": none said).
+  std::string note(const std::string& why, const std::vector<std::string>& who, size_t count) const;
 
   Symbolizer& symbolizer_;
   bool (*runs_it_)(std::string_view);
   Words words_;
   std::map<pid_t, size_t> looked_;  // processes not the runtime's: their mappings then (a loader maps more)
-  std::set<pid_t> judged_;          // the runtime's processes found (a pid reused later counts once)
+  struct Judged {
+    std::string name;  // "java 1234" (or "libjvm.so 1234", ended)
+    std::string why;   // as the runtime's agent said; "" when it said nothing
+  };
+  std::map<pid_t, Judged> judged_;  // the runtime's processes found unread (a pid reused later counts once)
+  std::set<pid_t> read_;            // ... whose heap its agent reads
   bool more_ = false;               // more than kMaxPids
-  std::vector<std::string> named_;  // the first few, "java 1234" (or "libjvm.so 1234", ended)
 };
 
 }  // namespace allocscope

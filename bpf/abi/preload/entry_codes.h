@@ -27,4 +27,7 @@
 #define AS_CODE_PYOBJ_CALLOC AS_ENTRY_CODE(104, AS_FN_CALLOC)   /* PyObject_Calloc */
 #define AS_CODE_PYOBJ_REALLOC AS_ENTRY_CODE(105, AS_FN_REALLOC) /* PyObject_Realloc */
 
+/* A Java object the JVM sampled (user/preload/jvm_agent.c). */
+#define AS_CODE_JAVA_NEW AS_ENTRY_CODE(106, AS_FN_MALLOC) /* new */
+
 #endif

@@ -91,6 +91,7 @@ TEST(PreloadEntryCodes, AreTheAllocatorTablesCodes) {
       {"PyObject_Malloc", AS_CODE_PYOBJ_MALLOC},
       {"PyObject_Calloc", AS_CODE_PYOBJ_CALLOC},
       {"PyObject_Realloc", AS_CODE_PYOBJ_REALLOC},
+      {"new", AS_CODE_JAVA_NEW},
   };
   for (const auto& c : codes) {
     const AllocatorEntry* e = allocator_entry(c.symbol);

@@ -49,11 +49,42 @@ TEST(UnreadHeaps, AJvmIsNamedOnceAndOthersNotAtAll) {
   auto lines = jvm->warnings(none);
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_NE(lines[0].find("note: jvm: the Java heap of 2 process(es) ("), std::string::npos) << lines[0];
-  EXPECT_NE(lines[0].find(" " + std::to_string(getpid()) + ", "), std::string::npos) << lines[0];
-  EXPECT_NE(lines[0].find("100)"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find(" 100, "), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find(" " + std::to_string(getpid()) + ")"), std::string::npos) << lines[0];
   std::vector<std::pair<std::string, uint64_t>> counters;
   jvm->add_counters(none, counters);
   EXPECT_EQ(counters, (std::vector<std::pair<std::string, uint64_t>>{{"jvm_heap_unread_processes", 2}}));
+}
+
+TEST(UnreadHeaps, AJvmWhoseAgentSamplesIsReadAndOneThatCannotSaysWhy) {
+  Symbolizer symbolizer;
+  auto jvm = make_jvm_runtime(RuntimeServices{symbolizer});
+  std::vector<uint64_t> none(AS_CNT_COUNT, 0);
+  const Mapping libjvm = file("/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so");
+  sample(*jvm, 300, {libjvm});  // its HotSpot frames came before its agent's first sample
+  std::vector<uint64_t> ips;
+  jvm->place_agent_frames(300, "python", {}, ips);  // another runtime's agent: not the JVM's
+  auto lines = jvm->warnings(none);
+  ASSERT_EQ(lines.size(), 1u) << "still unread";
+  jvm->place_agent_frames(300, "jvm", {}, ips);
+  sample(*jvm, 300, {libjvm});
+  EXPECT_TRUE(jvm->warnings(none).empty()) << "its Java heap is read";
+  jvm->on_agent_note(301, "jvm", "another JVMTI agent (a profiler?) samples its heap");
+  sample(*jvm, 302, {libjvm});
+  lines = jvm->warnings(none);
+  ASSERT_EQ(lines.size(), 2u) << "a note per reason";
+  EXPECT_NE(lines[0].find(" 302) is not read: its Java objects"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find(
+                " 301) is not read: another JVMTI agent (a profiler?) samples its heap; its Java objects"),
+            std::string::npos)
+      << lines[1];
+  std::vector<std::pair<std::string, uint64_t>> counters;
+  jvm->add_counters(none, counters);
+  EXPECT_EQ(counters,
+            (std::vector<std::pair<std::string, uint64_t>>{
+                {"jvm_heap_unread_processes", 2}, {"jvm_heap_read_processes", 1}, {"java_samples", 1}}));
+  ASSERT_EQ(jvm->paths().size(), 1u);
+  EXPECT_EQ(jvm->paths()[0].key, "java");
 }
 
 TEST(UnreadHeaps, ANodeIsNamedByItsProgramOrItsLibrary) {

@@ -126,6 +126,8 @@ constexpr AllocatorEntry kEntries[] = {
     {"PyObject_Malloc", AS_FN_MALLOC, false},
     {"PyObject_Calloc", AS_FN_CALLOC, false},
     {"PyObject_Realloc", AS_FN_REALLOC, false},
+    // A Java object the JVM sampled (the preload library's JVMTI agent).
+    {"new", AS_FN_MALLOC, false},
 };
 constexpr size_t kCount = sizeof kEntries / sizeof kEntries[0];
 static_assert(kCount < (1u << (16 - AS_FN_ENTRY_SHIFT)), "entry codes are 16 bits");

@@ -76,6 +76,9 @@ void EventSink::dispatch(Event&& event) {
                      cgroup_names_->learn(e.id, std::move(e.path));
                  },
                  [this](TableNeeded& e) { hooks_.unwind.need_table(e.tgid, e.vma); },
+                 [this](AgentNote& e) {
+                   if (runtimes_) runtimes_->on_agent_note(pid_t(e.tgid), e.agent, e.text);
+                 },
              },
              event);
 }
@@ -173,10 +176,11 @@ void EventSink::on_stack(StackEvent&& ev) {
   }
   const pid_t pid = pid_t(ev.tgid);
   symbolizer_.add_mappings(pid, ev.mappings);
-  if (runtimes_) runtimes_->read_stack(pid, ev.mappings, ev.runtime_part);  // while the process lives
+  if (runtimes_ && ev.agent.empty())
+    runtimes_->read_stack(pid, ev.mappings, ev.runtime_part);  // while it lives
   uint16_t stop = ev.stop;
   // A walk that may wait keeps the event whole to be fed again.
-  KnownStack s{*instance, ev.fn, {}, {}};
+  KnownStack s{*instance, ev.fn, {}, {}, !ev.agent.empty()};
   if (ev.walk)
     s.ips = ev.ips;
   else
@@ -202,11 +206,14 @@ void EventSink::on_stack(StackEvent&& ev) {
     s.ips.push_back(kTruncatedFrame);
     ++stacks_truncated_;
   }
-  if (runtimes_) runtimes_->place_frames(pid, ev.mappings, ev.runtime_part, ev.fn, s.ips);
+  if (runtimes_ && !ev.agent.empty())
+    runtimes_->place_agent_frames(pid, ev.agent, ev.runtime_part, s.ips);
+  else if (runtimes_)
+    runtimes_->place_frames(pid, ev.mappings, ev.runtime_part, ev.fn, s.ips);
   const ProcessInstance& process = processes_.instance(*instance);
   s.origin = origin(ev.tgid, process.comm, ev.fn, s.ips);
   if (per_process_) s.origin.ns_pid = process.shown_ns_pid();
-  if (ev.id < one_shot_from_) instance_stacks_[*instance].push_back(ev.id);
+  if (ev.id < one_shot_from_ && !s.one_shot) instance_stacks_[*instance].push_back(ev.id);
   stacks_.insert_or_assign(ev.id, std::move(s));
 }
 
@@ -291,7 +298,7 @@ void EventSink::on_alloc(AllocEvent&& e) {
   }
   if (processes_.instance(it->second.instance).rejected) {
     forget_untracked(e.tgid, e.addr, e.flags);
-    if (e.stack >= one_shot_from_) stacks_.erase(it);
+    if (e.stack >= one_shot_from_ || it->second.one_shot) stacks_.erase(it);
     return;
   }
   uint64_t offset = e.offset;
@@ -321,7 +328,7 @@ void EventSink::on_alloc(AllocEvent&& e) {
        user_live_full = now.live_full != counted.live_full || now.live_share != counted.live_share;
   if (table_full || user_live_full) forget_untracked(e.tgid, e.addr, e.flags);
   count_drops(e.tgid, comm, (e.flags & AS_EVF_LIVE_DROPPED) || user_live_full, false, table_full);
-  if (e.stack >= one_shot_from_) stacks_.erase(it);
+  if (e.stack >= one_shot_from_ || s.one_shot) stacks_.erase(it);
 }
 
 // A sample the kernel tracks live but this side does not (filtered out, or a

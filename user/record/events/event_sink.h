@@ -169,6 +169,7 @@ class EventSink {
     uint16_t fn = 0;
     std::vector<uint64_t> ips;  // innermost first; kTruncatedFrame last when cut short
     StackOrigin origin;         // resolved on arrival, while the process lives
+    bool one_shot = false;      // an agent's: serves one sample
   };
 
   void dispatch(Event&& event);

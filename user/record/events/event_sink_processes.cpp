@@ -91,6 +91,14 @@ size_t EventSink::end_vanished(const std::function<bool(uint32_t)>& alive, bool 
 // earlier program's stack (none should follow its exec) stays with it.
 bool EventSink::end_if_replaced(uint32_t id, const StackEvent& head) {
   const ProcessInstance& p = processes_.instance(id);
+  // An agent's stack (written in the process: the JVM's) knows not the
+  // kernel's names of the instance, which is the one current; an instance
+  // an agent's stack made takes them from the first stack that has them.
+  if (!head.agent.empty()) return false;
+  if (p.start_ns == 0 && p.exec_id == 0) {
+    processes_.set_start(id, head.ns_tgid, head.start_ns, head.exec_id);
+    return false;
+  }
   bool other_process = p.start_ns != head.start_ns;
   if (!other_process && p.exec_id >= head.exec_id) return false;
   uint32_t tgid = p.tgid;

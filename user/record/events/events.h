@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct StackEvent {
   // The record's bytes past its native frames (as_stack_event from npy on):
   // the language runtimes' frames, each runtime reads its own.
   std::vector<uint8_t> runtime_part;
+  // The runtime ("jvm") whose agent in the process named the frames that
+  // runtime_part holds (java_record.h); empty: the kernel's record.
+  std::string_view agent;
 };
 
 // A sampled allocation (struct as_alloc_event): `stack` names its StackEvent.
@@ -71,7 +75,16 @@ struct TableNeeded {
   as_vma vma{};
 };
 
-using Event = std::variant<StackEvent, AllocEvent, FreeEvent, ProcessEvent, CgroupEvent, TableNeeded>;
+// A runtime's agent in a process (`agent`: "jvm") says why it does not
+// sample what it would.
+struct AgentNote {
+  uint32_t tgid = 0;
+  std::string_view agent;
+  std::string text;
+};
+
+using Event =
+    std::variant<StackEvent, AllocEvent, FreeEvent, ProcessEvent, CgroupEvent, TableNeeded, AgentNote>;
 
 // A record of the kernel's ring buffer as an event; nullopt for one of no
 // known kind or too short for its kind.

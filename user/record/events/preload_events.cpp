@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "abi/preload/entry_codes.h"
+#include "abi/preload/java_record.h"
 #include "abi/preload/trial_record.h"
 #include "base/clocks.h"
 #include "host/process.h"
@@ -27,7 +28,9 @@ void copy_comm(char (&to)[AS_COMM_LEN], const std::string& comm) {
 }  // namespace
 
 PreloadEvents::PreloadEvents(uint64_t rate, ReadFacts read_facts)
-    : rate_(rate <= 1 ? 1 : rate), read_facts_(read_facts ? std::move(read_facts) : facts_from_proc) {}
+    : rate_(rate <= 1 ? 1 : rate),
+      agents_(rate),
+      read_facts_(read_facts ? std::move(read_facts) : facts_from_proc) {}
 
 void PreloadEvents::translate(uint32_t tgid, uint64_t ring_number, std::span<const uint8_t> payload,
                               const Emit& emit) {
@@ -39,6 +42,8 @@ void PreloadEvents::translate(uint32_t tgid, uint64_t ring_number, std::span<con
     free(tgid, payload, emit);
   else if (kind == AS_TRIAL_FORK && payload.size() >= sizeof(as_trial_free))
     ++forks_;  // a child that may write into its parent's ring (the channel keeps the ring for it)
+  else if (kind == AS_TRIAL_JAVA_ALLOC || kind == AS_TRIAL_JAVA_NOTE)
+    agents_.translate(tgid, facts(tgid, ring_number).comm, payload, emit);
   else
     ++malformed_;
 }

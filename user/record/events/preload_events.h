@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "allocscope.h"
+#include "record/events/agent_records.h"
 #include "record/events/events.h"
 
 namespace allocscope {
@@ -54,7 +55,7 @@ class PreloadEvents {
   uint64_t trials() const { return trials_; }          // sampled trials turned into samples
   uint64_t frees() const { return frees_; }            // frees of sampled blocks
   uint64_t other_rate() const { return other_rate_; }  // trials at another rate: not counted
-  uint64_t malformed() const { return malformed_; }    // records of no known kind or length
+  uint64_t malformed() const { return malformed_ + agents_.malformed(); }  // of no known kind or length
   uint64_t stacks_made() const { return next_stack_ - kFirstStack; }
 
   static constexpr uint64_t kFirstStack = uint64_t(1) << 62;  // apart from the kernel's stack ids
@@ -71,6 +72,7 @@ class PreloadEvents {
   static constexpr size_t kMaxKnown = 4096;  // processes remembered; forgotten all at once beyond
 
   uint64_t rate_;
+  AgentRecords agents_;  // the JVM's sampled objects
   ReadFacts read_facts_;
   std::unordered_map<uint32_t, Known> known_;
   uint64_t next_stack_ = kFirstStack;

@@ -10,6 +10,7 @@
 
 #include "abi/preload/trial_record.h"
 #include "base/clocks.h"
+#include "host/process.h"
 #include "record/messages.h"
 #include "record/scope.h"
 
@@ -42,7 +43,10 @@ uint64_t RecordingContext::read_ring_frees(uint64_t now) {
   free_channel->drain(
       [&](const PreloadChannel::RingId&, uint32_t tgid, std::span<const uint8_t> record) {
         as_trial_free f = stamp_of(record);
-        if (f.kind == AS_TRIAL_FREE) ring_frees.add(tgid, f.tid, f.addr, f.ts_ns, to_sink);
+        if (f.kind == AS_TRIAL_FREE)
+          ring_frees.add(tgid, f.tid, f.addr, f.ts_ns, to_sink);
+        else  // an agent's object goes before its free, which is later in the same ring
+          agent_records.translate(tgid, read_comm(pid_t(tgid)), record, to_sink);
       },
       SIZE_MAX,
       [&](const PreloadChannel::RingId&, uint32_t, std::span<const uint8_t> record) {

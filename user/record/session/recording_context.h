@@ -19,6 +19,7 @@
 #include "record/discovery/filter_verdicts.h"
 #include "record/discovery/injections.h"
 #include "record/discovery/library_discovery.h"
+#include "record/events/agent_records.h"
 #include "record/events/event_sink.h"
 #include "record/events/ring_frees.h"
 #include "record/events/session_hooks.h"
@@ -128,6 +129,8 @@ struct RecordingContext {
   std::unique_ptr<AnsweredChannel> free_channel;              // open_free_channel's, until flush_ring_frees
   std::optional<PreloadChannel::Counts> free_channel_counts;  // its figures once closed
   RingFrees ring_frees;
+  // The records of runtimes' agents in the rings (the JVM's sampled objects).
+  AgentRecords agent_records{config.rate};
   // The rings' frees to the sink: made once, not per event.
   const RingFrees::Emit to_sink = [this](Event e) { parts->sink.take(std::move(e)); };
 };

@@ -1,17 +1,76 @@
 #include "runtime/jvm/jvm_runtime.h"
 
+#include "abi/preload/java_record.h"
 #include "runtime/unread_heap.h"
+#include "symbols/symbolizer.h"
 
 namespace allocscope {
 
+namespace {
+
+constexpr std::string_view kRoom = "jvm";
+
+class JvmRuntime : public UnreadHeapRuntime {
+ public:
+  explicit JvmRuntime(Symbolizer& symbolizer)
+      : UnreadHeapRuntime(symbolizer, is_jvm_library_name,
+                          {std::string(kRoom), "the Java heap",
+                           "its Java objects are not in the profile, only native allocations "
+                           "(HotSpot's own, JNI code's, direct buffers')"}),
+        symbolizer_(symbolizer) {}
+
+  void place_agent_frames(pid_t pid, std::string_view agent, std::span<const uint8_t> frames,
+                          std::vector<uint64_t>& ips) override {
+    if (agent != kRoom) return;
+    heap_read(pid);
+    ++samples_;
+    if (!place_java_frames(symbolizer_, frames, ips)) ++malformed_;
+  }
+  void on_agent_note(pid_t pid, std::string_view agent, const std::string& text) override {
+    if (agent == kRoom) heap_unread(pid, text);
+  }
+  void add_counters(KernelCounters kernel,
+                    std::vector<std::pair<std::string, uint64_t>>& out) const override {
+    UnreadHeapRuntime::add_counters(kernel, out);
+    if (read_processes()) out.emplace_back("jvm_heap_read_processes", read_processes());
+    if (samples_) out.emplace_back("java_samples", samples_);
+    if (malformed_) out.emplace_back("java_stacks_malformed", malformed_);
+  }
+  std::vector<RuntimePath> paths() const override {
+    if (!read_processes()) return {};
+    return {{"java", "java",
+             "the Java heap of " + std::to_string(read_processes()) +
+                 " process(es) sampled by the JVM (JVMTI), " + std::to_string(samples_) + " samples"}};
+  }
+
+ private:
+  Symbolizer& symbolizer_;
+  uint64_t samples_ = 0, malformed_ = 0;
+};
+
+}  // namespace
+
 bool is_jvm_library_name(std::string_view name) { return name == "libjvm.so"; }
 
+bool place_java_frames(Symbolizer& symbolizer, std::span<const uint8_t> frames, std::vector<uint64_t>& ips) {
+  const uint8_t* at = frames.data();
+  size_t left = frames.size();
+  while (left > 0) {
+    as_java_frame_head h{};
+    const uint8_t* names = as_java_get_frame(at, left, &h);
+    if (!names) return false;
+    std::string function(reinterpret_cast<const char*>(names), h.function_len);
+    std::string file(reinterpret_cast<const char*>(names) + h.function_len, h.file_len);
+    ips.push_back(symbolizer.runtime_frame("java", function, file, h.line));
+    size_t used = as_java_frame_bytes(h.function_len, h.file_len);
+    at += used;
+    left -= used;
+  }
+  return true;
+}
+
 std::unique_ptr<Runtime> make_jvm_runtime(const RuntimeServices& services) {
-  return std::make_unique<UnreadHeapRuntime>(
-      services.symbolizer, is_jvm_library_name,
-      UnreadHeapRuntime::Words{"jvm", "the Java heap",
-                               "its Java objects are not in the profile, only native allocations "
-                               "(HotSpot's own, JNI code's, direct buffers')"});
+  return std::make_unique<JvmRuntime>(services.symbolizer);
 }
 
 }  // namespace allocscope
