@@ -1,7 +1,8 @@
 // Java heap allocation sites with a known truth: byte arrays and objects of
 // known sizes made in named methods, a share of them kept, the rest
 // dropped, and a collection before the end. Prints what the JVM itself
-// counted (ThreadMXBean's allocated bytes of this thread) and what was kept.
+// counted of each site (ThreadMXBean's allocated bytes of this thread: what
+// the JIT left allocated), one array's size, and how many were kept.
 //
 //   java -cp DIR Alloc [COUNT] [BYTES]
 import java.lang.management.ManagementFactory;
@@ -37,19 +38,30 @@ public class Alloc {
     }
   }
 
+  static com.sun.management.ThreadMXBean mx;
+  static long siteBytes, siteObjects;
+  static byte[] one;
+
   static void outer(int count, int bytes) {
+    long before = mx.getCurrentThreadAllocatedBytes();
     site_bytes(count, bytes);
+    long between = mx.getCurrentThreadAllocatedBytes();
     site_objects(count);
+    long after = mx.getCurrentThreadAllocatedBytes();
+    siteBytes = between - before;
+    siteObjects = after - between;
   }
 
   public static void main(String[] args) {
     int count = args.length > 0 ? Integer.parseInt(args[0]) : 2000;
     int bytes = args.length > 1 ? Integer.parseInt(args[1]) : 102400;
-    com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+    mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
     long before = mx.getCurrentThreadAllocatedBytes();
+    one = new byte[bytes];
+    long array = mx.getCurrentThreadAllocatedBytes() - before;
     outer(count, bytes);
-    long allocated = mx.getCurrentThreadAllocatedBytes() - before;
     System.gc();
-    System.out.println("allocated " + allocated + " kept " + kept.size());
+    System.out.println("site_bytes " + siteBytes + " site_objects " + siteObjects + " array " + array + " kept "
+        + kept.size());
   }
 }

@@ -129,6 +129,18 @@ static void JNICALL object_freed(jvmtiEnv *env, jlong tag) {
   as_sampler_ring_done();
 }
 
+/* The JVM ends: the deaths its last collection found, which the JVM posts
+ * on a thread of its own a while after, are posted now (a tag map's lookup
+ * posts those pending), so that in use is as of that collection. */
+static void JNICALL vm_death(jvmtiEnv *env, JNIEnv *jni) {
+  (void)jni;
+  jlong none = -1; /* no object has it: only the posting is wanted */
+  jint count = 0;
+  ++as_tls.depth;
+  (*env)->GetObjectsWithTags(env, 1, &none, &count, NULL, NULL);
+  --as_tls.depth;
+}
+
 static jint sampling_interval(void) {
   if (as_sample_rate <= 1) return 0; /* every allocation */
   return as_sample_rate > INT_MAX ? INT_MAX : (jint)as_sample_rate;
@@ -140,6 +152,7 @@ static const char *enable(jvmtiEnv *env) {
   memset(&callbacks, 0, sizeof callbacks);
   callbacks.SampledObjectAlloc = sampled_object;
   callbacks.ObjectFree = object_freed;
+  callbacks.VMDeath = vm_death;
   if ((*env)->SetEventCallbacks(env, &callbacks, (jint)sizeof callbacks) != JVMTI_ERROR_NONE)
     return "its JVMTI refused the agent's callbacks";
   if ((*env)->SetHeapSamplingInterval(env, sampling_interval()) != JVMTI_ERROR_NONE)
@@ -147,7 +160,8 @@ static const char *enable(jvmtiEnv *env) {
   if ((*env)->SetEventNotificationMode(env, JVMTI_ENABLE, JVMTI_EVENT_OBJECT_FREE, NULL) !=
           JVMTI_ERROR_NONE ||
       (*env)->SetEventNotificationMode(env, JVMTI_ENABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL) !=
-          JVMTI_ERROR_NONE)
+          JVMTI_ERROR_NONE ||
+      (*env)->SetEventNotificationMode(env, JVMTI_ENABLE, JVMTI_EVENT_VM_DEATH, NULL) != JVMTI_ERROR_NONE)
     return "its JVMTI refused the sampling events";
   return "";
 }
