@@ -111,6 +111,10 @@ void add_sampling_options(CLI::App* app, RecordConfig& c, OptionText& t) {
       "Leave Go programs' own heap (runtime.mallocgc) unprobed: each of their allocations otherwise "
       "traps into the kernel, about a microsecond, sampled or not; their C allocations (cgo) are "
       "still recorded");
+  app->add_flag("--no-java-heap", c.no_java_heap,
+                "Leave launched JVMs' Java heap unsampled: allocscope gives a java it launches its JVMTI "
+                "agent (the JVM then samples its own heap at --rate, nearly free for an allocation not "
+                "sampled); with this it does not, and only the JVM's native allocations are recorded");
   app->add_flag("--go-heap-calls", c.go_heap_calls,
                 "Sample Go programs' heap at every runtime.mallocgc call, at --rate (allocated bytes only; "
                 "about a microsecond a call), rather than from their runtime's own sampling (allocated and "

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi/preload/channel.h"
 #include "preload/sampler.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -41,7 +42,7 @@ static int has_argument(int argc, char **argv, const char *arg) {
 /* The launcher's arguments with the agent's first (argv[0] kept first);
  * argv itself when the process is not recorded or has the agent already. */
 static char **with_agent(int *argc, char **argv, int tool) {
-  if (*argc < 1 || !argv || !as_sampler_recorded() || getenv("ALLOCSCOPE_NO_JAVA_AGENT")) return argv;
+  if (*argc < 1 || !argv || !as_sampler_recorded() || getenv(AS_NO_JAVA_AGENT_ENV)) return argv;
   char *option = agent_option(tool);
   if (!option || has_argument(*argc, argv, option)) {
     free(option);

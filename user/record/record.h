@@ -51,8 +51,10 @@ struct RecordConfig {
   std::optional<uint32_t> max_live_per_process;
   uint32_t max_stacks = 1 << 18;
   uint32_t ringbuf_bytes = 16 << 20;
-  bool no_free = false;        // alloc-only: free is not probed
-  bool no_go_heap = false;     // Go programs' runtime.mallocgc is not probed (their cgo allocations are)
+  bool no_free = false;     // alloc-only: free is not probed
+  bool no_go_heap = false;  // Go programs' runtime.mallocgc is not probed (their cgo allocations are)
+  bool no_java_heap =
+      false;  // a launched JVM is not given the JVMTI agent (its native allocations are recorded)
   bool go_heap_calls = false;  // Go's heap sampled at every mallocgc call, not from its runtime's sampling
   // How a launched command is sampled: Auto, in process (the preload
   // library's USDT probes) in every process that loads it and allocator

@@ -78,7 +78,7 @@ std::string UnreadHeapRuntime::note(const std::string& why, const std::vector<st
 std::vector<std::string> UnreadHeapRuntime::warnings(KernelCounters /*kernel*/) const {
   std::map<std::string, std::pair<std::vector<std::string>, size_t>> by_why;  // a note per reason
   for (const auto& [pid, j] : judged_) {
-    auto& [who, count] = by_why[j.why];
+    auto& [who, count] = by_why[j.why.empty() ? words_.why : j.why];
     if (who.size() < kMaxNamed) who.push_back(j.name);
     ++count;
   }

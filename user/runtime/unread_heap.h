@@ -24,9 +24,10 @@ namespace allocscope {
 class UnreadHeapRuntime : public Runtime {
  public:
   struct Words {
-    std::string room;     // "jvm": the summary's prefix, the counter's name
-    std::string heap;     // "the Java heap"
-    std::string counted;  // what the profile holds of them instead
+    std::string room;      // "jvm": the summary's prefix, the counter's name
+    std::string heap;      // "the Java heap"
+    std::string counted;   // what the profile holds of them instead
+    std::string why = {};  // why, where nothing more is known ("": not said)
   };
   // `runs_it`: whether a mapped file's name (its last component) is the runtime's.
   UnreadHeapRuntime(Symbolizer& symbolizer, bool (*runs_it)(std::string_view name), Words words)

@@ -14,6 +14,8 @@
  * every program its command runs. */
 #define AS_FREES_CHANNEL_ENV "ALLOCSCOPE_FREES_SOCKET"
 #define AS_FREES_CHANNEL_TIMEOUT_MS 50
+/* Set (to anything): a launched JVM is not given the library as its JVMTI agent (--no-java-heap). */
+#define AS_NO_JAVA_AGENT_ENV "ALLOCSCOPE_NO_JAVA_AGENT"
 #define AS_CHANNEL_HELLO_NAME "hello" /* beside the socket: where hellos go */
 #define AS_CHANNEL_HELLO_TRIES 16     /* a process that cannot say hello stops trying */
 

@@ -73,7 +73,8 @@ TEST(UnreadHeaps, AJvmWhoseAgentSamplesIsReadAndOneThatCannotSaysWhy) {
   sample(*jvm, 302, {libjvm});
   lines = jvm->warnings(none);
   ASSERT_EQ(lines.size(), 2u) << "a note per reason";
-  EXPECT_NE(lines[0].find(" 302) is not read: its Java objects"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find(" 302) is not read: allocscope's JVMTI agent is not in it"), std::string::npos)
+      << lines[0];
   EXPECT_NE(lines[1].find(
                 " 301) is not read: another JVMTI agent (a profiler?) samples its heap; its Java objects"),
             std::string::npos)
@@ -85,6 +86,27 @@ TEST(UnreadHeaps, AJvmWhoseAgentSamplesIsReadAndOneThatCannotSaysWhy) {
                 {"jvm_heap_unread_processes", 2}, {"jvm_heap_read_processes", 1}, {"java_samples", 1}}));
   ASSERT_EQ(jvm->paths().size(), 1u);
   EXPECT_EQ(jvm->paths()[0].key, "java");
+}
+
+TEST(UnreadHeaps, AJvmLeftUnsampledOrRecordedExactlySaysSo) {
+  Symbolizer symbolizer;
+  std::vector<uint64_t> none(AS_CNT_COUNT, 0);
+  const Mapping libjvm = file("/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so");
+  RuntimeSettings left_off, exactly;
+  left_off.rate = 4096;
+  left_off.off = {"jvm"};
+  exactly.rate = 1;
+  auto off = make_jvm_runtime(RuntimeServices{symbolizer, nullptr, left_off});
+  auto exact = make_jvm_runtime(RuntimeServices{symbolizer, nullptr, exactly});
+  sample(*off, 400, {libjvm});
+  sample(*exact, 400, {libjvm});
+  ASSERT_EQ(off->warnings(none).size(), 1u);
+  EXPECT_NE(off->warnings(none)[0].find("is not read: left unsampled (--no-java-heap); its Java objects"),
+            std::string::npos)
+      << off->warnings(none)[0];
+  ASSERT_EQ(exact->warnings(none).size(), 1u);
+  EXPECT_NE(exact->warnings(none)[0].find("is not read: exact mode (--rate 1)"), std::string::npos)
+      << exact->warnings(none)[0];
 }
 
 TEST(UnreadHeaps, ANodeIsNamedByItsProgramOrItsLibrary) {

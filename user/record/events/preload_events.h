@@ -52,10 +52,10 @@ class PreloadEvents {
   void exited(uint32_t tgid, const Emit& emit);
 
   uint64_t forks() const { return forks_; }
-  uint64_t trials() const { return trials_; }          // sampled trials turned into samples
-  uint64_t frees() const { return frees_; }            // frees of sampled blocks
-  uint64_t other_rate() const { return other_rate_; }  // trials at another rate: not counted
-  uint64_t malformed() const { return malformed_ + agents_.malformed(); }  // of no known kind or length
+  uint64_t trials() const { return trials_ + agents_.java_samples(); }        // turned into samples
+  uint64_t frees() const { return frees_; }                                   // frees of sampled blocks
+  uint64_t other_rate() const { return other_rate_ + agents_.other_rate(); }  // not counted
+  uint64_t malformed() const { return malformed_ + agents_.malformed(); }     // of no known kind or length
   uint64_t stacks_made() const { return next_stack_ - kFirstStack; }
 
   static constexpr uint64_t kFirstStack = uint64_t(1) << 62;  // apart from the kernel's stack ids

@@ -113,6 +113,7 @@ Result<std::vector<Target>> Recorder::make_targets() {
     std::vector<std::string> env = launch_environment(r_.plan, config_.rate);
     if (r_.free_channel)
       env.push_back(std::string(AS_FREES_CHANNEL_ENV) + "=" + r_.free_channel->socket_path());
+    if (config_.no_java_heap) env.push_back(std::string(AS_NO_JAVA_AGENT_ENV) + "=1");
     auto t = Target::launch(launch_command(r_.plan, config_.command), env);
     if (!t) return fail(t.error());
     targets.push_back(std::move(*t));

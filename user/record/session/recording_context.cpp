@@ -140,8 +140,10 @@ static uint64_t ring_frees_lost(const PreloadChannel::Counts& c) { return c.lost
 // The rings' frees are the kernel's kind of figure: frees seen, and lost
 // (a full ring, a writer gone in the middle) as the ring buffer's are.
 static SourceFigures with_ring_frees(SourceFigures f, const std::optional<PreloadChannel::Counts>& rings,
-                                     const RingFrees& frees) {
+                                     const RingFrees& frees, const AgentRecords& agents) {
   if (!rings) return f;
+  f.counters[AS_CNT_SAMPLES] += agents.java_samples();  // the JVM's, through the rings
+  f.counters[AS_CNT_USDT_RATE] += agents.other_rate();
   const PreloadChannel::Counts& c = *rings;
   f.counters[AS_CNT_FREES] += frees.counts().read;
   f.counters[AS_CNT_FREE_DROPS] += ring_frees_lost(c);
@@ -150,7 +152,7 @@ static SourceFigures with_ring_frees(SourceFigures f, const std::optional<Preloa
 
 RecordingState RecordingContext::state() const {
   const LibraryDiscovery& l = parts->libraries;
-  RecordingState st{with_ring_frees(figures_of(*parts->session), ring_counts(), ring_frees),
+  RecordingState st{with_ring_frees(figures_of(*parts->session), ring_counts(), ring_frees, agent_records),
                     profile,
                     parts->sink,
                     parts->tables,
@@ -174,6 +176,7 @@ RuntimeSettings runtime_settings(const RecordConfig& c) {
   s.system_wide = system_wide(c);
   s.writes_processes = c.inject && !c.all && (!c.pids.empty() || !c.command.empty());
   if (c.no_go_heap) s.off.insert("go");
+  if (c.no_java_heap) s.off.insert("jvm");
   if (c.go_heap_calls) s.by_calls.insert("go");
   return s;
 }

@@ -10,14 +10,24 @@ namespace {
 
 constexpr std::string_view kRoom = "jvm";
 
+// Why a JVM whose agent said nothing samples nothing.
+std::string unread_why(const RuntimeSettings& settings) {
+  if (settings.off.contains(std::string(kRoom))) return "left unsampled (--no-java-heap)";
+  if (settings.rate == 1)
+    return "exact mode (--rate 1) counts in the kernel's probes, and the JVM's heap has none; "
+           "record at a rate to sample it";
+  return "allocscope's JVMTI agent is not in it (a JVM gets it when allocscope launches it)";
+}
+
 class JvmRuntime : public UnreadHeapRuntime {
  public:
-  explicit JvmRuntime(Symbolizer& symbolizer)
-      : UnreadHeapRuntime(symbolizer, is_jvm_library_name,
+  explicit JvmRuntime(const RuntimeServices& services)
+      : UnreadHeapRuntime(services.symbolizer, is_jvm_library_name,
                           {std::string(kRoom), "the Java heap",
                            "its Java objects are not in the profile, only native allocations "
-                           "(HotSpot's own, JNI code's, direct buffers')"}),
-        symbolizer_(symbolizer) {}
+                           "(HotSpot's own, JNI code's, direct buffers')",
+                           unread_why(services.settings)}),
+        symbolizer_(services.symbolizer) {}
 
   void place_agent_frames(pid_t pid, std::string_view agent, std::span<const uint8_t> frames,
                           std::vector<uint64_t>& ips) override {
@@ -70,7 +80,7 @@ bool place_java_frames(Symbolizer& symbolizer, std::span<const uint8_t> frames, 
 }
 
 std::unique_ptr<Runtime> make_jvm_runtime(const RuntimeServices& services) {
-  return std::make_unique<JvmRuntime>(services.symbolizer);
+  return std::make_unique<JvmRuntime>(services);
 }
 
 }  // namespace allocscope
