@@ -2,7 +2,8 @@
 // known sizes made in named methods, a share of them kept, the rest
 // dropped, and a collection before the end. Prints what the JVM itself
 // counted of each site (ThreadMXBean's allocated bytes of this thread: what
-// the JIT left allocated), one array's size, and how many were kept.
+// the JIT left allocated), one array's size, how many were kept, and the
+// sites' time (for bench/java_heap_bench.py).
 //
 //   java -cp DIR Alloc [COUNT] [BYTES]
 import java.lang.management.ManagementFactory;
@@ -39,10 +40,11 @@ public class Alloc {
   }
 
   static com.sun.management.ThreadMXBean mx;
-  static long siteBytes, siteObjects;
+  static long siteBytes, siteObjects, loopNanos;
   static byte[] one;
 
   static void outer(int count, int bytes) {
+    long start = System.nanoTime();
     long before = mx.getCurrentThreadAllocatedBytes();
     site_bytes(count, bytes);
     long between = mx.getCurrentThreadAllocatedBytes();
@@ -50,6 +52,7 @@ public class Alloc {
     long after = mx.getCurrentThreadAllocatedBytes();
     siteBytes = between - before;
     siteObjects = after - between;
+    loopNanos = System.nanoTime() - start;
   }
 
   public static void main(String[] args) {
@@ -62,6 +65,6 @@ public class Alloc {
     outer(count, bytes);
     System.gc();
     System.out.println("site_bytes " + siteBytes + " site_objects " + siteObjects + " array " + array + " kept "
-        + kept.size());
+        + kept.size() + " loop_ns " + loopNanos);
   }
 }
