@@ -2,9 +2,11 @@
 // itself through allocscope's JVMTI agent: each Java site of a workload with
 // a known truth (its own ThreadMXBean counts) stands within the suite's
 // bound of it (harness.h, kMaxZ), allocated and in use after its last
-// collection, under its Java callers at its line. V8's is not read yet: a
+// collection, under its Java callers at its line, launched and attached
+// (-p). V8's is not read yet: a
 // recording says so in one line. Either program runs as it would untraced.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -45,6 +47,7 @@ struct JavaSite {
   double alloc_bytes = 0, live_bytes = 0;
   int64_t line = 0;
   bool under_main = true;  // every such stack is main;outer;site...
+  std::string stacks;      // each stack's frames from the site in, with its bytes (for messages)
 };
 
 JavaSite java_site(const Recording& r, const std::string& site) {
@@ -65,6 +68,13 @@ JavaSite java_site(const Recording& r, const std::string& site) {
       out.live_bytes += s.totals.live_bytes;
       if (i == 1) out.line = out.line == 0 || out.line == line ? line : -1;
       out.under_main &= i + 2 < s.locations.size() && frame(s.locations[i + 2], nullptr) == "Alloc.main";
+      for (size_t j = i + 1; j-- > 0;) {
+        int64_t at = 0;
+        std::string name = frame(s.locations[j], &at);
+        out.stacks += name + ":" + std::to_string(at) + (j ? ";" : "");
+      }
+      out.stacks += " alloc " + std::to_string(s.totals.alloc_bytes) + " live " +
+                    std::to_string(s.totals.live_bytes) + "\n";
       break;
     }
   }
@@ -84,12 +94,37 @@ std::vector<std::string> java_alloc(const std::string& count, const std::string&
   return {"java", "-cp", JAVA_CLASSES_DIR, "Alloc", count, bytes};
 }
 
+// Each site's bytes allocated and in use within the suite's bound of the
+// JVM's own count at `rate`, its frame at its line under main;outer.
+void expect_java_sites(const Recording& rec, const JavaTruth& truth, double rate) {
+  JavaSite bytes = java_site(rec, "site_bytes");
+  double sigma = ht_sigma(truth.site_bytes / truth.array, truth.array, rate, true);
+  EXPECT_LT(std::abs(bytes.alloc_bytes - truth.site_bytes) / sigma, kMaxZ)
+      << bytes.alloc_bytes << " sampled, " << truth.site_bytes << " allocated";
+  double kept = truth.kept * truth.array;
+  EXPECT_LT(std::abs(bytes.live_bytes - kept) / ht_sigma(truth.kept, truth.array, rate, true), kMaxZ)
+      << bytes.live_bytes << " in use, " << kept << " kept";
+  EXPECT_EQ(bytes.line, source_line("byte[] b = new byte[bytes];")) << bytes.stacks;
+  EXPECT_TRUE(bytes.under_main);
+
+  JavaSite objects = java_site(rec, "site_objects");
+  double node = 40;  // a Node's bytes with its header (compressed class pointers)
+  sigma = ht_sigma(truth.site_objects / node, node, rate, true);
+  EXPECT_LT(std::abs(objects.alloc_bytes - truth.site_objects) / sigma, kMaxZ)
+      << objects.alloc_bytes << " sampled, " << truth.site_objects << " allocated";
+  // None kept: every sampled one's death is seen, but for the odd object
+  // the JVM itself still held at its last collection (1 or 2 samples in
+  // some runs of 3,900, found live by the JVM's own tag map at its end).
+  EXPECT_LE(objects.live_bytes, 0.001 * objects.alloc_bytes) << objects.stacks;
+  EXPECT_EQ(objects.line, source_line("Node n = new Node();")) << objects.stacks;
+  EXPECT_TRUE(objects.under_main);
+}
+
 // Arrays of 2,000 bytes: before JDK 25 the JVM oversamples objects it
 // allocates outside a thread's buffer (JDK-8356372), 1.2 % for arrays of 10 KB
 // on OpenJDK 17 here; these stay inside.
 TEST(ManagedHeaps, ALaunchedJvmsJavaSitesAreSampledByTheJvmAtTheirLines) {
   REQUIRE_BPF();
-  constexpr double kRate = 16384;
   std::string pprof = temp_path("java.pb.gz");
   std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "--rate", "16KiB", "-o", pprof, "--"};
   for (const std::string& a : java_alloc("100000", "2000")) argv.push_back(a);
@@ -103,25 +138,37 @@ TEST(ManagedHeaps, ALaunchedJvmsJavaSitesAreSampledByTheJvmAtTheirLines) {
   EXPECT_EQ(r.err.find("note: jvm:"), std::string::npos) << r.err;
   Recording rec = read_pprof(pprof);
   std::remove(pprof.c_str());
+  expect_java_sites(rec, truth, 16384);
+}
 
-  JavaSite bytes = java_site(rec, "site_bytes");
-  double sigma = ht_sigma(truth.site_bytes / truth.array, truth.array, kRate, true);
-  EXPECT_LT(std::abs(bytes.alloc_bytes - truth.site_bytes) / sigma, kMaxZ)
-      << bytes.alloc_bytes << " sampled, " << truth.site_bytes << " allocated";
-  double kept = truth.kept * truth.array;
-  EXPECT_LT(std::abs(bytes.live_bytes - kept) / ht_sigma(truth.kept, truth.array, kRate, true), kMaxZ)
-      << bytes.live_bytes << " in use, " << kept << " kept";
-  EXPECT_EQ(bytes.line, source_line("byte[] b = new byte[bytes];"));
-  EXPECT_TRUE(bytes.under_main);
-
-  JavaSite objects = java_site(rec, "site_objects");
-  double node = 40;  // a Node's bytes with its header (compressed class pointers)
-  sigma = ht_sigma(truth.site_objects / node, node, kRate, true);
-  EXPECT_LT(std::abs(objects.alloc_bytes - truth.site_objects) / sigma, kMaxZ)
-      << objects.alloc_bytes << " sampled, " << truth.site_objects << " allocated";
-  EXPECT_EQ(objects.live_bytes, 0) << "none kept: every sampled one's death was seen";
-  EXPECT_EQ(objects.line, source_line("Node n = new Node();"));
-  EXPECT_TRUE(objects.under_main);
+// A JVM found running (-p): the library is injected into it, and the agent,
+// started on a thread of its own, samples from then on. The workload waits
+// until a second after allocscope says it records, then allocates; it runs
+// to its end as it would untraced.
+TEST(ManagedHeaps, ARunningJvmIsSampledOnceAttached) {
+  REQUIRE_BPF();
+  std::string go = temp_path("java-go");
+  std::vector<std::string> command = java_alloc("100000", "2000");
+  command.push_back(go);
+  Child jvm(command);
+  ASSERT_TRUE(jvm.wait_for_line("ready", 60000)) << jvm.err();
+  std::string pprof = temp_path("java-attached.pb.gz");
+  Child rec({ALLOCSCOPE_BIN, "record", "-p", std::to_string(jvm.pid()), "--rate", "16KiB", "-o", pprof});
+  ASSERT_TRUE(rec.wait_for_line("recording process", 60000, true)) << rec.err();
+  usleep(1000000);  // the agent's thread reaches the JVM meanwhile (milliseconds)
+  { std::ofstream(go).put('\n'); }
+  EXPECT_EQ(jvm.wait(), 0) << jvm.err();
+  ASSERT_EQ(rec.wait(), 0) << rec.err();
+  std::remove(go.c_str());
+  EXPECT_EQ(jvm.err(), "") << "nothing of allocscope's in the JVM's stderr";
+  EXPECT_NE(rec.err().find("allocscope: java: the Java heap of 1 process(es) sampled by the JVM"),
+            std::string::npos)
+      << rec.err();
+  JavaTruth truth = java_truth(jvm.out());
+  ASSERT_EQ(truth.kept, 25000) << jvm.out();
+  Recording r = read_pprof(pprof);
+  std::remove(pprof.c_str());
+  expect_java_sites(r, truth, 16384);
 }
 
 // At the default rate the program's output is its untraced output (its

@@ -5,7 +5,10 @@
 // the JIT left allocated), one array's size, how many were kept, and the
 // sites' time (for bench/java_heap_bench.py).
 //
-//   java -cp DIR Alloc [COUNT] [BYTES]
+//   java -cp DIR Alloc [COUNT] [BYTES] [GO_FILE]
+//
+// With GO_FILE it prints "ready" and waits for that file to exist before
+// it allocates (a tracer attaches meanwhile).
 import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 
@@ -59,6 +62,16 @@ public class Alloc {
     int count = args.length > 0 ? Integer.parseInt(args[0]) : 2000;
     int bytes = args.length > 1 ? Integer.parseInt(args[1]) : 102400;
     mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+    if (args.length > 2) {
+      System.out.println("ready");
+      while (!new java.io.File(args[2]).exists()) {
+        try {
+          Thread.sleep(10);
+        } catch (InterruptedException e) {
+          return;
+        }
+      }
+    }
     long before = mx.getCurrentThreadAllocatedBytes();
     one = new byte[bytes];
     long array = mx.getCurrentThreadAllocatedBytes() - before;

@@ -9,6 +9,7 @@
 
 #include "abi/preload/inject_abi.h"
 #include "preload/allocator_apis.h"
+#include "preload/jvm_agent.h"
 #include "preload/probe_sites.h"
 #include "preload/ring_channel.h"
 #include "preload/sampler.h"
@@ -109,6 +110,7 @@ static void attach(struct as_inject_args *a) {
   a->modules = counts.modules;
   a->slots_elsewhere = counts.elsewhere;
   a->slots_full = counts.full;
+  if (ring) as_jvm_attach_running(); /* a JVM's samples and notes go through the ring */
 }
 
 static void detach(struct as_inject_args *a) {
@@ -116,6 +118,7 @@ static void detach(struct as_inject_args *a) {
   a->slots = attached ? as_slots_give_back() : 0;
   __atomic_store_n(&attached, 0, __ATOMIC_RELEASE);
   __atomic_store_n(&take_lock, 0, __ATOMIC_RELEASE);
+  as_jvm_detach_running();
   as_sampler_detach();
   a->status = AS_INJECT_OK;
 }

@@ -6,22 +6,33 @@
  * (ObjectFree, after the collection that found it dead) goes as the free of
  * that tag. The library is the agent itself: a launched `java` is given
  * -agentpath naming it (java_launch.c), and the JVM's dlopen of it finds it
- * loaded already. The agent never fails the JVM: whatever it cannot do, it
+ * loaded already. A JVM found running gets it when the library is injected
+ * (as_jvm_attach_running). The agent never fails the JVM: whatever it cannot do, it
  * leaves undone, and says why through the ring. */
 #define _GNU_SOURCE
+#include "preload/jvm_agent.h"
+
+#include <dlfcn.h>
 #include <jvmti.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "abi/preload/java_record.h"
 #include "abi/preload/trial_record.h"
 #include "preload/java_methods.h"
+#include "preload/java_tags.h"
 #include "preload/ring_channel.h"
 #include "preload/sampler.h"
 
 #define EXPORT __attribute__((visibility("default")))
+#define AS_JVM_DEFAULT_INTERVAL (512 * 1024) /* HotSpot's own, restored when sampling ends */
+#define AS_JVM_QUIET_WAIT_MS 1000
+#define AS_JVM_DEATH_BATCH 1024 /* tags looked up at once at the JVM's end */
 
 static int started;         /* an environment was asked for (once per process) */
 static jvmtiEnv *agent_env; /* sampling through it */
@@ -67,12 +78,12 @@ static uint32_t name_frames(jvmtiEnv *env, JNIEnv *jni, struct frame_names *out,
   return bytes;
 }
 
-static void write_sample(struct as_ring_header *ring, uint64_t addr, jlong size,
-                         const struct frame_names *frames, jint count, uint32_t bytes) {
+static int write_sample(struct as_ring_header *ring, uint64_t addr, jlong size,
+                        const struct frame_names *frames, jint count, uint32_t bytes) {
   uint32_t pid = as_channel_pid(ring);
   struct as_java_alloc *p = (struct as_java_alloc *)as_ring_reserve_stamped(
       ring, (uint32_t)sizeof *p + bytes, pid, true, (uint32_t)offsetof(struct as_java_alloc, ts_ns));
-  if (!p) return;
+  if (!p) return 0;
   p->kind = AS_TRIAL_JAVA_ALLOC;
   p->tid = as_sampler_tid(pid);
   p->addr = addr;
@@ -86,6 +97,7 @@ static void write_sample(struct as_ring_header *ring, uint64_t addr, jlong size,
     at = as_java_put_frame(at, frames[i].line, m->function, m->function_len, m->file, m->file_len);
   }
   as_ring_commit(p);
+  return 1;
 }
 
 /* On the allocating thread, the object held alive meanwhile. */
@@ -100,20 +112,21 @@ static void JNICALL sampled_object(jvmtiEnv *env, JNIEnv *jni, jthread thread, j
   uint32_t bytes = name_frames(env, jni, frames, &count);
   struct as_ring_header *ring = as_sampler_ring_begin();
   if (ring && !t->writing) {
-    jlong tag = (jlong)__atomic_add_fetch(&last_tag, 1, __ATOMIC_RELAXED);
-    uint64_t addr =
-        (*env)->SetTag(env, object, tag) == JVMTI_ERROR_NONE ? AS_JAVA_TAG_BIT | (uint64_t)tag : 0;
+    uint64_t tag = __atomic_add_fetch(&last_tag, 1, __ATOMIC_ACQ_REL);
+    int tagged = (*env)->SetTag(env, object, (jlong)tag) == JVMTI_ERROR_NONE;
+    if (tagged && !as_java_tag_mark(tag)) tagged = (*env)->SetTag(env, object, 0) != JVMTI_ERROR_NONE;
     t->writing = 1;
-    write_sample(ring, addr, size, frames, count, bytes);
+    int written = write_sample(ring, tagged ? AS_JAVA_TAG_BIT | tag : 0, size, frames, count, bytes);
     t->writing = 0;
+    if (tagged && !written && as_java_tag_clear(tag)) (*env)->SetTag(env, object, 0);
   }
   as_sampler_ring_done();
   --t->depth;
 }
 
-/* After a collection, on a thread of the JVM's: no allocation here. */
-static void JNICALL object_freed(jvmtiEnv *env, jlong tag) {
-  (void)env;
+/* A sampled object's death, told once (java_tags.h). No allocation. */
+static void tell_death(uint64_t tag) {
+  if (!as_java_tag_clear(tag)) return;
   struct as_ring_header *ring = as_sampler_ring_begin();
   if (ring) {
     uint32_t pid = as_channel_pid(ring);
@@ -122,22 +135,51 @@ static void JNICALL object_freed(jvmtiEnv *env, jlong tag) {
     if (p) {
       p->kind = AS_TRIAL_FREE;
       p->tid = as_sampler_tid(pid);
-      p->addr = AS_JAVA_TAG_BIT | (uint64_t)tag;
+      p->addr = AS_JAVA_TAG_BIT | tag;
       as_ring_commit(p);
     }
   }
   as_sampler_ring_done();
 }
 
-/* The JVM ends: the deaths its last collection found, which the JVM posts
- * on a thread of its own a while after, are posted now (a tag map's lookup
- * posts those pending), so that in use is as of that collection. */
+/* After a collection, on a thread of the JVM's. */
+static void JNICALL object_freed(jvmtiEnv *env, jlong tag) {
+  (void)env;
+  tell_death((uint64_t)tag);
+}
+
+static int by_value(const void *a, const void *b) {
+  jlong x = *(const jlong *)a, y = *(const jlong *)b;
+  return (x > y) - (x < y);
+}
+
+/* Of a batch of outstanding tags, those whose object is gone: told dead. */
+static int tell_gone(const uint64_t *tags, uint32_t n, void *env_) {
+  jvmtiEnv *env = env_;
+  jint live = 0;
+  jlong *live_tags = NULL;
+  if ((*env)->GetObjectsWithTags(env, (jint)n, (const jlong *)tags, &live, NULL, &live_tags) !=
+      JVMTI_ERROR_NONE)
+    return 0;
+  qsort(live_tags, (size_t)live, sizeof *live_tags, by_value);
+  for (uint32_t i = 0; i < n; i++) {
+    jlong tag = (jlong)tags[i];
+    if (!bsearch(&tag, live_tags, (size_t)live, sizeof *live_tags, by_value)) tell_death(tags[i]);
+  }
+  (*env)->Deallocate(env, (unsigned char *)live_tags);
+  return 1;
+}
+
+/* The JVM ends. The deaths its last collection found are posted by a
+ * thread of the JVM's a while after the collection, and those still being
+ * posted now would be lost (no event after this one): each sampled object
+ * not yet told dead is looked up, and told dead when it is gone, so that in
+ * use is as of the last collection. */
 static void JNICALL vm_death(jvmtiEnv *env, JNIEnv *jni) {
   (void)jni;
-  jlong none = -1; /* no object has it: only the posting is wanted */
-  jint count = 0;
+  uint64_t batch[AS_JVM_DEATH_BATCH];
   ++as_tls.depth;
-  (*env)->GetObjectsWithTags(env, 1, &none, &count, NULL, NULL);
+  as_java_tags_each(__atomic_load_n(&last_tag, __ATOMIC_ACQUIRE), batch, AS_JVM_DEATH_BATCH, tell_gone, env);
   --as_tls.depth;
 }
 
@@ -186,7 +228,7 @@ static const char *acquire(jvmtiEnv *env) {
 }
 
 static void start(JavaVM *vm) {
-  if (__atomic_exchange_n(&started, 1, __ATOMIC_ACQ_REL) || !as_sampler_recorded()) return;
+  if (!as_sampler_recorded() || __atomic_exchange_n(&started, 1, __ATOMIC_ACQ_REL)) return;
   jvmtiEnv *env = NULL;
   if ((*vm)->GetEnv(vm, (void **)&env, JVMTI_VERSION_11) != JNI_OK || !env) {
     say("its JVM has no JVMTI 11 (heap sampling came with Java 11)");
@@ -200,6 +242,83 @@ static void start(JavaVM *vm) {
     return;
   }
   __atomic_store_n(&agent_env, env, __ATOMIC_RELEASE);
+}
+
+/* Sampling ends: the JVM's interval back to its default, the events off,
+ * the environment (its capabilities, its tags) given back. On a thread the
+ * JVM knows. */
+static void stop(void) {
+  jvmtiEnv *env = __atomic_exchange_n(&agent_env, NULL, __ATOMIC_ACQ_REL);
+  if (env) {
+    (*env)->SetEventNotificationMode(env, JVMTI_DISABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL);
+    (*env)->SetEventNotificationMode(env, JVMTI_DISABLE, JVMTI_EVENT_OBJECT_FREE, NULL);
+    (*env)->SetEventNotificationMode(env, JVMTI_DISABLE, JVMTI_EVENT_VM_DEATH, NULL);
+    (*env)->SetHeapSamplingInterval(env, AS_JVM_DEFAULT_INTERVAL);
+    (*env)->DisposeEnvironment(env);
+    as_java_tags_forget();
+  }
+  __atomic_store_n(&started, 0, __ATOMIC_RELEASE);
+}
+
+/* ---- A JVM found running: the library injected --------------------------
+ * JVMTI's functions need a thread the JVM knows, which the thread allocscope
+ * borrowed may not be (nor may it wait for a safepoint): a thread of the
+ * library's own attaches to the JVM for as long as the work takes. */
+
+static pthread_mutex_t lifecycle = PTHREAD_MUTEX_INITIALIZER;
+static int quiet_done;
+
+static JavaVM *running_vm(void) {
+  jint (*created)(JavaVM **, jsize, jsize *) =
+      (jint(*)(JavaVM **, jsize, jsize *))dlsym(RTLD_DEFAULT, "JNI_GetCreatedJavaVMs");
+  JavaVM *vm = NULL;
+  jsize n = 0;
+  return created && created(&vm, 1, &n) == JNI_OK && n == 1 ? vm : NULL;
+}
+
+static void *in_the_jvm(void *start_it) {
+  JavaVM *vm = running_vm();
+  JNIEnv *jni = NULL;
+  JavaVMAttachArgs args = {JNI_VERSION_1_6, (char *)"allocscope", NULL};
+  pthread_mutex_lock(&lifecycle);
+  if (vm && (*vm)->AttachCurrentThreadAsDaemon(vm, (void **)&jni, &args) == JNI_OK) {
+    if (start_it)
+      start(vm);
+    else
+      stop();
+    (*vm)->DetachCurrentThread(vm);
+  } else if (vm && start_it) {
+    say("the JVM refused the agent's thread (AttachCurrentThread)");
+  }
+  pthread_mutex_unlock(&lifecycle);
+  if (!start_it) __atomic_store_n(&quiet_done, 1, __ATOMIC_RELEASE);
+  return NULL;
+}
+
+static int run_in_the_jvm(int start_it) {
+  pthread_attr_t attr;
+  pthread_t t;
+  if (pthread_attr_init(&attr) != 0) return 0;
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  int made = pthread_create(&t, &attr, in_the_jvm, start_it ? (void *)1 : NULL) == 0;
+  pthread_attr_destroy(&attr);
+  return made;
+}
+
+void as_jvm_attach_running(void) {
+  if (dlsym(RTLD_DEFAULT, "JNI_GetCreatedJavaVMs") && !run_in_the_jvm(1))
+    say("the agent could not make a thread to reach the JVM");
+}
+
+void as_jvm_detach_running(void) {
+  if (!__atomic_load_n(&agent_env, __ATOMIC_ACQUIRE)) return;
+  __atomic_store_n(&quiet_done, 0, __ATOMIC_RELEASE);
+  if (!run_in_the_jvm(0)) return;
+  /* Bounded: a JVM in a long safepoint quiets the agent after allocscope has gone. */
+  for (int i = 0; i < AS_JVM_QUIET_WAIT_MS && !__atomic_load_n(&quiet_done, __ATOMIC_ACQUIRE); i++) {
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
 }
 
 /* Always JNI_OK: an agent that fails its OnLoad stops the JVM. */

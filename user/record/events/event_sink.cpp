@@ -167,7 +167,7 @@ std::optional<uint32_t> EventSink::instance_for(const StackEvent& head) {
 }
 
 void EventSink::on_stack(StackEvent&& ev) {
-  if (!replaying_) ++stacks_seen_;
+  if (!replaying_ && ev.agent.empty()) ++stacks_seen_;  // an agent's stack serves one sample
   auto instance = instance_for(ev);
   if (!instance) return;
   if (stacks_.size() >= max_stacks_) {  // its samples count as dropped for a full table
