@@ -85,6 +85,13 @@ bool Runtimes::reads_heap_of(pid_t pid) const {
   return std::any_of(all_.begin(), all_.end(), [pid](const auto& r) { return r->reads_heap_of(pid); });
 }
 
+std::vector<pid_t> Runtimes::processes_to_enter() {
+  std::vector<pid_t> out;
+  for (auto& r : all_)
+    for (pid_t pid : r->processes_to_enter()) out.push_back(pid);
+  return out;
+}
+
 void Runtimes::recheck(uint64_t now_ms) {
   for (auto& r : all_) r->recheck(now_ms);
 }

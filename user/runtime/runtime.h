@@ -80,6 +80,10 @@ class Runtime {
   // Whether the runtime reads process `pid`'s heap itself (Go's, through its
   // runtime's sampling): allocscope's library is not loaded into it.
   virtual bool reads_heap_of(pid_t /*pid*/) const { return false; }
+  // Processes it asks to have entered (allocscope's library loaded into
+  // them, as a busy one is: its agent there reads their heap), each once.
+  // Asked only where busy processes are entered (--all, the agent).
+  virtual std::vector<pid_t> processes_to_enter() { return {}; }
   // A while later: what it set in processes, checked again.
   virtual void recheck(uint64_t /*now_ms*/) {}
   // Before the probes go: what it set in processes set back.

@@ -1,5 +1,6 @@
 #include "runtime/unread_heap.h"
 
+#include "host/proc_maps.h"
 #include "host/process.h"
 
 namespace allocscope {
@@ -33,12 +34,23 @@ void UnreadHeapRuntime::place_frames(pid_t pid, std::span<const Mapping> kernel_
     }
   }
   looked_.erase(pid);
+  judge(pid, file);
+}
+
+void UnreadHeapRuntime::judge(pid_t pid, const std::string& file) {
+  if (judged_.contains(pid) || read_.contains(pid)) return;
   if (judged_.size() >= kMaxPids) {  // bounded: the note says "at least"
     more_ = true;
     return;
   }
   std::string comm = read_comm(pid);  // by its runtime's file once it has ended
   judged_[pid].name = (comm.empty() ? file : comm) + " " + std::to_string(pid);
+  found(pid);
+}
+
+bool UnreadHeapRuntime::runs_now(pid_t pid) const {
+  auto text = read_text_file("/proc/" + std::to_string(pid) + "/maps");
+  return text && !runtime_file(parse_maps(*text)).empty();
 }
 
 void UnreadHeapRuntime::heap_read(pid_t pid) {

@@ -46,6 +46,12 @@ class UnreadHeapRuntime : public Runtime {
   // Why process `pid`'s heap is not read, as its agent said.
   void heap_unread(pid_t pid, const std::string& why);
   size_t read_processes() const { return read_.size(); }
+  // Process `pid` was found to run the runtime, its heap unread.
+  virtual void found(pid_t /*pid*/) {}
+  // Whether process `pid` maps the runtime's file now (read from /proc).
+  bool runs_now(pid_t pid) const;
+  // Process `pid` found otherwise than by a sample (its mappings read).
+  void judge(pid_t pid, const std::string& file);
 
  private:
   static constexpr size_t kMaxPids = 4096, kMaxNamed = 3;

@@ -59,6 +59,12 @@ void Recorder::enter_busy(uint64_t now) {
     else if (!lift_probes(pid))
       p.injections.pass_over(pid);  // it samples itself and traps for nothing: tried once
   }
+  // The processes a runtime asks for: a JVM, whose agent the library
+  // starts (its heap is not the C heap: its calls never make it busy).
+  for (pid_t pid : p.runtimes.processes_to_enter())
+    if (!p.injections.entered_now(pid) && !p.injections.refused_before(pid) &&
+        !p.session->processes().in_process(uint32_t(pid)))
+      enter_running(pid);
   // Allocator files probed since: their probes out of every entered process.
   if (size_t files = p.libraries.files_probed_system_wide(); files != files_lifted_) {
     files_lifted_ = files;

@@ -1,5 +1,7 @@
 #include "runtime/jvm/jvm_runtime.h"
 
+#include <utility>
+
 #include "abi/preload/java_record.h"
 #include "runtime/unread_heap.h"
 #include "symbols/symbolizer.h"
@@ -16,7 +18,8 @@ std::string unread_why(const RuntimeSettings& settings) {
   if (settings.rate == 1)
     return "exact mode (--rate 1) counts in the kernel's probes, and the JVM's heap has none; "
            "record at a rate to sample it";
-  return "allocscope's JVMTI agent is not in it (a JVM gets it when allocscope launches it)";
+  return "allocscope's JVMTI agent is not in it (a JVM gets it when allocscope launches it, or enters it: "
+         "-p)";
 }
 
 class JvmRuntime : public UnreadHeapRuntime {
@@ -27,7 +30,16 @@ class JvmRuntime : public UnreadHeapRuntime {
                            "its Java objects are not in the profile, only native allocations "
                            "(HotSpot's own, JNI code's, direct buffers')",
                            unread_why(services.settings)}),
-        symbolizer_(services.symbolizer) {}
+        symbolizer_(services.symbolizer),
+        enters_(services.settings.system_wide && !services.settings.off.contains(std::string(kRoom)) &&
+                services.settings.rate > 1) {}
+
+  // Under --all and the agent a JVM is entered (its library's agent then
+  // samples it) once found: by a sample, or running at the start.
+  void on_process(pid_t pid) override {
+    if (enters_ && runs_now(pid)) judge(pid, "libjvm.so");
+  }
+  std::vector<pid_t> processes_to_enter() override { return std::exchange(to_enter_, {}); }
 
   void place_agent_frames(pid_t pid, std::string_view agent, std::span<const uint8_t> frames,
                           std::vector<uint64_t>& ips) override {
@@ -54,7 +66,14 @@ class JvmRuntime : public UnreadHeapRuntime {
   }
 
  private:
+  void found(pid_t pid) override {
+    if (enters_ && to_enter_.size() < kMaxToEnter) to_enter_.push_back(pid);
+  }
+
+  static constexpr size_t kMaxToEnter = 4096;  // asked for between two looks; more wait for a sample
   Symbolizer& symbolizer_;
+  bool enters_;                  // its JVMs are to be entered (--all, the agent)
+  std::vector<pid_t> to_enter_;  // found since the last look
   uint64_t samples_ = 0, malformed_ = 0;
 };
 
