@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -206,6 +208,48 @@ TEST(ManagedHeaps, AWholeMachineRecordingEntersARunningJvm) {
   Recording r = read_pprof(pprof);
   std::remove(pprof.c_str());
   expect_java_sites(r, truth, 16384, uint32_t(jvm.pid()), false);
+}
+
+// Debian's newest JVM (sid's OpenJDK 25), in a sid root made once per
+// machine (sid_root.sh), run through chroot with a /proc of its own (a mount
+// namespace: the JVM needs /proc), attached with -p: its library reaches it
+// through the root, its sites stand within the bound, and JDK 21's warning
+// about agents loaded into a running JVM is not printed (the library is not
+// loaded as an agent).
+TEST(ManagedHeaps, SidsJvmInARootIsSampledOnceAttached) {
+  REQUIRE_BPF();
+  const char* home = getenv("HOME");
+  RunResult made =
+      run({SID_ROOT_SH, std::string(home ? home : "/root") + "/.cache/allocscope", "openjdk-25-jre-headless"},
+          900000);  // its first making takes a few minutes
+  ASSERT_EQ(made.status, 0) << made.err;
+  std::string root = made.out.substr(0, made.out.find('\n'));
+  std::string dir = "/tmp/allocscope-java-" + std::to_string(getpid());
+  std::filesystem::create_directories(root + dir);
+  for (const auto& f : std::filesystem::directory_iterator(JAVA_CLASSES_DIR))
+    std::filesystem::copy_file(f.path(), root + dir + "/" + f.path().filename().string(),
+                               std::filesystem::copy_options::overwrite_existing);
+  std::string go = dir + "/go";
+  Child jvm(
+      {"unshare", "--mount", "--propagation", "private", "sh", "-c",
+       "mount -t proc proc \"$0/proc\" && exec chroot \"$0\" /usr/lib/jvm/java-25-openjdk-amd64/bin/java -cp "
+       "\"$1\" Alloc 100000 2000 \"$2\"",
+       root, dir, go});
+  ASSERT_TRUE(jvm.wait_for_line("ready", 60000)) << jvm.err();
+  std::string pprof = temp_path("java25.pb.gz");
+  Child rec({ALLOCSCOPE_BIN, "record", "-p", std::to_string(jvm.pid()), "--rate", "16KiB", "-o", pprof});
+  ASSERT_TRUE(rec.wait_for_line("recording process", 60000, true)) << rec.err();
+  usleep(1000000);  // the agent's thread reaches the JVM meanwhile (milliseconds)
+  { std::ofstream(root + go).put('\n'); }
+  EXPECT_EQ(jvm.wait(), 0) << jvm.err();
+  ASSERT_EQ(rec.wait(), 0) << rec.err();
+  std::filesystem::remove_all(root + dir);
+  EXPECT_EQ(jvm.err(), "") << "no warning of a dynamically loaded agent, nothing of allocscope's";
+  JavaTruth truth = java_truth(jvm.out());
+  ASSERT_EQ(truth.kept, 25000) << jvm.out();
+  Recording r = read_pprof(pprof);
+  std::remove(pprof.c_str());
+  expect_java_sites(r, truth, 16384);
 }
 
 // At the default rate the program's output is its untraced output (its

@@ -63,7 +63,7 @@ public class Alloc {
     int bytes = args.length > 1 ? Integer.parseInt(args[1]) : 102400;
     mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
     if (args.length > 2) {
-      System.out.println("ready");
+      System.out.println("ready " + ProcessHandle.current().pid());
       while (!new java.io.File(args[2]).exists()) {
         try {
           Thread.sleep(10);
