@@ -32,7 +32,15 @@ Result<void> RecordingContext::open_free_channel() {
 // its stamp. A writer stuck in a record (stopped by a signal, preempted
 // long) holds the time back at most kMaxHoldBackNs: then its ring's later
 // frees may come after an allocation at their address (live_replaced).
+// A name read once a pass: a JVM sends thousands of samples a second.
+const std::string& RecordingContext::agent_comm(uint32_t tgid) {
+  auto it = agent_comms_.find(tgid);
+  if (it == agent_comms_.end()) it = agent_comms_.emplace(tgid, read_comm(pid_t(tgid))).first;
+  return it->second;
+}
+
 uint64_t RecordingContext::read_ring_frees(uint64_t now) {
+  agent_comms_.clear();  // names are read again each pass (an exec renames)
   constexpr uint64_t kMaxHoldBackNs = 100'000'000;
   uint64_t read_to = now;
   auto stamp_of = [](std::span<const uint8_t> record) {
@@ -46,7 +54,7 @@ uint64_t RecordingContext::read_ring_frees(uint64_t now) {
         if (f.kind == AS_TRIAL_FREE)
           ring_frees.add(tgid, f.tid, f.addr, f.ts_ns, to_sink);
         else  // an agent's object goes before its free, which is later in the same ring
-          agent_records.translate(tgid, read_comm(pid_t(tgid)), record, to_sink);
+          agent_records.translate(tgid, agent_comm(tgid), record, to_sink);
       },
       SIZE_MAX,
       [&](const PreloadChannel::RingId&, uint32_t, std::span<const uint8_t> record) {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "host/answered_channel.h"
@@ -131,6 +132,8 @@ struct RecordingContext {
   RingFrees ring_frees;
   // The records of runtimes' agents in the rings (the JVM's sampled objects).
   AgentRecords agent_records{config.rate};
+  const std::string& agent_comm(uint32_t tgid);
+  std::unordered_map<uint32_t, std::string> agent_comms_;  // this pass's
   // The rings' frees to the sink: made once, not per event.
   const RingFrees::Emit to_sink = [this](Event e) { parts->sink.take(std::move(e)); };
 };
