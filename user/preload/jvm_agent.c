@@ -32,7 +32,8 @@
 #define EXPORT __attribute__((visibility("default")))
 #define AS_JVM_DEFAULT_INTERVAL (512 * 1024) /* HotSpot's own, restored when sampling ends */
 #define AS_JVM_QUIET_WAIT_MS 1000
-#define AS_JVM_DEATH_BATCH 1024 /* tags looked up at once at the JVM's end */
+#define AS_JVM_START_WAIT_MS 30000 /* for a JVM entered while it is being made */
+#define AS_JVM_DEATH_BATCH 1024    /* tags looked up at once at the JVM's end */
 
 static int started;         /* an environment was asked for (once per process) */
 static jvmtiEnv *agent_env; /* sampling through it */
@@ -268,16 +269,25 @@ static void stop(void) {
 static pthread_mutex_t lifecycle = PTHREAD_MUTEX_INITIALIZER;
 static int quiet_done;
 
-static JavaVM *running_vm(void) {
+/* The process's JVM once it is made (JNI_GetCreatedJavaVMs names it only
+ * then): one entered while it starts (its first native allocations are
+ * sampled early) waits for it, `wait_ms` at most. */
+static JavaVM *running_vm(int wait_ms) {
   jint (*created)(JavaVM **, jsize, jsize *) =
       (jint(*)(JavaVM **, jsize, jsize *))dlsym(RTLD_DEFAULT, "JNI_GetCreatedJavaVMs");
-  JavaVM *vm = NULL;
-  jsize n = 0;
-  return created && created(&vm, 1, &n) == JNI_OK && n == 1 ? vm : NULL;
+  for (int waited = 0; created; waited += 10) {
+    JavaVM *vm = NULL;
+    jsize n = 0;
+    if (created(&vm, 1, &n) == JNI_OK && n == 1) return vm;
+    if (waited >= wait_ms) break;
+    struct timespec pause = {0, 10 * 1000000};
+    nanosleep(&pause, NULL);
+  }
+  return NULL;
 }
 
 static void *in_the_jvm(void *start_it) {
-  JavaVM *vm = running_vm();
+  JavaVM *vm = running_vm(start_it ? AS_JVM_START_WAIT_MS : 0);
   JNIEnv *jni = NULL;
   JavaVMAttachArgs args = {JNI_VERSION_1_6, (char *)"allocscope", NULL};
   pthread_mutex_lock(&lifecycle);
