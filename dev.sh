@@ -13,18 +13,19 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-# What building allocscope (and the demo workload) needs.
+# What building allocscope (and the demo workload) needs; a JDK's headers
+# for the preload library's JVMTI agent.
 BUILD_PACKAGES=(build-essential cmake pkg-config clang llvm libbpf-dev bpftool libelf-dev libdw-dev libjemalloc-dev
                 libcli11-dev libcapstone-dev nlohmann-json3-dev libcpp-httplib-dev libprotobuf-dev protobuf-compiler
-                zlib1g-dev systemtap-sdt-dev libboost-math-dev libre2-dev libpcap-dev)
+                zlib1g-dev systemtap-sdt-dev libboost-math-dev libre2-dev libpcap-dev openjdk-17-jdk-headless)
 # What the tests need besides: other allocators and a static libc, GoogleTest,
 # the agent's consumers (Prometheus, Go's pprof), a browser, the other
-# compiler, packaging tools, QEMU with what a guest is made of, and a JVM
-# and a node (runtimes whose heaps are named).
+# compiler, packaging tools, QEMU with what a guest is made of, and a node
+# (a runtime whose heap is named; the JVM comes with the build's JDK).
 TEST_PACKAGES=(libgtest-dev clang-format python3.11 libpython3.11-dev libtcmalloc-minimal4 libmimalloc2.0 musl-tools clang-16
                libclang-rt-16-dev prometheus systemd libseccomp-dev util-linux golang-go chromium debhelper lintian
                mmdebstrap man-db zsh qemu-system-x86 busybox-static cpio kmod xz-utils uwsgi-core uwsgi-plugin-python3 dwz
-               openjdk-17-jdk-headless nodejs)
+               nodejs)
 BUILD=${BUILD_DIR:-build}
 
 missing_packages() {
