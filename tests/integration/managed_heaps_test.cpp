@@ -152,62 +152,58 @@ TEST(ManagedHeaps, ALaunchedJvmsJavaSitesAreSampledByTheJvmAtTheirLines) {
   expect_java_sites(rec, truth, 16384);
 }
 
+// Runs `command` (Alloc.java waiting for its go file, `go` as this side
+// names it), records it with `record_args` (-p PID is added for "-p") at
+// 16 KiB once it is ready, lets it go `settle_us` later, and checks its
+// sites (`at_exit`: in use as held at its exit).
+void expect_attached_jvm(const std::vector<std::string>& command, const std::string& go,
+                         std::vector<std::string> record_args, useconds_t settle_us, bool at_exit) {
+  Child jvm(command);
+  ASSERT_TRUE(jvm.wait_for_line("ready", 60000)) << jvm.err();
+  std::string pprof = temp_path("java-attached.pb.gz");
+  std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "--rate", "16KiB", "-o", pprof};
+  for (const std::string& a : record_args) argv.push_back(a == "PID" ? std::to_string(jvm.pid()) : a);
+  Child rec(argv);
+  ASSERT_TRUE(rec.wait_for_line("recording", 120000, true)) << rec.err();
+  usleep(settle_us);
+  { std::ofstream(go).put('\n'); }
+  EXPECT_EQ(jvm.wait(), 0) << jvm.err();
+  if (!at_exit) rec.signal(SIGINT);  // a whole-machine recording goes on
+  ASSERT_EQ(rec.wait(), 0) << rec.err();
+  std::remove(go.c_str());
+  EXPECT_EQ(jvm.err(), "") << "nothing of allocscope's in the JVM's stderr, no agent warning";
+  EXPECT_NE(rec.err().find("allocscope: java: the Java heap of "), std::string::npos) << rec.err();
+  JavaTruth truth = java_truth(jvm.out());
+  ASSERT_EQ(truth.kept, 25000) << jvm.out();
+  Recording r = read_pprof(pprof);
+  std::remove(pprof.c_str());
+  expect_java_sites(r, truth, 16384, uint32_t(jvm.pid()), at_exit);
+}
+
 // A JVM found running (-p): the library is injected into it, and the agent,
 // started on a thread of its own, samples from then on. The workload waits
-// until a second after allocscope says it records, then allocates; it runs
-// to its end as it would untraced.
+// until a second after allocscope says it records (the agent's thread
+// reaches the JVM in milliseconds), then allocates; it runs to its end as
+// it would untraced.
 TEST(ManagedHeaps, ARunningJvmIsSampledOnceAttached) {
   REQUIRE_BPF();
   std::string go = temp_path("java-go");
   std::vector<std::string> command = java_alloc("100000", "2000");
   command.push_back(go);
-  Child jvm(command);
-  ASSERT_TRUE(jvm.wait_for_line("ready", 60000)) << jvm.err();
-  std::string pprof = temp_path("java-attached.pb.gz");
-  Child rec({ALLOCSCOPE_BIN, "record", "-p", std::to_string(jvm.pid()), "--rate", "16KiB", "-o", pprof});
-  ASSERT_TRUE(rec.wait_for_line("recording process", 60000, true)) << rec.err();
-  usleep(1000000);  // the agent's thread reaches the JVM meanwhile (milliseconds)
-  { std::ofstream(go).put('\n'); }
-  EXPECT_EQ(jvm.wait(), 0) << jvm.err();
-  ASSERT_EQ(rec.wait(), 0) << rec.err();
-  std::remove(go.c_str());
-  EXPECT_EQ(jvm.err(), "") << "nothing of allocscope's in the JVM's stderr";
-  EXPECT_NE(rec.err().find("allocscope: java: the Java heap of 1 process(es) sampled by the JVM"),
-            std::string::npos)
-      << rec.err();
-  JavaTruth truth = java_truth(jvm.out());
-  ASSERT_EQ(truth.kept, 25000) << jvm.out();
-  Recording r = read_pprof(pprof);
-  std::remove(pprof.c_str());
-  expect_java_sites(r, truth, 16384);
+  expect_attached_jvm(command, go, {"-p", "PID"}, 1000000, true);
 }
 
 // A whole-machine recording (--all, as the agent records) enters a JVM it
 // finds running, whose native allocations would never make it busy: its
-// agent samples it from then on. Its samples alone are compared (other
-// tests' JVMs may run beside it).
+// agent samples it from then on (entered at the next quarter second's look:
+// it is let go 3 s after). Its samples alone are compared (other tests'
+// JVMs may run beside it); it holds nothing once ended.
 TEST(ManagedHeaps, AWholeMachineRecordingEntersARunningJvm) {
   REQUIRE_BPF();
   std::string go = temp_path("java-go-all");
   std::vector<std::string> command = java_alloc("100000", "2000");
   command.push_back(go);
-  Child jvm(command);
-  ASSERT_TRUE(jvm.wait_for_line("ready", 60000)) << jvm.err();
-  std::string pprof = temp_path("java-all.pb.gz");
-  Child rec({ALLOCSCOPE_BIN, "record", "--all", "--rate", "16KiB", "-o", pprof});
-  ASSERT_TRUE(rec.wait_for_line("recording", 120000, true)) << rec.err();
-  usleep(3000000);  // entered at the next quarter second's look, then its agent starts
-  { std::ofstream(go).put('\n'); }
-  EXPECT_EQ(jvm.wait(), 0) << jvm.err();
-  rec.signal(SIGINT);
-  ASSERT_EQ(rec.wait(), 0) << rec.err();
-  std::remove(go.c_str());
-  EXPECT_EQ(jvm.err(), "");
-  JavaTruth truth = java_truth(jvm.out());
-  ASSERT_EQ(truth.kept, 25000) << jvm.out();
-  Recording r = read_pprof(pprof);
-  std::remove(pprof.c_str());
-  expect_java_sites(r, truth, 16384, uint32_t(jvm.pid()), false);
+  expect_attached_jvm(command, go, {"--all"}, 3000000, false);
 }
 
 // Debian's newest JVM (sid's OpenJDK 25), in a sid root made once per
@@ -221,7 +217,7 @@ TEST(ManagedHeaps, SidsJvmInARootIsSampledOnceAttached) {
   const char* home = getenv("HOME");
   RunResult made =
       run({SID_ROOT_SH, std::string(home ? home : "/root") + "/.cache/allocscope", "openjdk-25-jre-headless"},
-          900000);  // its first making takes a few minutes
+          900000);  // its first making takes a minute or so
   ASSERT_EQ(made.status, 0) << made.err;
   std::string root = made.out.substr(0, made.out.find('\n'));
   std::string dir = "/tmp/allocscope-java-" + std::to_string(getpid());
@@ -229,27 +225,12 @@ TEST(ManagedHeaps, SidsJvmInARootIsSampledOnceAttached) {
   for (const auto& f : std::filesystem::directory_iterator(JAVA_CLASSES_DIR))
     std::filesystem::copy_file(f.path(), root + dir + "/" + f.path().filename().string(),
                                std::filesystem::copy_options::overwrite_existing);
-  std::string go = dir + "/go";
-  Child jvm(
-      {"unshare", "--mount", "--propagation", "private", "sh", "-c",
-       "mount -t proc proc \"$0/proc\" && exec chroot \"$0\" /usr/lib/jvm/java-25-openjdk-amd64/bin/java -cp "
-       "\"$1\" Alloc 100000 2000 \"$2\"",
-       root, dir, go});
-  ASSERT_TRUE(jvm.wait_for_line("ready", 60000)) << jvm.err();
-  std::string pprof = temp_path("java25.pb.gz");
-  Child rec({ALLOCSCOPE_BIN, "record", "-p", std::to_string(jvm.pid()), "--rate", "16KiB", "-o", pprof});
-  ASSERT_TRUE(rec.wait_for_line("recording process", 60000, true)) << rec.err();
-  usleep(1000000);  // the agent's thread reaches the JVM meanwhile (milliseconds)
-  { std::ofstream(root + go).put('\n'); }
-  EXPECT_EQ(jvm.wait(), 0) << jvm.err();
-  ASSERT_EQ(rec.wait(), 0) << rec.err();
+  expect_attached_jvm({"unshare", "--mount", "--propagation", "private", "sh", "-c",
+                       "mount -t proc proc \"$0/proc\" && exec chroot \"$0\" "
+                       "/usr/lib/jvm/java-25-openjdk-amd64/bin/java -cp \"$1\" Alloc 100000 2000 \"$1/go\"",
+                       root, dir},
+                      root + dir + "/go", {"-p", "PID"}, 1000000, true);
   std::filesystem::remove_all(root + dir);
-  EXPECT_EQ(jvm.err(), "") << "no warning of a dynamically loaded agent, nothing of allocscope's";
-  JavaTruth truth = java_truth(jvm.out());
-  ASSERT_EQ(truth.kept, 25000) << jvm.out();
-  Recording r = read_pprof(pprof);
-  std::remove(pprof.c_str());
-  expect_java_sites(r, truth, 16384);
 }
 
 // At the default rate the program's output is its untraced output (its
