@@ -73,7 +73,12 @@ static uint32_t name_frames(jvmtiEnv *env, JNIEnv *jni, struct frame_names *out,
   for (jint i = 0; i < *count; i++) {
     out[i].method = as_java_method(env, jni, frames[i].method);
     out[i].line = frames[i].location >= 0 ? as_java_line(out[i].method, frames[i].location) : 0;
-    bytes += as_java_frame_bytes(out[i].method->function_len, out[i].method->file_len);
+    uint32_t more = as_java_frame_bytes(out[i].method->function_len, out[i].method->file_len);
+    if (bytes + more > AS_JAVA_MAX_FRAME_BYTES) { /* the innermost kept: a record fits the smallest ring */
+      *count = i;
+      break;
+    }
+    bytes += more;
   }
   pthread_mutex_unlock(&as_java_methods_lock);
   return bytes;

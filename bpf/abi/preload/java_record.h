@@ -17,6 +17,9 @@
 #define AS_JAVA_TAG_BIT (1ULL << 63) /* an object's tag, as the address of its sample */
 #define AS_JAVA_MAX_FRAMES 128       /* deeper stacks keep their innermost frames */
 #define AS_JAVA_MAX_NAME 1024        /* a frame's function or file, cut there */
+/* A record's frames in all; the outer ones past it are left out: a record
+ * is at most half a ring, and the smallest ring holds 128 KiB. */
+#define AS_JAVA_MAX_FRAME_BYTES (32 * 1024)
 
 /* Its first four fields are as_trial_free's: a reader stopped at it reads its stamp there. */
 struct as_java_alloc {
