@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +18,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../unit/temp_dir.h"
@@ -153,11 +155,14 @@ TEST(ManagedHeaps, ALaunchedJvmsJavaSitesAreSampledByTheJvmAtTheirLines) {
 }
 
 // Runs `command` (Alloc.java waiting for its go file, `go` as this side
-// names it), records it with `record_args` (-p PID is added for "-p") at
-// 16 KiB once it is ready, lets it go `settle_us` later, and checks its
-// sites (`at_exit`: in use as held at its exit).
+// names it), records it with `record_args` ("PID" names it) at 16 KiB once
+// it is ready, lets it go `settle_us` later and once it is `age_us` old (a
+// JVM before JDK 21 is reached 5 s after its start: jvm_attach.c), and
+// checks its sites (`at_exit`: in use as held at its exit).
 void expect_attached_jvm(const std::vector<std::string>& command, const std::string& go,
-                         std::vector<std::string> record_args, useconds_t settle_us, bool at_exit) {
+                         std::vector<std::string> record_args, useconds_t settle_us, bool at_exit,
+                         std::chrono::microseconds age = std::chrono::microseconds(6500000)) {
+  auto born = std::chrono::steady_clock::now();
   Child jvm(command);
   ASSERT_TRUE(jvm.wait_for_line("ready", 60000)) << jvm.err();
   std::string pprof = temp_path("java-attached.pb.gz");
@@ -166,6 +171,7 @@ void expect_attached_jvm(const std::vector<std::string>& command, const std::str
   Child rec(argv);
   ASSERT_TRUE(rec.wait_for_line("recording", 120000, true)) << rec.err();
   usleep(settle_us);
+  std::this_thread::sleep_until(born + age);
   { std::ofstream(go).put('\n'); }
   EXPECT_EQ(jvm.wait(), 0) << jvm.err();
   if (!at_exit) rec.signal(SIGINT);  // a whole-machine recording goes on
@@ -229,7 +235,7 @@ TEST(ManagedHeaps, SidsJvmInARootIsSampledOnceAttached) {
                        "mount -t proc proc \"$0/proc\" && exec chroot \"$0\" "
                        "/usr/lib/jvm/java-25-openjdk-amd64/bin/java -cp \"$1\" Alloc 100000 2000 \"$1/go\"",
                        root, dir},
-                      root + dir + "/go", {"-p", "PID"}, 1000000, true);
+                      root + dir + "/go", {"-p", "PID"}, 1000000, true, std::chrono::microseconds(0));
   std::filesystem::remove_all(root + dir);
 }
 

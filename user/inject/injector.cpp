@@ -335,6 +335,7 @@ Result<Injection> inject(pid_t pid, const InjectOptions& options) {
   args.ring_fd = -1;
   args.seed_fd = -1;
   args.rate = options.rate;
+  args.flags = options.no_java ? AS_INJECT_NO_JAVA : 0;
   args.owner_pid = uint32_t(getpid());
   args.owner_start = process_start_ticks(getpid());
   if (options.make_ring) {
@@ -349,7 +350,7 @@ Result<Injection> inject(pid_t pid, const InjectOptions& options) {
   if (options.seeds) hand_seeds(*thread, pid, options.seeds(), args, deadline);  // last: its window is short
   auto answer = call_entry(*thread, done.attach_fn, args, deadline);
   if (answer && answer->status == AS_INJECT_BUSY && !owner_alive(*answer)) {
-    args.flags = AS_INJECT_TAKE_OVER;  // its allocscope died attached
+    args.flags |= AS_INJECT_TAKE_OVER;  // its allocscope died attached
     answer = call_entry(*thread, done.attach_fn, args, deadline);
   }
   if (answer && answer->status == AS_INJECT_OK && options.held) options.held(thread->tid());

@@ -49,6 +49,7 @@ struct InjectOptions {
   // of the process this thread traces), before it is given back.
   std::function<void(pid_t held)> held;
   std::chrono::milliseconds budget{3000};
+  bool no_java = false;  // a JVM's agent is not started (--no-java-heap)
 };
 
 struct Injection {

@@ -110,7 +110,7 @@ static void attach(struct as_inject_args *a) {
   a->modules = counts.modules;
   a->slots_elsewhere = counts.elsewhere;
   a->slots_full = counts.full;
-  if (ring) as_jvm_attach_running(); /* a JVM's samples and notes go through the ring */
+  if (ring && !(a->flags & AS_INJECT_NO_JAVA)) as_jvm_attach_running(); /* its samples go through the ring */
 }
 
 static void detach(struct as_inject_args *a) {

@@ -65,7 +65,11 @@ EXPORT int JLI_Launch(int argc, char **argv, int jargc, const char **jargv, int 
                       const char *pname, const char *lname, jboolean javaargs, jboolean cpwildcard,
                       jboolean javaw, jint ergo) {
   jli_launch_fn next = (jli_launch_fn)dlsym(RTLD_NEXT, "JLI_Launch");
-  if (!next) abort(); /* called by a launcher linked to libjli: it is there */
+  if (!next) { /* a program that loaded libjli itself, locally, and found ours first */
+    void *jli = dlopen("libjli.so", RTLD_LAZY | RTLD_NOLOAD);
+    next = jli ? (jli_launch_fn)dlsym(jli, "JLI_Launch") : NULL;
+    if (!next || (void *)next == (void *)JLI_Launch) return 1;
+  }
   argv = with_agent(&argc, argv, javaargs);
   return next(argc, argv, jargc, jargv, appclassc, appclassv, fullversion, dotversion, pname, lname, javaargs,
               cpwildcard, javaw, ergo);

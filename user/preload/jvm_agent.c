@@ -12,10 +12,8 @@
 #define _GNU_SOURCE
 #include "preload/jvm_agent.h"
 
-#include <dlfcn.h>
 #include <jvmti.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,17 +23,14 @@
 #include "abi/preload/java_record.h"
 #include "abi/preload/trial_record.h"
 #include "preload/java_methods.h"
-#include "preload/java_tags.h"
 #include "preload/ring_channel.h"
 #include "preload/sampler.h"
 
 #define EXPORT __attribute__((visibility("default")))
-#define AS_JVM_DEFAULT_INTERVAL (512 * 1024) /* HotSpot's own, restored when sampling ends */
-#define AS_JVM_QUIET_WAIT_MS 1000
-#define AS_JVM_START_WAIT_MS 30000 /* for a JVM entered while it is being made */
-#define AS_JVM_DEATH_BATCH 1024    /* tags looked up at once at the JVM's end */
+#define AS_JVM_DEATHS_QUIET_NS (5 * 1000000L)  /* at the JVM's end: deaths posted this recently... */
+#define AS_JVM_DEATHS_WAIT_NS (200 * 1000000L) /* ...are waited for, this long at most */
 
-static int started;         /* an environment was asked for (once per process) */
+static int started;         /* an environment was asked for (and not given back) */
 static jvmtiEnv *agent_env; /* sampling through it */
 static uint64_t last_tag;
 
@@ -64,10 +59,14 @@ struct frame_names {
   int32_t line;
 };
 
-/* The calling thread's Java frames, named; returns their encoded bytes. */
-static uint32_t name_frames(jvmtiEnv *env, JNIEnv *jni, struct frame_names *out, jint *count) {
+/* The calling thread's Java frames, named; returns their encoded bytes,
+ * *cut when outer ones were left out. */
+static uint32_t name_frames(jvmtiEnv *env, JNIEnv *jni, struct frame_names *out, jint *count, int *cut) {
   jvmtiFrameInfo frames[AS_JAVA_MAX_FRAMES];
   if ((*env)->GetStackTrace(env, NULL, 0, AS_JAVA_MAX_FRAMES, frames, count) != JVMTI_ERROR_NONE) *count = 0;
+  jint depth = 0;
+  *cut = *count == AS_JAVA_MAX_FRAMES && (*env)->GetFrameCount(env, NULL, &depth) == JVMTI_ERROR_NONE &&
+         depth > AS_JAVA_MAX_FRAMES;
   uint32_t bytes = 0;
   pthread_mutex_lock(&as_java_methods_lock);
   for (jint i = 0; i < *count; i++) {
@@ -76,6 +75,7 @@ static uint32_t name_frames(jvmtiEnv *env, JNIEnv *jni, struct frame_names *out,
     uint32_t more = as_java_frame_bytes(out[i].method->function_len, out[i].method->file_len);
     if (bytes + more > AS_JAVA_MAX_FRAME_BYTES) { /* the innermost kept: a record fits the smallest ring */
       *count = i;
+      *cut = 1;
       break;
     }
     bytes += more;
@@ -85,7 +85,7 @@ static uint32_t name_frames(jvmtiEnv *env, JNIEnv *jni, struct frame_names *out,
 }
 
 static int write_sample(struct as_ring_header *ring, uint64_t addr, jlong size,
-                        const struct frame_names *frames, jint count, uint32_t bytes) {
+                        const struct frame_names *frames, jint count, uint32_t bytes, int cut) {
   uint32_t pid = as_channel_pid(ring);
   struct as_java_alloc *p = (struct as_java_alloc *)as_ring_reserve_stamped(
       ring, (uint32_t)sizeof *p + bytes, pid, true, (uint32_t)offsetof(struct as_java_alloc, ts_ns));
@@ -95,7 +95,7 @@ static int write_sample(struct as_ring_header *ring, uint64_t addr, jlong size,
   p->addr = addr;
   p->size = (uint64_t)size;
   p->rate = as_sample_rate;
-  p->frames = (uint32_t)count;
+  p->frames = (uint32_t)count | (cut ? AS_JAVA_CUT : 0);
   p->bytes = bytes;
   uint8_t *at = (uint8_t *)(p + 1);
   for (jint i = 0; i < count; i++) {
@@ -115,78 +115,62 @@ static void JNICALL sampled_object(jvmtiEnv *env, JNIEnv *jni, jthread thread, j
   ++t->depth; /* what naming allocates is the agent's, not the program's */
   struct frame_names frames[AS_JAVA_MAX_FRAMES];
   jint count = 0;
-  uint32_t bytes = name_frames(env, jni, frames, &count);
+  int cut = 0;
+  uint32_t bytes = name_frames(env, jni, frames, &count, &cut);
   struct as_ring_header *ring = as_sampler_ring_begin();
   if (ring && !t->writing) {
-    uint64_t tag = __atomic_add_fetch(&last_tag, 1, __ATOMIC_ACQ_REL);
-    int tagged = (*env)->SetTag(env, object, (jlong)tag) == JVMTI_ERROR_NONE;
-    if (tagged && !as_java_tag_mark(tag)) tagged = (*env)->SetTag(env, object, 0) != JVMTI_ERROR_NONE;
+    jlong tag = (jlong)__atomic_add_fetch(&last_tag, 1, __ATOMIC_RELAXED);
+    int tagged = (*env)->SetTag(env, object, tag) == JVMTI_ERROR_NONE;
     t->writing = 1;
-    int written = write_sample(ring, tagged ? AS_JAVA_TAG_BIT | tag : 0, size, frames, count, bytes);
+    int written =
+        write_sample(ring, tagged ? AS_JAVA_TAG_BIT | (uint64_t)tag : 0, size, frames, count, bytes, cut);
     t->writing = 0;
-    if (tagged && !written && as_java_tag_clear(tag)) (*env)->SetTag(env, object, 0);
+    if (tagged && !written) (*env)->SetTag(env, object, 0); /* its death would be told of nothing */
   }
   as_sampler_ring_done();
   --t->depth;
 }
 
-/* A sampled object's death, told once (java_tags.h). No allocation. */
-static void tell_death(uint64_t tag) {
-  if (!as_java_tag_clear(tag)) return;
+static long last_death_ns; /* when the JVM last posted a death */
+
+/* After a collection, on a thread of the JVM's (before JDK 16, inside the
+ * collection's pause): no allocation, and no waiting for room. */
+static void JNICALL object_freed(jvmtiEnv *env, jlong tag) {
+  (void)env;
+  __atomic_store_n(&last_death_ns, as_ring_now_ns(), __ATOMIC_RELAXED);
   struct as_ring_header *ring = as_sampler_ring_begin();
   if (ring) {
     uint32_t pid = as_channel_pid(ring);
     struct as_trial_free *p = (struct as_trial_free *)as_ring_reserve_stamped(
-        ring, (uint32_t)sizeof *p, pid, true, (uint32_t)offsetof(struct as_trial_free, ts_ns));
+        ring, (uint32_t)sizeof *p, pid, false, (uint32_t)offsetof(struct as_trial_free, ts_ns));
     if (p) {
       p->kind = AS_TRIAL_FREE;
       p->tid = as_sampler_tid(pid);
-      p->addr = AS_JAVA_TAG_BIT | tag;
+      p->addr = AS_JAVA_TAG_BIT | (uint64_t)tag;
       as_ring_commit(p);
     }
   }
   as_sampler_ring_done();
 }
 
-/* After a collection, on a thread of the JVM's. */
-static void JNICALL object_freed(jvmtiEnv *env, jlong tag) {
-  (void)env;
-  tell_death((uint64_t)tag);
-}
-
-static int by_value(const void *a, const void *b) {
-  jlong x = *(const jlong *)a, y = *(const jlong *)b;
-  return (x > y) - (x < y);
-}
-
-/* Of a batch of outstanding tags, those whose object is gone: told dead. */
-static int tell_gone(const uint64_t *tags, uint32_t n, void *env_) {
-  jvmtiEnv *env = env_;
-  jint live = 0;
-  jlong *live_tags = NULL;
-  if ((*env)->GetObjectsWithTags(env, (jint)n, (const jlong *)tags, &live, NULL, &live_tags) !=
-      JVMTI_ERROR_NONE)
-    return 0;
-  qsort(live_tags, (size_t)live, sizeof *live_tags, by_value);
-  for (uint32_t i = 0; i < n; i++) {
-    jlong tag = (jlong)tags[i];
-    if (!bsearch(&tag, live_tags, (size_t)live, sizeof *live_tags, by_value)) tell_death(tags[i]);
-  }
-  (*env)->Deallocate(env, (unsigned char *)live_tags);
-  return 1;
-}
-
-/* The JVM ends. The deaths its last collection found are posted by a
- * thread of the JVM's a while after the collection, and those still being
- * posted now would be lost (no event after this one): each sampled object
- * not yet told dead is looked up, and told dead when it is gone, so that in
- * use is as of the last collection. */
+/* The JVM ends. The deaths its last collection found are posted by a thread
+ * of the JVM's a while after the collection, and none is posted after this
+ * event: those pending are posted now (a tag map's lookup posts them), and
+ * those being posted are waited for until the posting pauses (bounded), so
+ * that in use is as of the last collection. */
 static void JNICALL vm_death(jvmtiEnv *env, JNIEnv *jni) {
   (void)jni;
-  uint64_t batch[AS_JVM_DEATH_BATCH];
+  jlong none = -1; /* no object has it: only the posting is wanted */
+  jint count = 0;
   ++as_tls.depth;
-  as_java_tags_each(__atomic_load_n(&last_tag, __ATOMIC_ACQUIRE), batch, AS_JVM_DEATH_BATCH, tell_gone, env);
+  (*env)->GetObjectsWithTags(env, 1, &none, &count, NULL, NULL);
   --as_tls.depth;
+  long until = as_ring_now_ns() + AS_JVM_DEATHS_WAIT_NS;
+  while (as_ring_now_ns() < until &&
+         as_ring_now_ns() - __atomic_load_n(&last_death_ns, __ATOMIC_RELAXED) < AS_JVM_DEATHS_QUIET_NS) {
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
 }
 
 static jint sampling_interval(void) {
@@ -233,11 +217,17 @@ static const char *acquire(jvmtiEnv *env) {
   return "its JVMTI refused the capabilities the agent needs";
 }
 
-static void start(JavaVM *vm) {
+void as_jvm_start(JavaVM *vm) {
   if (!as_sampler_recorded() || __atomic_exchange_n(&started, 1, __ATOMIC_ACQ_REL)) return;
+  if (as_sample_rate > INT_MAX) { /* the JVM's interval is an int */
+    say("--rate is above the JVM's largest sampling interval (2 GiB)");
+    __atomic_store_n(&started, 0, __ATOMIC_RELEASE);
+    return;
+  }
   jvmtiEnv *env = NULL;
   if ((*vm)->GetEnv(vm, (void **)&env, JVMTI_VERSION_11) != JNI_OK || !env) {
     say("its JVM has no JVMTI 11 (heap sampling came with Java 11)");
+    __atomic_store_n(&started, 0, __ATOMIC_RELEASE);
     return;
   }
   const char *why = acquire(env);
@@ -245,102 +235,29 @@ static void start(JavaVM *vm) {
   if (*why) {
     say(why);
     (*env)->DisposeEnvironment(env);
+    __atomic_store_n(&started, 0, __ATOMIC_RELEASE); /* a later recording tries again */
     return;
   }
   __atomic_store_n(&agent_env, env, __ATOMIC_RELEASE);
 }
 
-/* Sampling ends: the JVM's interval back to its default, the events off,
- * the environment (its capabilities, its tags) given back. On a thread the
- * JVM knows. */
-static void stop(void) {
+void as_jvm_stop(void) {
   jvmtiEnv *env = __atomic_exchange_n(&agent_env, NULL, __ATOMIC_ACQ_REL);
   if (env) {
     (*env)->SetEventNotificationMode(env, JVMTI_DISABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL);
     (*env)->SetEventNotificationMode(env, JVMTI_DISABLE, JVMTI_EVENT_OBJECT_FREE, NULL);
     (*env)->SetEventNotificationMode(env, JVMTI_DISABLE, JVMTI_EVENT_VM_DEATH, NULL);
-    (*env)->SetHeapSamplingInterval(env, AS_JVM_DEFAULT_INTERVAL);
+    (*env)->SetHeapSamplingInterval(env, AS_DEFAULT_RATE); /* HotSpot's own default too */
     (*env)->DisposeEnvironment(env);
-    as_java_tags_forget();
   }
   __atomic_store_n(&started, 0, __ATOMIC_RELEASE);
-}
-
-/* ---- A JVM found running: the library injected --------------------------
- * JVMTI's functions need a thread the JVM knows, which the thread allocscope
- * borrowed may not be (nor may it wait for a safepoint): a thread of the
- * library's own attaches to the JVM for as long as the work takes. */
-
-static pthread_mutex_t lifecycle = PTHREAD_MUTEX_INITIALIZER;
-static int quiet_done;
-
-/* The process's JVM once it is made (JNI_GetCreatedJavaVMs names it only
- * then): one entered while it starts (its first native allocations are
- * sampled early) waits for it, `wait_ms` at most. */
-static JavaVM *running_vm(int wait_ms) {
-  jint (*created)(JavaVM **, jsize, jsize *) =
-      (jint(*)(JavaVM **, jsize, jsize *))dlsym(RTLD_DEFAULT, "JNI_GetCreatedJavaVMs");
-  for (int waited = 0; created; waited += 10) {
-    JavaVM *vm = NULL;
-    jsize n = 0;
-    if (created(&vm, 1, &n) == JNI_OK && n == 1) return vm;
-    if (waited >= wait_ms) break;
-    struct timespec pause = {0, 10 * 1000000};
-    nanosleep(&pause, NULL);
-  }
-  return NULL;
-}
-
-static void *in_the_jvm(void *start_it) {
-  JavaVM *vm = running_vm(start_it ? AS_JVM_START_WAIT_MS : 0);
-  JNIEnv *jni = NULL;
-  JavaVMAttachArgs args = {JNI_VERSION_1_6, (char *)"allocscope", NULL};
-  pthread_mutex_lock(&lifecycle);
-  if (vm && (*vm)->AttachCurrentThreadAsDaemon(vm, (void **)&jni, &args) == JNI_OK) {
-    if (start_it)
-      start(vm);
-    else
-      stop();
-    (*vm)->DetachCurrentThread(vm);
-  } else if (vm && start_it) {
-    say("the JVM refused the agent's thread (AttachCurrentThread)");
-  }
-  pthread_mutex_unlock(&lifecycle);
-  if (!start_it) __atomic_store_n(&quiet_done, 1, __ATOMIC_RELEASE);
-  return NULL;
-}
-
-static int run_in_the_jvm(int start_it) {
-  pthread_attr_t attr;
-  pthread_t t;
-  if (pthread_attr_init(&attr) != 0) return 0;
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  int made = pthread_create(&t, &attr, in_the_jvm, start_it ? (void *)1 : NULL) == 0;
-  pthread_attr_destroy(&attr);
-  return made;
-}
-
-void as_jvm_attach_running(void) {
-  if (dlsym(RTLD_DEFAULT, "JNI_GetCreatedJavaVMs") && !run_in_the_jvm(1))
-    say("the agent could not make a thread to reach the JVM");
-}
-
-void as_jvm_detach_running(void) {
-  if (!__atomic_load_n(&agent_env, __ATOMIC_ACQUIRE)) return;
-  __atomic_store_n(&quiet_done, 0, __ATOMIC_RELEASE);
-  if (!run_in_the_jvm(0)) return;
-  /* Bounded: a JVM in a long safepoint quiets the agent after allocscope has gone. */
-  for (int i = 0; i < AS_JVM_QUIET_WAIT_MS && !__atomic_load_n(&quiet_done, __ATOMIC_ACQUIRE); i++) {
-    struct timespec ms = {0, 1000000};
-    nanosleep(&ms, NULL);
-  }
 }
 
 /* Always JNI_OK: an agent that fails its OnLoad stops the JVM. */
 EXPORT jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *reserved) {
   (void)options;
   (void)reserved;
-  start(vm);
+  as_jvm_start(vm);
   return JNI_OK;
 }
 

@@ -85,10 +85,10 @@ bool Runtimes::reads_heap_of(pid_t pid) const {
   return std::any_of(all_.begin(), all_.end(), [pid](const auto& r) { return r->reads_heap_of(pid); });
 }
 
-std::vector<pid_t> Runtimes::processes_to_enter() {
+std::vector<pid_t> Runtimes::processes_to_enter(size_t most) {
   std::vector<pid_t> out;
   for (auto& r : all_)
-    for (pid_t pid : r->processes_to_enter()) out.push_back(pid);
+    for (pid_t pid : r->processes_to_enter(most - out.size())) out.push_back(pid);
   return out;
 }
 

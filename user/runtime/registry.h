@@ -58,7 +58,7 @@ class Runtimes {
   std::string unprobed_program(uint32_t kernel_dev, uint64_t ino) const;
   bool owns_program(uint32_t kernel_dev, uint64_t ino) const;
   bool reads_heap_of(pid_t pid) const;
-  std::vector<pid_t> processes_to_enter();
+  std::vector<pid_t> processes_to_enter(size_t most);
   void recheck(uint64_t now_ms);
   void restore();
   std::vector<std::string> probed_heaps() const;

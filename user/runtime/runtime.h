@@ -81,9 +81,10 @@ class Runtime {
   // runtime's sampling): allocscope's library is not loaded into it.
   virtual bool reads_heap_of(pid_t /*pid*/) const { return false; }
   // Processes it asks to have entered (allocscope's library loaded into
-  // them, as a busy one is: its agent there reads their heap), each once.
-  // Asked only where busy processes are entered (--all, the agent).
-  virtual std::vector<pid_t> processes_to_enter() { return {}; }
+  // them, as a busy one is: its agent there reads their heap), each once,
+  // `most` at a time (the rest at the next ask). Asked only where busy
+  // processes are entered (--all, the agent).
+  virtual std::vector<pid_t> processes_to_enter(size_t /*most*/) { return {}; }
   // A while later: what it set in processes, checked again.
   virtual void recheck(uint64_t /*now_ms*/) {}
   // Before the probes go: what it set in processes set back.

@@ -54,10 +54,9 @@ bool UnreadHeapRuntime::runs_now(pid_t pid) const {
 }
 
 void UnreadHeapRuntime::heap_read(pid_t pid) {
-  if (read_.size() >= kMaxPids || read_.contains(pid)) return;
-  read_.insert(pid);
   judged_.erase(pid);
   looked_.erase(pid);
+  if (read_.size() < kMaxPids) read_.insert(pid);  // past it: not named unread again until a sample says
 }
 
 void UnreadHeapRuntime::heap_unread(pid_t pid, const std::string& why) {

@@ -24,12 +24,13 @@ enum as_inject_status {
 /* attach: take the library over from an allocscope that is gone, however
  * fresh its ring's last read. */
 #define AS_INJECT_TAKE_OVER 1u
+#define AS_INJECT_NO_JAVA 2u /* a JVM's heap left unsampled (--no-java-heap) */
 
 struct as_inject_args {
   uint32_t abi;    /* AS_INJECT_ABI */
   int32_t ring_fd; /* attach: a memfd holding a frees ring to map (closed after), or -1 */
   uint64_t rate;   /* attach: mean bytes between samples; 1 every allocation */
-  uint32_t flags;  /* attach: AS_INJECT_TAKE_OVER */
+  uint32_t flags;  /* attach: AS_INJECT_TAKE_OVER, AS_INJECT_NO_JAVA */
   /* attach: the allocscope attaching (its process id and start time, in
    * clock ticks, as its own /proc says); a BUSY answer: the one attached. */
   uint32_t owner_pid;

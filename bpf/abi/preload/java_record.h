@@ -15,6 +15,7 @@
 #define AS_TRIAL_JAVA_ALLOC 4        /* struct as_java_alloc, then `bytes` of frames */
 #define AS_TRIAL_JAVA_NOTE 5         /* struct as_java_note, then `len` bytes of text */
 #define AS_JAVA_TAG_BIT (1ULL << 63) /* an object's tag, as the address of its sample */
+#define AS_JAVA_CUT (1u << 31)       /* in `frames`: the stack was deeper */
 #define AS_JAVA_MAX_FRAMES 128       /* deeper stacks keep their innermost frames */
 #define AS_JAVA_MAX_NAME 1024        /* a frame's function or file, cut there */
 /* A record's frames in all; the outer ones past it are left out: a record
@@ -25,11 +26,12 @@
 struct as_java_alloc {
   uint32_t kind; /* AS_TRIAL_JAVA_ALLOC */
   uint32_t tid;
-  uint64_t addr;          /* AS_JAVA_TAG_BIT | the object's tag */
-  uint64_t ts_ns;         /* CLOCK_MONOTONIC, stamped as placed */
-  uint64_t size;          /* the object's bytes, as the JVM counts them */
-  uint64_t rate;          /* the JVM's sampling interval: mean bytes between samples */
-  uint32_t frames, bytes; /* frames that follow, innermost first, in `bytes` */
+  uint64_t addr;  /* AS_JAVA_TAG_BIT | the object's tag */
+  uint64_t ts_ns; /* CLOCK_MONOTONIC, stamped as placed */
+  uint64_t size;  /* the object's bytes, as the JVM counts them */
+  uint64_t rate;  /* the JVM's sampling interval: mean bytes between samples */
+  uint32_t frames,
+      bytes; /* frames that follow, innermost first, in `bytes`; AS_JAVA_CUT: outer ones left out */
 };
 
 /* Why the agent does not sample this JVM's heap, for allocscope's summary. */

@@ -157,6 +157,7 @@ const inject::Injection* Injections::enter(pid_t pid, AnsweredChannel* rings, Ho
   options.library = *image;
   options.rate = config_.rate;
   options.budget = kEntryBudget;
+  options.no_java = config_.no_java_heap;
   options.loaded = std::move(hooks.loaded);
   options.seeds = std::move(hooks.seeds);
   options.held = std::move(hooks.held);

@@ -41,7 +41,7 @@ void AgentRecords::java_alloc(uint32_t tgid, const std::string& comm, std::span<
   }
   std::memcpy(&a, payload.data(), sizeof a);
   std::span<const uint8_t> frames = payload.subspan(sizeof a);
-  if (a.bytes > frames.size() || a.frames > AS_JAVA_MAX_FRAMES) {
+  if (a.bytes > frames.size() || (a.frames & ~AS_JAVA_CUT) > AS_JAVA_MAX_FRAMES) {
     ++malformed_;
     return;
   }
@@ -54,7 +54,8 @@ void AgentRecords::java_alloc(uint32_t tgid, const std::string& comm, std::span<
   StackEvent s;
   s.tgid = tgid;
   s.fn = AS_CODE_JAVA_NEW;
-  s.stop = AS_STOP_COMPLETE;
+  s.stop = (a.frames & AS_JAVA_CUT) ? AS_STOP_DEPTH : AS_STOP_COMPLETE;
+  s.exec_id = kAgentExec;  // the kernel's names for the instance are not known here
   s.id = id;
   s.comm = comm;
   s.agent = "jvm";

@@ -20,6 +20,9 @@ class AgentRecords {
   // Stack ids of its own, above the preload library's (PreloadEvents); the
   // kernel's are hashes, which meet them by chance only (2^-64 a pair).
   static constexpr uint64_t kFirstStack = uint64_t(3) << 62;
+  // An agent's stacks' exec id: an instance one made takes the kernel's
+  // start and exec from the first stack of the kernel's (EventSink).
+  static constexpr uint64_t kAgentExec = UINT64_MAX;
 
   // rate: the session's (1: exact).
   explicit AgentRecords(uint64_t rate) : rate_(rate <= 1 ? 1 : rate) {}

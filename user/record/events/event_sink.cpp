@@ -202,14 +202,13 @@ void EventSink::on_stack(StackEvent&& ev) {
     if (size_t(walked) < kStops) ++walk_stops_[size_t(walked)];
     ++walks_finished_;
   }
+  // An agent's frames are the whole stack: a cut one ends in [truncated] after them.
+  if (runtimes_ && !ev.agent.empty()) runtimes_->place_agent_frames(pid, ev.agent, ev.runtime_part, s.ips);
   if (stop != AS_STOP_COMPLETE) {
     s.ips.push_back(kTruncatedFrame);
     ++stacks_truncated_;
   }
-  if (runtimes_ && !ev.agent.empty())
-    runtimes_->place_agent_frames(pid, ev.agent, ev.runtime_part, s.ips);
-  else if (runtimes_)
-    runtimes_->place_frames(pid, ev.mappings, ev.runtime_part, ev.fn, s.ips);
+  if (runtimes_ && ev.agent.empty()) runtimes_->place_frames(pid, ev.mappings, ev.runtime_part, ev.fn, s.ips);
   const ProcessInstance& process = processes_.instance(*instance);
   s.origin = origin(ev.tgid, process.comm, ev.fn, s.ips);
   if (per_process_) s.origin.ns_pid = process.shown_ns_pid();

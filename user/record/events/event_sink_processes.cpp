@@ -5,6 +5,7 @@
 #include <string>
 
 #include "base/clocks.h"
+#include "record/events/agent_records.h"
 #include "record/events/event_sink.h"
 #include "runtime/registry.h"
 
@@ -95,7 +96,7 @@ bool EventSink::end_if_replaced(uint32_t id, const StackEvent& head) {
   // kernel's names of the instance, which is the one current; an instance
   // an agent's stack made takes them from the first stack that has them.
   if (!head.agent.empty()) return false;
-  if (p.start_ns == 0 && p.exec_id == 0) {
+  if (p.start_ns == 0 && p.exec_id == AgentRecords::kAgentExec) {
     processes_.set_start(id, head.ns_tgid, head.start_ns, head.exec_id);
     return false;
   }

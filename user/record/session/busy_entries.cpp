@@ -33,6 +33,7 @@ constexpr uint64_t kBusyPeriodMs = 250;
 // writer preempted) when it reads the events placed so far.
 constexpr uint64_t kCatchUpWaitMs = 20;
 constexpr auto kLiftBudget = std::chrono::milliseconds(3000);
+constexpr size_t kRuntimeEntriesPerLook = 4;
 
 }  // namespace
 
@@ -61,7 +62,8 @@ void Recorder::enter_busy(uint64_t now) {
   }
   // The processes a runtime asks for: a JVM, whose agent the library
   // starts (its heap is not the C heap: its calls never make it busy).
-  for (pid_t pid : p.runtimes.processes_to_enter())
+  // A few a look (each may take its budget): the rest wait for the next.
+  for (pid_t pid : p.runtimes.processes_to_enter(kRuntimeEntriesPerLook))
     if (!p.injections.entered_now(pid) && !p.injections.refused_before(pid) &&
         !p.session->processes().in_process(uint32_t(pid)))
       enter_running(pid);

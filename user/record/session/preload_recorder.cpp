@@ -133,6 +133,7 @@ Result<void> PreloadRecorder::prepare() {
   channel_.emplace(std::move(*channel));
   std::vector<std::string> env = launch_environment(plan_, config_.rate);
   env.push_back(std::string(AS_CHANNEL_ENV) + "=" + channel_->socket_path());
+  if (config_.no_java_heap) env.push_back(std::string(AS_NO_JAVA_AGENT_ENV) + "=1");
   auto t = Target::launch(launch_command(plan_, config_.command), env);
   if (!t) return fail(t.error());
   target_.emplace(std::move(*t));

@@ -1,5 +1,6 @@
 #include "runtime/jvm/jvm_runtime.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "abi/preload/java_record.h"
@@ -39,7 +40,12 @@ class JvmRuntime : public UnreadHeapRuntime {
   void on_process(pid_t pid) override {
     if (enters_ && runs_now(pid)) judge(pid, "libjvm.so");
   }
-  std::vector<pid_t> processes_to_enter() override { return std::exchange(to_enter_, {}); }
+  std::vector<pid_t> processes_to_enter(size_t most) override {
+    size_t n = std::min(most, to_enter_.size());
+    std::vector<pid_t> out(to_enter_.begin(), to_enter_.begin() + ptrdiff_t(n));
+    to_enter_.erase(to_enter_.begin(), to_enter_.begin() + ptrdiff_t(n));
+    return out;
+  }
 
   void place_agent_frames(pid_t pid, std::string_view agent, std::span<const uint8_t> frames,
                           std::vector<uint64_t>& ips) override {
