@@ -17,7 +17,7 @@ cd "$(dirname "$0")"
 # for the preload library's JVMTI agent.
 BUILD_PACKAGES=(build-essential cmake pkg-config clang llvm libbpf-dev bpftool libelf-dev libdw-dev libjemalloc-dev
                 libcli11-dev libcapstone-dev nlohmann-json3-dev libcpp-httplib-dev libprotobuf-dev protobuf-compiler
-                zlib1g-dev systemtap-sdt-dev libboost-math-dev libre2-dev libpcap-dev openjdk-17-jdk-headless)
+                zlib1g-dev systemtap-sdt-dev libboost-math-dev libre2-dev libpcap-dev default-jdk-headless)
 # What the tests need besides: other allocators and a static libc, GoogleTest,
 # the agent's consumers (Prometheus, Go's pprof), a browser, the other
 # compiler, packaging tools, QEMU with what a guest is made of, and a node
