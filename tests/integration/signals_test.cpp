@@ -109,7 +109,8 @@ TEST(Signals, KilledRecorderLeavesNoProbe) {
 
   Child launched({ALLOCSCOPE_BIN, "record", "--preload", "-o", temp_path("killed-preload.folded"), "--",
                   WORKLOAD_BIN, "--threads", "2", "--scale-pct", "20", "--wait"});
-  ASSERT_TRUE(launched.wait_for_line("ready", 60000)) << launched.err();
+  ASSERT_TRUE(launched.wait_for_line("ready", 60000))
+      << "allocscope ended first, status " << launched.wait(1000) << ": " << launched.err();
   std::string children = slurp("/proc/" + std::to_string(launched.pid()) + "/task/" +
                                std::to_string(launched.pid()) + "/children");
   pid_t workload = 0;  // allocscope has another child: its hold guard
