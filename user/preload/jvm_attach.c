@@ -37,6 +37,17 @@ static void sleep_ms(long ms) {
   nanosleep(&t, NULL);
 }
 
+/* The start of file `path` into text[size], NUL-ended; 0 when unread or empty. */
+static int read_text(const char *path, char *text, size_t size) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, text, size - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  text[n] = 0;
+  return 1;
+}
+
 /* The Java feature release of the JDK that holds libjvm.so (its `release`
  * file, two directories up: JAVA_VERSION="17.0.15"); 0 when unknown. */
 static int java_release(created_vms_fn created) {
@@ -51,26 +62,16 @@ static int java_release(created_vms_fn created) {
   }
   if (strlen(path) + sizeof "/release" > sizeof path) return 0;
   strcat(path, "/release");
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
   char text[4096];
-  ssize_t n = read(fd, text, sizeof text - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  text[n] = 0;
+  if (!read_text(path, text, sizeof text)) return 0;
   const char *v = strstr(text, "JAVA_VERSION=\"");
   return v ? atoi(v + sizeof "JAVA_VERSION=\"" - 1) : 0;
 }
 
 /* How long this process has run, ms (from /proc/self/stat's start time). */
 static long process_age_ms(void) {
-  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
   char text[1024];
-  ssize_t n = read(fd, text, sizeof text - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  text[n] = 0;
+  if (!read_text("/proc/self/stat", text, sizeof text)) return 0;
   const char *at = strrchr(text, ')'); /* the name may hold spaces */
   for (int field = 2; at && field < 22; field++) at = strchr(at + 1, ' ');
   if (!at) return 0;

@@ -210,7 +210,7 @@ void EventSink::on_stack(StackEvent&& ev) {
   }
   if (runtimes_ && ev.agent.empty()) runtimes_->place_frames(pid, ev.mappings, ev.runtime_part, ev.fn, s.ips);
   const ProcessInstance& process = processes_.instance(*instance);
-  s.origin = origin(ev.tgid, process.comm, ev.fn, s.ips);
+  s.origin = origin(ev.tgid, process.comm, ev.agent.empty() ? ev.fn : kNoAllocator, s.ips);
   if (per_process_) s.origin.ns_pid = process.shown_ns_pid();
   if (ev.id < one_shot_from_ && !s.one_shot) instance_stacks_[*instance].push_back(ev.id);
   stacks_.insert_or_assign(ev.id, std::move(s));
@@ -343,7 +343,8 @@ StackOrigin EventSink::origin(uint32_t tgid, const std::string& comm, uint16_t f
   o.pid = per_process_ ? tgid : 0;
   o.comm = comm;
   o.mappings = symbolizer_.resolve(pid_t(tgid), ips);
-  o.allocator_addr = hooks_.libraries.allocator_address(tgid, fn);
+  // An agent's sample (each its own stack) has no allocator in the process's files to look for.
+  o.allocator_addr = fn == kNoAllocator ? 0 : hooks_.libraries.allocator_address(tgid, fn);
   if (o.allocator_addr) o.allocator_mapping = symbolizer_.resolve_address(pid_t(tgid), o.allocator_addr);
   return o;
 }
