@@ -4,7 +4,7 @@
 // bound of it (harness.h, kMaxZ: 6 sigma, a false failure under 1.8e-7 a
 // check; 4 checks a test, 5 such tests), allocated and in use after its
 // last collection, under its Java callers at its line, launched and attached
-// (-p, --all). V8's is not read yet: a recording says so in one line. Either
+// (-p, --all), in a container. V8's is not read yet: a recording says so in one line. Either
 // program runs as it would untraced.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -155,20 +155,31 @@ TEST(ManagedHeaps, ALaunchedJvmsJavaSitesAreSampledByTheJvmAtTheirLines) {
   expect_java_sites(rec, truth, 16384);
 }
 
+// The one child of `pid`, or 0.
+pid_t only_child(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  pid_t child = 0, more = 0;
+  return in >> child && !(in >> more) ? child : 0;
+}
+
 // Runs `command` (Alloc.java waiting for its go file, `go` as this side
 // names it), records it with `record_args` ("PID" names it) at 16 KiB once
 // it is ready, lets it go `settle_us` later and once it is `age_us` old (a
 // JVM before JDK 21 is reached 5 s after its start: jvm_attach.c), and
-// checks its sites (`at_exit`: in use as held at its exit).
+// checks its sites (`at_exit`: in use as held at its exit). `forked`: the
+// JVM is the command's one child (unshare --fork), not the command itself.
 void expect_attached_jvm(const std::vector<std::string>& command, const std::string& go,
                          std::vector<std::string> record_args, useconds_t settle_us, bool at_exit,
-                         std::chrono::microseconds age = std::chrono::microseconds(6500000)) {
+                         std::chrono::microseconds age = std::chrono::microseconds(6500000),
+                         bool forked = false) {
   auto born = std::chrono::steady_clock::now();
   Child jvm(command);
   ASSERT_TRUE(jvm.wait_for_line("ready", 60000)) << jvm.err();
+  pid_t pid = forked ? only_child(jvm.pid()) : jvm.pid();
+  ASSERT_GT(pid, 0) << "no JVM under " << jvm.pid();
   std::string pprof = temp_path("java-attached.pb.gz");
   std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "--rate", "16KiB", "-o", pprof};
-  for (const std::string& a : record_args) argv.push_back(a == "PID" ? std::to_string(jvm.pid()) : a);
+  for (const std::string& a : record_args) argv.push_back(a == "PID" ? std::to_string(pid) : a);
   Child rec(argv);
   ASSERT_TRUE(rec.wait_for_line("recording", 120000, true)) << rec.err();
   usleep(settle_us);
@@ -184,7 +195,7 @@ void expect_attached_jvm(const std::vector<std::string>& command, const std::str
   ASSERT_EQ(truth.kept, 25000) << jvm.out();
   Recording r = read_pprof(pprof);
   std::remove(pprof.c_str());
-  expect_java_sites(r, truth, 16384, uint32_t(jvm.pid()), at_exit);
+  expect_java_sites(r, truth, 16384, uint32_t(pid), at_exit);
 }
 
 // A JVM found running (-p): the library is injected into it, and the agent,
@@ -214,9 +225,10 @@ TEST(ManagedHeaps, AWholeMachineRecordingEntersARunningJvm) {
 }
 
 // Debian's newest JVM (sid's OpenJDK 25), in a sid root made once per
-// machine (sid_root.sh), run through chroot with a /proc of its own (a mount
-// namespace: the JVM needs /proc), attached with -p: its library reaches it
-// through the root, its sites stand within the bound, and JDK 21's warning
+// machine (sid_root.sh), run as a container runs it: through chroot, in PID
+// and mount namespaces of its own (its /proc its own), attached with -p by
+// its pid out here: its library reaches it through the root (its own pid
+// in there is 1 or 2), its sites stand within the bound, and JDK 21's warning
 // about agents loaded into a running JVM is not printed (the library is not
 // loaded as an agent).
 TEST(ManagedHeaps, SidsJvmInARootIsSampledOnceAttached) {
@@ -232,11 +244,11 @@ TEST(ManagedHeaps, SidsJvmInARootIsSampledOnceAttached) {
   for (const auto& f : std::filesystem::directory_iterator(JAVA_CLASSES_DIR))
     std::filesystem::copy_file(f.path(), root + dir + "/" + f.path().filename().string(),
                                std::filesystem::copy_options::overwrite_existing);
-  expect_attached_jvm({"unshare", "--mount", "--propagation", "private", "sh", "-c",
+  expect_attached_jvm({"unshare", "--pid", "--fork", "--mount", "--propagation", "private", "sh", "-c",
                        "mount -t proc proc \"$0/proc\" && exec chroot \"$0\" "
                        "/usr/lib/jvm/java-25-openjdk-amd64/bin/java -cp \"$1\" Alloc 100000 2000 \"$1/go\"",
                        root, dir},
-                      root + dir + "/go", {"-p", "PID"}, 1000000, true, std::chrono::microseconds(0));
+                      root + dir + "/go", {"-p", "PID"}, 1000000, true, std::chrono::microseconds(0), true);
   std::filesystem::remove_all(root + dir);
 }
 
