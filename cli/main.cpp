@@ -35,13 +35,29 @@ void outputs_for_sudo_user() {
     make_outputs_for(unsigned(u), unsigned(g));
 }
 
+// "allocscope help [COMMAND]" and "allocscope version", as git and most
+// tools take them: --help and --version.
+std::vector<std::string> with_words_as_options(std::vector<std::string> args) {
+  if (args.empty()) return args;
+  if (args[0] == "version") return {"--version"};
+  if (args[0] == "help")
+    return args.size() > 1 ? std::vector<std::string>{args[1], "--help"} : std::vector<std::string>{"--help"};
+  return args;
+}
+
 int run(int argc, char** argv) {
   CommandLine cli;
+  cli.app.name("allocscope");  // in usage lines, however it was run
+  std::vector<std::string> args = with_words_as_options(std::vector<std::string>(argv + 1, argv + argc));
+  if (std::string misused = misused_word(cli.app, args); !misused.empty()) {
+    std::fprintf(stderr, "allocscope: %s\n", misused.c_str());
+    return 2;
+  }
   try {
-    cli.app.parse(argc, argv);
+    std::vector<std::string> reversed(args.rbegin(), args.rend());  // as CLI11 takes a vector
+    cli.app.parse(reversed);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return cli.app.exit(e);  // --help, --version
-    std::vector<std::string> args(argv + 1, argv + argc);
     std::vector<std::string> subcommands;
     for (const CLI::App* sub : {cli.record, cli.report, cli.agent, cli.check})
       subcommands.push_back(sub->get_name());

@@ -426,7 +426,10 @@ CLI::App* add_report(CLI::App& app, ReportConfig& c, OptionText& t) {
       ->needs(diff);
   add_estimate_options(rep, c.render);
   rep->callback([&c, &t] {
-    if (c.inputs.empty()) throw CLI::RequiredError("report needs a recording FILE");
+    if (c.inputs.empty())
+      throw UsageError(c.diff_base.empty()
+                           ? "report needs a recording: allocscope report FILE.pb.gz (one record wrote)"
+                           : "--diff compares two recordings: allocscope report --diff BASE.pb.gz NEW.pb.gz");
     if (c.leaks && !c.timeline.empty()) throw CLI::ValidationError("--leaks or --timeline: one at a time");
     if (c.leaks) {
       if (c.inputs.size() < 3 || !c.diff_base.empty())
@@ -470,7 +473,7 @@ std::string version_line() {
 
 CommandLine::CommandLine() : app("allocscope: eBPF heap allocation sampler for Linux") {
   app.formatter(std::make_shared<HelpFormatter>());  // before the subcommands, which copy it
-  app.set_version_flag("--version", version_line());
+  app.set_version_flag("-V,--version", version_line());
   app.require_subcommand(1);
   report_text.metric = "";
   record = add_record(app, record_config, record_text);

@@ -1,6 +1,7 @@
 #include "usage.h"
 
 #include <algorithm>
+#include <cctype>
 #include <regex>
 
 #include "docs.h"
@@ -37,7 +38,84 @@ std::string subcommand_of(const std::vector<std::string>& args, const std::vecto
   return "";
 }
 
+bool is_flag(const CLI::Option* opt) { return opt->get_expected_max() == 0; }
+
+// The subcommand's option names nearest `name` ("--durration": --duration),
+// or "".
+std::string nearest_option(const CLI::App& sub, const std::string& name) {
+  std::string best;
+  size_t best_distance = 3;  // two edits at most: a typo, not another word
+  for (const CLI::Option* opt : sub.get_options()) {
+    for (const std::string& l : opt->get_lnames()) {
+      size_t d = distance(name, "--" + l);
+      if (d < best_distance) best = "--" + l, best_distance = d;
+    }
+  }
+  return best;
+}
+
+// The other subcommand that has option `name`, or "".
+std::string owner_of(const CLI::App& app, const CLI::App& sub, const std::string& name) {
+  for (const CLI::App* other : app.get_subcommands([](const CLI::App*) { return true; }))
+    if (other != &sub && other->get_option_no_throw(name)) return other->get_name();
+  return "";
+}
+
+std::string unknown_option(const CLI::App& app, const CLI::App& sub, const std::string& name) {
+  std::string line = "not an option of " + sub.get_name() + ": " + name;
+  std::string near = nearest_option(sub, name), owner = owner_of(app, sub, name);
+  if (!near.empty())
+    line += "; did you mean " + near + "?";
+  else if (!owner.empty())
+    line += " (an option of " + owner + ")";
+  return line + " (allocscope " + sub.get_name() + " --help lists them)";
+}
+
+// "-5", "-0.5": a value, not an option.
+bool looks_numeric(const std::string& w) {
+  return w.size() > 1 && (std::isdigit(static_cast<unsigned char>(w[1])) || w[1] == '.');
+}
+
 }  // namespace
+
+std::string misused_word(const CLI::App& app, const std::vector<std::string>& args) {
+  const CLI::App* sub = nullptr;
+  size_t i = 0;
+  for (; i < args.size() && !sub; ++i)
+    for (const CLI::App* s : app.get_subcommands([](const CLI::App*) { return true; }))
+      if (args[i] == s->get_name()) sub = s;
+  if (!sub) return "";
+  bool has_dashes = std::find(args.begin() + long(i), args.end(), "--") != args.end();
+  const CLI::Option* last_flag = nullptr;  // the word before, when a flag
+  for (; i < args.size() && args[i] != "--"; ++i) {
+    const std::string& w = args[i];
+    if (w.size() < 2 || w[0] != '-' || looks_numeric(w)) {
+      // A word no option takes: with -- given, record's command is after it.
+      if (has_dashes && sub->get_option_no_throw("command")) {
+        std::string why = last_flag ? last_flag->get_name() + " takes no value, and " : "";
+        return why + "'" + w + "' is not an option of " + sub->get_name() +
+               " (the command goes after --: allocscope " + sub->get_name() + " --help)";
+      }
+      last_flag = nullptr;
+      continue;
+    }
+    bool is_long = w.starts_with("--");
+    size_t eq = w.find('=');
+    std::string name = is_long ? w.substr(0, eq) : w.substr(0, 2);
+    const CLI::Option* opt = sub->get_option_no_throw(name);
+    if (!opt && name != "--help" && name != "-h") return unknown_option(app, *sub, name);
+    last_flag = nullptr;
+    if (!opt) continue;
+    if (is_flag(opt)) {
+      if (is_long && eq != std::string::npos)
+        return name + " takes no value: " + w + " (allocscope " + sub->get_name() + " --help)";
+      last_flag = opt;
+    } else if ((is_long && eq == std::string::npos) || (!is_long && w.size() == 2)) {
+      ++i;  // its value, whatever it looks like ("-o -")
+    }
+  }
+  return "";
+}
 
 std::string HelpFormatter::make_option_name(const CLI::Option* opt, bool positional) const {
   // "--no-hold{false}": how CLI11 spells a negated flag's value, not for users.

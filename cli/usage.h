@@ -28,4 +28,11 @@ struct UsageError : CLI::ParseError {
 std::string explain_parse_error(const std::string& what, const std::vector<std::string>& args,
                                 const std::vector<std::string>& subcommands);
 
+// Before parsing: a word of the command line that CLI11 would read wrongly
+// (an unknown option taken as the command or a FILE, a value given to a
+// flag, a word before -- that no option takes), as the one line to print
+// without the "allocscope: " prefix; "" when there is none. `args` is the
+// command line less the program name.
+std::string misused_word(const CLI::App& app, const std::vector<std::string>& args);
+
 }  // namespace allocscope

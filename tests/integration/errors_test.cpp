@@ -62,6 +62,11 @@ TEST(Errors, UsageErrorsAreOneLineThatSaysWhatToDo) {
            {{"record", "-p", "abc"}, "--pid: 'abc' is not a number (allocscope record --help)"},
            {{"record", "--bogus", "-p", "1"},
             "not an option of record: --bogus (allocscope record --help lists them)"},
+           {{"record", "--durration", "1", "-p", "1"},
+            "not an option of record: --durration; did you mean --duration?"},
+           {{"record", "--top=5", "--", "true"}, "--top takes no value: --top=5"},
+           {{"report"}, "report needs a recording: allocscope report FILE.pb.gz"},
+           {{"report", "--diff", "/dev/null"}, "--diff compares two recordings"},
            {{"report", "/no/such.pb.gz"}, "no such file: /no/such.pb.gz"},
            {{"report", "/dev/null", "--metric", "foo"},
             "invalid metric 'foo' (alloc_space, alloc_objects, inuse_space or inuse_objects)"},
@@ -125,7 +130,7 @@ TEST(Errors, NoSuchProcess) {
 
 TEST(Errors, CommandNotFound) {
   REQUIRE_BPF();
-  expect_failure({"--", "/nonexistent/program"}, "run command: No such file or directory", 127);
+  expect_failure({"--", "/nonexistent/program"}, "no such command: /nonexistent/program", 127);
 }
 
 // A static binary stripped of its symbols: its malloc cannot be found, and

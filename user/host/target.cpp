@@ -3,11 +3,13 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <utility>
 
 #include "host/process.h"
@@ -35,13 +37,28 @@ int pidfd_open(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid,
 
 }  // namespace
 
+std::string exec_failure(const std::string& name, int err) {
+  struct stat st;
+  bool exists = stat(name.c_str(), &st) == 0;
+  if (name.find('/') == std::string::npos && err == ENOENT)
+    return "command not found: " + name + " (searched on PATH)" +
+           (exists && access(name.c_str(), X_OK) == 0 ? "; did you mean ./" + name + "?" : "");
+  if (err == ENOENT)
+    return exists ? "cannot run " + name + ": the interpreter its #! line names, or its loader, is missing"
+                  : "no such command: " + name;
+  if (err == EACCES && exists && S_ISDIR(st.st_mode)) return "cannot run " + name + ": it is a directory";
+  if (err == EACCES) return "cannot run " + name + ": not executable (permission denied)";
+  return "cannot run " + name + ": " + std::strerror(err);
+}
+
 Target::Target(Target&& o) noexcept
     : pid_(o.pid_),
       launched_(std::exchange(o.launched_, false)),  // the moved-from one kills nothing
       pidfd_(std::move(o.pidfd_)),
       go_fd_(std::move(o.go_fd_)),
       error_fd_(std::move(o.error_fd_)),
-      status_(o.status_) {}
+      status_(o.status_),
+      name_(std::move(o.name_)) {}
 
 Target::~Target() {
   if (launched_ && !status_) finish(SIGKILL);
@@ -81,6 +98,7 @@ Result<Target> Target::launch(const std::vector<std::string>& command,
   Target t;
   t.pid_ = pid;
   t.launched_ = true;
+  t.name_ = command.empty() ? "" : command.front();
   t.go_fd_ = std::move(go_write);
   t.error_fd_ = std::move(err_read);
   t.pidfd_.reset(pidfd_open(pid));
@@ -96,7 +114,7 @@ Result<void> Target::start() {
   error_fd_.reset();
   if (n == sizeof child_errno) {
     finish(0);
-    return fail_errno("run command", child_errno);
+    return fail(exec_failure(name_, child_errno));
   }
   return {};
 }

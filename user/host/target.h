@@ -44,6 +44,12 @@ class Target {
   UniqueFd go_fd_;     // write end: releases the child
   UniqueFd error_fd_;  // read end: the child's exec errno, or EOF on success
   std::optional<int> status_;
+  std::string name_;  // the command as given, for what exec said
 };
+
+// Why exec of `name` failed with `err`, in words that name the command:
+// searched on PATH when it has no '/' (and ./NAME suggested where that
+// would run), or what keeps the file from running.
+std::string exec_failure(const std::string& name, int err);
 
 }  // namespace allocscope
