@@ -24,7 +24,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import servers  # noqa: E402
-from clang_vs_heaptrack import by_function, parse_allocscope, parse_heaptrack  # noqa: E402
+from clang_vs_heaptrack import by_function, parse_allocscope, parse_heaptrack, recorded_paths  # noqa: E402
 from run import wait_for  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -67,7 +67,8 @@ def compare(name, make, binary, requests, rate):
     as_dir, summary = record([binary, "record", "-p", "PID", "--rate", rate, "-o", "TMP/as.pb.gz"],
                              "recording process", make, requests)
     stacks, counters, totals = parse_allocscope(binary, os.path.join(as_dir, "as.pb.gz"), as_dir)
-    entered = "sampling: in process (1 process entered)" in summary
+    entered = recorded_paths(binary, os.path.join(as_dir, "as.pb.gz"), as_dir).get("sampling") == \
+        "in process (1 process entered)"
     shutil.rmtree(ht_dir)
     shutil.rmtree(as_dir)
     print(f"\n### {name}: {'entered' if entered else 'NOT entered'}, --rate {rate}\n")

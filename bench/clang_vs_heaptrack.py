@@ -135,6 +135,15 @@ def parse_peak(binary, pprof, workdir):
     return totals["inuse_space"], collections.Counter({k: v[2] for k, v in stacks.items()})
 
 
+def recorded_paths(binary, pprof, workdir):
+    """How a recording recorded (its summary says so only with -v): the
+    "paths" of its report's JSON, e.g. {"sampling": "in process (1 process)"}."""
+    out = os.path.join(workdir, "paths.json")
+    subprocess.run([binary, "report", pprof, "--format", "json", "-o", out], check=True)
+    with open(out) as f:
+        return json.load(f).get("paths", {})
+
+
 def parse_allocscope(binary, pprof, workdir):
     out = os.path.join(workdir, "report.json")
     subprocess.run([binary, "report", pprof, "--format", "json", "-o", out], check=True)

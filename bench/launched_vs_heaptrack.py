@@ -26,7 +26,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from clang_vs_heaptrack import parse_allocscope, parse_heaptrack  # noqa: E402
+from clang_vs_heaptrack import parse_allocscope, parse_heaptrack, recorded_paths  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIGS = {
@@ -184,14 +184,12 @@ def run_program(name, make, binary, rounds, work, exact):
     for config in configs:
         out = os.path.join(work, config.replace(" ", "_") + ".pb.gz")
         recorded[config] = parse_allocscope(binary, out, work)
+        summaries[config] = recorded_paths(binary, out, work).get("sampling", "?")
     return {c: statistics.median(r) for c, r in ratios.items() if r}, truth, recorded, summaries
 
 
-def sampling_line(summary):
-    for line in summary.splitlines():
-        if "sampling:" in line:
-            return line[line.index("sampling:") + len("sampling: "):]
-    return "?"
+def sampling_line(sampling):
+    return sampling
 
 
 def report(results):

@@ -89,7 +89,7 @@ TEST(FirstHour, ARecordingOfTooFewSamplesSaysSoAndWhatToDo) {
   std::string out = work.path.string() + "/few.pb.gz";
   RunResult r = run({ALLOCSCOPE_BIN, "record", "-o", out, "--", "/bin/true"});
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.err.find("note: only 0 samples at rate 512KiB"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("note: only 0 samples at rate 512 KiB"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("--rate 1"), std::string::npos) << r.err;
   r = run({ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", out, "--", WORKLOAD_BIN, "--scale-pct", "1"});
   ASSERT_EQ(r.status, 0) << r.err;

@@ -184,8 +184,8 @@ void expect_probed_saying(const std::vector<std::string>& cmd, const std::string
   ASSERT_TRUE(target.wait_for_line(ready, 10000)) << cmd[0];
   std::function<void()> undo = before ? before(target.pid()) : nullptr;
   std::string out = temp_path("refused.folded");
-  Child recorder({ALLOCSCOPE_BIN, "record", "-p", std::to_string(target.pid()), "--rate", "64KiB", "-d", "1s",
-                  "-o", out});
+  Child recorder({ALLOCSCOPE_BIN, "record", "-v", "-p", std::to_string(target.pid()), "--rate", "64KiB", "-d",
+                  "1s", "-o", out});  // -v: the sampling line
   EXPECT_EQ(recorder.wait(60000), 0) << recorder.err();
   std::filesystem::remove(out);
   EXPECT_NE(recorder.err().find("its allocator is probed (a trap at every call): " + why), std::string::npos)

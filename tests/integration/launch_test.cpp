@@ -87,7 +87,7 @@ TEST(Launch, ATreeIsSampledProcessByProcess) {
   RunResult r =
       run({ALLOCSCOPE_BIN, "record", "-v", "--rate", "2", "-o", out, "--", "/bin/sh", "-c", script});
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.err.find("drops: ringbuf 0, live-map-full 0, stack-lost 0, stack-table-full 0"),
+  EXPECT_NE(r.err.find("dropped: ringbuf 0, live-map-full 0, stack-lost 0, stack-table-full 0"),
             std::string::npos)
       << r.err;
   auto [in_process, probed] = sampling_counts(r.err);
@@ -114,7 +114,7 @@ TEST(Launch, ATreeIsSampledProcessByProcess) {
 TEST(Launch, ExactModeProbes) {
   REQUIRE_BPF();
   std::vector<std::string> argv = {
-      ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", temp_path("launch-exact.folded"), "--"};
+      ALLOCSCOPE_BIN, "record", "-v", "--rate", "1", "-o", temp_path("launch-exact.folded"), "--"};
   for (const std::string& a : workload(WORKLOAD_BIN, 1)) argv.push_back(a);
   RunResult r = run(argv);
   ASSERT_EQ(r.status, 0) << r.err;
@@ -161,7 +161,7 @@ TEST(Launch, ACommandUnderRunuserRunsThroughItsHolds) {
   std::vector<std::string> command = {"/usr/sbin/runuser",   "-u", "nobody", "--", "/bin/sh", "-c",
                                       "echo relayed; exit 3"};
   std::string out = temp_path("relay.folded");
-  std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "-o", out, "--"};
+  std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "-v", "-o", out, "--"};  // -v: the holds line
   argv.insert(argv.end(), command.begin(), command.end());
   RunResult r = run(argv, 120000);
   EXPECT_EQ(r.status, 3) << r.err;

@@ -13,7 +13,7 @@ TEST(Hints, EnoughSamplesSayNothing) {
 
 TEST(Hints, NoSampleSuggestsExactMode) {
   std::string h = few_samples_hint(0, 512 * 1024, 0);
-  EXPECT_NE(h.find("only 0 samples at rate 512KiB"), std::string::npos) << h;
+  EXPECT_NE(h.find("only 0 samples at rate 512 KiB"), std::string::npos) << h;
   EXPECT_NE(h.find("--rate 1 (every allocation"), std::string::npos) << h;
 }
 
@@ -21,7 +21,7 @@ TEST(Hints, NoSampleSuggestsExactMode) {
 // at 2 KiB (the power of two below 2.5 KiB).
 TEST(Hints, FewSamplesSuggestARateForAThousand) {
   std::string h = few_samples_hint(5, 512 * 1024, 5 * 512 * 1024.0);
-  EXPECT_NE(h.find("only 5 samples at rate 512KiB"), std::string::npos) << h;
+  EXPECT_NE(h.find("only 5 samples at rate 512 KiB"), std::string::npos) << h;
   EXPECT_NE(h.find("--rate 2KiB (about a thousand samples) or --rate 1"), std::string::npos) << h;
   // Never above the rate recorded at.
   h = few_samples_hint(10, 4096, 1e12);

@@ -137,8 +137,14 @@ std::string RecordingContext::sampling() const {
   if (config.command.empty() && enters_busy(config))
     return describe_busy_entries(parts->injections.entered(), parts->injections.refusals());
   if (config.command.empty()) return "";
+  // Those still running at the end (a launched command that outlives -d)
+  // count as the kernel's map marks them.
   const ProcessTable& table = parts->sink.processes();
-  return describe_sampling(plan, table.ended_in_process(), table.ended_through_probes());
+  uint64_t in_process = table.ended_in_process(), through_probes = table.ended_through_probes();
+  for (auto [tgid, id] : table.running_instances())
+    if (!table.instance(id).rejected)
+      ++(parts->session->processes().in_process(tgid) ? in_process : through_probes);
+  return describe_sampling(plan, in_process, through_probes);
 }
 
 // Frees the rings lost: a full ring, a writer gone in the middle, a process

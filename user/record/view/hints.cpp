@@ -2,13 +2,15 @@
 
 #include <cstdio>
 
+#include "base/units.h"
 #include "output/text_format.h"
 
 namespace allocscope {
 namespace {
 
-// A power of two as --rate takes it: 512, 4KiB, 2MiB.
+// A power of two as --rate takes it: 512, 4KiB, 2MiB, 1GiB.
 std::string rate_option(uint64_t bytes) {
+  if (bytes >= (1u << 30) && bytes % (1u << 30) == 0) return std::to_string(bytes >> 30) + "GiB";
   if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) return std::to_string(bytes >> 20) + "MiB";
   if (bytes >= 1024 && bytes % 1024 == 0) return std::to_string(bytes >> 10) + "KiB";
   return std::to_string(bytes);
@@ -31,7 +33,7 @@ std::string few_samples_hint(uint64_t samples, uint64_t rate, double allocated) 
   std::string how = samples == 0 || suggested < 64
                         ? "--rate 1 (every allocation: exact, fine for a short command)"
                         : "--rate " + rate_option(suggested) + " (about a thousand samples) or --rate 1";
-  return head + " at rate " + rate_option(rate) + ": too few to say much; record again with " + how;
+  return head + " at rate " + format_bytes(double(rate)) + ": too few to say much; record again with " + how;
 }
 
 namespace {

@@ -26,6 +26,8 @@ uint64_t charged_ringbuf_drops(const Counters& k, const RecordingState& s) {
 
 using ull = unsigned long long;
 
+constexpr uint64_t kFeltHoldNs = 100 * 1000000ull;
+
 // The estimates of bytes allocated, and live, over every stack.
 double allocated_bytes(const RecordingState& s) {
   double alloc = 0;
@@ -38,22 +40,33 @@ double live_bytes(const RecordingState& s) {
   return live;
 }
 
+// The drops that happened ("; dropped: ringbuf 3, stack-lost 1"), every
+// one when `all` (-v), "" when none and not `all`.
+std::string drops_text(const RecordingState& s, bool all) {
+  Counters k = s.session.counters;
+  const ProfileCounters& p = s.profile.counters();
+  std::pair<const char*, uint64_t> drops[] = {
+      {"ringbuf", charged_ringbuf_drops(k, s)},
+      {"live-map-full", k[AS_CNT_LIVE_FULL] + k[AS_CNT_LIVE_SHARE] + p.live_full + p.live_share},
+      {"stack-lost", s.sink.stack_lost()},
+      {"stack-table-full", p.stacks_full + s.sink.table_full()}};
+  std::string text;
+  for (auto [name, n] : drops)
+    if (n || all) text += (text.empty() ? "; dropped: " : ", ") + std::string(name) + " " + std::to_string(n);
+  return text;
+}
+
 void print_totals(const RecordingState& s, const RecordConfig& config, uint64_t elapsed_ms) {
   double alloc = allocated_bytes(s), live = live_bytes(s);
   Counters k = s.session.counters;
-  const ProfileCounters& p = s.profile.counters();
   uint64_t n = s.sink.recorded_processes();
   std::string processes = std::to_string(n) + (n == 1 ? " process" : " processes");
-  std::fprintf(stderr,
-               "allocscope: %.1f s, rate %s, %llu samples, %zu stacks, %s, %s%s allocated, %s live; "
-               "drops: ringbuf %llu, live-map-full %llu, stack-lost %llu, stack-table-full %llu\n",
-               elapsed_ms / 1000.0,
-               exact_mode(config) ? "1 (exact)" : format_bytes(double(config.rate)).c_str(),
-               (ull)k[AS_CNT_SAMPLES], s.profile.stacks().size(), processes.c_str(),
-               exact_mode(config) ? "" : "est. ",  // exact mode counts: nothing is estimated
-               format_bytes(alloc).c_str(), format_bytes(live).c_str(), (ull)charged_ringbuf_drops(k, s),
-               (ull)(k[AS_CNT_LIVE_FULL] + k[AS_CNT_LIVE_SHARE] + p.live_full + p.live_share),
-               (ull)s.sink.stack_lost(), (ull)(p.stacks_full + s.sink.table_full()));
+  std::fprintf(
+      stderr, "allocscope: %.1f s, rate %s, %llu samples, %zu stacks, %s, %s%s allocated, %s live%s\n",
+      elapsed_ms / 1000.0, exact_mode(config) ? "1 (exact)" : format_bytes(double(config.rate)).c_str(),
+      (ull)k[AS_CNT_SAMPLES], s.profile.stacks().size(), processes.c_str(),
+      exact_mode(config) ? "" : "est. ",  // exact mode counts: nothing is estimated
+      format_bytes(alloc).c_str(), format_bytes(live).c_str(), drops_text(s, config.verbose).c_str());
 }
 
 void print_kernel_figures(const RecordingState& s) {
@@ -169,7 +182,9 @@ void print_warnings(const RecordingState& s, const RecordConfig& config) {
                 " in-process samples were taken at another rate than --rate and not counted: record with "
                 "the rate of the process (its ALLOCSCOPE_RATE), or set it to this one" +
                 (exact_mode(config) ? " (exact mode needs ALLOCSCOPE_RATE=1)" : ""));
-  if (HoldTimes h = s.session.holds; h.count)
+  // Holds matter to a user when one was long enough to be felt (a stall
+  // of another program); -v shows them always.
+  if (HoldTimes h = s.session.holds; h.count && (config.verbose || h.max >= kFeltHoldNs))
     print_error(std::to_string(h.count) +
                 " process(es) held for a file not seen before (stopped until it was examined): median " +
                 format_duration_ns(double(h.p50)) + ", 99th percentile " + format_duration_ns(double(h.p99)) +
@@ -317,8 +332,10 @@ void print_live_peaks(const RecordingState& s, const RecordConfig& config, uint6
         missed ? (", " + std::to_string(missed) + " more crossings past --max-snapshots").c_str() : "");
 }
 
-// How the kernel recorded: which probes, which unwinder, which fallbacks.
-static void print_paths(const RecordingState& s) {
+// How the kernel recorded: which probes, which unwinder, which fallbacks
+// (with -v); and what each runtime's heap was read by (always: where
+// Java's or Python's frames came from, or why not).
+static void print_paths(const RecordingState& s, bool verbose) {
   std::string line;
   for (const auto& [name, value] : s.session.paths)
     line += (line.empty() ? "" : ", ") + name + (name == "kernel" ? " " : ": ") + value;
@@ -326,7 +343,7 @@ static void print_paths(const RecordingState& s) {
   // A runtime's heap (Go's) is read by probes whatever the C allocations' path.
   if (s.sampling.starts_with("in process") && s.runtimes)
     for (const std::string& heap : s.runtimes->probed_heaps()) line += ", " + heap + ": probes";
-  std::fprintf(stderr, "allocscope: %s\n", line.c_str());
+  if (verbose) std::fprintf(stderr, "allocscope: %s\n", line.c_str());
   if (s.runtimes)
     for (const RuntimePath& p : s.runtimes->paths())
       if (!p.shown.empty()) std::fprintf(stderr, "allocscope: %s: %s\n", p.shown.c_str(), p.value.c_str());
@@ -334,7 +351,7 @@ static void print_paths(const RecordingState& s) {
 
 void print_summary(const RecordingState& s, const RecordConfig& config, uint64_t elapsed_ms) {
   print_totals(s, config, elapsed_ms);
-  print_paths(s);
+  print_paths(s, config.verbose);
   if (std::string cost = trap_cost_line(s.session.counters[AS_CNT_TRAPS], s.session.trap_ns); !cost.empty())
     std::fprintf(stderr, "allocscope: %s\n", cost.c_str());
   if (config.verbose) print_kernel_figures(s);
