@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -19,6 +20,14 @@ struct Row {
 std::string number(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// An estimate of bytes or objects, as the whole number it stands for (a
+// fraction of a byte is the estimator's, not the program's).
+std::string whole(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f", std::round(v));
   return buf;
 }
 
@@ -49,7 +58,7 @@ size_t keep_largest(std::vector<Row>& rows, size_t max) {
 void family(std::string& out, const std::string& name, const char* type, const char* help,
             const std::vector<Row>& rows, double Row::*field) {
   out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
-  for (const Row& r : rows) out += name + "{" + r.labels + "} " + number(r.*field) + "\n";
+  for (const Row& r : rows) out += name + "{" + r.labels + "} " + whole(r.*field) + "\n";
 }
 
 void level(std::string& out, const std::string& prefix, const char* what, const std::vector<Row>& rows) {

@@ -530,6 +530,24 @@ TEST(RenderMetrics, RunningProcessGetsSeriesWithItsLabels) {
   EXPECT_EQ(value_of(all, "allocscope_series_omitted"), 0);
 }
 
+// Estimates are whole bytes and objects in the exposition: an estimator's
+// fraction of a byte (1736990.64) is not the program's.
+TEST(RenderMetrics, EstimatesAreWholeNumbers) {
+  ProcessTotals p = totals(42, "nginx", 1736990.6437867617, 5000.5);
+  TargetLabels none = labels_from_cgroup("/");
+  MetricsInput in;
+  in.processes = {{&p, &none}};
+  std::string text = render_metrics(in);
+  expect_well_formed(text);
+  EXPECT_NE(text.find("allocscope_process_live_bytes{pid=\"42\",comm=\"nginx\"} 1736991\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("allocscope_process_live_objects{pid=\"42\",comm=\"nginx\"} 17370\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("1736990.6"), std::string::npos) << text;
+}
+
 // An ended process holds no memory: its allocations still count for its
 // program and cgroup, its last live estimate does not, and it has no series
 // of its own.
