@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 
 namespace allocscope {
 namespace {
@@ -38,7 +39,15 @@ BuiltTable timed_build(const std::string& path, const RuntimeTablesReaders& runt
   // What the build let go of goes back to the system: glibc keeps freed
   // heap otherwise (in a worker's own arena, and under a mmap threshold a
   // large free has raised), and LLVM's build left 40 MB resident for good.
-  malloc_trim(0);
+  // One trim at a time: where jemalloc serves malloc (allocscope's own
+  // binary), the C library's malloc is first set up by malloc_trim itself,
+  // without a lock, and two builds ending together trimmed an arena half
+  // made (a SIGSEGV at address 8 in malloc_trim, seen once in CI).
+  static std::mutex trimming;
+  {
+    std::lock_guard lock(trimming);
+    malloc_trim(0);
+  }
   b.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return b;
 }
