@@ -103,8 +103,8 @@ TEST(Unprivileged, ExactModeIsTheTruthAndSaysItsPath) {
   REQUIRE_BPF();  // as root, to become the user
   UserDir dir;
   std::string out = dir.file("exact.pb.gz");
-  RunResult r =
-      record_as_user({"--rate", "1"}, out, {copy_of(WORKLOAD_BIN), "--threads", "2", "--scale-pct", "1"});
+  RunResult r = record_as_user({"-v", "--rate", "1"}, out,
+                               {copy_of(WORKLOAD_BIN), "--threads", "2", "--scale-pct", "1"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("no privilege to load BPF"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("kernel not used"), std::string::npos) << r.err;
