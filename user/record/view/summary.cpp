@@ -41,18 +41,20 @@ double live_bytes(const RecordingState& s) {
 }
 
 // The drops that happened ("; dropped: ringbuf 3, stack-lost 1"), every
-// one when `all` (-v), "" when none and not `all`.
+// one when `all` (-v), "" when none and not `all`: the recording's own
+// counters, as the JSON names them.
 std::string drops_text(const RecordingState& s, bool all) {
-  Counters k = s.session.counters;
-  const ProfileCounters& p = s.profile.counters();
-  std::pair<const char*, uint64_t> drops[] = {
-      {"ringbuf", charged_ringbuf_drops(k, s)},
-      {"live-map-full", k[AS_CNT_LIVE_FULL] + k[AS_CNT_LIVE_SHARE] + p.live_full + p.live_share},
-      {"stack-lost", s.sink.stack_lost()},
-      {"stack-table-full", p.stacks_full + s.sink.table_full()}};
+  static constexpr std::pair<const char*, const char*> kShown[] = {
+      {"dropped_ringbuf", "ringbuf"},
+      {"dropped_live_map_full", "live-map-full"},
+      {"dropped_stack_lost", "stack-lost"},
+      {"dropped_stack_table_full", "stack-table-full"}};
+  NamedCounters counters = recording_counters(s);
   std::string text;
-  for (auto [name, n] : drops)
-    if (n || all) text += (text.empty() ? "; dropped: " : ", ") + std::string(name) + " " + std::to_string(n);
+  for (auto [counter, shown] : kShown)
+    for (const auto& [name, n] : counters)
+      if (name == counter && (n || all))
+        text += (text.empty() ? "; dropped: " : ", ") + std::string(shown) + " " + std::to_string(n);
   return text;
 }
 
@@ -332,10 +334,8 @@ void print_live_peaks(const RecordingState& s, const RecordConfig& config, uint6
         missed ? (", " + std::to_string(missed) + " more crossings past --max-snapshots").c_str() : "");
 }
 
-// How the kernel recorded: which probes, which unwinder, which fallbacks
-// (with -v); and what each runtime's heap was read by (always: where
-// Java's or Python's frames came from, or why not).
-static void print_paths(const RecordingState& s, bool verbose) {
+// How the kernel recorded: which probes, which unwinder, which fallbacks.
+static void print_kernel_paths(const RecordingState& s) {
   std::string line;
   for (const auto& [name, value] : s.session.paths)
     line += (line.empty() ? "" : ", ") + name + (name == "kernel" ? " " : ": ") + value;
@@ -343,7 +343,13 @@ static void print_paths(const RecordingState& s, bool verbose) {
   // A runtime's heap (Go's) is read by probes whatever the C allocations' path.
   if (s.sampling.starts_with("in process") && s.runtimes)
     for (const std::string& heap : s.runtimes->probed_heaps()) line += ", " + heap + ": probes";
-  if (verbose) std::fprintf(stderr, "allocscope: %s\n", line.c_str());
+  std::fprintf(stderr, "allocscope: %s\n", line.c_str());
+}
+
+// The kernel's paths with -v; what each runtime's heap was read by always
+// (where Java's or Python's frames came from, or why not).
+static void print_paths(const RecordingState& s, bool verbose) {
+  if (verbose) print_kernel_paths(s);
   if (s.runtimes)
     for (const RuntimePath& p : s.runtimes->paths())
       if (!p.shown.empty()) std::fprintf(stderr, "allocscope: %s: %s\n", p.shown.c_str(), p.value.c_str());
