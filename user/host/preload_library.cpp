@@ -34,6 +34,12 @@ Result<void> check_trusted(const std::string& path) {
 
 }  // namespace
 
+bool is_allocscope_library(std::string_view mapped_path) {
+  std::string_view base = mapped_path.substr(mapped_path.rfind('/') + 1);
+  return base.starts_with("liballocscope-preload") ||
+         mapped_path.starts_with(std::string("/memfd:") + kInjectedCopyName);
+}
+
 Result<std::string> find_preload_library() {
   std::error_code ec;
   std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);

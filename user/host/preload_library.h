@@ -5,11 +5,20 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.h"
 
 namespace allocscope {
+
+// The memory file an entry copies the library into: its mappings read
+// "/memfd:allocscope-preload".
+inline constexpr char kInjectedCopyName[] = "allocscope-preload";
+
+// Whether a mapping's path is allocscope's library: the file, or an entry's
+// copy of it.
+bool is_allocscope_library(std::string_view mapped_path);
 
 // The library's absolute path. As root, a file another user could change
 // is refused: it would run inside the command as root.

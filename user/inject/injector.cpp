@@ -12,6 +12,7 @@
 #include <cstring>
 #include <thread>
 
+#include "host/preload_library.h"
 #include "host/process.h"
 #include "inject/seccomp_check.h"
 #include "inject/target_code.h"
@@ -22,8 +23,8 @@ namespace allocscope::inject {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr char kLibraryName[] = "allocscope-preload", kRingName[] = "allocscope-frees",
-               kSeedName[] = "allocscope-seed";
+constexpr const char* kLibraryName = kInjectedCopyName;
+constexpr char kRingName[] = "allocscope-frees", kSeedName[] = "allocscope-seed";
 constexpr int kRounds = 20;  // passes over the threads: a running one is caught in its own code
 constexpr uint64_t kLoaderStack = 256 << 10;
 

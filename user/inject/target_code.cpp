@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cstring>
 
+#include "host/preload_library.h"
 #include "host/process.h"
 #include "host/process_memory.h"
 #include "probe/placement/code_reading.h"
@@ -93,8 +94,7 @@ std::optional<size_t> find_bytes(std::span<const uint8_t> hay, std::span<const u
 bool is_allocator_library_name(std::string_view path) {
   auto base = base_name(path);
   return base.starts_with("libjemalloc") || base.starts_with("libtcmalloc") ||
-         base.starts_with("libmimalloc") || base.starts_with("liballocscope-preload") ||
-         path.starts_with("/memfd:allocscope");
+         base.starts_with("libmimalloc") || is_allocscope_library(path);
 }
 
 Result<TargetCode> find_target_code(pid_t pid) {

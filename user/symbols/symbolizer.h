@@ -73,6 +73,12 @@ class Symbolizer {
   void forget(pid_t pid);
   // The process's mappings as last known (empty when never readable).
   const std::vector<Mapping>& maps(pid_t pid);
+  // The process's mapping that holds `addr` as last known, without reading
+  // /proc again; nullptr when none.
+  const Mapping* known_mapping(pid_t pid, uint64_t addr) const {
+    auto it = processes_.find(pid);
+    return it == processes_.end() ? nullptr : find_mapping(it->second.maps, addr);
+  }
   // Resolves return addresses to the mappings that hold them (ids for
   // describe(); kNoMapping when unknown) and opens their binaries, while
   // the process is most likely alive.

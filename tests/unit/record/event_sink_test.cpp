@@ -3,6 +3,7 @@
 #include "record/events/event_sink.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -130,6 +131,42 @@ TEST(EventSink, SamplesNameTheirStackByIdAndCutStacksEndTruncated) {
   EXPECT_EQ(f.profile.stacks()[1].ips, (std::vector<uint64_t>{0x1000, kTruncatedFrame}));
   EXPECT_EQ(f.sink.stacks_truncated(), 1u);
   EXPECT_EQ(f.sink.origins().size(), 2u);
+}
+
+// An entry's attach runs on a thread of the program, inside allocscope's
+// copy of its library: what it allocates is allocscope's. The library's
+// allocator wrappers, innermost, are the program's calls: they go. The copy
+// here is this process's own memory file of that name.
+TEST(EventSink, CallsFromAllocscopesLibraryBecomeOneFrameAndItsWrappersGo) {
+  Fixture f;
+  f.tgid = uint32_t(getpid());
+  f.symbolizer.track(getpid());  // seen before the copy was mapped, as an entered process is
+  int fd = memfd_create("allocscope-preload", 0);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, 8192), 0);
+  void* copy = mmap(nullptr, 8192, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+  ASSERT_NE(copy, MAP_FAILED);
+  close(fd);
+  auto own = reinterpret_cast<uint64_t>(copy);
+  // Inner to outer: the C library (its loader's lookup), the library twice,
+  // then the program that was interrupted.
+  uint64_t libc = reinterpret_cast<uint64_t>(&::getpid) + 1,
+           program = reinterpret_cast<uint64_t>(&bytes<int>) + 1;
+  f.sink(bytes(stack_event(7, f.tgid, {libc, own + 0x10, own + 0x20, program}, AS_STOP_COMPLETE)));
+  f.sink(bytes(stack_event(8, f.tgid, {libc, program}, AS_STOP_COMPLETE)));
+  f.sink(bytes(stack_event(9, f.tgid, {own + 0x30, program}, AS_STOP_COMPLETE)));
+  f.sink(bytes(alloc_event(7, f.tgid, 0x10, 100)));
+  f.sink(bytes(alloc_event(8, f.tgid, 0x20, 100)));
+  f.sink(bytes(alloc_event(9, f.tgid, 0x30, 100)));
+  munmap(copy, 8192);
+  ASSERT_EQ(f.profile.stacks().size(), 3u);
+  const std::vector<uint64_t>& folded = f.profile.stacks()[0].ips;
+  ASSERT_EQ(folded.size(), 2u);
+  EXPECT_EQ(folded[1], program);
+  EXPECT_EQ(f.symbolizer.describe(Symbolizer::kNoMapping, folded[0]).function, "[allocscope]");
+  EXPECT_EQ(f.sink.origins()[0].mappings[0], Symbolizer::kNoMapping);
+  EXPECT_EQ(f.profile.stacks()[1].ips, (std::vector<uint64_t>{libc, program}));  // no frame of it: as it was
+  EXPECT_EQ(f.profile.stacks()[2].ips, std::vector<uint64_t>{program});
 }
 
 TEST(EventSink, SampleOfAStackNeverReceivedIsCountedLost) {

@@ -5,6 +5,7 @@
 
 #include "base/clocks.h"
 #include "host/cgroup_names.h"
+#include "host/preload_library.h"
 #include "runtime/registry.h"
 #include "stats/sampling.h"
 
@@ -210,6 +211,7 @@ void EventSink::on_stack(StackEvent&& ev) {
   }
   if (runtimes_ && ev.agent.empty()) runtimes_->place_frames(pid, ev.mappings, ev.runtime_part, ev.fn, s.ips);
   const ProcessInstance& process = processes_.instance(*instance);
+  fold_own_frames(pid, s.ips);
   s.origin = origin(ev.tgid, process.comm, ev.agent.empty() ? ev.fn : kNoAllocator, s.ips);
   if (per_process_) s.origin.ns_pid = process.shown_ns_pid();
   if (ev.id < one_shot_from_ && !s.one_shot) instance_stacks_[*instance].push_back(ev.id);
@@ -347,6 +349,37 @@ StackOrigin EventSink::origin(uint32_t tgid, const std::string& comm, uint16_t f
   o.allocator_addr = fn == kNoAllocator ? 0 : hooks_.libraries.allocator_address(tgid, fn);
   if (o.allocator_addr) o.allocator_mapping = symbolizer_.resolve_address(pid_t(tgid), o.allocator_addr);
   return o;
+}
+
+// Frames of allocscope's own library. Innermost, they are its allocator
+// wrappers (a sample the probes took while an entry was taking the slots):
+// the program called them, and they go as allocator frames do. Further out,
+// the library's code called what allocated (an entry's attach, run on a
+// thread of the program; its JVMTI agent): the bytes are allocscope's, and
+// that code and all it called become one frame that says so. Done before
+// the stack is resolved: the library is never opened to name frames no
+// profile shows (an entry's copy would stay open after its process).
+void EventSink::fold_own_frames(pid_t pid, std::vector<uint64_t>& ips) {
+  auto code = [&ips](size_t i) { return !Symbolizer::is_runtime_frame(ips[i]) && ips[i] != kTruncatedFrame; };
+  // A return address: the call is before it.
+  auto known = [&](size_t i) { return symbolizer_.known_mapping(pid, ips[i] - 1); };
+  for (size_t i = 0; i < ips.size(); ++i)
+    if (code(i) && !known(i)) {  // mapped since the snapshot (an entry's copy is)
+      symbolizer_.refresh(pid);
+      break;
+    }
+  auto own = [&](size_t i) {
+    const Mapping* m = code(i) ? known(i) : nullptr;
+    return m && is_allocscope_library(m->path);
+  };
+  size_t n = ips.size(), wrappers = 0, outermost = n;
+  while (wrappers < n && own(wrappers)) ++wrappers;
+  for (size_t i = wrappers; i < n; ++i)
+    if (own(i)) outermost = i;
+  if (wrappers == 0 && outermost == n) return;
+  size_t cut = outermost < n ? outermost : wrappers < n ? wrappers : n - 1;
+  ips.erase(ips.begin(), ips.begin() + ptrdiff_t(cut));
+  if (outermost < n || wrappers == n) ips[0] = symbolizer_.runtime_frame("allocscope", "[allocscope]", "", 0);
 }
 
 void EventSink::count_drops(uint32_t tgid, const std::string& comm, bool live_full, bool stack_lost,
