@@ -1,6 +1,7 @@
 #include "model/recording.h"
 
 #include <algorithm>
+#include <map>
 
 namespace allocscope {
 namespace {
@@ -39,6 +40,25 @@ bool is_cumulative(const std::vector<Recording>& series) {
         series[i].duration_nanos <= series[i - 1].duration_nanos)
       return false;
   return series.size() > 1;
+}
+
+void put_program_first(Recording& r) {
+  std::map<int32_t, size_t> roots;
+  for (const RecSample& s : r.samples)
+    for (auto it = s.locations.rbegin(); it != s.locations.rend(); ++it) {
+      int32_t m = r.locations[*it].mapping;
+      if (m < 0) continue;
+      if (r.mappings[size_t(m)].file.find(".so") == std::string::npos) ++roots[m];
+      break;
+    }
+  if (roots.empty()) return;
+  int32_t program = std::max_element(roots.begin(), roots.end(), [](const auto& a, const auto& b) {
+                      return a.second < b.second;
+                    })->first;
+  if (program == 0) return;
+  std::swap(r.mappings[0], r.mappings[size_t(program)]);
+  for (RecLocation& l : r.locations)
+    l.mapping = l.mapping == 0 ? program : l.mapping == program ? 0 : l.mapping;
 }
 
 }  // namespace allocscope

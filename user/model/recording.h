@@ -82,6 +82,13 @@ struct Recording {
 // line.
 std::vector<std::string> frame_names(const Recording& r, const RecSample& s, bool lines = false);
 
+// pprof takes the first mapping for the program's own (go tool pprof prints
+// it as "File:"), yet the first one made is the allocator's library. The
+// program is the file, not a shared library, that holds the most samples'
+// outermost frames of a file (_start, main; a runtime's frames have none):
+// it goes first.
+void put_program_first(Recording& r);
+
 // A series of profiles of one recording, ordered by the moment each ends
 // (the order files are named in need not be).
 void sort_by_end(std::vector<Recording>& series);

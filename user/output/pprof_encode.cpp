@@ -1,5 +1,7 @@
 // Recording -> profile.proto, gzip-compressed.
+#include <algorithm>
 #include <cerrno>
+#include <set>
 #include <string_view>
 
 #include "base/utf8.h"
@@ -50,6 +52,41 @@ void add_header(pb::Profile& p, StringTable& strings, const Recording& r, std::s
   p.add_comment(strings.intern("rate=" + std::to_string(r.rate)));
   if (std::string lost = describe_loss(r, r.default_metric); !lost.empty())
     p.add_comment(strings.intern("warning: " + lost));
+}
+
+// `name` as a regular expression that matches it alone (RE2's syntax, as
+// pprof's Go regexp).
+std::string literal_regex(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    if (std::string_view("\\.+*?()|[]{}^$").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// The allocator entry points, each sample's leaf: pprof drops them (and any
+// frame inside them) from what it shows, so that flat bytes land on the
+// functions that called the allocator, as in Go's own heap profiles. Only
+// allocscope's own report keeps them.
+std::string allocator_frames(const Recording& r) {
+  std::set<uint32_t> leaves;
+  for (const RecSample& s : r.samples)
+    if (!s.locations.empty())
+      for (const RecLine& line : r.locations[s.locations.front()].lines) leaves.insert(line.function);
+  std::set<std::string> names;  // as pprof matches them: without their argument lists
+  for (uint32_t f : leaves) {
+    const std::string& name = r.functions[f].name;
+    names.insert(name.substr(0, name.find('(', 1)));
+  }
+  std::string regex;
+  for (const std::string& name : names) regex += (regex.empty() ? "" : "|") + literal_regex(name);
+  // Go's runtime: its frames between the program and its allocator go too,
+  // as Go's own heap profiles hide them (runtime.makeslice, newobject).
+  // pprof keeps those outside the program's first frame (runtime.main).
+  if (std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.starts_with("runtime."); }))
+    regex += "|runtime\\..*|internal/runtime/.*";
+  return regex;
 }
 
 // What symbolization found in each mapping: pprof symbolizes again (from the
@@ -151,6 +188,7 @@ Result<std::string> encode_pprof(const Recording& r, std::string_view tool) {
   add_functions(p, strings, r);
   add_locations(p, r);
   add_samples(p, strings, r);
+  if (std::string drop = allocator_frames(r); !drop.empty()) p.set_drop_frames(strings.intern(drop));
   strings.intern(encode_sidecar(r));  // referred to by nothing: pprof never shows it
   std::string raw;
   if (!p.SerializeToString(&raw)) return fail("pprof: the profile is over protobuf's 2 GiB limit", EFBIG);

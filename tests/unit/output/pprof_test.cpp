@@ -618,10 +618,50 @@ TEST(PprofGoTool, ReadsTotalsAndFunctions) {
   EXPECT_EQ(top_total(samples), want[4]) << samples;
 
   const std::string traces = go.run("-traces -sample_index=alloc_space");
-  for (const char* name :
-       {"malloc", "calloc", "operator new", "server::handle_request", "server::parse_header", "main",
-        "worker_loop", "comm:  server", "comm:  worker", "pid:  200"})
+  for (const char* name : {"server::handle_request", "server::parse_header", "main", "worker_loop",
+                           "comm:  server", "comm:  worker", "pid:  200"})
     EXPECT_NE(traces.find(name), std::string::npos) << name << "\n" << traces;
+  std::filesystem::remove_all(go.dir);
+}
+
+// The allocator entry points, each sample's leaf, are the profile's
+// drop_frames: pprof puts flat bytes on their callers, as in Go's own heap
+// profiles, and never shows them.
+TEST(PprofGoTool, FlatBytesLandOnTheAllocatorsCallers) {
+  if (!have_go()) GTEST_SKIP() << "go is not installed";
+  const Recording r = synthetic();
+  pb::Profile p = gunzip_message(encode_pprof(r).value());
+  EXPECT_EQ(str(p, p.drop_frames()), "calloc|malloc|operator new");
+  const GoPprof go = write_profile(r);
+  const std::string top = go.run("-top -nodefraction=0 -sample_index=alloc_space -unit=byte");
+  // flat: parse_header (inlined, innermost) 1572865 + 600001 (malloc's and
+  // operator new's), main 1048576 (calloc's).
+  EXPECT_NE(top.find("2172866B 25.67% 87.61%   2172866B"), std::string::npos) << top;
+  EXPECT_NE(top.find("1048576B 12.39%"), std::string::npos) << top;
+  for (const char* allocator : {"malloc", "calloc", "operator new"})
+    EXPECT_EQ(top.find(allocator), std::string::npos) << allocator << "\n" << top;
+  std::filesystem::remove_all(go.dir);
+}
+
+// Go's runtime frames between the program and its allocator go too, as in
+// Go's own heap profiles; those outside the program's first frame stay.
+TEST(PprofGoTool, GosRuntimeFramesUnderTheProgramGo) {
+  if (!have_go()) GTEST_SKIP() << "go is not installed";
+  Recording r;
+  r.rate = 512 * 1024;
+  r.mappings = {{0x400000, 0x500000, 0, "/usr/bin/service", ""}};
+  r.functions = {{"runtime.mallocgc", "runtime.mallocgc", ""},
+                 {"runtime.makeslice", "runtime.makeslice", ""},
+                 {"main.site", "main.site", "main.go"},
+                 {"main.main", "main.main", "main.go"},
+                 {"runtime.main", "runtime.main", "proc.go"}};
+  for (uint32_t f = 0; f < 5; ++f) r.locations.push_back({0, 0x400000 + 16 * f, {{f, 0}}});
+  r.samples.push_back(RecSample{{0, 1, 2, 3, 4}, 1, "service", {1, 4096, 1, 4096, 1, 1}, {}});
+  const GoPprof go = write_profile(r);
+  const std::string top = go.run("-top -nodefraction=0 -sample_index=alloc_space -unit=byte");
+  EXPECT_NE(top.find("4096B   100%   100%      4096B   100%  main.site"), std::string::npos) << top;
+  EXPECT_NE(top.find("runtime.main"), std::string::npos) << top;
+  EXPECT_EQ(top.find("runtime.makeslice"), std::string::npos) << top;
   std::filesystem::remove_all(go.dir);
 }
 

@@ -105,26 +105,6 @@ RecSample sample_of(Builder& b, const StackRecord& s, const StackOrigin& o, Stac
   return sample;
 }
 
-// pprof takes the first mapping for the program's own (go tool pprof
-// prints it as "File:"), yet the first one made is the allocator's library.
-// The program is the mapping, not a shared library, that holds the most
-// samples' outermost frames (_start); it goes first.
-void put_program_first(Recording& r) {
-  std::map<int32_t, size_t> roots;
-  for (const RecSample& s : r.samples) {
-    if (s.locations.empty()) continue;
-    int32_t m = r.locations[s.locations.back()].mapping;
-    if (m > 0 && r.mappings[m].file.find(".so") == std::string::npos) ++roots[m];
-  }
-  if (roots.empty()) return;
-  int32_t program = std::max_element(roots.begin(), roots.end(), [](const auto& a, const auto& b) {
-                      return a.second < b.second;
-                    })->first;
-  std::swap(r.mappings[0], r.mappings[program]);
-  for (RecLocation& l : r.locations)
-    l.mapping = l.mapping == 0 ? program : l.mapping == program ? 0 : l.mapping;
-}
-
 }  // namespace
 
 namespace {

@@ -1,0 +1,59 @@
+// The Recording's own rules, apart from any output.
+#include "model/recording.h"
+
+#include <gtest/gtest.h>
+
+namespace allocscope {
+namespace {
+
+// libc (the allocator's library, made first), python3.11, libpython, and
+// each stack's outermost frames: Python's (no file) above the program's.
+Recording python_recording() {
+  Recording r;
+  r.mappings = {{0x7f0000, 0x7f8000, 0, "/usr/lib/x86_64-linux-gnu/libc.so.6", ""},
+                {0x400000, 0x500000, 0, "/usr/bin/python3.11", ""},
+                {0x7e0000, 0x7e8000, 0, "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0", ""}};
+  r.functions = {
+      {"malloc", "malloc", ""}, {"_start", "_start", ""}, {"site", "", "app.py"}, {"PyList_New", "", ""}};
+  r.locations = {{0, 0x7f0010, {{0, 0}}},   // malloc
+                 {1, 0x400010, {{1, 0}}},   // _start
+                 {-1, 0, {{2, 3}}},         // a Python frame
+                 {2, 0x7e0010, {{3, 0}}}};  // libpython
+  r.samples = {RecSample{{0, 3, 2, 1}, 1, "python3", {}, {}}, RecSample{{0, 3, 2}, 1, "python3", {}, {}},
+               RecSample{{0, 1}, 1, "python3", {}, {}}};
+  return r;
+}
+
+TEST(ProgramFirst, TheProgramsFileGoesFirstAndLocationsFollow) {
+  Recording r = python_recording();
+  put_program_first(r);
+  EXPECT_EQ(r.mappings[0].file, "/usr/bin/python3.11");
+  EXPECT_EQ(r.mappings[1].file, "/usr/lib/x86_64-linux-gnu/libc.so.6");
+  EXPECT_EQ(r.locations[0].mapping, 1);  // malloc: libc, wherever it went
+  EXPECT_EQ(r.locations[1].mapping, 0);
+  EXPECT_EQ(r.locations[2].mapping, -1);
+  EXPECT_EQ(r.locations[3].mapping, 2);
+}
+
+// Stacks whose outermost frame of a file is a shared library's (cut short
+// under a Python frame) do not choose.
+TEST(ProgramFirst, SharedLibrariesNeverGoFirst) {
+  Recording r = python_recording();
+  r.samples = {r.samples[1]};  // without _start: libpython's frame is the outermost of a file
+  put_program_first(r);
+  EXPECT_EQ(r.mappings[0].file, "/usr/lib/x86_64-linux-gnu/libc.so.6");
+}
+
+// A program already first stays first, though another file roots a stack.
+TEST(ProgramFirst, AProgramAlreadyFirstStays) {
+  Recording r = python_recording();
+  put_program_first(r);
+  r.mappings.push_back({0x900000, 0x901000, 0, "/opt/app/helper", ""});
+  r.locations.push_back({3, 0x900010, {{1, 0}}});
+  r.samples.push_back(RecSample{{0, 4}, 2, "helper", {}, {}});
+  put_program_first(r);
+  EXPECT_EQ(r.mappings[0].file, "/usr/bin/python3.11");
+}
+
+}  // namespace
+}  // namespace allocscope
