@@ -229,6 +229,7 @@ void finish_record(RecordConfig& c, const OptionText& t) {
   if (!t.top_every.empty()) c.top_every_ms = std::max<uint64_t>(100, *parse_duration_ms(t.top_every));
   if (!t.snapshot_above.empty()) c.snapshot_above = *parse_bytes(t.snapshot_above);
   c.outputs = output_specs(t.outputs, t, t.format, "allocscope.pb.gz", Format::Pprof);
+  c.keep_previous = t.outputs.empty();
   if (*t.children_flag) c.children = t.children;
 }
 

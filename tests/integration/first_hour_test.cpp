@@ -63,7 +63,8 @@ TEST(FirstHour, ARecordingWhosePathFailsAtTheEndIsSavedElsewhere) {
 }
 
 // Without -o: allocscope.pb.gz in the current directory, which report
-// reads; the summary names every file it wrote.
+// reads, and an earlier run's kept as its .old; the summary names every
+// file it wrote, and so does report.
 TEST(FirstHour, TheSummaryNamesTheFilesWrittenAndTheDefaultIsPprof) {
   REQUIRE_BPF();
   TempDir work;
@@ -73,6 +74,24 @@ TEST(FirstHour, TheSummaryNamesTheFilesWrittenAndTheDefaultIsPprof) {
   EXPECT_NE(r.err.find("wrote allocscope.pb.gz"), std::string::npos) << r.err;
   RunResult report = run({ALLOCSCOPE_BIN, "report", work.path.string() + "/allocscope.pb.gz", "--top", "3"});
   EXPECT_EQ(report.status, 0) << report.err;
+  // A second run keeps the first's, and says so.
+  r = run({"sh", "-c", "cd \"$0\" && exec \"$1\" record --rate 1 -- \"$2\" --scale-pct 1", work.path.string(),
+           ALLOCSCOPE_BIN, WORKLOAD_BIN});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("the earlier allocscope.pb.gz is now allocscope.pb.gz.old"), std::string::npos)
+      << r.err;
+  EXPECT_TRUE(fs::is_regular_file(work.path / "allocscope.pb.gz.old"));
+  // report says what it wrote, and what a suffix that names no format becomes.
+  std::string html = work.path.string() + "/x.html", diff = work.path.string() + "/d.svg";
+  report = run({ALLOCSCOPE_BIN, "report", work.path.string() + "/allocscope.pb.gz", "-o", html});
+  EXPECT_EQ(report.status, 0) << report.err;
+  EXPECT_NE(report.err.find("note: " + html + " is written as folded stacks"), std::string::npos)
+      << report.err;
+  EXPECT_NE(report.err.find("wrote " + html), std::string::npos) << report.err;
+  report = run({ALLOCSCOPE_BIN, "report", "--diff", work.path.string() + "/allocscope.pb.gz.old",
+                work.path.string() + "/allocscope.pb.gz", "-o", diff});
+  EXPECT_EQ(report.status, 0) << report.err;
+  EXPECT_NE(report.err.find("wrote " + diff), std::string::npos) << report.err;
   std::string svg = work.path.string() + "/heap.svg", pb = work.path.string() + "/heap.pb.gz";
   r = run({ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", pb, "-o", svg, "--peak", "--", WORKLOAD_BIN,
            "--scale-pct", "1"});

@@ -1,6 +1,8 @@
 #include "model/recording.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <map>
 
 namespace allocscope {
@@ -28,10 +30,20 @@ std::vector<std::string> frame_names(const Recording& r, const RecSample& s, boo
   return names;
 }
 
-void sort_by_end(std::vector<Recording>& series) {
-  std::stable_sort(series.begin(), series.end(), [](const Recording& a, const Recording& b) {
-    return a.time_nanos + a.duration_nanos < b.time_nanos + b.duration_nanos;
+std::vector<size_t> end_order(const std::vector<Recording>& series) {
+  std::vector<size_t> order(series.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&series](size_t a, size_t b) {
+    return series[a].time_nanos + series[a].duration_nanos < series[b].time_nanos + series[b].duration_nanos;
   });
+  return order;
+}
+
+void sort_by_end(std::vector<Recording>& series) {
+  std::vector<Recording> sorted;
+  sorted.reserve(series.size());
+  for (size_t i : end_order(series)) sorted.push_back(std::move(series[i]));
+  series = std::move(sorted);
 }
 
 bool is_cumulative(const std::vector<Recording>& series) {
@@ -40,6 +52,25 @@ bool is_cumulative(const std::vector<Recording>& series) {
         series[i].duration_nanos <= series[i - 1].duration_nanos)
       return false;
   return series.size() > 1;
+}
+
+std::string series_break(const std::vector<Recording>& series, size_t* at) {
+  if (is_cumulative(series)) return "";
+  constexpr int64_t kSecond = 1'000'000'000;
+  for (size_t i = 1; i < series.size(); ++i) {
+    int64_t end = series[i - 1].time_nanos + series[i - 1].duration_nanos;
+    int64_t gap = series[i].time_nanos - end;
+    int64_t slack = std::max<int64_t>(5 * kSecond, series[i - 1].duration_nanos / 2);
+    if (gap >= -kSecond && gap <= slack) continue;
+    if (at) *at = i;
+    char text[96];
+    std::snprintf(text, sizeof text,
+                  gap < 0 ? "starts %.1f s before the one before it ended"
+                          : "starts %.1f s after the one before it ended",
+                  std::fabs(double(gap)) / 1e9);
+    return text;
+  }
+  return "";
 }
 
 void put_program_first(Recording& r) {

@@ -82,6 +82,13 @@ struct Recording {
 // line.
 std::vector<std::string> frame_names(const Recording& r, const RecSample& s, bool lines = false);
 
+// Why `series` (sorted by end) is not one recording's series: "" when it
+// is cumulative, or each profile starts where the one before it ended (an
+// interval's write may take a moment: up to 5 s or half the earlier
+// interval later; never more than 1 s earlier). Else which two do not
+// follow each other, by their index.
+std::string series_break(const std::vector<Recording>& series, size_t* at = nullptr);
+
 // pprof takes the first mapping for the program's own (go tool pprof prints
 // it as "File:"), yet the first one made is the allocator's library. The
 // program is the file, not a shared library, that holds the most samples'
@@ -92,6 +99,8 @@ void put_program_first(Recording& r);
 // A series of profiles of one recording, ordered by the moment each ends
 // (the order files are named in need not be).
 void sort_by_end(std::vector<Recording>& series);
+// The indices of `series` in that order.
+std::vector<size_t> end_order(const std::vector<Recording>& series);
 // Whether each profile holds everything since one start (the agent's /heap,
 // fetched now and then: one start, growing durations) rather than its own
 // interval alone (record --interval: each its own start).

@@ -153,6 +153,21 @@ Result<void> check_output(const std::string& path) {
 
 void give_outputs_to(unsigned uid, unsigned gid) { output_owner = std::pair{uid_t(uid), gid_t(gid)}; }
 
+std::string unnamed_format_note(const OutputSpec& o) {
+  if (o.format != Format::Folded || o.format_chosen || format_named_by(o.path) || o.path == "-" ||
+      o.path.starts_with("/dev/"))
+    return "";
+  return o.path + " is written as folded stacks (its suffix names no format: " + names_of(kFormatSuffixes) +
+         ")";
+}
+
+bool set_aside_previous(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  if (st.st_uid != ::geteuid() && !(output_owner && st.st_uid == output_owner->first)) return false;
+  return ::rename(path.c_str(), (path + ".old").c_str()) == 0;
+}
+
 Result<std::string> save_elsewhere(std::string_view content, const std::string& suffix) {
   const char* tmpdir = std::getenv("TMPDIR");
   Error last{"no directory to save in", ENOENT};

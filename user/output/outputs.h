@@ -39,6 +39,18 @@ Result<void> check_output(const std::string& path);
 // under sudo makes its outputs for the user who asked: SUDO_UID).
 void give_outputs_to(unsigned uid, unsigned gid);
 
+// "PATH is written as folded stacks (...)" for an output whose suffix names
+// no format, when no --format chose one; "" for any other (stdout and
+// devices take what they are given).
+std::string unnamed_format_note(const OutputSpec& o);
+
+// The earlier output at `path`, a regular file of the caller's (or of the
+// user outputs are given to), renamed to `path`.old, over any older one
+// (renamed, never followed: a link there is replaced, not written
+// through); whether there was one. For a default output path, which a
+// second run would otherwise overwrite unasked.
+bool set_aside_previous(const std::string& path);
+
 // `content` saved where it can be when its own path failed: a new file
 // (created exclusively, never one planted) named allocscope-XXXXXX`suffix`
 // in the current directory, else in $TMPDIR or /tmp. Its path.

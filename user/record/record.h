@@ -34,6 +34,7 @@ struct RecordConfig {
   bool hold_new_files = true;
   uint64_t duration_ms = 0;         // 0: until the target exits or a signal
   std::vector<OutputSpec> outputs;  // default: allocscope.pb.gz
+  bool keep_previous = false;       // the default output: an earlier one is kept as its .old
   uint64_t interval_ms = 0;         // > 0: numbered outputs every interval
   std::string timeline;             // --timeline: an HTML chart of live bytes over the recording
   bool peak = false;                // --peak: also the in-use profile at the highest live estimate

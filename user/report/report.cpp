@@ -1,5 +1,7 @@
 #include "report/report.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstdio>
 
@@ -49,6 +51,16 @@ Result<void> run_leaks(const ReportConfig& c, const SampleFilter& filter) {
                   ": --leaks reads the interval profiles of one recording");
     series.push_back(filter_samples(*r, filter));
   }
+  // Unrelated recordings would read as growth and shrinkage (kept -233 %).
+  std::vector<size_t> order = end_order(series);
+  std::vector<Recording> sorted;
+  for (size_t i : order) sorted.push_back(series[i]);
+  size_t at = 0;
+  if (std::string why = series_break(sorted, &at); !why.empty())
+    return fail(c.inputs[order[at]] + " " + why + " (" + c.inputs[order[at - 1]] +
+                    "): --leaks reads one recording's interval profiles (record --interval) or the agent's "
+                    "/heap fetched over time",
+                EINVAL);
   LeakReport leaks = find_leaks(series, c.render);
   return write_outputs(c.outputs, [&](Format f) { return render_leaks(leaks, f, c.render, series.size()); });
 }
@@ -123,15 +135,36 @@ Result<void> run(const ReportConfig& c) {
   return write_outputs(c.outputs, [&](Format f) { return render_diff(base_shown, shown, f, o); });
 }
 
+// The files a report wrote (not standard output, nor a device), as record
+// names its own.
+void print_written(const ReportConfig& c) {
+  std::string files;
+  auto add = [&files](const std::string& path) {
+    struct stat st;
+    if (path != "-" && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+      files += (files.empty() ? "" : ", ") + path;
+  };
+  if (!c.timeline.empty())
+    add(c.timeline);
+  else
+    for (const OutputSpec& o : c.outputs) add(o.path);
+  if (!files.empty()) std::fprintf(stderr, "allocscope: wrote %s\n", files.c_str());
+}
+
 }  // namespace
 
 int report(const ReportConfig& config) {
+  if (config.timeline.empty())
+    for (const OutputSpec& o : config.outputs)
+      if (std::string note = unnamed_format_note(o); !note.empty())
+        std::fprintf(stderr, "allocscope: note: %s\n", note.c_str());
   if (auto ok = run(config); !ok) {
     // A reader that had enough (report ... | head): done, quietly.
     if (ok.error().code == EPIPE && ok.error().message.starts_with("write standard output")) return 0;
     std::fprintf(stderr, "allocscope: %s\n", ok.error().message.c_str());
     return 1;
   }
+  print_written(config);
   return 0;
 }
 

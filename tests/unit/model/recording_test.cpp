@@ -55,5 +55,27 @@ TEST(ProgramFirst, AProgramAlreadyFirstStays) {
   EXPECT_EQ(r.mappings[0].file, "/usr/bin/python3.11");
 }
 
+Recording spanning(int64_t start_s, int64_t seconds) {
+  Recording r;
+  r.time_nanos = start_s * 1'000'000'000;
+  r.duration_nanos = seconds * 1'000'000'000;
+  return r;
+}
+
+// record --interval's profiles follow each other, the agent's share a
+// start; three recordings made a minute apart are neither.
+TEST(Series, OneRecordingsProfilesFollowEachOtherAndOthersBreak) {
+  EXPECT_EQ(series_break({spanning(100, 30), spanning(130, 30), spanning(161, 30)}), "");  // a write's second
+  EXPECT_EQ(series_break({spanning(100, 30), spanning(100, 60), spanning(100, 90)}), "");  // cumulative
+  size_t at = 0;
+  EXPECT_EQ(series_break({spanning(100, 2), spanning(160, 2), spanning(220, 2)}, &at),
+            "starts 58.0 s after the one before it ended");
+  EXPECT_EQ(at, 1u);
+  EXPECT_EQ(series_break({spanning(100, 30), spanning(120, 30)}, &at),
+            "starts 10.0 s before the one before it ended");
+  std::vector<Recording> shuffled{spanning(200, 10), spanning(100, 10), spanning(150, 10)};
+  EXPECT_EQ(end_order(shuffled), (std::vector<size_t>{1, 2, 0}));
+}
+
 }  // namespace
 }  // namespace allocscope

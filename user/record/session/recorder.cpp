@@ -152,10 +152,13 @@ Result<void> check_before_recording(const RecordConfig& c) {
     if (auto ok = check_output(path); !ok) return ok;
   // A suffix that names no format: folded stacks, said before the run.
   for (const OutputSpec& o : c.outputs)
-    if (o.format == Format::Folded && !o.format_chosen && !format_named_by(o.path) && o.path != "-" &&
-        !o.path.starts_with("/dev/") && !c.quiet)
-      print_error("note: " + o.path + " is written as folded stacks (its suffix names no format: " +
-                  names_of(kFormatSuffixes) + ")");
+    if (std::string note = unnamed_format_note(o); !note.empty() && !c.quiet) print_error("note: " + note);
+  // The default output of an earlier run is kept: a second run would
+  // overwrite it unasked.
+  if (c.keep_previous && !c.interval_ms)
+    for (const OutputSpec& o : c.outputs)
+      if (set_aside_previous(o.path) && !c.quiet)
+        print_error("the earlier " + o.path + " is now " + o.path + ".old");
   return {};
 }
 
