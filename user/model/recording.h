@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -68,6 +69,9 @@ struct Recording {
   // How the kernel recorded it (what `allocscope check` calls paths): the
   // kernel's release, the probes, the unwinder, each fallback taken.
   std::vector<std::pair<std::string, std::string>> paths;
+  // What pprof viewers leave out (profile.proto's drop_frames), as a file
+  // read said it; unset: the allocator entry points, each sample's leaf.
+  std::optional<std::string> drop_frames;
   std::vector<RecMapping> mappings;
   std::vector<RecFunction> functions;
   std::vector<RecLocation> locations;

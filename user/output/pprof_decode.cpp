@@ -152,6 +152,9 @@ class Decoder {
     r_.rate = static_cast<uint64_t>(p_.period());
     r_.time_nanos = p_.time_nanos();
     r_.duration_nanos = p_.duration_nanos();
+    auto drop = str(p_.drop_frames(), "drop_frames");
+    if (!drop) return fail(drop.error());
+    r_.drop_frames = *drop;
     if (auto ok = default_metric(); !ok) return ok;
     return counters();
   }

@@ -1,5 +1,4 @@
 // Recording -> profile.proto, gzip-compressed.
-#include <algorithm>
 #include <cerrno>
 #include <set>
 #include <string_view>
@@ -65,27 +64,55 @@ std::string literal_regex(const std::string& name) {
   return out;
 }
 
+// A function's name as pprof matches it against drop_frames: its argument
+// list cut off, but for the parentheses of "(anonymous namespace)" and
+// "operator()" (pprof's simplifyFunc).
+std::string pprof_match_name(std::string_view name) {
+  if (name.starts_with('.')) name.remove_prefix(1);
+  for (size_t at = name.find('('); at != std::string_view::npos; at = name.find('(', at + 1)) {
+    bool reserved = false;
+    for (std::string_view kept : {"(anonymous namespace)", "operator()"}) {
+      size_t from = kept.front() == '(' ? at : at >= 8 ? at - 8 : std::string_view::npos;
+      if (from != std::string_view::npos && name.substr(from, kept.size()) == kept) reserved = true;
+    }
+    if (!reserved) return std::string(name.substr(0, at));
+  }
+  return std::string(name);
+}
+
+bool is_go_runtime(const std::string& name) {
+  return name.starts_with("runtime.") || name.starts_with("internal/runtime/");
+}
+
 // The allocator entry points, each sample's leaf: pprof drops them (and any
 // frame inside them) from what it shows, so that flat bytes land on the
-// functions that called the allocator, as in Go's own heap profiles. Only
-// allocscope's own report keeps them.
+// functions that called the allocator, as in Go's own heap profiles. Under
+// Go's allocator, the runtime's frames next to it (runtime.makeslice,
+// newobject) go too, as Go's own profiles hide them: by name, those met
+// there. Only allocscope's own report keeps them all.
 std::string allocator_frames(const Recording& r) {
-  std::set<uint32_t> leaves;
-  for (const RecSample& s : r.samples)
-    if (!s.locations.empty())
-      for (const RecLine& line : r.locations[s.locations.front()].lines) leaves.insert(line.function);
-  std::set<std::string> names;  // as pprof matches them: without their argument lists
-  for (uint32_t f : leaves) {
-    const std::string& name = r.functions[f].name;
-    names.insert(name.substr(0, name.find('(', 1)));
+  std::set<std::string> names;
+  for (const RecSample& s : r.samples) {
+    bool go = false;
+    for (size_t i = 0; i < s.locations.size(); ++i) {
+      bool runtime_only = true;
+      for (const RecLine& line : r.locations[s.locations[i]].lines) {
+        const std::string& name = r.functions[line.function].name;
+        if (i == 0) {
+          names.insert(pprof_match_name(name));
+          go = go || is_go_runtime(name);
+        } else if (go && is_go_runtime(name)) {
+          names.insert(pprof_match_name(name));
+        } else {
+          runtime_only = false;
+          break;
+        }
+      }
+      if (i > 0 && (!go || !runtime_only)) break;
+    }
   }
   std::string regex;
   for (const std::string& name : names) regex += (regex.empty() ? "" : "|") + literal_regex(name);
-  // Go's runtime: its frames between the program and its allocator go too,
-  // as Go's own heap profiles hide them (runtime.makeslice, newobject).
-  // pprof keeps those outside the program's first frame (runtime.main).
-  if (std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.starts_with("runtime."); }))
-    regex += "|runtime\\..*|internal/runtime/.*";
   return regex;
 }
 
@@ -188,7 +215,9 @@ Result<std::string> encode_pprof(const Recording& r, std::string_view tool) {
   add_functions(p, strings, r);
   add_locations(p, r);
   add_samples(p, strings, r);
-  if (std::string drop = allocator_frames(r); !drop.empty()) p.set_drop_frames(strings.intern(drop));
+  // A profile read keeps its own (another tool's leaves are no allocator).
+  std::string drop = r.drop_frames ? *r.drop_frames : allocator_frames(r);
+  if (!drop.empty()) p.set_drop_frames(strings.intern(drop));
   strings.intern(encode_sidecar(r));  // referred to by nothing: pprof never shows it
   std::string raw;
   if (!p.SerializeToString(&raw)) return fail("pprof: the profile is over protobuf's 2 GiB limit", EFBIG);

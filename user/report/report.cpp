@@ -54,15 +54,15 @@ Result<void> run_leaks(const ReportConfig& c, const SampleFilter& filter) {
   // Unrelated recordings would read as growth and shrinkage (kept -233 %).
   std::vector<size_t> order = end_order(series);
   std::vector<Recording> sorted;
-  for (size_t i : order) sorted.push_back(series[i]);
-  size_t at = 0;
+  for (size_t i : order) sorted.push_back(std::move(series[i]));
+  size_t at = 0, profiles = sorted.size();
   if (std::string why = series_break(sorted, &at); !why.empty())
     return fail(c.inputs[order[at]] + " " + why + " (" + c.inputs[order[at - 1]] +
                     "): --leaks reads one recording's interval profiles (record --interval) or the agent's "
                     "/heap fetched over time",
                 EINVAL);
-  LeakReport leaks = find_leaks(series, c.render);
-  return write_outputs(c.outputs, [&](Format f) { return render_leaks(leaks, f, c.render, series.size()); });
+  LeakReport leaks = find_leaks(std::move(sorted), c.render);
+  return write_outputs(c.outputs, [&](Format f) { return render_leaks(leaks, f, c.render, profiles); });
 }
 
 // --timeline: the series charted, a point at the end of each profile.
@@ -141,7 +141,7 @@ void print_written(const ReportConfig& c) {
   std::string files;
   auto add = [&files](const std::string& path) {
     struct stat st;
-    if (path != "-" && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+    if (path != "-" && !path.starts_with("/dev/") && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
       files += (files.empty() ? "" : ", ") + path;
   };
   if (!c.timeline.empty())

@@ -643,6 +643,22 @@ TEST(PprofGoTool, FlatBytesLandOnTheAllocatorsCallers) {
   std::filesystem::remove_all(go.dir);
 }
 
+// drop_frames names leaves as pprof matches them; a file read keeps its
+// own (another tool's profile, whose leaves are the program's functions,
+// has none), and a recording built anew computes it.
+TEST(PprofEncode, DropFramesAreTheLeavesAsPprofMatchesThemAndAFileKeepsItsOwn) {
+  Recording r = synthetic();
+  r.functions[0].name = "ns::(anonymous namespace)::pool::operator()(unsigned long)";
+  pb::Profile p = gunzip_message(encode_pprof(r).value());
+  EXPECT_EQ(str(p, p.drop_frames()),
+            "calloc|ns::\\(anonymous namespace\\)::pool::operator\\(\\)|operator new");
+  auto back = decode_pprof(encode_pprof(r).value());
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->drop_frames, str(p, p.drop_frames()));
+  back->drop_frames = "";  // as a profile of Go's own, with none
+  EXPECT_EQ(gunzip_message(encode_pprof(*back).value()).drop_frames(), 0);
+}
+
 // Go's runtime frames between the program and its allocator go too, as in
 // Go's own heap profiles; those outside the program's first frame stay.
 TEST(PprofGoTool, GosRuntimeFramesUnderTheProgramGo) {

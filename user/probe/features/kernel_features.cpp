@@ -25,7 +25,7 @@ const std::array<FeatureSpec, kFeatureCount>& feature_specs() {
        "one link for every entry point of a library",
        "one classic uprobe per entry point (slower to attach, same cost per call)"},
       {Feature::UprobeSession, "uprobe_session", "uprobe sessions", "6.13", false,
-       "return probes only on sampled calls",
+       "malloc's return probe only on sampled calls",
        "classic uprobes and uretprobes: a return probe on every allocating call"},
       {Feature::NopEmulation, "nop_emulation", "multi-byte nop emulation", "6.13-6.16", false,
        "probes on 0f 1f nops without single-stepping",

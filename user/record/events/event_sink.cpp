@@ -211,7 +211,7 @@ void EventSink::on_stack(StackEvent&& ev) {
   }
   if (runtimes_ && ev.agent.empty()) runtimes_->place_frames(pid, ev.mappings, ev.runtime_part, ev.fn, s.ips);
   const ProcessInstance& process = processes_.instance(*instance);
-  fold_own_frames(pid, s.ips);
+  fold_own_frames(pid, ev.mappings, s.ips);
   s.origin = origin(ev.tgid, process.comm, ev.agent.empty() ? ev.fn : kNoAllocator, s.ips);
   if (per_process_) s.origin.ns_pid = process.shown_ns_pid();
   if (ev.id < one_shot_from_ && !s.one_shot) instance_stacks_[*instance].push_back(ev.id);
@@ -359,13 +359,13 @@ StackOrigin EventSink::origin(uint32_t tgid, const std::string& comm, uint16_t f
 // that code and all it called become one frame that says so. Done before
 // the stack is resolved: the library is never opened to name frames no
 // profile shows (an entry's copy would stay open after its process).
-void EventSink::fold_own_frames(pid_t pid, std::vector<uint64_t>& ips) {
+void EventSink::fold_own_frames(pid_t pid, std::span<const Mapping> seen, std::vector<uint64_t>& ips) {
   auto code = [&ips](size_t i) { return !Symbolizer::is_runtime_frame(ips[i]) && ips[i] != kTruncatedFrame; };
   // A return address: the call is before it.
   auto known = [&](size_t i) { return symbolizer_.known_mapping(pid, ips[i] - 1); };
   for (size_t i = 0; i < ips.size(); ++i)
     if (code(i) && !known(i)) {  // mapped since the snapshot (an entry's copy is)
-      symbolizer_.refresh(pid);
+      symbolizer_.refresh(pid, seen);
       break;
     }
   auto own = [&](size_t i) {

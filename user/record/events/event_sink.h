@@ -194,7 +194,7 @@ class EventSink {
   void count_drops(uint32_t tgid, const std::string& comm, bool live_full, bool stack_lost, bool table_full);
   static constexpr uint16_t kNoAllocator = UINT16_MAX;  // origin()'s fn: none to look up
   StackOrigin origin(uint32_t tgid, const std::string& comm, uint16_t fn, std::span<const uint64_t> ips);
-  void fold_own_frames(pid_t pid, std::vector<uint64_t>& ips);
+  void fold_own_frames(pid_t pid, std::span<const Mapping> seen, std::vector<uint64_t>& ips);
   std::optional<uint32_t> profile_stack(const KnownStack& s);
   void compact_mappings();
   // A stack's addresses and origin as its folded instance `into` keeps them.

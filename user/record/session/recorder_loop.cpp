@@ -43,12 +43,15 @@ Result<LoopEnd> Recorder::loop(std::vector<Target>& targets) {
     uint64_t now = now_ms();
     if (config_.duration_ms && now - l.start >= config_.duration_ms) break;
     if (config_.interval_ms && now - l.interval_start >= config_.interval_ms) {
+      // The next interval starts where this one ends, not once it is written
+      // (a first write reads every binary's DWARF): one series, end to end.
+      uint64_t boundary_wall_ns = wall_ns();
       progress.finish();
       if (auto ok = write_outputs(r_, ++l.interval, now - l.interval_start); !ok) print_error(ok.error());
       if (r_.timeline) r_.timeline->observe(now - l.start, r_.profile, true);  // before the totals go
       r_.profile.reset_alloc_totals();                                         // the live set carries over
       l.interval_start = now;
-      r_.start_wall_ns = wall_ns();
+      r_.start_wall_ns = boundary_wall_ns;
     }
     uint64_t next_interval = config_.interval_ms ? l.interval_start + config_.interval_ms : UINT64_MAX;
     uint64_t next_stop = config_.duration_ms ? l.start + config_.duration_ms : UINT64_MAX;
