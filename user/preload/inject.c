@@ -96,15 +96,21 @@ static void attach(struct as_inject_args *a) {
     a->seeded = as_sampler_seed(seed_fd, a->seed_count);
     close(seed_fd);
   }
-  __atomic_store_n(&as_sampler_ready, 1, __ATOMIC_RELEASE);
+  /* While the slots are being taken (the loader's lookups: milliseconds
+   * under load), the calls that already pass through them are the probes'
+   * to count, not the sampler's too: a short process entered near its end
+   * had its last sites counted twice. */
+  __atomic_store_n(&as_sampler_ready, 0, __ATOMIC_RELEASE);
   struct as_slot_counts counts = {0};
   while (__atomic_exchange_n(&take_lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
   take_slots(&counts);
   __atomic_store_n(&attached, 1, __ATOMIC_RELEASE);
   __atomic_store_n(&take_lock, 0, __ATOMIC_RELEASE);
   /* Its allocscope's allocator probes sample this process no more from
-   * here (bpf/inprocess.bpf.h, usdt_entered): the process is counted by
-   * one of the two at every moment but while the slots are being taken. */
+   * here (bpf/inprocess.bpf.h, usdt_entered), and its sampler counts from
+   * here: the process is counted by one of the two at every moment but
+   * during this probe's trap. */
+  __atomic_store_n(&as_sampler_ready, 1, __ATOMIC_RELEASE);
   STAP_PROBE1(allocscope, entered, owner_pid);
   a->slots = as_slots_taken(); /* with those an allocscope that died had taken */
   a->modules = counts.modules;
