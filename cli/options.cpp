@@ -112,7 +112,8 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, OptionText& t) {
                   ->delimiter(',')
                   ->allow_extra_args(false);
   rec->add_option("-d,--duration", t.duration,
-                  "Stop after this long (30, 30s, 500ms, 2m); default: until the target exits or Ctrl-C")
+                  "Stop after this long (30, 30s, 500ms, 2m); default (and 0): no limit, until the target "
+                  "exits or Ctrl-C")
       ->type_name("TIME")
       ->check(parsed_by(parse_duration_ms, "duration (30, 30s, 500ms, 2m, 1h)"));
   rec->add_option("-o,--output", t.outputs,
