@@ -34,10 +34,13 @@ Result<void> check_trusted(const std::string& path) {
 
 }  // namespace
 
+bool is_injected_copy(std::string_view mapped_path) {
+  return mapped_path.starts_with(std::string("/memfd:") + kInjectedCopyName);
+}
+
 bool is_allocscope_library(std::string_view mapped_path) {
   std::string_view base = mapped_path.substr(mapped_path.rfind('/') + 1);
-  return base.starts_with("liballocscope-preload") ||
-         mapped_path.starts_with(std::string("/memfd:") + kInjectedCopyName);
+  return base.starts_with("liballocscope-preload") || is_injected_copy(mapped_path);
 }
 
 Result<std::string> find_preload_library() {

@@ -16,6 +16,8 @@ namespace allocscope {
 // "/memfd:allocscope-preload".
 inline constexpr char kInjectedCopyName[] = "allocscope-preload";
 
+// Whether a mapping's path is an entry's copy of the library.
+bool is_injected_copy(std::string_view mapped_path);
 // Whether a mapping's path is allocscope's library: the file, or an entry's
 // copy of it.
 bool is_allocscope_library(std::string_view mapped_path);

@@ -23,7 +23,6 @@ namespace allocscope::inject {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr const char* kLibraryName = kInjectedCopyName;
 constexpr char kRingName[] = "allocscope-frees", kSeedName[] = "allocscope-seed";
 constexpr int kRounds = 20;  // passes over the threads: a running one is caught in its own code
 constexpr uint64_t kLoaderStack = 256 << 10;
@@ -220,7 +219,7 @@ std::string status_words(uint32_t status) {
 // The library's memfd in the process, loaded by its own dynamic loader.
 Result<UniqueFd> load_library(RemoteThread& t, pid_t pid, const TargetCode& code, const LibraryImage& image,
                               Clock::time_point deadline) {
-  auto memfd = remote_memfd(t, pid, kLibraryName, deadline);
+  auto memfd = remote_memfd(t, pid, kInjectedCopyName, deadline);
   if (!memfd) return fail(memfd.error());
   auto [number, here] = std::move(*memfd);
   if (!write_all(here.get(), image.bytes)) {
@@ -274,9 +273,7 @@ std::optional<uint64_t> file_offset(const ElfFile& elf, const std::string& name)
 
 }  // namespace
 
-bool is_injected_library(std::string_view mapped_path) {
-  return mapped_path.starts_with(std::string("/memfd:") + kLibraryName);
-}
+bool is_injected_library(std::string_view mapped_path) { return is_injected_copy(mapped_path); }
 
 Result<std::shared_ptr<const LibraryImage>> read_library_image(const std::string& path) {
   auto elf = ElfFile::open(path);
