@@ -133,7 +133,7 @@ build_demo() {
   cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
     -DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG" -DBUILD_TESTING=OFF -DALLOCSCOPE_TEST_HOOKS=OFF -DALLOCSCOPE_BENCH=OFF \
     >/dev/null || return
-  cmake --build "$BUILD" -j"$(nproc)" --target allocscope allocscope_preload alloc_sites
+  cmake --build "$BUILD" -j"$(nproc)" --target allocscope allocscope_preload allocscope_man_pages alloc_sites leaky
 }
 
 # A command as root: directly when root, else through sudo.
@@ -156,6 +156,15 @@ demo() {
   echo
   echo "dev.sh: open demo.svg in a browser for the flame graph; 'go tool pprof demo.pb.gz' also reads the profile"
   echo "dev.sh: installed, built and recorded in $SECONDS s"
+  local su=""
+  [ "$(id -u)" -eq 0 ] || su="sudo "
+  echo
+  echo "allocscope is $BUILD/allocscope, not on PATH yet. Try:"
+  echo "  $su$BUILD/allocscope record -o heap.svg -- $BUILD/tests/leaky --seconds 2"
+  echo "  $su$BUILD/allocscope record -p PID -d 10        # a running process, for 10 s"
+  echo "  $BUILD/allocscope record --help"
+  echo "To install it with its man pages: ${su}cmake --install $BUILD (under /usr/local),"
+  echo "or as a Debian package: ./dev.sh package, then ${su}apt install ./dist/allocscope_*.deb"
 }
 
 # ctest in build tree $1 (more ctest arguments after it). On CI, a BPF test
