@@ -7,9 +7,11 @@
 #include <cstdlib>
 #include <exception>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "options.h"
+#include "record/record.h"
 #include "usage.h"
 
 using namespace allocscope;
@@ -83,6 +85,9 @@ int main(int argc, char** argv) {
   // kills allocscope before its other outputs are written. (Launched
   // commands get SIGPIPE back before exec.)
   std::signal(SIGPIPE, SIG_IGN);
+  // A recording answers Ctrl-C from its first moment (record() says what it
+  // stopped), not only once its options are read.
+  if (argc > 1 && std::string_view(argv[1]) == "record") hold_stop_signals_for_record();
   // Failures are Results all the way up; what still throws (out of memory, a
   // library's exception) ends here as one line, not as std::terminate's abort.
   try {

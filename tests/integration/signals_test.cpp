@@ -91,6 +91,51 @@ TEST_P(StopSignal, WritesCompleteOutputs) {
 INSTANTIATE_TEST_SUITE_P(Signals, StopSignal, ::testing::Values(SIGINT, SIGTERM, SIGHUP),
                          [](const auto& info) { return std::string(sigabbrev_np(info.param)); });
 
+// Ctrl-C before the recording began (here in a pause the tests' build makes
+// where BPF would load): one line says so, nothing is written, the earlier
+// default output is back in its place, the command never ran, and the
+// status is the shell's for SIGINT, not a death by it.
+TEST(Signals, InterruptedBeforeTheRecordingBeganWritesNothing) {
+  REQUIRE_BPF();
+  std::string dir = temp_path("interrupted-early");
+  std::filesystem::create_directories(dir);
+  std::string marker = dir + "/ran";
+  {
+    std::FILE* f = std::fopen((dir + "/allocscope.pb.gz").c_str(), "w");
+    ASSERT_TRUE(f);
+    std::fputs("earlier", f);
+    std::fclose(f);
+  }
+  Child rec({"env", "ALLOCSCOPE_TEST_PAUSE_BEFORE_RECORDING=1500", "sh", "-c",
+             "cd " + dir + " && exec " + ALLOCSCOPE_BIN + " record -- touch " + marker});
+  ASSERT_TRUE(rec.wait_for_line("is now allocscope.pb.gz.old", 30000, true)) << rec.err();
+  rec.signal(SIGINT);
+  EXPECT_EQ(rec.wait(), 128 + SIGINT) << rec.err();
+  EXPECT_NE(rec.err().find("interrupted (SIGINT) before the recording began: nothing was written"),
+            std::string::npos)
+      << rec.err();
+  EXPECT_EQ(slurp(dir + "/allocscope.pb.gz"), "earlier");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/allocscope.pb.gz.old"));
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "the command ran";
+  std::filesystem::remove_all(dir);
+}
+
+// A launched command that goes on after the SIGINT passed to it (a REPL
+// does): allocscope says it waits for it, then returns its status.
+TEST(Signals, ACommandThatOutlivesCtrlCIsWaitedForAndSaidSo) {
+  REQUIRE_BPF();
+  std::string out = temp_path("outlives.folded");
+  Child rec(
+      {ALLOCSCOPE_BIN, "record", "-o", out, "--", "sh", "-c", "trap '' INT; echo ready; sleep 3; exit 7"});
+  ASSERT_TRUE(rec.wait_for_line("ready", 30000)) << rec.err();
+  rec.signal(SIGINT);
+  EXPECT_EQ(rec.wait(), 7) << rec.err();
+  EXPECT_NE(rec.err().find("runs on after SIGINT, and allocscope waits for it to exit"), std::string::npos)
+      << rec.err();
+  EXPECT_TRUE(std::filesystem::exists(out));
+  std::remove(out.c_str());
+}
+
 // SIGKILL: no handler runs, yet the kernel drops every probe with the
 // recorder's last descriptor; the target, traced by uprobes (-p) or by its
 // in-process probes (--preload, launched), then finishes as untraced.

@@ -119,6 +119,14 @@ Result<void> Target::start() {
   return {};
 }
 
+bool Target::exits_within(int ms) {
+  for (int waited = 0; waited < ms; waited += 10) {
+    if (exited()) return true;
+    usleep(10'000);
+  }
+  return exited();
+}
+
 bool Target::exited() {
   if (status_) return true;
   if (launched_) {
@@ -133,15 +141,16 @@ bool Target::exited() {
   return !process_exists(pid_);
 }
 
-int Target::finish(int sig) {
+int Target::finish(int sig, const std::function<void()>& still_running) {
   if (!launched_) return 0;
-  if (!status_) {
-    if (sig != 0) kill(pid_, sig);
-    int st;
-    while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
-    }
-    status_ = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+  if (status_) return *status_;
+  if (sig != 0) kill(pid_, sig);
+  if (still_running && !exits_within(1000)) still_running();
+  if (status_) return *status_;  // reaped while it was waited for
+  int st = 0;
+  while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
   }
+  status_ = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
   return *status_;
 }
 

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,11 +31,15 @@ class Target {
   Result<void> start();
   // Whether the process has exited (a launched child is reaped).
   bool exited();
+  // Whether it has exited, or does within `ms` milliseconds.
+  bool exits_within(int ms);
   // Readable once the process has exited; -1 when the kernel has no pidfds.
   int exit_fd() const { return pidfd_.get(); }
   // Sends `sig` to a launched child that still runs, waits for it and returns
-  // the shell-style status (128 + signal when killed).
-  int finish(int sig);
+  // the shell-style status (128 + signal when killed). `still_running` is
+  // called once if it has not exited a second later (an interactive program
+  // goes on after SIGINT), before the wait goes on.
+  int finish(int sig, const std::function<void()>& still_running = {});
 
  private:
   Target() = default;

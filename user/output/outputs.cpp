@@ -168,6 +168,12 @@ bool set_aside_previous(const std::string& path) {
   return ::rename(path.c_str(), (path + ".old").c_str()) == 0;
 }
 
+void put_back_previous(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0 || errno != ENOENT) return;
+  (void)::rename((path + ".old").c_str(), path.c_str());
+}
+
 Result<std::string> save_elsewhere(std::string_view content, const std::string& suffix) {
   const char* tmpdir = std::getenv("TMPDIR");
   Error last{"no directory to save in", ENOENT};

@@ -50,6 +50,8 @@ std::string unnamed_format_note(const OutputSpec& o);
 // through); whether there was one. For a default output path, which a
 // second run would otherwise overwrite unasked.
 bool set_aside_previous(const std::string& path);
+// Undoes set_aside_previous when nothing was written in its place.
+void put_back_previous(const std::string& path);
 
 // `content` saved where it can be when its own path failed: a new file
 // (created exclusively, never one planted) named allocscope-XXXXXX`suffix`

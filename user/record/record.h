@@ -89,6 +89,10 @@ struct RecordConfig {
 // `-- CMD`, else 0, or 1 after an error (already printed). An observer sees
 // the recording as it runs (the agent); with no outputs, none are written.
 int record(const RecordConfig& config, RecordObserver* observer = nullptr);
+// From now on SIGINT and SIGTERM are held for record() to answer (it says
+// what they stopped) rather than ending the process: called before options
+// are read, so that a Ctrl-C at once is answered too.
+void hold_stop_signals_for_record();
 
 // Every file allocscope writes from now on (record's, report's, the
 // agent's) is given to this user and group: a root run under sudo makes

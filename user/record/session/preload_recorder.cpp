@@ -115,6 +115,7 @@ class PreloadRecorder {
       profile_, symbolizer_, {verdicts_, kernel_, probes_, unwind_}, config_.max_stacks, config_.per_process};
   PreloadEvents events_;
   UntracedProcesses untraced_;
+  std::vector<std::string> set_aside_;  // default outputs of an earlier run, now .old
   std::optional<Target> target_;
   int64_t start_wall_ns_ = 0;
   bool targets_ended_ = false;
@@ -124,7 +125,7 @@ class PreloadRecorder {
 };
 
 Result<void> PreloadRecorder::prepare() {
-  if (auto ok = check_before_recording(config_); !ok) return ok;
+  if (auto ok = check_before_recording(config_, set_aside_); !ok) return ok;
   auto plan = plan_launch_in_process_only(config_);
   if (!plan) return fail(plan.error());
   plan_ = std::move(*plan);
@@ -297,7 +298,8 @@ int PreloadRecorder::finish(const LoopEnd& l) {
     print_losses();
     if (written) print_written(config_, 0, false);
   }
-  int status = target_->finish(l.target_gone ? 0 : stop_signal());
+  int sig = l.target_gone ? 0 : stop_signal();
+  int status = target_->finish(sig, say_still_running(*target_, sig, config_.quiet));
   return written ? status : 1;
 }
 
@@ -307,6 +309,7 @@ int PreloadRecorder::run() {
     return 1;
   }
   install_stop_handlers(config_.hangup_stops);
+  if (stop_signal()) return stopped_before_start(stop_signal(), set_aside_);
   if (auto ok = target_->start(); !ok) {
     print_error(ok.error());
     return 127;

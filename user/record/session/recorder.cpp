@@ -6,11 +6,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "abi/preload/channel.h"
@@ -137,7 +140,7 @@ Result<std::vector<Target>> Recorder::make_targets() {
 // What can be checked before the kernel is touched: the processes named and
 // the outputs' directories. A bad pid or an unwritable output fails at once,
 // not after BPF is loaded, nor (an output) after a long recording.
-Result<void> check_before_recording(const RecordConfig& c) {
+Result<void> check_before_recording(const RecordConfig& c, std::vector<std::string>& set_aside) {
   for (pid_t pid : c.pids) {
     if (pid <= 0 || !process_exists(pid)) return fail("no such process: " + std::to_string(pid), ESRCH);
     if (is_kernel_thread(pid))
@@ -157,13 +160,38 @@ Result<void> check_before_recording(const RecordConfig& c) {
   // overwrite it unasked.
   if (c.keep_previous && !c.interval_ms)
     for (const OutputSpec& o : c.outputs)
-      if (set_aside_previous(o.path) && !c.quiet)
-        print_error("the earlier " + o.path + " is now " + o.path + ".old");
+      if (set_aside_previous(o.path)) {
+        set_aside.push_back(o.path);
+        if (!c.quiet) print_error("the earlier " + o.path + " is now " + o.path + ".old");
+      }
+#ifdef ALLOCSCOPE_TEST_HOOKS
+  // ALLOCSCOPE_TEST_PAUSE_BEFORE_RECORDING=MS: a Ctrl-C in this pause finds
+  // the recording not yet begun, as it would while BPF loads.
+  if (const char* ms = std::getenv("ALLOCSCOPE_TEST_PAUSE_BEFORE_RECORDING"))
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
+#endif
   return {};
 }
 
+std::function<void()> say_still_running(const Target& target, int sig, bool quiet) {
+  if (quiet) return {};
+  return [pid = target.pid(), sig] {
+    std::fprintf(
+        stderr,
+        "allocscope: the recording is over; %s (pid %d) runs on%s%s, and allocscope waits for it to exit\n",
+        read_comm(pid).c_str(), int(pid), sig ? " after SIG" : ", untraced", sig ? sigabbrev_np(sig) : "");
+  };
+}
+
+int stopped_before_start(int sig, const std::vector<std::string>& set_aside) {
+  for (const std::string& path : set_aside) put_back_previous(path);
+  std::fprintf(stderr, "allocscope: interrupted (SIG%s) before the recording began: nothing was written%s\n",
+               sigabbrev_np(sig), set_aside.empty() ? "" : ", and the earlier output is back in its place");
+  return 128 + sig;
+}
+
 Result<void> Recorder::prepare(std::vector<Target>& targets) {
-  if (auto ok = check_before_recording(config_); !ok) return ok;
+  if (auto ok = check_before_recording(config_, set_aside_); !ok) return ok;
   if (!config_.command.empty()) {
     auto plan = plan_launch(config_);
     if (!plan) return fail(plan.error());
@@ -303,7 +331,9 @@ int Recorder::finish(std::vector<Target>& targets, const LoopEnd& l) {
   }
   // A signal is passed on to a launched command; after --duration it runs on
   // untraced and allocscope waits for it.
-  int status = launched ? targets.front().finish(l.target_gone ? 0 : stop_signal()) : 0;
+  int sig = l.target_gone ? 0 : stop_signal();
+  int status =
+      launched ? targets.front().finish(sig, say_still_running(targets.front(), sig, config_.quiet)) : 0;
   if (!written || !peak || !chart) return 1;
   return status;
 }
@@ -313,7 +343,10 @@ int Recorder::run() {
   // Before anything is entered: a signal then ends the recording, and what
   // was entered is given back.
   install_stop_handlers(config_.hangup_stops);
-  if (auto ok = prepare(targets); !ok) {
+  auto prepared = prepare(targets);
+  // What was entered is given back as `targets` go; a launched command never runs.
+  if (stop_signal()) return stopped_before_start(stop_signal(), set_aside_);
+  if (auto& ok = prepared; !ok) {
     if (bpf_refused_ && may_fall_back_) return kBpfRefused;
     print_error(ok.error());
     return 1;
@@ -365,7 +398,11 @@ static int record_in_process(const RecordConfig& config, RecordObserver* observe
   return record_without_bpf(config, why);
 }
 
+void hold_stop_signals_for_record() { install_stop_handlers(false); }
+
 int record(const RecordConfig& config, RecordObserver* observer) {
+  // From the first moment: a Ctrl-C while BPF loads is answered, not fatal.
+  install_stop_handlers(config.hangup_stops);
   if (auto forced = set_forced_fallbacks(config.force_fallback); !forced) {
     print_error(forced.error());
     return 2;

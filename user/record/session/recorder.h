@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,15 @@ namespace allocscope {
 
 // What can be checked before the kernel is touched or a command launched:
 // the processes named and the outputs' directories.
-Result<void> check_before_recording(const RecordConfig& c);
+// The default outputs an earlier run left are set aside (`set_aside`
+// receives their paths).
+Result<void> check_before_recording(const RecordConfig& c, std::vector<std::string>& set_aside);
+// Ended by `sig` before the recording began: says so, puts back what was
+// set aside (nothing was written) and returns the shell's status for it.
+int stopped_before_start(int sig, const std::vector<std::string>& set_aside);
+// The line for a launched command that outlives its recording (it was
+// passed `sig`, or --duration ended) while allocscope waits for it.
+std::function<void()> say_still_running(const Target& target, int sig, bool quiet);
 
 // Where a recording's loop ended, in CLOCK_MONOTONIC milliseconds.
 struct LoopEnd {
@@ -72,6 +81,7 @@ class Recorder final {
   const RecordConfig& config_;
   RecordObserver* observer_;
   bool may_fall_back_ = false, bpf_refused_ = false;
+  std::vector<std::string> set_aside_;  // default outputs of an earlier run, now .old
   RecordingContext r_;
   RecorderView view_;
   uint64_t last_sweep_ms_ = 0, last_vanish_check_ms_ = 0, last_busy_ms_ = 0;
