@@ -401,6 +401,11 @@ TEST(Filters, ProgramsTheNameRulesOutAreNotHeldForTheirTables) {
   EXPECT_GE(wanted, 6) << "the test's premise: a program the filter samples waits for its table";
   EXPECT_LT(first, 3) << "a program the name rules out waited for its table";
   EXPECT_LT(judged, 3) << "the kernel held a program of a name ruled out";
+  EXPECT_NE(rec.err().find("allocscope: a process that maps an allocator file not seen before is stopped for "
+                           "milliseconds while it is probed (--no-hold: never)"),
+            std::string::npos)
+      << "the start does not say that processes are held:\n"
+      << rec.err();
   fs::remove_all(dir);
   std::remove(out.c_str());
 }

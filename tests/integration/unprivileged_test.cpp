@@ -345,7 +345,13 @@ TEST(Unprivileged, AGoProgramIsSaidToHaveItsHeapUnread) {
 TEST(Unprivileged, CheckSaysACommandCanBeRecorded) {
   REQUIRE_BPF();
   RunResult r = run(as_user({allocscope_bin(), "check"}));
-  EXPECT_NE(r.out.find("record: no: loading BPF programs was refused"), std::string::npos) << r.out;
+  EXPECT_NE(
+      r.out.find(
+          "record: no: loading BPF needs root, or CAP_BPF and CAP_PERFMON: run `sudo allocscope check`"),
+      std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("`allocscope check` tells"), std::string::npos) << "check points at itself:\n"
+                                                                       << r.out;
   EXPECT_NE(r.out.find("record -- CMD without BPF (--no-bpf, the default without privilege): yes"),
             std::string::npos)
       << r.out;

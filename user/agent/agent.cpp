@@ -142,7 +142,8 @@ int agent(const AgentConfig& config) {
   bridge.set_tick([&](LiveView& view) {
     if (!started) {  // the first tick: every probe is in place
       started = true;
-      log(6, "recording: probes attached");
+      std::string note = hold_note(config.record);
+      log(6, "recording: probes attached%s%s", note.empty() ? "" : "; ", note.c_str());
     }
     labels.refresh(view.process_table(),
                    [&view](uint64_t id) -> const std::string& { return view.cgroup_path(id); });

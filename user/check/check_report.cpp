@@ -112,6 +112,14 @@ std::string paths_line(const CheckReport& r) {
   return s + ", DWARF stack walks in the kernel";
 }
 
+// Why record cannot load BPF here, as check says it: the message elsewhere
+// points at check itself.
+std::string refusal_here(const CheckReport& r) {
+  if (r.kernel.unprivileged())
+    return "loading BPF needs root, or CAP_BPF and CAP_PERFMON: run `sudo allocscope check` to try all of it";
+  return missing_features_message(r.kernel);
+}
+
 }  // namespace
 
 bool can_record(const CheckReport& r) {
@@ -132,7 +140,7 @@ std::string render_check(const CheckReport& r, bool verbose) {
   traps_section(out, r.kernel);
   trials_section(out, r.trials, verbose);
   out += "\n";
-  std::string refusal = missing_features_message(r.kernel);
+  std::string refusal = refusal_here(r);
   if (!refusal.empty()) {
     out += "record: no: " + refusal + "\nagent:  no\n";
   } else if (!can_record(r)) {
@@ -178,7 +186,7 @@ std::string render_check_json(const CheckReport& r) {
   doc["trials"] = nlohmann::ordered_json::array();
   for (const LoadTrial& t : r.trials)
     doc["trials"].push_back({{"what", t.what}, {"ok", t.ok}, {"error", t.error}, {"ms", t.ms}});
-  std::string refusal = missing_features_message(r.kernel);
+  std::string refusal = refusal_here(r);
   doc["record"] = can_record(r);
   doc["agent"] = can_record(r);
   if (!refusal.empty()) doc["refusal"] = refusal;

@@ -93,6 +93,10 @@ int record(const RecordConfig& config, RecordObserver* observer = nullptr);
 // what they stopped) rather than ending the process: called before options
 // are read, so that a Ctrl-C at once is answered too.
 void hold_stop_signals_for_record();
+// For the start line: what recording every process does to a process that
+// maps an allocator file not seen before (it is held while probed); "" when
+// none is held.
+std::string hold_note(const RecordConfig& c);
 
 // Every file allocscope writes from now on (record's, report's, the
 // agent's) is given to this user and group: a root run under sudo makes

@@ -73,7 +73,12 @@ TEST(CheckReport, WithoutPrivilegesNothingIsProbed) {
   EXPECT_NE(text.find("kernel features: not probed (loading BPF needs root or CAP_BPF)"), std::string::npos)
       << text;
   EXPECT_EQ(text.find("yes  "), std::string::npos) << "no feature is claimed:\n" << text;
-  EXPECT_NE(text.find("record: no: loading BPF programs was refused"), std::string::npos) << text;
+  EXPECT_NE(
+      text.find(
+          "record: no: loading BPF needs root, or CAP_BPF and CAP_PERFMON: run `sudo allocscope check`"),
+      std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("`allocscope check` tells"), std::string::npos) << "check points at itself:\n" << text;
 }
 
 // Without privilege, the path that needs none: the preload library's.

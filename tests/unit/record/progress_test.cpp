@@ -9,8 +9,10 @@ namespace allocscope {
 namespace {
 
 TEST(Progress, LineNamesEveryFigure) {
-  EXPECT_EQ(progress_line({12.4, 35, 1234, 7}), "allocscope: 12 s, 35 processes, 1234 samples, 7 dropped");
-  EXPECT_EQ(progress_line({1, 1, 0, 0}), "allocscope: 1 s, 1 process, 0 samples, 0 dropped");
+  EXPECT_EQ(progress_line({12.4, 35, 1234, 7}),
+            "allocscope: 12 s, 1234 samples from 35 processes, 7 dropped");
+  EXPECT_EQ(progress_line({1, 0, 0, 0}), "allocscope: 1 s, 0 samples, 0 dropped");
+  EXPECT_EQ(progress_line({3, 1, 1, 0}), "allocscope: 3 s, 1 sample from 1 process, 0 dropped");
 }
 
 std::string contents(FILE* f) {
@@ -28,8 +30,8 @@ TEST(Progress, PlainLinesWhenNotATerminal) {
   p.finish();
   std::fflush(f);
   EXPECT_EQ(contents(f),
-            "allocscope: 10 s, 2 processes, 10 samples, 0 dropped\n"
-            "allocscope: 21 s, 2 processes, 10 samples, 0 dropped\n");
+            "allocscope: 10 s, 10 samples from 2 processes, 0 dropped\n"
+            "allocscope: 21 s, 10 samples from 2 processes, 0 dropped\n");
   std::fclose(f);
 
   FILE* quiet = std::tmpfile();

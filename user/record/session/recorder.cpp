@@ -288,6 +288,7 @@ void Recorder::announce(std::vector<Target>& targets) {
     size_t n = r_.parts->libraries.libraries_probed();
     std::fprintf(stderr, "allocscope: recording every process (%zu allocator file%s); %s\n", n,
                  n == 1 ? "" : "s", until.c_str());
+    if (std::string note = hold_note(config_); !note.empty()) print_error(note);
   } else {
     std::fprintf(stderr, "allocscope: recording process%s %s%s; %s\n", targets.size() > 1 ? "es" : "",
                  names.c_str(), follows_children(config_) ? " and its descendants" : "", until.c_str());
@@ -399,6 +400,13 @@ static int record_in_process(const RecordConfig& config, RecordObserver* observe
 }
 
 void hold_stop_signals_for_record() { install_stop_handlers(false); }
+
+std::string hold_note(const RecordConfig& c) {
+  if (!c.all || !c.hold_new_files) return "";
+  return "a process that maps an allocator file not seen before is stopped for milliseconds while it is "
+         "probed "
+         "(--no-hold: never)";
+}
 
 int record(const RecordConfig& config, RecordObserver* observer) {
   // From the first moment: a Ctrl-C while BPF loads is answered, not fatal.

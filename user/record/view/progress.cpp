@@ -6,11 +6,16 @@
 
 namespace allocscope {
 
+std::string samples_from(uint64_t samples, uint64_t processes) {
+  std::string text = std::to_string(samples) + (samples == 1 ? " sample" : " samples");
+  if (processes) text += " from " + std::to_string(processes) + (processes == 1 ? " process" : " processes");
+  return text;
+}
+
 std::string progress_line(const ProgressFigures& f) {
   char buf[160];
-  std::snprintf(buf, sizeof buf, "allocscope: %.0f s, %llu process%s, %llu samples, %llu dropped",
-                f.elapsed_s, (unsigned long long)f.processes, f.processes == 1 ? "" : "es",
-                (unsigned long long)f.samples, (unsigned long long)f.drops);
+  std::snprintf(buf, sizeof buf, "allocscope: %.0f s, %s, %llu dropped", f.elapsed_s,
+                samples_from(f.samples, f.processes).c_str(), (unsigned long long)f.drops);
   return buf;
 }
 

@@ -15,6 +15,9 @@ struct ProgressFigures {
 };
 
 std::string progress_line(const ProgressFigures& f);
+// "1234 samples from 35 processes"; "0 samples" (a process recorded but
+// quiet is not "0 processes").
+std::string samples_from(uint64_t samples, uint64_t processes);
 
 // Rewrites one line in place on a terminal; elsewhere (a log file) prints a
 // plain line every `plain_every_s`.

@@ -13,6 +13,7 @@
 #include "record/messages.h"
 #include "record/scope.h"
 #include "record/view/hints.h"
+#include "record/view/progress.h"
 #include "runtime/registry.h"
 
 namespace allocscope {
@@ -61,12 +62,11 @@ std::string drops_text(const RecordingState& s, bool all) {
 void print_totals(const RecordingState& s, const RecordConfig& config, uint64_t elapsed_ms) {
   double alloc = allocated_bytes(s), live = live_bytes(s);
   Counters k = s.session.counters;
-  uint64_t n = s.sink.recorded_processes();
-  std::string processes = std::to_string(n) + (n == 1 ? " process" : " processes");
+  std::string samples = samples_from(k[AS_CNT_SAMPLES], s.sink.recorded_processes());
   std::fprintf(
-      stderr, "allocscope: %.1f s, rate %s, %llu samples, %zu stacks, %s, %s%s allocated, %s live%s\n",
-      elapsed_ms / 1000.0, exact_mode(config) ? "1 (exact)" : format_bytes(double(config.rate)).c_str(),
-      (ull)k[AS_CNT_SAMPLES], s.profile.stacks().size(), processes.c_str(),
+      stderr, "allocscope: %.1f s, rate %s, %s, %zu stacks, %s%s allocated, %s live%s\n", elapsed_ms / 1000.0,
+      exact_mode(config) ? "1 (exact)" : format_bytes(double(config.rate)).c_str(), samples.c_str(),
+      s.profile.stacks().size(),
       exact_mode(config) ? "" : "est. ",  // exact mode counts: nothing is estimated
       format_bytes(alloc).c_str(), format_bytes(live).c_str(), drops_text(s, config.verbose).c_str());
 }
