@@ -25,6 +25,7 @@ BUILD_PACKAGES=(build-essential cmake pkg-config clang llvm libbpf-dev bpftool l
 TEST_PACKAGES=(libgtest-dev clang-format python3.11 libpython3.11-dev libtcmalloc-minimal4 libmimalloc2.0 musl-tools clang-16
                libclang-rt-16-dev prometheus systemd libseccomp-dev util-linux golang-go chromium debhelper lintian
                mmdebstrap man-db zsh qemu-system-x86 busybox-static cpio kmod xz-utils uwsgi-core uwsgi-plugin-python3 dwz
+               libdebuginfod1 binutils
                nodejs)
 BUILD=${BUILD_DIR:-build}
 

@@ -1,12 +1,17 @@
 // Symbolization that survives what processes do to their code: libraries
 // loaded with dlopen and JIT code after recording began, binaries deleted or
-// replaced on disk while they run. Real BPF.
+// replaced on disk while they run; debug files from a debuginfod server.
+// Real BPF.
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <signal.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <string>
+#include <thread>
 
 #include "harness.h"
 
@@ -123,6 +128,79 @@ TEST(Symbols, BinaryInAnotherMountNamespaceIsNamed) {
     for (const std::string& frame : frames) EXPECT_FALSE(frame.starts_with("hidden_workload+0x")) << frame;
   std::filesystem::remove_all(dir);
   std::remove(out.c_str());
+}
+
+// A debuginfod server (elfutils' protocol: GET /buildid/ID/debuginfo) that
+// has one debug file, for one build id, and counts what it served.
+class DebuginfodServer {
+ public:
+  DebuginfodServer(std::string build_id, std::string debug_file)
+      : build_id_(std::move(build_id)), file_(read_file(debug_file)) {
+    server_.Get(R"(/buildid/([0-9a-f]+)/debuginfo)",
+                [this](const httplib::Request& req, httplib::Response& res) {
+                  if (req.matches[1] != build_id_) {
+                    res.status = 404;
+                    return;
+                  }
+                  ++served_;
+                  res.set_content(file_, "application/octet-stream");
+                });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~DebuginfodServer() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  int served() const { return served_; }
+
+ private:
+  std::string build_id_, file_;
+  httplib::Server server_;
+  int port_ = 0;
+  std::atomic<int> served_{0};
+  std::thread thread_;
+};
+
+// The hex build id readelf prints for `path`, "" when none.
+std::string build_id_of(const std::string& path) {
+  RunResult r = run({"readelf", "-n", path});
+  size_t at = r.out.find("Build ID: ");
+  if (at == std::string::npos) return "";
+  at += 10;
+  return r.out.substr(at, r.out.find_first_not_of("0123456789abcdef", at) - at);
+}
+
+// A program stripped of its symbols, whose debug file only a debuginfod
+// server has (as a distribution's binaries are): with DEBUGINFOD_URLS set, as
+// elfutils' tools take it, its frames are named from the server's file;
+// without, they are not (the test's premise).
+TEST(Symbols, AStrippedProgramIsNamedThroughDebuginfod) {
+  REQUIRE_BPF();
+  std::string dir = temp_path("debuginfod");
+  std::filesystem::create_directories(dir);
+  std::string program = dir + "/alloc_sites", debug = dir + "/alloc_sites.debug";
+  ASSERT_EQ(run({"objcopy", "--only-keep-debug", WORKLOAD_BIN, debug}).status, 0);
+  ASSERT_EQ(run({"objcopy", "--strip-all", WORKLOAD_BIN, program}).status, 0);
+  std::string id = build_id_of(program);
+  ASSERT_EQ(id.size(), 40u) << "no build id in " << program;
+  DebuginfodServer server(id, debug);
+  auto record = [&](const std::string& urls, const std::string& out) {
+    RunResult r =
+        run({"env", "DEBUGINFOD_URLS=" + urls, "DEBUGINFOD_CACHE_PATH=" + dir + "/cache", ALLOCSCOPE_BIN,
+             "record", "-q", "--rate", "64KiB", "-o", out, "--", program, "--scale-pct", "5"});
+    EXPECT_EQ(r.status, 0) << r.err;
+    return read_folded(out);
+  };
+  Folded without = record("", dir + "/without.folded");
+  EXPECT_FALSE(has_frame(without, "site_malloc_small")) << "the program was not stripped";
+  EXPECT_EQ(server.served(), 0);
+  Folded with = record(server.url(), dir + "/with.folded");
+  EXPECT_EQ(server.served(), 1);
+  for (const char* site : {"site_malloc_small", "site_calloc", "site_realloc", "main"})
+    EXPECT_TRUE(has_frame(with, site)) << site << " is not named";
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
