@@ -137,9 +137,10 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, OptionText& t) {
                   "allocations and the live set at its end")
       ->type_name("TIME")
       ->check(parsed_by(parse_duration_ms, "interval (30s, 5m, 1h)"));
-  rec->add_flag("--top", t.top,
-                "Show the top stacks by live and by allocated bytes while recording, redrawn every 2 s on "
-                "the terminal (plain blocks when stdout is not one)");
+  rec->add_flag(
+      "--top", t.top,
+      "Show the top functions (the allocators' direct callers) by live and by allocated bytes while "
+      "recording, redrawn every 2 s to fit the terminal (plain blocks when stdout is not one)");
   rec->add_option("--top-every", t.top_every, "--top, redrawn this often (1s, 5s)")
       ->type_name("TIME")
       ->check(parsed_by(parse_duration_ms, "interval (1s, 5s, 1m)"));

@@ -56,6 +56,7 @@ struct RenderOptions {
   TopBy top_by = TopBy::Function;
   TopSort sort = TopSort::Value;
   size_t top = 20;                  // top: rows
+  size_t width = 0;                 // top: columns of text (a terminal's), 0: no limit
   bool per_second = false;          // diff: compare per second of each recording
   double long_lived_share = 0.5;    // long-lived: alive for more than this share of the recording
   std::string tool = "allocscope";  // pprof: comment naming the tool and version

@@ -1,6 +1,7 @@
 #include "output/table.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -130,19 +131,72 @@ std::vector<TableRow> table_rows(const Recording& r, const RenderOptions& o) {
   return rows;
 }
 
+namespace {
+
+// The top table's columns after the estimate, in the order shown; narrowed
+// to a width, they go in `drop` order (the interval first), the estimate and
+// the function stay.
+struct TopColumn {
+  const char* title;
+  int width;
+  bool left;  // aligned left (the interval)
+  int drop;   // 1: dropped first
+};
+constexpr TopColumn kTopColumns[] = {
+    {"interval", 25, true, 1},  {"share", 7, false, 7}, {"cum", 11, false, 2}, {"samples", 8, false, 6},
+    {"lifetime", 10, false, 3}, {"live", 6, false, 5},  {"long", 6, false, 4}};
+constexpr size_t kTopColumnCount = std::size(kTopColumns);
+constexpr int kEstimateWidth = 11, kMinFunctionWidth = 24;
+
+// Which columns fit in `width` (0: all) beside the estimate and a function
+// name of at least kMinFunctionWidth.
+std::array<bool, kTopColumnCount> columns_within(size_t width) {
+  std::array<bool, kTopColumnCount> shown;
+  shown.fill(true);
+  if (width == 0) return shown;
+  auto used = [&] {
+    int n = kEstimateWidth + 2;
+    for (size_t i = 0; i < kTopColumnCount; ++i)
+      if (shown[i]) n += kTopColumns[i].width + 1;
+    return n + 1;
+  };
+  for (int drop = 1; drop <= int(kTopColumnCount) && used() + kMinFunctionWidth > int(width); ++drop)
+    for (size_t i = 0; i < kTopColumnCount; ++i)
+      if (kTopColumns[i].drop == drop) shown[i] = false;
+  return shown;
+}
+
+std::string table_line(const std::string& estimate, const std::array<std::string, kTopColumnCount>& cells,
+                       const std::array<bool, kTopColumnCount>& shown, const std::string& name,
+                       size_t width) {
+  char cell[64];
+  std::snprintf(cell, sizeof cell, "%*s  ", kEstimateWidth, estimate.c_str());
+  std::string line = cell;
+  for (size_t i = 0; i < kTopColumnCount; ++i) {
+    if (!shown[i]) continue;
+    std::snprintf(cell, sizeof cell, kTopColumns[i].left ? "%-*s " : "%*s ", kTopColumns[i].width,
+                  cells[i].c_str());
+    line += cell;
+  }
+  line += " " + name;
+  return fit_width(line, width) + "\n";
+}
+
+}  // namespace
+
 std::string render_table(const Recording& r, const RenderOptions& o) {
   double total = 0;
   for (const RecSample& s : r.samples) total += s.totals.value(o.metric);
   double ll = long_lived_ns(r, o);
-  std::ostringstream out;
-  out << metric_name(o.metric) << ": " << describe(r, o.metric) << "; " << o.confidence * 100
-      << "% intervals; long-lived: alive > " << format_duration_ns(ll) << "\n";
-  const char* what = row_kind(o.top_by);
+  std::ostringstream heading;
+  heading << metric_name(o.metric) << ": " << describe(r, o.metric) << "; " << o.confidence * 100
+          << "% intervals; long-lived: alive > " << format_duration_ns(ll);
+  std::string out = fit_width(heading.str(), o.width) + "\n";
+  auto shown = columns_within(o.width);
+  std::array<std::string, kTopColumnCount> titles;
+  for (size_t i = 0; i < kTopColumnCount; ++i) titles[i] = kTopColumns[i].title;
+  out += table_line("estimate", titles, shown, row_kind(o.top_by), o.width);
   Loss loss = loss_of(r);
-  char line[256];
-  std::snprintf(line, sizeof line, "%11s  %-25s %7s %11s %8s %10s %6s %6s  %s\n", "estimate", "interval",
-                "share", "cum", "samples", "lifetime", "live", "long", what);
-  out << line;
   for (const TableRow& row : table_rows(r, o)) {
     Estimate e = estimate(row.flat, o.metric, r.rate, o.confidence, loss);
     LifetimeSummary l = summarize_lifetimes(row.flat, ll);
@@ -156,16 +210,19 @@ std::string render_table(const Recording& r, const RenderOptions& o) {
     // No lifetime evidence (a peak profile keeps none): "-", not 0 %.
     bool aged = l.freed + row.flat.live_ages.count() > 0;
     auto share = [&](double s) { return aged ? std::to_string(int(std::lround(100 * s))) + "%" : "-"; };
-    std::snprintf(line, sizeof line, "%11s  %-25s %6.2f%% %11s %8llu %10s %6s %6s  ",
-                  format_amount(e.value, o.metric).c_str(), interval.c_str(),
-                  total > 0 ? 100 * e.value / total : 0.0,
-                  format_amount(row.cum != 0 ? row.cum : e.value, o.metric).c_str(),
-                  (unsigned long long)sampled_allocations(row.flat),
-                  l.freed ? format_duration_ns(l.median_ns).c_str() : "-", share(l.live_share).c_str(),
-                  share(l.long_lived_share).c_str());
-    out << line << printable(row.name) << "\n";
+    char percent[16];
+    std::snprintf(percent, sizeof percent, "%.2f%%", total > 0 ? 100 * e.value / total : 0.0);
+    std::array<std::string, kTopColumnCount> cells = {
+        interval,
+        percent,
+        format_amount(row.cum != 0 ? row.cum : e.value, o.metric),
+        std::to_string(sampled_allocations(row.flat)),
+        l.freed ? format_duration_ns(l.median_ns) : "-",
+        share(l.live_share),
+        share(l.long_lived_share)};
+    out += table_line(format_amount(e.value, o.metric), cells, shown, printable(row.name), o.width);
   }
-  return out.str();
+  return out;
 }
 
 }  // namespace allocscope

@@ -26,6 +26,18 @@ std::string format_duration_ns(double ns) {
   return buf;
 }
 
+std::string fit_width(const std::string& line, size_t width) {
+  auto is_continuation = [](char c) { return (static_cast<unsigned char>(c) & 0xc0) == 0x80; };
+  size_t chars = 0, cut = 0, keep = width > 3 ? width - 3 : 0;
+  for (size_t i = 0; i < line.size(); ++i) {
+    if (is_continuation(line[i])) continue;
+    if (chars == keep) cut = i;
+    ++chars;
+  }
+  if (width == 0 || chars <= width) return line;
+  return line.substr(0, cut) + std::string("...").substr(0, width - keep);
+}
+
 std::string printable(const std::string& name) {
   std::string out;
   for (unsigned char c : name) {

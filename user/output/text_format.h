@@ -19,4 +19,8 @@ std::string format_duration_ns(double ns);
 // forge lines.
 std::string printable(const std::string& name);
 
+// `line` cut to `width` characters (UTF-8 sequences kept whole), its end
+// marked "..."; as it is when it fits or width is 0.
+std::string fit_width(const std::string& line, size_t width);
+
 }  // namespace allocscope

@@ -229,5 +229,39 @@ TEST(Render, CallersWithoutValuesOfTheirOwnPadNoRow) {
   EXPECT_NE(line.find(" 4 "), std::string::npos) << "the 4 sampled allocations, not the 2 live: " << line;
 }
 
+// Fitted to a terminal's width (record --top): the interval goes first,
+// then the other columns in turn; the estimate and the function stay, and
+// no line is wider than asked.
+TEST(Render, ATableFitsTheWidthItIsGiven) {
+  Recording r;
+  r.rate = 1;
+  std::string long_name = "a_function_with_a_long_name_in_a_namespace::and_its_member(int, char const*)";
+  r.functions = {{"malloc", "malloc", ""}, {long_name, long_name, ""}};
+  r.locations = {{-1, 0x1000, {{0, 0}}}, {-1, 0x2000, {{1, 0}}}};
+  StackTotals t{.alloc_objects = 4, .alloc_bytes = 400, .live_objects = 2, .live_bytes = 200, .samples = 4};
+  r.samples = {RecSample{{0, 1}, 7, "p", t, {}}};
+  RenderOptions o;
+  auto wide = render(r, Format::Top, o);
+  ASSERT_TRUE(wide);
+  EXPECT_NE(wide->find("interval"), std::string::npos);
+  EXPECT_NE(wide->find(long_name), std::string::npos) << "no limit: names whole";
+  for (size_t width : {120, 80, 60, 40}) {
+    o.width = width;
+    auto text = render(r, Format::Top, o);
+    ASSERT_TRUE(text);
+    std::istringstream lines(*text);
+    for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), width) << line;
+    EXPECT_NE(text->find("estimate"), std::string::npos) << *text;
+    EXPECT_NE(text->find("a_function_with"), std::string::npos) << *text;
+    if (width <= 80) {
+      EXPECT_EQ(text->find("interval  "), std::string::npos) << width << " columns:\n" << *text;
+    }
+  }
+  o.width = 80;
+  auto eighty = render(r, Format::Top, o);
+  EXPECT_NE(eighty->find("share"), std::string::npos) << *eighty;
+  EXPECT_NE(eighty->find("live"), std::string::npos) << *eighty;
+}
+
 }  // namespace
 }  // namespace allocscope

@@ -29,5 +29,16 @@ TEST(TextFormat, ControlCharactersOfANameAreEscaped) {
   EXPECT_EQ(printable("caf\xc3\xa9"), "caf\xc3\xa9");  // UTF-8 stays
 }
 
+// Cut to a width in characters, never inside a UTF-8 sequence.
+TEST(TextFormat, LinesAreFittedToAWidthByCharacters) {
+  EXPECT_EQ(fit_width("abcdefgh", 0), "abcdefgh");
+  EXPECT_EQ(fit_width("abcdefgh", 8), "abcdefgh");
+  EXPECT_EQ(fit_width("abcdefgh", 7), "abcd...");
+  EXPECT_EQ(fit_width("caf\xc3\xa9 caf\xc3\xa9", 9), "caf\xc3\xa9 caf\xc3\xa9");
+  EXPECT_EQ(fit_width("caf\xc3\xa9 caf\xc3\xa9", 8), "caf\xc3\xa9 ...");
+  EXPECT_EQ(fit_width("caf\xc3\xa9s", 5), "caf\xc3\xa9s");
+  EXPECT_EQ(fit_width("abcdef", 2), "..");
+}
+
 }  // namespace
 }  // namespace allocscope

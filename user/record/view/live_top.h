@@ -1,4 +1,4 @@
-// record --top: the top stacks by live and by allocated bytes, redrawn on
+// record --top: the top functions by live and by allocated bytes, redrawn on
 // the terminal every interval while the recording runs (what bcc's memleak
 // users expect), or printed as plain blocks when stdout is not a terminal.
 #pragma once
@@ -25,6 +25,7 @@ class LiveTop : public RecordObserver {
 
  private:
   uint64_t every_ms_, start_ms_, next_ms_;
+  bool started_ = false;
   RenderOptions render_;
   FILE* out_;
   bool terminal_;
