@@ -19,17 +19,19 @@ using Frames = std::vector<std::string>;
 using Groups = std::map<Frames, std::pair<StackTotals, StackTotals>>;  // key -> (base, now)
 
 // Frame names with the process named without its pid: two recordings of one
-// program are compared across runs, whose pids differ.
-Frames diff_frames(const Recording& r, const RecSample& s, bool lines) {
+// program are compared across runs, whose pids differ (and under `joined`
+// when one program's name changed).
+Frames diff_frames(const Recording& r, const RecSample& s, bool lines, const std::string& joined) {
   Frames names = frame_names(r, s, lines);
-  names[0] = s.comm.empty() ? "?" : s.comm;
+  names[0] = !joined.empty() ? joined : s.comm.empty() ? "?" : s.comm;
   return names;
 }
 
 // A sample's group: its whole stack, its allocator's direct caller, or its
 // process; none for a function row of a stack without a caller.
-std::optional<Frames> group_key(const Recording& r, const RecSample& s, const RenderOptions& o, bool whole) {
-  Frames names = diff_frames(r, s, o.lines);
+std::optional<Frames> group_key(const Recording& r, const RecSample& s, const RenderOptions& o, bool whole,
+                                const std::string& joined) {
+  Frames names = diff_frames(r, s, o.lines, joined);
   if (whole || o.top_by == TopBy::Stack) return names;
   if (o.top_by == TopBy::Process) return Frames{names[0]};
   if (names.size() < 3) return std::nullopt;
@@ -37,12 +39,28 @@ std::optional<Frames> group_key(const Recording& r, const RecSample& s, const Re
 }
 
 Groups group(const Recording& base, const Recording& now, const RenderOptions& o, bool whole) {
+  std::string joined = joined_program(base, now);
   Groups g;
   for (const RecSample& s : base.samples)
-    if (auto key = group_key(base, s, o, whole)) g[*key].first.merge(s.totals);
+    if (auto key = group_key(base, s, o, whole, joined)) g[*key].first.merge(s.totals);
   for (const RecSample& s : now.samples)
-    if (auto key = group_key(now, s, o, whole)) g[*key].second.merge(s.totals);
+    if (auto key = group_key(now, s, o, whole, joined)) g[*key].second.merge(s.totals);
   return g;
+}
+
+// The one program name of `r`'s samples; "" when none or several.
+std::string only_program(const Recording& r) {
+  std::string name;
+  for (const RecSample& s : r.samples) {
+    if (s.comm.empty() || s.comm == name) continue;
+    if (!name.empty()) return "";
+    name = s.comm;
+  }
+  return name;
+}
+
+std::string joined_note(const std::string& joined) {
+  return joined.empty() ? "" : "the programs' names differ (" + joined + "): compared as one program\n";
 }
 
 double scale_of(const Recording& r, const RenderOptions& o) {
@@ -84,9 +102,15 @@ const char* verdict_name(int v) { return v > 0 ? "grew" : v < 0 ? "shrank" : "-"
 
 }  // namespace
 
+std::string joined_program(const Recording& base, const Recording& now) {
+  std::string a = only_program(base), b = only_program(now);
+  return a.empty() || b.empty() || a == b ? "" : a + " -> " + b;
+}
+
 DiffTable diff_table(const Recording& base, const Recording& now, const RenderOptions& o) {
   DiffTable t;
   t.unit = o.per_second ? "/s" : "";
+  t.joined = joined_program(base, now);
   t.rows = compare_groups(group(base, now, o, false), base, now, o);
   std::stable_sort(t.rows.begin(), t.rows.end(), [](const DiffRow& a, const DiffRow& b) {
     if ((a.verdict != 0) != (b.verdict != 0)) return a.verdict != 0;
@@ -102,8 +126,8 @@ std::string render_diff_table(const Recording& base, const Recording& now, const
   std::ostringstream out;
   out << metric_name(o.metric) << t.unit << ": base " << describe(base, o.metric) << "; new "
       << describe(now, o.metric) << "\n"
-      << t.changed << " of " << t.rows.size() << " changed beyond sampling noise at " << o.confidence * 100
-      << "% (Holm's correction over all " << t.rows.size() << ")\n";
+      << joined_note(t.joined) << t.changed << " of " << t.rows.size() << " changed beyond sampling noise at "
+      << o.confidence * 100 << "% (Holm's correction over all " << t.rows.size() << ")\n";
   char line[512];
   std::snprintf(line, sizeof line, "%11s %11s %12s  %-29s %7s %-7s %s\n", "base", "new", "change",
                 "interval of the change", "p (adj)", "verdict", what);
@@ -134,13 +158,15 @@ std::string render_diff_json(const Recording& base, const Recording& now, const 
                     {"p_adjusted", r.p_adjusted},
                     {"verdict", r.verdict ? nlohmann::ordered_json(verdict_name(r.verdict)) : nullptr}});
   }
-  nlohmann::ordered_json j = {{"metric", metric_name(o.metric)},
-                              {"per_second", o.per_second},
-                              {"confidence", o.confidence},
-                              {"correction", "holm"},
-                              {"compared", t.rows.size()},
-                              {"changed", t.changed},
-                              {"rows", rows}};
+  nlohmann::ordered_json j = {
+      {"metric", metric_name(o.metric)},
+      {"per_second", o.per_second},
+      {"confidence", o.confidence},
+      {"correction", "holm"},
+      {"compared", t.rows.size()},
+      {"changed", t.changed},
+      {"programs_joined", t.joined.empty() ? nullptr : nlohmann::ordered_json(t.joined)},
+      {"rows", rows}};
   return j.dump(1) + "\n";
 }
 
@@ -166,6 +192,8 @@ std::string render_diff_svg(const Recording& base, const Recording& now, const R
             ", " + std::to_string(changed) + " of " + std::to_string(rows.size()) +
             " stacks changed beyond sampling noise";
   f.subtitle = "base " + describe(base, o.metric) + "; new " + describe(now, o.metric);
+  if (std::string joined = joined_program(base, now); !joined.empty())
+    f.subtitle += "; the programs' names differ (" + joined + "): compared as one program";
   f.unit = metric_is_bytes(o.metric) ? "bytes" : "objects";
   f.icicle = o.icicle;
   f.icicle_when_tall = o.icicle_when_tall;

@@ -25,7 +25,14 @@ struct DiffTable {
   std::vector<DiffRow> rows;  // verdicts first, then by the size of the change; all of them
   size_t changed = 0;         // rows with a verdict
   std::string unit;           // "" or "/s" (o.per_second)
+  std::string joined;         // see joined_program; "" when the names are compared as they are
 };
+
+// Two recordings of one program each, under different names (two builds,
+// app-v1 and app-v2): "app-v1 -> app-v2", the process frame both sides'
+// stacks are compared under; "" when either holds several programs or the
+// names are the same.
+std::string joined_program(const Recording& base, const Recording& now);
 
 // Rows grouped by o.top_by (processes by name: pids differ between runs;
 // functions as the allocator's direct caller), at o.confidence.

@@ -113,5 +113,31 @@ TEST(Diff, ProcessesAreComparedByName) {
   EXPECT_DOUBLE_EQ(t.rows[0].d.change, 0);
 }
 
+// Two builds of one program under different names: their stacks meet under
+// one process frame, and the table, the JSON and the flame graph say so.
+// Recordings of several programs are compared name by name, as they are.
+TEST(Diff, OneProgramUnderTwoNamesIsComparedAsOne) {
+  Recording base = program({10, 40, 3, 100}, 11), now = program({10, 40, 3, 100}, 22);
+  for (RecSample& s : now.samples) s.comm = "prog-v2";
+  EXPECT_EQ(joined_program(base, now), "prog -> prog-v2");
+  RenderOptions o;
+  o.top_by = TopBy::Stack;
+  DiffTable t = diff_table(base, now, o);
+  EXPECT_EQ(t.rows.size(), 4u) << "the stacks of both sides did not meet";
+  EXPECT_EQ(t.changed, 0u);
+  EXPECT_NE(render_diff_table(base, now, o).find("the programs' names differ (prog -> prog-v2)"),
+            std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(render_diff_json(base, now, o))["programs_joined"], "prog -> prog-v2");
+  std::string svg = render_diff_svg(base, now, o);
+  EXPECT_NE(svg.find("0 of 4 stacks changed"), std::string::npos);
+  EXPECT_NE(svg.find("compared as one program"), std::string::npos);
+
+  Recording two = program({10, 40, 3, 100}, 22);  // another program beside prog-v2
+  two.samples.push_back(now.samples.front());
+  EXPECT_EQ(joined_program(base, two), "");
+  EXPECT_EQ(joined_program(base, program({1}, 33)), "") << "same name: nothing to join";
+  EXPECT_TRUE(nlohmann::json::parse(render_diff_json(base, base, o))["programs_joined"].is_null());
+}
+
 }  // namespace
 }  // namespace allocscope
