@@ -82,7 +82,10 @@ Tree build_tree(const std::vector<FlameStack>& stacks) {
     size_t common = 0;
     if (prev) common = std::mismatch(p.begin(), p.end(), prev->begin(), prev->end()).first - p.begin();
     open.resize(common + 1);
-    for (size_t d = common; d < p.size(); ++d) open.push_back(add_child(t, open.back(), p[d]));
+    for (size_t d = common; d < p.size(); ++d) {
+      open.push_back(add_child(t, open.back(), p[d]));
+      if (d < stacks[i].kinds.size()) t.nodes[open.back()].kind = int(stacks[i].kinds[d]);
+    }
     for (uint32_t n : open) {
       t.nodes[n].value += usable(stacks[i].value);
       t.nodes[n].base += usable(stacks[i].base);

@@ -21,6 +21,7 @@ struct Node {
   uint32_t first_child = kNone, last_child = kNone, next_sibling = kNone;
   double value = 0, base = 0;  // of every stack through this frame
   double change = 0;           // diff: value - base of the significant stacks through it
+  int kind = -1;               // FrameKind of the frame as the first stack through it had it; -1: not given
 };
 
 struct Tree {

@@ -181,7 +181,8 @@ Rgb kind_colour(FrameKind k, std::string_view name) {
     case FrameKind::Process:
       return {c(170, 30, v1), c(150, 30, v2), c(215, 35, v3)};  // lavender
     case FrameKind::Program:
-      return {c(215, 40, v3), c(90, 140, v1), c(40, 50, v2)};  // red to yellow
+      return {c(225, 30, v3), c(165, 55, v1),
+              c(60, 50, v2)};  // amber: orange to yellow, no red (red reads as hot)
     case FrameKind::Library:
       return {c(60, 60, v1), c(170, 55, v2), c(170, 55, v2)};  // aqua
     case FrameKind::Allocator:
@@ -222,6 +223,8 @@ class Writer {
     out_ += "<g class=\"fg-frames\">\n";
     for (const Frame& f : frames_) frame(f);
     out_ += "</g>\n";
+    // Nothing to draw (no sample, or none of this metric): said, not blank.
+    if (total_ <= 0) text(o_.width / 2, kTop + kRow, "fg-title", "no samples");
     legend();
     script();
     out_ += "</svg>\n";
@@ -301,7 +304,10 @@ class Writer {
     if (o_.diff) return hex(diff_colour(value_of(f), value_of(f) - change_of(f)));
     if (f.merged) return kMergedFill;
     // The root "all" is no frame of the stacks: colour it as Other.
-    FrameKind k = f.depth == 0 ? FrameKind::Other : kind_(name_of(f), f.depth - 1);
+    int given = t_.nodes[f.node].kind;
+    FrameKind k = f.depth == 0 ? FrameKind::Other
+                  : given >= 0 ? FrameKind(given)
+                               : kind_(name_of(f), f.depth - 1);
     return hex(kind_colour(k, name_of(f)));
   }
 

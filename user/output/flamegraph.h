@@ -11,15 +11,16 @@
 
 namespace allocscope {
 
-struct FlameStack {
-  std::vector<std::string> frames;  // root first
-  double value = 0;                 // bytes or objects; negative counts as 0
-  double base = 0;                  // diff mode: the value in the base profile
-  std::string note = {};            // optional extra tooltip line for the leaf ("95% CI [a; b]")
-  bool significant = true;          // diff mode: its change is beyond sampling noise (only such colour)
-};
-
 enum class FrameKind { Process, Program, Library, Allocator, Other };
+
+struct FlameStack {
+  std::vector<std::string> frames;    // root first
+  double value = 0;                   // bytes or objects; negative counts as 0
+  double base = 0;                    // diff mode: the value in the base profile
+  std::string note = {};              // optional extra tooltip line for the leaf ("95% CI [a; b]")
+  bool significant = true;            // diff mode: its change is beyond sampling noise (only such colour)
+  std::vector<FrameKind> kinds = {};  // per frame, from what holds its code; empty: guessed by name
+};
 
 struct FlameOptions {
   std::string title;           // "allocscope: alloc_space"

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "output/render.h"
+
 namespace allocscope {
 namespace {
 
@@ -312,6 +314,7 @@ TEST(Flamegraph, KindsColourFramesAndTheLegend) {
   Rgb library = rgb(frame(frames, "libfoo.so.1+0x1a2b").fill), alloc = rgb(frame(frames, "malloc").fill);
   EXPECT_GT(process.b, process.g);  // lavender
   EXPECT_GT(program.r, program.b);  // warm
+  EXPECT_GE(program.g, 165);        // amber, never red: red reads as hot
   EXPECT_GT(library.g, library.r);  // aqua
   EXPECT_GT(library.b, library.r);
   EXPECT_GT(alloc.g, alloc.r);  // green
@@ -321,6 +324,34 @@ TEST(Flamegraph, KindsColourFramesAndTheLegend) {
   // Stable per name: the same name gets the same colour in another graph.
   auto other = frames_of(render_flamegraph({{{"x (1)", "zzz", "main"}, 5}}, options()));
   EXPECT_EQ(frame(other, "main").fill, frame(frames, "main").fill);
+}
+
+// A frame's kind from the recording is what holds its code: a named
+// function of a shared object is a library's, though its name looks like a
+// program's; one of the executable, or without a file (an interpreter's
+// function), the program's.
+TEST(Flamegraph, KindsComeFromTheFramesMappings) {
+  Recording r;
+  r.rate = 1;
+  r.mappings = {{0x1000, 0x2000, 0, "/usr/bin/app", ""},
+                {0x7000, 0x8000, 0, "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0.8.6", ""},
+                {0x9000, 0xa000, 0, "/usr/lib/x86_64-linux-gnu/libc.so.6", ""}};
+  r.functions = {{"malloc", "malloc", ""},
+                 {"sqlite3_step", "sqlite3_step", ""},
+                 {"main", "main", ""},
+                 {"handler", "handler", "app.py"}};
+  r.locations = {{2, 0x9100, {{0, 0}}}, {1, 0x7100, {{1, 0}}}, {-1, 0, {{3, 0}}}, {0, 0x1100, {{2, 0}}}};
+  StackTotals t{.alloc_objects = 1, .alloc_bytes = 100, .samples = 1};
+  r.samples = {RecSample{{0, 1, 2, 3}, 7, "app", t, {}}};
+  auto svg = render(r, Format::Svg, RenderOptions{});
+  ASSERT_TRUE(svg);
+  auto frames = frames_of(*svg);
+  Rgb library = rgb(frame(frames, "sqlite3_step").fill), program = rgb(frame(frames, "main").fill);
+  Rgb python = rgb(frame(frames, "handler").fill);
+  EXPECT_GT(library.g, library.r) << "sqlite3_step, in libsqlite3.so, drawn as the program's";
+  EXPECT_GT(library.b, library.r);
+  EXPECT_GT(program.r, program.b);
+  EXPECT_GT(python.r, python.b) << "code without a file is the program's";
 }
 
 TEST(Flamegraph, CallerMayClassifyFrames) {
@@ -388,6 +419,7 @@ TEST(Flamegraph, EmptyInputStillRenders) {
   auto frames = frames_of(svg);
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_EQ(frames[0].title, "all\n0 B, 0.00% of total");
+  EXPECT_NE(svg.find(">no samples</text>"), std::string::npos) << "a blank graph says nothing";
 }
 
 std::vector<FlameStack> random_stacks(size_t count, size_t depth) {
