@@ -394,8 +394,11 @@ CLI::App* add_report(CLI::App& app, ReportConfig& c, OptionText& t) {
       ->type_name("N")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
-  rep->add_option("--by", t.by,
-                  "Top table rows: function (as the allocator's direct caller), stack or process")
+  rep->add_option(
+         "--by", t.by,
+         "Top table rows: function (as the allocator's direct caller), stack, process, or code: the "
+         "innermost function of the program's own code (a Python or Java function where the stack has "
+         "one, a Go function outside Go's runtime; else the direct caller)")
       ->type_name("KIND")
       ->capture_default_str()
       ->check(CLI::IsMember(choices(kTopBy)));

@@ -85,6 +85,12 @@ struct Recording {
 // DWARF recorded it (often an absolute path), "?" for an unknown file or
 // line.
 std::vector<std::string> frame_names(const Recording& r, const RecSample& s, bool lines = false);
+// The innermost function of the program's own code in `s` (report --by
+// code): an interpreter's or VM's function (a frame of no file: Python's,
+// Java's) where the stack has one, else the innermost caller of the
+// allocator outside Go's runtime (runtime.*), which in a C program is its
+// direct caller; nullopt for a stack of the allocator alone.
+std::optional<uint32_t> code_function(const Recording& r, const RecSample& s);
 
 // Why `series` (sorted by end) is not one recording's series: "" when it
 // is cumulative, or each profile starts where the one before it ended (an

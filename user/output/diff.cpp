@@ -31,6 +31,10 @@ Frames diff_frames(const Recording& r, const RecSample& s, bool lines, const std
 // process; none for a function row of a stack without a caller.
 std::optional<Frames> group_key(const Recording& r, const RecSample& s, const RenderOptions& o, bool whole,
                                 const std::string& joined) {
+  if (!whole && o.top_by == TopBy::Code) {
+    std::optional<uint32_t> f = code_function(r, s);
+    return f ? std::optional(Frames{r.functions[*f].name}) : std::nullopt;
+  }
   Frames names = diff_frames(r, s, o.lines, joined);
   if (whole || o.top_by == TopBy::Stack) return names;
   if (o.top_by == TopBy::Process) return Frames{names[0]};

@@ -19,6 +19,10 @@ namespace {
 
 // A sample's row: the allocator's direct caller, the stack, or the process.
 std::optional<std::string> row_key(const Recording& r, const RecSample& s, TopBy by) {
+  if (by == TopBy::Code) {
+    std::optional<uint32_t> f = code_function(r, s);
+    return f ? std::optional(r.functions[*f].name) : std::nullopt;
+  }
   std::vector<std::string> names = frame_names(r, s);
   if (by == TopBy::Process) return names[0];
   if (by == TopBy::Stack) {

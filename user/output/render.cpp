@@ -147,7 +147,7 @@ std::string json(const OutputContext& c) {
     j["cum"] = row.cum;
     rows.push_back(std::move(j));
   }
-  doc["by"] = o.top_by == TopBy::Stack ? "stack" : o.top_by == TopBy::Process ? "process" : "function";
+  doc["by"] = kTopBy[size_t(o.top_by)].name;
   doc["rows"] = std::move(rows);
   nlohmann::ordered_json stacks = nlohmann::ordered_json::array();
   for (const RecSample& s : r.samples) {

@@ -37,9 +37,11 @@ std::optional<Format> format_named_by(std::string_view path);
 // The same, anything else (.stacks, none) folded stacks.
 Format format_for_path(std::string_view path);
 
-enum class TopBy { Function, Stack, Process };
-inline constexpr std::array<Named<TopBy>, 3> kTopBy{
-    {{TopBy::Function, "function"}, {TopBy::Stack, "stack"}, {TopBy::Process, "process"}}};
+enum class TopBy { Function, Stack, Process, Code };
+inline constexpr std::array<Named<TopBy>, 4> kTopBy{{{TopBy::Function, "function"},
+                                                     {TopBy::Stack, "stack"},
+                                                     {TopBy::Process, "process"},
+                                                     {TopBy::Code, "code"}}};
 enum class TopSort { Value, Samples, Lifetime, Name };
 inline constexpr std::array<Named<TopSort>, 4> kTopSort{{{TopSort::Value, "value"},
                                                          {TopSort::Samples, "samples"},

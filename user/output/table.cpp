@@ -77,6 +77,17 @@ std::map<std::string, TableRow> group(const Recording& r, const RenderOptions& o
     return rows.take();
   }
   std::map<std::string, TableRow> rows;
+  if (o.top_by == TopBy::Code) {
+    for (const RecSample& s : r.samples) {
+      std::optional<uint32_t> f = code_function(r, s);
+      if (!f) continue;
+      TableRow& row = rows[r.functions[*f].name];
+      row.flat.merge(s.totals);
+      row.cum += s.totals.value(o.metric);
+    }
+    for (auto& [name, row] : rows) row.name = name;
+    return rows;
+  }
   for (const RecSample& s : r.samples) {
     std::vector<std::string> names = frame_names(r, s);
     TableRow& row = rows[o.top_by == TopBy::Stack ? stack_key(names) : names[0]];
@@ -96,6 +107,7 @@ double long_lived_ns(const Recording& r, const RenderOptions& o) {
 const char* row_kind(TopBy by) {
   return by == TopBy::Stack     ? "stack"
          : by == TopBy::Process ? "process"
+         : by == TopBy::Code    ? "function (the innermost of the program's code: Python, Java, Go)"
                                 : "function (as the allocator's direct caller)";
 }
 

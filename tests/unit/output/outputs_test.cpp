@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include <thread>
 
 #include "output/render.h"
+#include "output/table.h"
 #include "temp_dir.h"
 
 namespace allocscope {
@@ -227,6 +229,34 @@ TEST(Render, CallersWithoutValuesOfTheirOwnPadNoRow) {
   }
   ASSERT_NE(line.find("  site"), std::string::npos) << *text;
   EXPECT_NE(line.find(" 4 "), std::string::npos) << "the 4 sampled allocations, not the 2 live: " << line;
+}
+
+// --by code: a Python function (a frame of no file) where the stack has one,
+// a Go function outside the runtime, else the direct caller.
+TEST(Render, ByCodeIsTheInnermostFunctionOfTheProgramsCode) {
+  Recording r;
+  r.rate = 1;
+  r.mappings = {{0x1000, 0x9000, 0, "/usr/bin/prog", ""}};
+  r.functions = {{"malloc", "malloc", ""},     {"PyUnicode_New", "PyUnicode_New", ""},
+                 {"parse", "", "app.py"},      {"main", "main", ""},
+                 {"runtime.mallocgc", "", ""}, {"runtime.makeslice", "", ""},
+                 {"main.site_slices", "", ""}, {"site_c", "site_c", ""}};
+  for (uint32_t f = 0; f < r.functions.size(); ++f)
+    r.locations.push_back({f == 2 ? -1 : 0, 0x1000 + f, {{f, 0}}});
+  StackTotals t{.alloc_objects = 1, .alloc_bytes = 100, .samples = 1};
+  r.samples = {RecSample{{0, 1, 2, 3}, 7, "python3", t, {}}, RecSample{{4, 5, 6, 3}, 8, "go", t, {}},
+               RecSample{{0, 7, 3}, 9, "c", t, {}}, RecSample{{0}, 9, "c", t, {}}};
+  EXPECT_EQ(*code_function(r, r.samples[0]), 2u);
+  EXPECT_EQ(*code_function(r, r.samples[1]), 6u);
+  EXPECT_EQ(*code_function(r, r.samples[2]), 7u);
+  EXPECT_FALSE(code_function(r, r.samples[3])) << "the allocator alone has no caller";
+  RenderOptions o;
+  o.top_by = TopBy::Code;
+  std::vector<std::string> names;
+  for (const TableRow& row : table_rows(r, o)) names.push_back(row.name);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"main.site_slices", "parse", "site_c"}));
+  EXPECT_EQ(nlohmann::json::parse(*render(r, Format::Json, o))["by"], "code");
 }
 
 // Fitted to a terminal's width (record --top): the interval goes first,
