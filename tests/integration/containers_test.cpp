@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -314,9 +315,9 @@ double allocations_of(const std::vector<std::string>& argv) {
   cmd.insert(cmd.end(), argv.begin(), argv.end());
   RunResult r = run(cmd);
   EXPECT_EQ(r.status, 0) << r.err;
-  size_t at = r.err.find(" samples,");
-  size_t from = r.err.rfind(' ', at - 1);
-  return at == std::string::npos ? 0 : std::strtod(r.err.c_str() + from + 1, nullptr);
+  std::smatch m;  // "..., rate 1 (exact), 1234 samples from 1 process, ..."
+  if (!std::regex_search(r.err, m, std::regex(R"(, (\d+) samples?[ ,])"))) return 0;
+  return std::strtod(m[1].str().c_str(), nullptr);
 }
 
 // --comm under --all: a name is judged when a process runs a program of it,

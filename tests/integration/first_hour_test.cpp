@@ -99,6 +99,15 @@ TEST(FirstHour, TheSummaryNamesTheFilesWrittenAndTheDefaultIsPprof) {
   EXPECT_NE(r.err.find("wrote " + pb + ", " + work.path.string() + "/heap.peak.pb.gz, " + svg),
             std::string::npos)
       << r.err;
+  // A run that writes nothing (its command cannot run) leaves the last one
+  // in its place, by probes and in process (--no-bpf); the .old before it
+  // goes, as a run that writes would replace it.
+  for (const char* path : {"--probes", "--no-bpf"}) {
+    RunResult failed = run({"sh", "-c", "cd \"$0\" && exec \"$1\" record \"$2\" -- ./no-such-command",
+                            work.path.string(), ALLOCSCOPE_BIN, path});
+    EXPECT_NE(failed.status, 0) << failed.err;
+    EXPECT_TRUE(fs::is_regular_file(work.path / "allocscope.pb.gz")) << path << ": " << failed.err;
+  }
 }
 
 // Too few samples to say much: said, with what to do. Enough: nothing said.

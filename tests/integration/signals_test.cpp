@@ -126,7 +126,7 @@ TEST(Signals, ACommandThatOutlivesCtrlCIsWaitedForAndSaidSo) {
   REQUIRE_BPF();
   std::string out = temp_path("outlives.folded");
   Child rec(
-      {ALLOCSCOPE_BIN, "record", "-o", out, "--", "sh", "-c", "trap '' INT; echo ready; sleep 3; exit 7"});
+      {ALLOCSCOPE_BIN, "record", "-o", out, "--", "sh", "-c", "trap '' INT; echo ready; sleep 10; exit 7"});
   ASSERT_TRUE(rec.wait_for_line("ready", 30000)) << rec.err();
   rec.signal(SIGINT);
   EXPECT_EQ(rec.wait(), 7) << rec.err();

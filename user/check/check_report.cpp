@@ -115,8 +115,16 @@ std::string paths_line(const CheckReport& r) {
 // Why record cannot load BPF here, as check says it: the message elsewhere
 // points at check itself.
 std::string refusal_here(const CheckReport& r) {
-  if (r.kernel.unprivileged())
-    return "loading BPF needs root, or CAP_BPF and CAP_PERFMON: run `sudo allocscope check` to try all of it";
+  if (r.kernel.unprivileged()) {
+    const Privileges& p = r.privileges;
+    bool root = p.euid && *p.euid == 0;
+    bool capable = (p.has(kCapBpf) || p.has(kCapSysAdmin)) && (p.has(kCapPerfmon) || p.has(kCapSysAdmin));
+    if (!root && !capable)
+      return "loading BPF needs root, or CAP_BPF and CAP_PERFMON: run `sudo allocscope check` to try all of "
+             "it";
+    return "the kernel refused BPF to a privileged allocscope (a seccomp filter, a user namespace's "
+           "capabilities, or lockdown, above)";
+  }
   return missing_features_message(r.kernel);
 }
 

@@ -31,19 +31,20 @@ std::vector<std::string> frame_names(const Recording& r, const RecSample& s, boo
 }
 
 std::optional<uint32_t> code_function(const Recording& r, const RecSample& s) {
-  std::optional<uint32_t> outside_go;
+  std::optional<uint32_t> outside_go, direct;
   size_t position = 0;  // leaf first: the allocator, then its direct caller
   for (uint32_t loc : s.locations) {
     const RecLocation& l = r.locations[loc];
     for (const RecLine& line : l.lines) {
       if (position++ == 0) continue;
+      if (!direct) direct = line.function;
       const std::string& name = r.functions[line.function].name;
       if (name.empty() || name.starts_with('[')) continue;  // [unknown], [anon]+0x..., [truncated]
       if (l.mapping < 0) return line.function;
       if (!outside_go && !name.starts_with("runtime.")) outside_go = line.function;
     }
   }
-  return outside_go;
+  return outside_go ? outside_go : direct;  // Go's runtime's own allocations, [unknown] callers
 }
 
 std::vector<size_t> end_order(const std::vector<Recording>& series) {

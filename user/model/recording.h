@@ -89,7 +89,8 @@ std::vector<std::string> frame_names(const Recording& r, const RecSample& s, boo
 // code): an interpreter's or VM's function (a frame of no file: Python's,
 // Java's) where the stack has one, else the innermost caller of the
 // allocator outside Go's runtime (runtime.*), which in a C program is its
-// direct caller; nullopt for a stack of the allocator alone.
+// direct caller, else (only the runtime's own or unnamed callers) the direct
+// caller; nullopt for a stack of the allocator alone.
 std::optional<uint32_t> code_function(const Recording& r, const RecSample& s);
 
 // Why `series` (sorted by end) is not one recording's series: "" when it

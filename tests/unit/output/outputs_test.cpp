@@ -245,17 +245,19 @@ TEST(Render, ByCodeIsTheInnermostFunctionOfTheProgramsCode) {
     r.locations.push_back({f == 2 ? -1 : 0, 0x1000 + f, {{f, 0}}});
   StackTotals t{.alloc_objects = 1, .alloc_bytes = 100, .samples = 1};
   r.samples = {RecSample{{0, 1, 2, 3}, 7, "python3", t, {}}, RecSample{{4, 5, 6, 3}, 8, "go", t, {}},
-               RecSample{{0, 7, 3}, 9, "c", t, {}}, RecSample{{0}, 9, "c", t, {}}};
+               RecSample{{0, 7, 3}, 9, "c", t, {}}, RecSample{{0}, 9, "c", t, {}},
+               RecSample{{4, 5}, 8, "go", t, {}}};
   EXPECT_EQ(*code_function(r, r.samples[0]), 2u);
   EXPECT_EQ(*code_function(r, r.samples[1]), 6u);
   EXPECT_EQ(*code_function(r, r.samples[2]), 7u);
   EXPECT_FALSE(code_function(r, r.samples[3])) << "the allocator alone has no caller";
+  EXPECT_EQ(*code_function(r, r.samples[4]), 5u) << "the runtime's own allocation: its direct caller";
   RenderOptions o;
   o.top_by = TopBy::Code;
   std::vector<std::string> names;
   for (const TableRow& row : table_rows(r, o)) names.push_back(row.name);
   std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{"main.site_slices", "parse", "site_c"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"main.site_slices", "parse", "runtime.makeslice", "site_c"}));
   EXPECT_EQ(nlohmann::json::parse(*render(r, Format::Json, o))["by"], "code");
 }
 

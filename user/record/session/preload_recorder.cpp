@@ -81,8 +81,12 @@ constexpr int kPollMs = 10;  // the rings do not wake poll(): read this often
 
 class PreloadRecorder {
  public:
-  explicit PreloadRecorder(const RecordConfig& c, std::string why)
-      : config_(c), why_(std::move(why)), profile_(c.rate, c.max_stacks, c.max_live), events_(c.rate) {}
+  PreloadRecorder(const RecordConfig& c, std::string why, std::vector<std::string> set_aside)
+      : config_(c),
+        why_(std::move(why)),
+        profile_(c.rate, c.max_stacks, c.max_live),
+        events_(c.rate),
+        set_aside_(std::move(set_aside)) {}
   int run();
 
  private:
@@ -306,12 +310,14 @@ int PreloadRecorder::finish(const LoopEnd& l) {
 int PreloadRecorder::run() {
   if (auto ok = prepare(); !ok) {
     print_error(ok.error());
+    put_back_set_aside(set_aside_);
     return 1;
   }
   install_stop_handlers(config_.hangup_stops);
   if (stop_signal()) return stopped_before_start(stop_signal(), set_aside_);
   if (auto ok = target_->start(); !ok) {
     print_error(ok.error());
+    put_back_set_aside(set_aside_);
     return 127;
   }
   symbolizer_.track(target_->pid());
@@ -328,8 +334,9 @@ int PreloadRecorder::run() {
 
 }  // namespace
 
-int record_without_bpf(const RecordConfig& config, const std::string& why) {
-  return PreloadRecorder(config, why).run();
+int record_without_bpf(const RecordConfig& config, const std::string& why,
+                       const std::vector<std::string>& set_aside) {
+  return PreloadRecorder(config, why, set_aside).run();
 }
 
 }  // namespace allocscope

@@ -11,12 +11,15 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "record/record.h"
 
 namespace allocscope {
 
 // `why`: what the summary says of the path ("--no-bpf", or the refusal).
-int record_without_bpf(const RecordConfig& config, const std::string& why);
+// `set_aside`: default outputs an earlier attempt with BPF set aside.
+int record_without_bpf(const RecordConfig& config, const std::string& why,
+                       const std::vector<std::string>& set_aside = {});
 
 }  // namespace allocscope

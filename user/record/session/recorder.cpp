@@ -183,8 +183,12 @@ std::function<void()> say_still_running(const Target& target, int sig, bool quie
   };
 }
 
-int stopped_before_start(int sig, const std::vector<std::string>& set_aside) {
+void put_back_set_aside(const std::vector<std::string>& set_aside) {
   for (const std::string& path : set_aside) put_back_previous(path);
+}
+
+int stopped_before_start(int sig, const std::vector<std::string>& set_aside) {
+  put_back_set_aside(set_aside);
   std::fprintf(stderr, "allocscope: interrupted (SIG%s) before the recording began: nothing was written%s\n",
                sigabbrev_np(sig), set_aside.empty() ? "" : ", and the earlier output is back in its place");
   return 128 + sig;
@@ -288,11 +292,11 @@ void Recorder::announce(std::vector<Target>& targets) {
     size_t n = r_.parts->libraries.libraries_probed();
     std::fprintf(stderr, "allocscope: recording every process (%zu allocator file%s); %s\n", n,
                  n == 1 ? "" : "s", until.c_str());
-    if (std::string note = hold_note(config_); !note.empty()) print_error(note);
   } else {
     std::fprintf(stderr, "allocscope: recording process%s %s%s; %s\n", targets.size() > 1 ? "es" : "",
                  names.c_str(), follows_children(config_) ? " and its descendants" : "", until.c_str());
   }
+  if (std::string note = hold_note(config_); !note.empty()) print_error(note);
 }
 
 // Detaches, reads what is left, writes the outputs and the summary; returns
@@ -350,11 +354,13 @@ int Recorder::run() {
   if (auto& ok = prepared; !ok) {
     if (bpf_refused_ && may_fall_back_) return kBpfRefused;
     print_error(ok.error());
+    put_back_set_aside(set_aside_);
     return 1;
   }
   if (!targets.empty() && targets.front().launched()) {
     if (auto ok = targets.front().start(); !ok) {
       print_error(ok.error());
+      put_back_set_aside(set_aside_);
       return 127;
     }
   }
@@ -384,11 +390,14 @@ static bool may_load_bpf() {
 }
 
 // Without BPF: the path a command takes, or why it cannot; `why` the summary's.
-static int record_in_process(const RecordConfig& config, RecordObserver* observer, const std::string& why) {
+// `set_aside`: the default outputs a refused run with BPF set aside.
+static int record_in_process(const RecordConfig& config, RecordObserver* observer, const std::string& why,
+                             const std::vector<std::string>& set_aside = {}) {
   if (std::string refusal = without_bpf_refusal(config, observer); !refusal.empty()) {
     print_error(
         (config.no_bpf ? "--no-bpf: " : "loading BPF needs root, or CAP_BPF and CAP_PERFMON; without it ") +
         refusal);
+    put_back_set_aside(set_aside);
     return 1;
   }
   if (!config.no_bpf && !config.quiet)
@@ -396,7 +405,7 @@ static int record_in_process(const RecordConfig& config, RecordObserver* observe
                  "allocscope: %s (root, or CAP_BPF and CAP_PERFMON): the command samples in process, "
                  "its stacks unwound here (--no-bpf)\n",
                  why.c_str());
-  return record_without_bpf(config, why);
+  return record_without_bpf(config, why, set_aside);
 }
 
 void hold_stop_signals_for_record() { install_stop_handlers(false); }
@@ -404,8 +413,7 @@ void hold_stop_signals_for_record() { install_stop_handlers(false); }
 std::string hold_note(const RecordConfig& c) {
   if (!c.all || !c.hold_new_files) return "";
   return "a process that maps an allocator file not seen before is stopped for milliseconds while it is "
-         "probed "
-         "(--no-hold: never)";
+         "probed (--no-hold: never)";
 }
 
 int record(const RecordConfig& config, RecordObserver* observer) {
@@ -421,10 +429,12 @@ int record(const RecordConfig& config, RecordObserver* observer) {
     return record_in_process(config, observer, "no privilege to load BPF");
   std::optional<LiveTop> top;
   if (config.top_every_ms && !observer) observer = &top.emplace(config.top_every_ms, config.render);
-  int status = Recorder(config, observer, may_fall_back).run();
+  Recorder recorder(config, observer, may_fall_back);
+  int status = recorder.run();
   // Refused with capabilities that looked enough (a user namespace's, a
   // seccomp filter, a lockdown): the command is not launched yet.
-  if (status == Recorder::kBpfRefused) return record_in_process(config, observer, "loading BPF was refused");
+  if (status == Recorder::kBpfRefused)
+    return record_in_process(config, observer, "loading BPF was refused", recorder.set_aside());
   return status;
 }
 

@@ -26,6 +26,8 @@ Result<void> check_before_recording(const RecordConfig& c, std::vector<std::stri
 // Ended by `sig` before the recording began: says so, puts back what was
 // set aside (nothing was written) and returns the shell's status for it.
 int stopped_before_start(int sig, const std::vector<std::string>& set_aside);
+// A run that ends before writing anything puts back what it set aside.
+void put_back_set_aside(const std::vector<std::string>& set_aside);
 // The line for a launched command that outlives its recording (it was
 // passed `sig`, or --duration ended) while allocscope waits for it.
 std::function<void()> say_still_running(const Target& target, int sig, bool quiet);
@@ -50,6 +52,9 @@ class Recorder final {
   }
   static constexpr int kBpfRefused = -1;
   int run();
+  // The earlier default outputs it set aside (now .old): after kBpfRefused,
+  // the run without BPF takes them over.
+  const std::vector<std::string>& set_aside() const { return set_aside_; }
 
  private:
   Result<void> open_session();
