@@ -407,6 +407,8 @@ bool is_any(std::string_view s, std::initializer_list<std::string_view> names) {
 
 }  // namespace
 
+std::string frame_fill(FrameKind kind, std::string_view name) { return hex(kind_colour(kind, name)); }
+
 FrameKind default_kind(std::string_view frame, size_t depth) {
   if (depth == 0) return FrameKind::Process;
   if (is_any(frame, {"malloc", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc",

@@ -40,6 +40,10 @@ struct FlameOptions {
 // "[unknown]"-like frames are Other; everything else is the program's code.
 FrameKind default_kind(std::string_view frame, size_t depth);
 
+// The fill ("#rrggbb") a frame of this kind and name has in the flame graph:
+// other pages that draw frames (the timeline's) use the same.
+std::string frame_fill(FrameKind kind, std::string_view name);
+
 // Equal prefixes merge into one frame; siblings are ordered by name, so the
 // same stacks give the same bytes whatever their order. Frames narrower than
 // 0.1 px (or beyond a budget of frames that keeps big profiles responsive)

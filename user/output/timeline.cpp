@@ -10,6 +10,7 @@
 
 #include "base/units.h"
 #include "output/flame_text.h"
+#include "output/flamegraph.h"
 
 namespace allocscope {
 namespace {
@@ -91,12 +92,16 @@ void areas(std::ostream& out, const Geometry& g, const std::vector<double>& t,
 nlohmann::json page_data(const Timeline& tl, const std::vector<std::vector<std::string>>& names,
                          const Geometry& g, int width) {
   nlohmann::json frames = nlohmann::json::array(), stacks = nlohmann::json::array();
+  nlohmann::json fills = nlohmann::json::array();  // by frame: the flame graph's colour for it
   std::unordered_map<std::string, size_t> frame_ids;
   for (const auto& stack : names) {
     nlohmann::json ids = nlohmann::json::array();
     for (const std::string& f : stack) {
       auto [it, made] = frame_ids.try_emplace(f, frame_ids.size());
-      if (made) frames.push_back(f);
+      if (made) {
+        frames.push_back(f);
+        fills.push_back(frame_fill(default_kind(f, size_t(ids.size())), f));
+      }
       ids.push_back(it->second);
     }
     stacks.push_back(std::move(ids));
@@ -118,10 +123,10 @@ nlohmann::json page_data(const Timeline& tl, const std::vector<std::vector<std::
     live.push_back(flat(p.live));
     allocated.push_back(flat(p.allocated));
   }
-  return {{"frames", frames},  {"stacks", stacks},        {"t", t},        {"total", total},
-          {"live", live},      {"alloc", allocated},      {"left", kLeft}, {"top", kTop},
-          {"plotW", g.plot_w}, {"plotH", g.plot_h},       {"t0", g.t0},    {"t1", g.t1},
-          {"width", width},    {"period", tl.period_ms()}};
+  return {{"frames", frames}, {"fills", fills},    {"stacks", stacks},        {"t", t},
+          {"total", total},   {"live", live},      {"alloc", allocated},      {"left", kLeft},
+          {"top", kTop},      {"plotW", g.plot_w}, {"plotH", g.plot_h},       {"t0", g.t0},
+          {"t1", g.t1},       {"width", width},    {"period", tl.period_ms()}};
 }
 
 }  // namespace

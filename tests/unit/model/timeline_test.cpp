@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "output/flamegraph.h"
 #include "output/timeline.h"
 #include "splitmix.h"
 
@@ -158,6 +159,14 @@ TEST(Timeline, PageHoldsTheChartAndItsData) {
   EXPECT_EQ(data["stacks"].size(), 12u);
   EXPECT_EQ(data["total"].back(), 100 * 12 * 13 / 2);
   EXPECT_EQ(data["frames"][data["stacks"][11][2].get<int>()], "site</script>11");
+  // Its flame graph has the SVG flame graph's colours, frame by frame.
+  ASSERT_EQ(data["fills"].size(), data["frames"].size());
+  for (size_t f = 0; f < data["frames"].size(); ++f) {
+    std::string name = data["frames"][f];
+    FrameKind kind = name == "prog (1)" ? FrameKind::Process : default_kind(name, 1);
+    EXPECT_EQ(data["fills"][f], frame_fill(kind, name)) << name;
+  }
+  EXPECT_NE(frame_fill(FrameKind::Allocator, "malloc"), frame_fill(FrameKind::Program, "malloc"));
   // The top stacks: the largest first (the 12th, 1200 bytes).
   EXPECT_EQ(timeline_top_stacks(tl, 3), (std::vector<uint32_t>{11, 10, 9}));
 }
