@@ -42,8 +42,8 @@ std::optional<Frames> group_key(const Recording& r, const RecSample& s, const Re
   return Frames{names[names.size() - 2]};
 }
 
-Groups group(const Recording& base, const Recording& now, const RenderOptions& o, bool whole) {
-  std::string joined = joined_program(base, now);
+Groups group(const Recording& base, const Recording& now, const RenderOptions& o, bool whole,
+             const std::string& joined) {
   Groups g;
   for (const RecSample& s : base.samples)
     if (auto key = group_key(base, s, o, whole, joined)) g[*key].first.merge(s.totals);
@@ -63,8 +63,9 @@ std::string only_program(const Recording& r) {
   return name;
 }
 
-std::string joined_note(const std::string& joined) {
-  return joined.empty() ? "" : "the programs' names differ (" + joined + "): compared as one program\n";
+// What a table's line and a flame graph's subtitle say of `joined`.
+std::string joined_words(const std::string& joined) {
+  return "the programs' names differ (" + joined + "): compared as one program";
 }
 
 double scale_of(const Recording& r, const RenderOptions& o) {
@@ -115,7 +116,7 @@ DiffTable diff_table(const Recording& base, const Recording& now, const RenderOp
   DiffTable t;
   t.unit = o.per_second ? "/s" : "";
   t.joined = joined_program(base, now);
-  t.rows = compare_groups(group(base, now, o, false), base, now, o);
+  t.rows = compare_groups(group(base, now, o, false, t.joined), base, now, o);
   std::stable_sort(t.rows.begin(), t.rows.end(), [](const DiffRow& a, const DiffRow& b) {
     if ((a.verdict != 0) != (b.verdict != 0)) return a.verdict != 0;
     return std::fabs(a.d.change) > std::fabs(b.d.change);
@@ -130,8 +131,9 @@ std::string render_diff_table(const Recording& base, const Recording& now, const
   std::ostringstream out;
   out << metric_name(o.metric) << t.unit << ": base " << describe(base, o.metric) << "; new "
       << describe(now, o.metric) << "\n"
-      << joined_note(t.joined) << t.changed << " of " << t.rows.size() << " changed beyond sampling noise at "
-      << o.confidence * 100 << "% (Holm's correction over all " << t.rows.size() << ")\n";
+      << (t.joined.empty() ? "" : joined_words(t.joined) + "\n") << t.changed << " of " << t.rows.size()
+      << " changed beyond sampling noise at " << o.confidence * 100 << "% (Holm's correction over all "
+      << t.rows.size() << ")\n";
   char line[512];
   std::snprintf(line, sizeof line, "%11s %11s %12s  %-29s %7s %-7s %s\n", "base", "new", "change",
                 "interval of the change", "p (adj)", "verdict", what);
@@ -175,7 +177,8 @@ std::string render_diff_json(const Recording& base, const Recording& now, const 
 }
 
 std::string render_diff_svg(const Recording& base, const Recording& now, const RenderOptions& o) {
-  Groups g = group(base, now, o, true);
+  std::string joined = joined_program(base, now);
+  Groups g = group(base, now, o, true, joined);
   std::vector<DiffRow> rows = compare_groups(g, base, now, o);
   std::vector<FlameStack> stacks;
   size_t i = 0, changed = 0;
@@ -196,8 +199,7 @@ std::string render_diff_svg(const Recording& base, const Recording& now, const R
             ", " + std::to_string(changed) + " of " + std::to_string(rows.size()) +
             " stacks changed beyond sampling noise";
   f.subtitle = "base " + describe(base, o.metric) + "; new " + describe(now, o.metric);
-  if (std::string joined = joined_program(base, now); !joined.empty())
-    f.subtitle += "; the programs' names differ (" + joined + "): compared as one program";
+  if (!joined.empty()) f.subtitle += "; " + joined_words(joined);
   f.unit = metric_is_bytes(o.metric) ? "bytes" : "objects";
   f.icicle = o.icicle;
   f.icicle_when_tall = o.icicle_when_tall;
