@@ -304,6 +304,12 @@ uint64_t rss_kib(pid_t pid, const std::string& field) {
   return at == std::string::npos ? 0 : std::strtoull(status->c_str() + at + field.size() + 2, nullptr, 10);
 }
 
+pid_t only_child(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  pid_t child = 0, more = 0;
+  return in >> child && !(in >> more) ? child : 0;
+}
+
 std::vector<ProbeSite> allocator_entries(pid_t pid) {
   std::vector<ProbeSite> sites;
   auto maps = read_maps(pid);

@@ -130,6 +130,8 @@ double metric(const std::string& text, const std::string& series);
 // RssAnon, its own memory without the files and BPF maps it maps), KiB; 0
 // when gone.
 uint64_t rss_kib(pid_t pid, const std::string& field = "VmRSS");
+// The one child of `pid` (a command run by unshare --fork), or 0.
+pid_t only_child(pid_t pid);
 // Under ASan (the sanitizer build) resident memory holds shadow memory and
 // the allocator's quarantine: memory bounds are the normal build's to check.
 #ifdef ALLOCSCOPE_SANITIZED

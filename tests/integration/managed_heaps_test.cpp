@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -47,14 +48,16 @@ JavaTruth java_truth(const std::string& out) {
   return t;
 }
 
-// A recording's totals of the stacks through Alloc.outer then `site`, and
-// the line `site`'s frame was at (0 if none, -1 if not one line).
+// A recording's totals of the stacks through Alloc.outer then `site`, the
+// line `site`'s frame was at for most of its bytes (0 if none), and the
+// bytes the JVM put at other lines of it.
 struct JavaSite;
 JavaSite java_site(const Recording& r, const std::string& site, uint32_t pid = 0);
 
 struct JavaSite {
   double alloc_bytes = 0, live_bytes = 0;
   int64_t line = 0;
+  double other_lines_bytes = 0;
   bool under_main = true;  // every such stack is main;outer;site...
   std::string stacks;      // each stack's frames from the site in, with its bytes (for messages)
 };
@@ -62,6 +65,7 @@ struct JavaSite {
 // Of process `pid`'s samples only, unless 0.
 JavaSite java_site(const Recording& r, const std::string& site, uint32_t pid) {
   JavaSite out;
+  std::map<int64_t, double> line_bytes;
   auto frame = [&](uint32_t location, int64_t* line) {
     const RecLocation& l = r.locations[location];
     if (l.lines.empty()) return std::string();
@@ -77,7 +81,7 @@ JavaSite java_site(const Recording& r, const std::string& site, uint32_t pid) {
         continue;
       out.alloc_bytes += s.totals.alloc_bytes;
       out.live_bytes += s.totals.live_bytes;
-      if (i == 1) out.line = out.line == 0 || out.line == line ? line : -1;
+      if (i == 1) line_bytes[line] += s.totals.alloc_bytes;
       out.under_main &= i + 2 < s.locations.size() && frame(s.locations[i + 2], nullptr) == "Alloc.main";
       for (size_t j = i + 1; j-- > 0;) {
         int64_t at = 0;
@@ -88,6 +92,13 @@ JavaSite java_site(const Recording& r, const std::string& site, uint32_t pid) {
                     std::to_string(s.totals.live_bytes) + "\n";
       break;
     }
+  }
+  double most = 0;
+  for (const auto& [line, bytes] : line_bytes) {
+    if (bytes > most) most = bytes, out.line = line;
+  }
+  for (const auto& [line, bytes] : line_bytes) {
+    if (line != out.line) out.other_lines_bytes += bytes;
   }
   return out;
 }
@@ -119,6 +130,7 @@ void expect_java_sites(const Recording& rec, const JavaTruth& truth, double rate
   EXPECT_LE(std::abs(bytes.live_bytes - kept) / ht_sigma(truth.kept, truth.array, rate, true), kMaxZ)
       << bytes.live_bytes << " in use, " << kept << " kept";
   EXPECT_EQ(bytes.line, source_line("byte[] b = new byte[bytes];")) << bytes.stacks;
+  EXPECT_LE(bytes.other_lines_bytes, 0.001 * bytes.alloc_bytes) << bytes.stacks;
   EXPECT_TRUE(bytes.under_main);
 
   JavaSite objects = java_site(rec, "site_objects", pid);
@@ -130,7 +142,12 @@ void expect_java_sites(const Recording& rec, const JavaTruth& truth, double rate
   // the JVM itself still held at its last collection (1 or 2 samples in
   // some runs of 3,900, found live by the JVM's own tag map at its end).
   EXPECT_LE(objects.live_bytes, 0.001 * objects.alloc_bytes) << objects.stacks;
+  // The JVM names the line of a sampled allocation's frame. Once in CI it
+  // named the loop's line (36) for one sample of 3,900, likely a Node C2 had
+  // removed (escape analysis) and made again where the compiled loop
+  // deoptimized. Such samples are a few at most: 0.1 % is 4 of them.
   EXPECT_EQ(objects.line, source_line("Node n = new Node();")) << objects.stacks;
+  EXPECT_LE(objects.other_lines_bytes, 0.001 * objects.alloc_bytes) << objects.stacks;
   EXPECT_TRUE(objects.under_main);
 }
 
@@ -153,13 +170,6 @@ TEST(ManagedHeaps, ALaunchedJvmsJavaSitesAreSampledByTheJvmAtTheirLines) {
   Recording rec = read_pprof(pprof);
   std::remove(pprof.c_str());
   expect_java_sites(rec, truth, 16384);
-}
-
-// The one child of `pid`, or 0.
-pid_t only_child(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
-  pid_t child = 0, more = 0;
-  return in >> child && !(in >> more) ? child : 0;
 }
 
 // Runs `command` (Alloc.java waiting for its go file, `go` as this side
