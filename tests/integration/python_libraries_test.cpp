@@ -95,7 +95,7 @@ TEST(PythonLibraries, TheWholeMachineWalksLibraryRuntimesStartedAnyTime) {
     SCOPED_TRACE(c == &before ? old.path + ", running before" : young.path + ", started during");
     Truths truths = parse_truth(c->out());
     ASSERT_EQ(truths.size(), 4u) << c->out();
-    Recorded r = read_recording(out, truths, "calloc", uint32_t(c->pid()));
+    Recorded r = read_recording(out, truths, kEitherCalloc, uint32_t(c->pid()));
     EXPECT_EQ(r.loop_frames_left, 0u);
     expect_sampled_large_sites(r, truths, kRate);
   }
@@ -171,7 +171,7 @@ void expect_uwsgi_exact(const std::string& out, const std::map<uint32_t, Truths>
   size_t objects = 0;
   for (const auto& [pid, truths] : workers) {
     SCOPED_TRACE("worker " + std::to_string(pid));
-    Recorded r = read_recording(out, truths, "calloc", pid);
+    Recorded r = read_recording(out, truths, kEitherCalloc, pid);
     expect_exact(r, truths, false, false);
     for (const auto& [name, t] : truths) objects += size_t(t.objects);
   }

@@ -38,6 +38,10 @@ struct Recorded {
   size_t loop_frames_left = 0;   // stacks with Python frames that still show the evaluation loop
   size_t under_main = 0, python_stacks = 0;
 };
+// `leaf` kEitherCalloc: both, as in a process entered while it ran (its
+// objects reach the C library's calloc until CPython's allocators are
+// wrapped, then are counted at PyObject_Calloc).
+inline constexpr const char* kEitherCalloc = "calloc|PyObject_Calloc";
 Recorded read_recording(const std::string& path, const Truths& truths, const std::string& leaf = "calloc",
                         uint32_t pid = 0);
 
@@ -52,8 +56,9 @@ void expect_sampled_large_sites(const Recorded& r, const Truths& truths, double 
 // Attached (-p, 64 KiB) to `python` running python_sites.py: each large
 // site within the suite's bound of its truth, no evaluation-loop frame left.
 void expect_attached_interpreter_sampled(const std::string& python);
-// ... running `command` (the workload with --wait --hold).
-void expect_attached_interpreter_sampled(const std::vector<std::string>& command);
+// ... running `command` (the workload with --wait --hold); `forked`: the
+// interpreter is the command's one child (PythonRoot::in_container).
+void expect_attached_interpreter_sampled(const std::vector<std::string>& command, bool forked = false);
 
 // A Debian root with interpreters, made once by `make` (a script given the
 // cache, ~/.cache/allocscope, then `packages`) and kept there, with
@@ -71,6 +76,10 @@ class PythonRoot {
   // /usr/bin/`python` running the workload with `args`, in root `in` (this root by default).
   std::vector<std::string> command(const std::string& python, const std::vector<std::string>& args,
                                    const std::string& in = "") const;
+  // ... as a container runs it: in PID and mount namespaces of its own, its
+  // own /proc mounted in the root, the interpreter the command's one child.
+  std::vector<std::string> in_container(const std::string& python,
+                                        const std::vector<std::string>& args) const;
 
  private:
   std::string error_, root_, script_;

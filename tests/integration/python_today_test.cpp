@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,13 +49,78 @@ TEST_P(TodaysPython, ExactSitesStandUnderTheirPythonCallersAtTheirLines) {
   std::remove(pprof.c_str());
 }
 
-// Attached to a running interpreter (-p), sampled: each large site within
-// the suite's bound (harness.h, kMaxZ) of its truth, under its callers.
+// Attached to a running interpreter in a container (-p), sampled: each
+// site within the suite's bound (harness.h, kMaxZ) of its truth, under its
+// callers, small objects too (CPython's allocators wrapped once entered).
 TEST_P(TodaysPython, SampledSitesOfAnAttachedInterpreter) {
   REQUIRE_BPF();
   SidPythons sid;
   ASSERT_EQ(sid.error(), "");
-  expect_attached_interpreter_sampled(sid.command(GetParam(), {"--wait", "--hold"}));
+  expect_attached_interpreter_sampled(sid.in_container(GetParam(), {"--wait", "--hold"}), true);
+}
+
+// In process (--preload, the library put in the root at the path it has
+// here): CPython's own allocator counted too, every object under its
+// Python callers once, to the byte.
+TEST_P(TodaysPython, PreloadCountsCPythonsOwnAllocatorExactly) {
+  REQUIRE_BPF();
+  namespace fs = std::filesystem;
+  SidPythons sid;
+  ASSERT_EQ(sid.error(), "");
+  fs::path lib = sid.root() + PRELOAD_LIB;
+  fs::create_directories(lib.parent_path());
+  fs::copy_file(PRELOAD_LIB, lib, fs::copy_options::overwrite_existing);
+  std::string out = temp_path("python-today-preload.json");
+  std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "--preload", "--rate", "1", "-o", out, "--"};
+  for (const std::string& a : sid.command(GetParam(), {"--scale-pct", "20"})) argv.push_back(a);
+  RunResult r = run(argv);
+  fs::remove(lib);
+  ASSERT_EQ(r.status, 0) << r.err;
+  Truths truths = parse_truth(r.out);
+  ASSERT_EQ(truths.size(), 4u) << r.out;
+  Recorded rec = read_recording(out, truths, "PyObject_Calloc");
+  expect_exact(rec, truths, true);
+  EXPECT_EQ(rec.c_library_callocs, 0u);
+  std::remove(out.c_str());
+}
+
+// The whole machine (--all): both interpreters, each in a container, found
+// as they start; busy, each is entered while it runs (its small objects
+// counted from then on). Each large site within the suite's bound of its
+// truth, under its callers.
+TEST(TodaysPythonEverywhere, TheWholeMachineHasTheirFrames) {
+  REQUIRE_BPF();
+  SidPythons sid;
+  ASSERT_EQ(sid.error(), "");
+  constexpr double kRate = 64 * 1024;
+  std::string out = temp_path("python-today-all.json");
+  Child rec({ALLOCSCOPE_BIN, "record", "--all", "--rate", "64KiB", "-o", out});
+  ASSERT_TRUE(rec.wait_for_line("recording every process", 60000, true)) << rec.err();
+  std::vector<std::unique_ptr<Child>> pythons;
+  std::vector<pid_t> pids;
+  for (const char* python : kPythons) {
+    pythons.push_back(
+        std::make_unique<Child>(sid.in_container(python, {"--wait", "--hold", "--scale-pct", "50"})));
+    ASSERT_TRUE(pythons.back()->wait_for_line("ready", 20000));
+    pids.push_back(only_child(pythons.back()->pid()));
+    ASSERT_GT(pids.back(), 0);
+  }
+  for (pid_t pid : pids) ::kill(pid, SIGUSR1);
+  for (auto& c : pythons) ASSERT_TRUE(c->wait_for_line("}", 60000));
+  rec.signal(SIGINT);
+  ASSERT_EQ(rec.wait(), 0) << rec.err();
+  for (pid_t pid : pids) ::kill(pid, SIGUSR1);
+  for (size_t i = 0; i < pythons.size(); ++i) {
+    SCOPED_TRACE(kPythons[i]);
+    EXPECT_EQ(pythons[i]->wait(), 0);
+    EXPECT_EQ(pythons[i]->err(), "");
+    Truths truths = parse_truth(pythons[i]->out());
+    ASSERT_EQ(truths.size(), 4u) << pythons[i]->out();
+    Recorded r = read_recording(out, truths, kEitherCalloc, uint32_t(pids[i]));
+    EXPECT_EQ(r.loop_frames_left, 0u);
+    expect_sampled_large_sites(r, truths, kRate);
+  }
+  std::remove(out.c_str());
 }
 
 // A launched command that enters another root (chroot ROOT python3.14):

@@ -10,7 +10,9 @@ with os._exit, so the kept objects are still allocated when it ends.
 
   python3 python_sites.py [--scale-pct N] [--wait] [--hold]
   --wait: print "ready", run the sites at SIGUSR1; --hold: after the truth,
-  wait for another SIGUSR1 before leaving.
+  wait for another SIGUSR1 before leaving, and print the functions its
+  object and memory allocators had before "ready" and at the end (a tracer
+  that wrapped them at run time has given them back).
 """
 import json
 import os
@@ -47,6 +49,24 @@ def large_freed(count):
     build(1533, count)  # line:large_freed
 
 
+def allocators():
+    """The malloc of the object and memory domains (PyMem_GetAllocator)."""
+    import ctypes
+
+    class Allocator(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_void_p) for name in ("ctx", "malloc", "calloc", "realloc", "free")]
+
+    get = ctypes.pythonapi.PyMem_GetAllocator
+    get.argtypes = [ctypes.c_int, ctypes.POINTER(Allocator)]
+    get.restype = None
+    out = []
+    for domain in (2, 1):  # PYMEM_DOMAIN_OBJ, PYMEM_DOMAIN_MEM
+        a = Allocator()
+        get(domain, ctypes.byref(a))
+        out.append(hex(a.malloc or 0))
+    return " ".join(out)
+
+
 SITES = [(small_kept, 73, 100000, True), (small_freed, 233, 100000, False),
          (large_kept, 3033, 25000, True), (large_freed, 1533, 25000, False)]
 
@@ -54,6 +74,7 @@ SITES = [(small_kept, 73, 100000, True), (small_freed, 233, 100000, False),
 def main(argv):
     scale = int(argv[argv.index("--scale-pct") + 1]) if "--scale-pct" in argv else 100
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})  # a signal before sigwait waits
+    before = allocators() if "--hold" in argv else ""
     if "--wait" in argv:
         print("ready", flush=True)
         signal.sigwait({signal.SIGUSR1})
@@ -71,6 +92,8 @@ def main(argv):
     print(json.dumps(truth), flush=True)
     if "--hold" in argv:
         signal.sigwait({signal.SIGUSR1})
+        print("allocators before", before, flush=True)
+        print("allocators after", allocators(), flush=True)
     os._exit(0)
 
 

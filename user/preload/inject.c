@@ -11,6 +11,7 @@
 #include "preload/allocator_apis.h"
 #include "preload/jvm_agent.h"
 #include "preload/probe_sites.h"
+#include "preload/python_domains.h"
 #include "preload/ring_channel.h"
 #include "preload/sampler.h"
 
@@ -117,6 +118,7 @@ static void attach(struct as_inject_args *a) {
   a->slots_elsewhere = counts.elsewhere;
   a->slots_full = counts.full;
   if (ring && !(a->flags & AS_INJECT_NO_JAVA)) as_jvm_attach_running(); /* its samples go through the ring */
+  as_python_attach_running();
 }
 
 static void detach(struct as_inject_args *a) {
@@ -125,6 +127,7 @@ static void detach(struct as_inject_args *a) {
   __atomic_store_n(&attached, 0, __ATOMIC_RELEASE);
   __atomic_store_n(&take_lock, 0, __ATOMIC_RELEASE);
   as_jvm_detach_running();
+  as_python_detach_running();
   as_sampler_detach();
   a->status = AS_INJECT_OK;
 }

@@ -2,9 +2,7 @@
  * (jvm_agent.c) through a thread of the library's own: JVMTI's functions
  * need a thread the JVM knows, which the thread allocscope borrowed may not
  * be, nor may that thread wait (it may be one the JVM waits for at a
- * safepoint). Each attach and detach is a generation: a helper acts only if
- * its generation is still the latest, so a late one never undoes a newer
- * recording's wish.
+ * safepoint): an errand (errand.h).
  *
  * Before JDK 21, JNI_GetCreatedJavaVMs names a JVM still being made
  * (JDK-8308341), and a thread attached to it then may crash it: a JVM of
@@ -22,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "preload/errand.h"
 #include "preload/jvm_agent.h"
 
 #define AS_JVM_SETTLE_MS 5000      /* a JVM older than this is made (before JDK 21) */
@@ -30,7 +29,6 @@
 typedef jint (*created_vms_fn)(JavaVM **, jsize, jsize *);
 
 static pthread_mutex_t lifecycle = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t generation; /* of the latest attach or detach */
 
 static void sleep_ms(long ms) {
   struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
@@ -97,51 +95,30 @@ static JavaVM *made_vm(created_vms_fn created, int wait_ms) {
   }
 }
 
-struct errand {
-  uint64_t generation;
-  int start;
-};
+static void in_the_jvm(int start, uint64_t generation);
+static struct as_errands jvm_errands = {0, in_the_jvm};
 
-static void *in_the_jvm(void *arg) {
-  struct errand e = *(struct errand *)arg;
-  free(arg);
+static void in_the_jvm(int start, uint64_t generation) {
   created_vms_fn created = (created_vms_fn)dlsym(RTLD_DEFAULT, "JNI_GetCreatedJavaVMs");
-  JavaVM *vm = created ? made_vm(created, e.start ? AS_JVM_START_WAIT_MS : 0) : NULL;
+  JavaVM *vm = created ? made_vm(created, start ? AS_JVM_START_WAIT_MS : 0) : NULL;
   JNIEnv *jni = NULL;
   JavaVMAttachArgs args = {JNI_VERSION_1_6, (char *)"allocscope", NULL};
   pthread_mutex_lock(&lifecycle);
-  if (vm && __atomic_load_n(&generation, __ATOMIC_ACQUIRE) == e.generation &&
+  if (vm && as_errand_latest(&jvm_errands, generation) &&
       (*vm)->AttachCurrentThreadAsDaemon(vm, (void **)&jni, &args) == JNI_OK) {
-    if (e.start)
+    if (start)
       as_jvm_start(vm);
     else
       as_jvm_stop();
     (*vm)->DetachCurrentThread(vm);
   }
   pthread_mutex_unlock(&lifecycle);
-  return NULL;
-}
-
-static void send_errand(int start) {
-  struct errand *e = malloc(sizeof *e);
-  if (!e) return;
-  e->generation = __atomic_add_fetch(&generation, 1, __ATOMIC_ACQ_REL);
-  e->start = start;
-  pthread_attr_t attr;
-  pthread_t t;
-  if (pthread_attr_init(&attr) != 0) {
-    free(e);
-    return;
-  }
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  if (pthread_create(&t, &attr, in_the_jvm, e) != 0) free(e);
-  pthread_attr_destroy(&attr);
 }
 
 void as_jvm_attach_running(void) {
-  if (dlsym(RTLD_DEFAULT, "JNI_GetCreatedJavaVMs")) send_errand(1);
+  if (dlsym(RTLD_DEFAULT, "JNI_GetCreatedJavaVMs")) as_errand_send(&jvm_errands, 1);
 }
 
 void as_jvm_detach_running(void) {
-  if (dlsym(RTLD_DEFAULT, "JNI_GetCreatedJavaVMs")) send_errand(0);
+  if (dlsym(RTLD_DEFAULT, "JNI_GetCreatedJavaVMs")) as_errand_send(&jvm_errands, 0);
 }

@@ -4,7 +4,7 @@
  * (up to 512 bytes: most of them) are counted like the C library's
  * allocations, with the same countdown (sampler.h). A domain's calls into
  * the C library (larger blocks) run inside the wrapper and are not counted
- * again. */
+ * again. Wrapped at run time too, in an interpreter allocscope enters. */
 #ifndef ALLOCSCOPE_PYTHON_DOMAINS_H
 #define ALLOCSCOPE_PYTHON_DOMAINS_H
 
@@ -13,5 +13,13 @@
  * set before then, unless PYTHONMALLOC or -X dev choose others. Called once,
  * by the library's constructor. */
 void as_wrap_python_domains(void) __attribute__((visibility("hidden")));
+
+/* An interpreter found running (the library injected into it, attached):
+ * its domains wrapped from now on, and given back at the detach, each by a
+ * thread of the library's that takes the GIL (errand.h); returns at once.
+ * Not in a free-threaded build, whose domains can be set only before it
+ * starts: its small objects stay uncounted, as allocscope says. */
+void as_python_attach_running(void) __attribute__((visibility("hidden")));
+void as_python_detach_running(void) __attribute__((visibility("hidden")));
 
 #endif

@@ -292,8 +292,8 @@ std::vector<RuntimePath> PythonRuntime::paths() const {
     out.push_back({"python_small_objects", "python's small objects",
                    "not counted in " + std::to_string(uncounted) +
                        (uncounted == 1 ? " process" : " processes") +
-                       " (objects of up to 512 bytes come from CPython's own allocator; record -- CMD with "
-                       "--preload counts them)"});
+                       " (objects of up to 512 bytes come from CPython's own allocator, counted only in a "
+                       "process allocscope launched or entered)"});
   return out;
 }
 

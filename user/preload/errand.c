@@ -1,0 +1,40 @@
+/* See errand.h. */
+#define _GNU_SOURCE
+#include "preload/errand.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+struct errand {
+  struct as_errands *kind;
+  uint64_t generation;
+  int start;
+};
+
+static void *run_errand(void *arg) {
+  struct errand e = *(struct errand *)arg;
+  free(arg);
+  e.kind->run(e.start, e.generation);
+  return NULL;
+}
+
+void as_errand_send(struct as_errands *kind, int start) {
+  struct errand *e = malloc(sizeof *e);
+  if (!e) return;
+  e->kind = kind;
+  e->generation = __atomic_add_fetch(&kind->generation, 1, __ATOMIC_ACQ_REL);
+  e->start = start;
+  pthread_attr_t attr;
+  pthread_t t;
+  if (pthread_attr_init(&attr) != 0) {
+    free(e);
+    return;
+  }
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  if (pthread_create(&t, &attr, run_errand, e) != 0) free(e);
+  pthread_attr_destroy(&attr);
+}
+
+int as_errand_latest(struct as_errands *kind, uint64_t generation) {
+  return __atomic_load_n(&kind->generation, __ATOMIC_ACQUIRE) == generation;
+}
