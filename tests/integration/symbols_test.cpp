@@ -6,9 +6,11 @@
 #include <httplib.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -66,6 +68,53 @@ TEST_P(CodeLoadedAfterAttach, IsNamed) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Symbols, CodeLoadedAfterAttach, ::testing::Values("dwarf", "fp"));
+
+// A node in a container: it writes its perf map under its own /tmp (a
+// directory of the test's, bound there in a mount namespace of its own),
+// named by its pid in its PID namespace (1); allocscope reads it through
+// the process's root. The builtins V8 compiled into node's file (no CFI)
+// are walked by frame pointers into the JIT code. The buffers' bytes stand
+// under the named JavaScript function: at least their truth less the
+// suite's bound (the function's other allocations, V8's own, only add).
+TEST(Symbols, JitFramesOfANodeInAContainerAreNamed) {
+  REQUIRE_BPF();
+  namespace fs = std::filesystem;
+  std::string tmp = temp_path("node-tmp");
+  fs::create_directories(tmp);
+  fs::copy_file(NODE_SITES_JS, tmp + "/node_sites.js", fs::copy_options::overwrite_existing);
+  Child c({"unshare", "--pid", "--fork", "--mount", "--propagation", "private", "sh", "-c",
+           "mount --bind \"$0\" /tmp && exec node --perf-basic-prof /tmp/node_sites.js", tmp});
+  ASSERT_TRUE(c.wait_for_line("ready", 30000)) << c.err();
+  pid_t node = only_child(c.pid());
+  ASSERT_GT(node, 0);
+  EXPECT_TRUE(fs::exists(tmp + "/perf-1.map")) << "node names its map by its own pid";
+  std::string out = temp_path("node.folded");
+  Child rec({ALLOCSCOPE_BIN, "record", "-p", std::to_string(node), "--rate", "256KiB", "-o", out});
+  ASSERT_TRUE(rec.wait_for_line("recording process", 60000, true)) << rec.err();
+  ::kill(node, SIGUSR2);
+  ASSERT_TRUE(c.wait_for_line("done", 60000)) << c.err();
+  rec.signal(SIGINT);
+  ASSERT_EQ(rec.wait(), 0) << rec.err();
+  ::kill(node, SIGUSR2);
+  EXPECT_EQ(c.wait(), 0);
+  double truth = std::strtod(c.out().substr(c.out().find("done ") + 5).c_str(), nullptr);
+  ASSERT_GT(truth, 0) << c.out();
+  double named = 0;
+  std::string unnamed;
+  for (const auto& [frames, value] : read_folded(out)) {
+    bool in_it = std::any_of(frames.begin(), frames.end(), [](const std::string& frame) {
+      return frame.find("allocateBuffers /tmp/node_sites.js") != std::string::npos;
+    });
+    named += in_it ? value : 0;
+    if (!in_it && value > 0.01 * truth) unnamed += frames.back() + " " + std::to_string(value) + "\n";
+  }
+  constexpr double kSize = 65536, kRate = 256 * 1024;
+  double sd = ht_sigma(truth / kSize, kSize, kRate, true);
+  EXPECT_GT(named, truth - kMaxZ * sd) << named << " of " << truth << " under allocateBuffers; others:\n"
+                                       << unnamed << rec.err();
+  fs::remove_all(tmp);
+  std::remove(out.c_str());
+}
 
 // The binary is deleted and another file put at its path while it runs:
 // frames are still named from the file the process maps.

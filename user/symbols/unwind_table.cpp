@@ -240,6 +240,25 @@ class RowWriter {
   as_unwind_row rule_{};
 };
 
+// Code between FDEs, while the table is built: no information, marked
+// apart from the rows elfutils could not express (cfa_off 0).
+constexpr as_unwind_row kGap{0, 1, AS_ROW_NONE, 0};
+bool is_gap(const as_unwind_row& r) { return r.kind == kGap.kind && r.cfa_off == kGap.cfa_off; }
+
+// Code between FDEs has no information: hand-written assembly, such as the
+// builtins a JIT compiled into the file (V8's, whose frames the JIT code
+// shares). Walked by frame pointers then, as JIT code is, and checked as
+// every step is.
+void walk_gaps_by_frame_pointers(std::vector<as_unwind_row>& rows) {
+  as_unwind_row fp = as_frame_pointer_row();
+  for (as_unwind_row& r : rows) {
+    if (is_gap(r)) {
+      fp.pc = r.pc;
+      r = fp;
+    }
+  }
+}
+
 // Rows for every FDE that starts at one of `starts`.
 void add_rows(Dwarf_CFI* cfi, const FdeStarts& starts, const std::vector<Segment>& segs, UnwindTable& t) {
   RowWriter rows(segs, t.rows);
@@ -263,7 +282,7 @@ void add_rows(Dwarf_CFI* cfi, const FdeStarts& starts, const std::vector<Segment
       pc = end;
     }
     t.fdes += any;
-    if (any && pc < limit) rows.push(pc, {0, 0, AS_ROW_NONE, 0});  // code between FDEs has no information
+    if (any && pc < limit) rows.push(pc, kGap);  // code between FDEs (walk_gaps_by_frame_pointers)
   }
 }
 
@@ -386,6 +405,7 @@ Result<UnwindTable> build_unwind_table(const ElfFile& f, const RuntimeTablesRead
                                [](uint64_t v, const as_unwind_row& r) { return v < r.pc; });
     if (it != t.rows.begin() && (it - 1)->kind == AS_ROW_NONE) (it - 1)->kind = AS_ROW_END;
   }
+  walk_gaps_by_frame_pointers(t.rows);
   t.rows.shrink_to_fit();  // kept while the file is mapped: its growth's slack is not
   return t;
 }
