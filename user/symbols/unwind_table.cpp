@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "symbols/signal_trampoline.h"
+#include "symbols/unwind_step.h"
 
 namespace allocscope {
 namespace {

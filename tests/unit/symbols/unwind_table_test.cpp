@@ -233,7 +233,12 @@ TEST(UnwindTable, CLibraryHasPltAndOutermostRows) {
   };
   EXPECT_GT(count(AS_CFA_PLT), 0);  // the .plt's expression
   EXPECT_GT(count(AS_ROW_END), 0);  // clone3 / thread start: undefined return address
-  EXPECT_GT(count(AS_CFA_RBP), 0);  // functions that keep a frame pointer
+  EXPECT_GT(count(AS_CFA_RBP), 0);  // functions that keep a frame pointer, code between FDEs
+  // Rules elfutils could not express stay "no information" (cfa_off 0); no
+  // other such row is left.
+  EXPECT_EQ(std::count_if(t->rows.begin(), t->rows.end(),
+                          [](const as_unwind_row& r) { return r.kind == AS_ROW_NONE && r.cfa_off != 0; }),
+            0);
   // __restore_rt: the interrupted rsp, rip and rbp where Linux's x86-64
   // signal frame keeps them (struct ucontext's uc_mcontext at rsp + 40).
   auto sig = std::find_if(t->rows.begin(), t->rows.end(),
@@ -263,9 +268,34 @@ TEST(UnwindTable, MuslsSignalTrampolineIsFoundByItsCode) {
   EXPECT_EQ(*code, want);
   ASSERT_NE(sig + 1, t->rows.end());
   EXPECT_EQ((sig + 1)->pc, sig->pc + 10);
+  // The code after it, which no FDE describes either, holds musl's entry
+  // point (_dlstart): the outermost frame.
+  EXPECT_EQ((sig + 1)->kind, AS_ROW_END);
   EXPECT_EQ(std::count_if(t->rows.begin(), t->rows.end(),
                           [](const as_unwind_row& r) { return r.kind == AS_CFA_SIGNAL; }),
             1);
+}
+
+// V8's builtins, which node's file holds without CFI, lie between its
+// FDEs: walked by frame pointers (the JIT code they call and return to
+// keeps them), where a walk once stopped.
+TEST(UnwindTable, CodeBetweenFdesIsWalkedByFramePointers) {
+  auto f = ElfFile::open("/usr/bin/node");
+  ASSERT_TRUE(f.has_value()) << "node (Debian's nodejs) is missing: " << f.error();
+  auto t = build_unwind_table(*f);
+  ASSERT_TRUE(t.has_value()) << t.error();
+  std::vector<ElfSymbol> functions = f->functions();
+  auto builtin = std::find_if(functions.begin(), functions.end(),
+                              [](const ElfSymbol& s) { return s.name == "Builtins_CallApiCallback"; });
+  ASSERT_NE(builtin, functions.end());
+  auto offset = f->vaddr_to_offset(builtin->vaddr + builtin->size / 2);
+  ASSERT_TRUE(offset.has_value()) << offset.error();
+  const as_unwind_row* r = find_row(t->rows, *offset);
+  ASSERT_NE(r, nullptr);
+  as_unwind_row fp = as_frame_pointer_row();
+  EXPECT_EQ(r->kind, fp.kind);
+  EXPECT_EQ(r->cfa_off, fp.cfa_off);
+  EXPECT_EQ(r->rbp, fp.rbp);
 }
 
 // The code is read a chunk at a time: a chunk boundary anywhere in the
