@@ -115,7 +115,7 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, OptionText& t) {
                   "Stop after this long (30, 30s, 500ms, 2m); default (and 0): no limit, until the target "
                   "exits or Ctrl-C")
       ->type_name("TIME")
-      ->check(parsed_by(parse_duration_ms, "duration (30, 30s, 500ms, 2m, 1h)"));
+      ->check(parsed_by(parse_duration_ms, "duration (30, 30s, 1.5s, 500ms, 2m, 1h)"));
   rec->add_option("-o,--output", t.outputs,
                   "Output file, repeatable; the format follows the extension: .pb.gz (pprof), .svg (flame "
                   "graph), .json, .txt (top table), else folded stacks; '-' is stdout. Default: "
@@ -292,7 +292,7 @@ CLI::App* add_agent(CLI::App& app, AgentConfig& c, OptionText& t) {
       ->add_option("-d,--duration", t.duration,
                    "Stop after this long (tests, trials); default: until SIGTERM")
       ->type_name("TIME")
-      ->check(parsed_by(parse_duration_ms, "duration (30, 30s, 500ms, 2m, 1h)"));
+      ->check(parsed_by(parse_duration_ms, "duration (30, 30s, 1.5s, 500ms, 2m, 1h)"));
   agent
       ->add_option("--max-series", c.max_series,
                    "/metrics: series per level (process, program, cgroup) at most, the largest by live bytes")

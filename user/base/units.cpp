@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 namespace allocscope {
 namespace {
@@ -55,11 +56,28 @@ std::optional<uint64_t> parse_bytes(std::string_view text) {
 std::optional<uint64_t> parse_duration_ms(std::string_view text) {
   auto parts = split_number(text);
   if (!parts) return std::nullopt;
-  const auto& [value, suffix] = *parts;
+  auto [value, suffix] = *parts;
+  // A decimal fraction ("0.5", "1.5s"), to the nearest millisecond.
+  double fraction = 0;
+  if (suffix.starts_with('.')) {
+    size_t digits = 1;
+    while (digits < suffix.size() && digits <= 9 && std::isdigit(static_cast<unsigned char>(suffix[digits])))
+      ++digits;
+    if (digits == 1) return std::nullopt;
+    fraction = std::stod("0" + suffix.substr(0, digits));
+    suffix = suffix.substr(digits);
+    while (!suffix.empty() && suffix.front() == ' ') suffix.erase(0, 1);
+  }
   static const std::pair<const char*, uint64_t> units[] = {{"", 1000},   {"s", 1000},    {"ms", 1},
                                                            {"m", 60000}, {"min", 60000}, {"h", 3600000}};
-  for (const auto& [name, unit] : units)
-    if (suffix == name) return scaled(value, unit);
+  for (const auto& [name, unit] : units) {
+    if (suffix != name) continue;
+    auto whole = scaled(value, unit);
+    uint64_t part = uint64_t(std::llround(fraction * double(unit)));
+    if (!whole || *whole > UINT64_MAX - part) return std::nullopt;
+    if (fraction > 0 && *whole + part == 0) return std::nullopt;  // not "no limit" by rounding
+    return *whole + part;
+  }
   return std::nullopt;
 }
 

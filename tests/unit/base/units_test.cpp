@@ -56,17 +56,28 @@ TEST(ParseDuration, UnitsInMilliseconds) {
   EXPECT_EQ(parse_duration_ms("1h"), 3600000u);
   EXPECT_EQ(parse_duration_ms("0"), 0u);
   EXPECT_EQ(parse_duration_ms("10 S"), 10000u);
+  // Decimal fractions, to the nearest millisecond.
+  EXPECT_EQ(parse_duration_ms("0.5"), 500u);
+  EXPECT_EQ(parse_duration_ms("1.5s"), 1500u);
+  EXPECT_EQ(parse_duration_ms("2.25m"), 135000u);
+  EXPECT_EQ(parse_duration_ms("0.1h"), 360000u);
+  EXPECT_EQ(parse_duration_ms("1.5ms"), 2u);
+  EXPECT_EQ(parse_duration_ms("0.0004"), std::nullopt);  // under a millisecond is not 0, "no limit"
 }
 
 TEST(ParseDuration, RejectsMalformedAndOverflow) {
   EXPECT_EQ(parse_duration_ms(""), std::nullopt);
   EXPECT_EQ(parse_duration_ms("5x"), std::nullopt);
   EXPECT_EQ(parse_duration_ms("s"), std::nullopt);
-  EXPECT_EQ(parse_duration_ms("1.5s"), std::nullopt);
+  EXPECT_EQ(parse_duration_ms("1.s"), std::nullopt);
+  EXPECT_EQ(parse_duration_ms(".5s"), std::nullopt);
+  EXPECT_EQ(parse_duration_ms("1.5.5s"), std::nullopt);
+  EXPECT_EQ(parse_duration_ms("1.5e3"), std::nullopt);
   EXPECT_EQ(parse_duration_ms("-1s"), std::nullopt);
   // UINT64_MAX / 1000 = 18446744073709551.
   EXPECT_EQ(parse_duration_ms("18446744073709551s"), 18446744073709551000ULL);
   EXPECT_EQ(parse_duration_ms("18446744073709552s"), std::nullopt);
+  EXPECT_EQ(parse_duration_ms("18446744073709551.999s"), std::nullopt);
   EXPECT_EQ(parse_duration_ms("99999999999999999h"), std::nullopt);
 }
 
