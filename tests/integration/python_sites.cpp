@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -13,7 +12,6 @@
 #include <iterator>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include "harness.h"
 #include "host/process.h"
@@ -173,7 +171,12 @@ void expect_attached_interpreter_sampled(const std::string& python) {
 
 void expect_attached_interpreter_sampled(const std::vector<std::string>& command, bool forked) {
   constexpr double kRate = 64 * 1024;
-  Child w(command);
+  // The workload waits for the entered library's thread to wrap CPython's
+  // allocators (once it holds the GIL, which the workload's sigwait leaves
+  // free: milliseconds) before its sites, and to give them back after.
+  std::vector<std::string> argv = command;
+  argv.insert(argv.end(), {"--await-wrapped", "--await-given-back"});
+  Child w(argv);
   ASSERT_TRUE(w.wait_for_line("ready", 20000));
   pid_t python = forked ? only_child(w.pid()) : w.pid();
   ASSERT_GT(python, 0) << "no interpreter under " << w.pid();
@@ -181,14 +184,10 @@ void expect_attached_interpreter_sampled(const std::vector<std::string>& command
   std::string out = temp_path("python-attached.json");
   Child rec({ALLOCSCOPE_BIN, "record", "-p", std::to_string(python), "--rate", "64KiB", "-o", out});
   ASSERT_TRUE(rec.wait_for_line("recording process", 60000, true)) << rec.err();
-  // The entered library's thread wraps CPython's domains once it holds the
-  // GIL, which the workload's sigwait leaves free: within milliseconds.
-  std::this_thread::sleep_for(std::chrono::seconds(1));
   go_on();
   ASSERT_TRUE(w.wait_for_line("}", 60000));
   rec.signal(SIGINT);
   ASSERT_EQ(rec.wait(), 0) << rec.err();
-  std::this_thread::sleep_for(std::chrono::seconds(1));
   go_on();
   EXPECT_EQ(w.wait(), 0);
   EXPECT_EQ(w.err(), "") << "nothing of allocscope's in the interpreter's stderr";
@@ -199,8 +198,6 @@ void expect_attached_interpreter_sampled(const std::vector<std::string>& command
   EXPECT_EQ(r.c_library_callocs, 0u) << "a domain's calls into the C library are its own, not counted again";
   expect_sampled_large_sites(r, truths, kRate, true);
   EXPECT_EQ(rec.err().find("small objects"), std::string::npos) << rec.err();
-  // The detach's thread gives the allocators back once it holds the GIL,
-  // which the workload's sigwait leaves free.
   std::string before = line_after(w.out(), "allocators before "),
               after = line_after(w.out(), "allocators after ");
   EXPECT_FALSE(before.empty()) << w.out();
@@ -223,17 +220,12 @@ PythonRoot::PythonRoot(const std::string& make, const std::vector<std::string>& 
 
 std::vector<std::string> PythonRoot::in_container(const std::string& python,
                                                   const std::vector<std::string>& args) const {
-  std::vector<std::string> argv = {"unshare",
-                                   "--pid",
-                                   "--fork",
-                                   "--mount",
-                                   "--propagation",
-                                   "private",
-                                   "sh",
-                                   "-c",
-                                   "mount -t proc proc \"$0/proc\" && exec chroot \"$0\" \"$@\"",
-                                   root_,
-                                   "/usr/bin/" + python,
+  std::vector<std::string> argv = {"unshare", "--pid",
+                                   "--fork",  "--kill-child",
+                                   "--mount", "--propagation",
+                                   "private", "sh",
+                                   "-c",      "mount -t proc proc \"$0/proc\" && exec chroot \"$0\" \"$@\"",
+                                   root_,     "/usr/bin/" + python,
                                    script_};
   argv.insert(argv.end(), args.begin(), args.end());
   return argv;

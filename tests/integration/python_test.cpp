@@ -6,9 +6,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -172,6 +175,56 @@ TEST(Python, TheAgentServesPythonFrames) {
   }
   std::remove(pprof.c_str());
   std::remove(out.c_str());
+}
+
+// tracemalloc started between two entries: the first wraps CPython's
+// allocators, tracemalloc wraps ours, the detach leaves ours beneath it,
+// and the second entry must not wrap tracemalloc's (ours would then call
+// tracemalloc with our ctx, and the program would crash). The interpreter
+// runs to its end as untraced, and ours, beneath tracemalloc, counts the
+// small objects of the second recording within the suite's bound.
+TEST(Python, TracemallocStartedBetweenTwoEntriesHarmsNothing) {
+  REQUIRE_BPF();
+  Child w({"/usr/bin/python3.11", TRACEMALLOC_BETWEEN_PY});
+  ASSERT_TRUE(w.wait_for_line("ready", 20000));
+  auto enter = [&](const std::string& out) {
+    auto rec = std::make_unique<Child>(std::vector<std::string>{
+        ALLOCSCOPE_BIN, "record", "-p", std::to_string(w.pid()), "--rate", "64KiB", "-o", out});
+    EXPECT_TRUE(rec->wait_for_line("recording process", 60000, true)) << rec->err();
+    return rec;
+  };
+  std::string first = temp_path("tracemalloc-first.json"), second = temp_path("tracemalloc-second.json");
+  auto rec = enter(first);
+  w.signal(SIGUSR1);
+  ASSERT_TRUE(w.wait_for_line("tracing", 20000));
+  rec->signal(SIGINT);
+  ASSERT_EQ(rec->wait(), 0) << rec->err();
+  rec = enter(second);
+  w.signal(SIGUSR1);
+  ASSERT_TRUE(w.wait_for_line("made", 60000)) << w.err();
+  rec->signal(SIGINT);
+  ASSERT_EQ(rec->wait(), 0) << rec->err();
+  w.signal(SIGUSR1);
+  EXPECT_EQ(w.wait(), 0) << w.err();
+  EXPECT_EQ(w.err(), "");
+  EXPECT_NE(w.out().find("done"), std::string::npos) << w.out();
+  double count = 0, size = 0;
+  std::sscanf(w.out().c_str() + w.out().find("made"), "made %lf %lf", &count, &size);
+  ASSERT_GT(count * size, 0) << w.out();
+  std::ifstream in(second);
+  auto json = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_TRUE(json.is_object());
+  double counted = 0;
+  for (const auto& s : json["stacks"]) {
+    std::vector<std::string> frames = s["frames"];
+    if (frames.back() == "PyObject_Calloc" &&
+        std::find(frames.begin(), frames.end(), "small_objects") != frames.end())
+      counted += s["alloc_space"]["estimate"].get<double>();
+  }
+  EXPECT_LT(std::fabs(counted - count * size) / ht_sigma(count, size, 64 * 1024, true), kMaxZ)
+      << counted << " of " << count * size;
+  std::remove(first.c_str());
+  std::remove(second.c_str());
 }
 
 // In process (--preload): CPython's own allocator counted too, every

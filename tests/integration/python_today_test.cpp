@@ -4,12 +4,14 @@
 // function allocated and the line it allocates from. Launched (exact) and
 // attached (sampled). Real BPF.
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,9 +24,10 @@ namespace {
 
 constexpr const char* kPythons[] = {"python3.14", "python3.15"};
 
-// The sid root with every interpreter above (made once, then cached).
+// The sid root with every interpreter above and its shared library, the
+// runtime embedders load (made once, then cached).
 struct SidPythons : PythonRoot {
-  SidPythons() : PythonRoot(SID_ROOT_SH, {std::begin(kPythons), std::end(kPythons)}) {}
+  SidPythons() : PythonRoot(SID_ROOT_SH, {"python3.14", "python3.15", "libpython3.14", "libpython3.15"}) {}
 };
 
 class TodaysPython : public ::testing::TestWithParam<const char*> {};
@@ -59,6 +62,32 @@ TEST_P(TodaysPython, SampledSitesOfAnAttachedInterpreter) {
   expect_attached_interpreter_sampled(sid.in_container(GetParam(), {"--wait", "--hold"}), true);
 }
 
+// A program that loads the shared runtime (sid's libpython3.X.so.1.0, what
+// embedders use) with dlopen and runs the workload: launched, exact, every
+// large site under its Python callers at its lines, the version named.
+TEST_P(TodaysPython, AProgramLoadingTheSharedRuntimeIsExact) {
+  REQUIRE_BPF();
+  namespace fs = std::filesystem;
+  SidPythons sid;
+  ASSERT_EQ(sid.error(), "");
+  std::string version = std::string(GetParam()).substr(std::string("python").size());
+  std::string embed = "/tmp/allocscope-embed-" + std::to_string(getpid());
+  fs::copy_file(EMBEDDED_PYTHON_DL_BIN, sid.root() + embed, fs::copy_options::overwrite_existing);
+  std::string out = temp_path("python-today-embed.json"), pprof = temp_path("python-today-embed.pb.gz");
+  RunResult r =
+      run({ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", out, "-o", pprof, "--", "chroot", sid.root(), embed,
+           "/usr/lib/x86_64-linux-gnu/libpython" + version + ".so.1.0", sid.script(), "--scale-pct", "20"});
+  fs::remove(sid.root() + embed);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("python: frames of CPython " + version), std::string::npos) << r.err;
+  Truths truths = parse_truth(r.out);
+  ASSERT_EQ(truths.size(), 4u) << r.out;
+  expect_exact(read_recording(out, truths), truths);
+  expect_lines(pprof, parse_lines(r.out), sid.script(), "calloc", false);
+  std::remove(out.c_str());
+  std::remove(pprof.c_str());
+}
+
 // In process (--preload, the library put in the root at the path it has
 // here): CPython's own allocator counted too, every object under its
 // Python callers once, to the byte.
@@ -86,8 +115,9 @@ TEST_P(TodaysPython, PreloadCountsCPythonsOwnAllocatorExactly) {
 
 // The whole machine (--all): both interpreters, each in a container, found
 // as they start; busy, each is entered while it runs (its small objects
-// counted from then on). Each large site within the suite's bound of its
-// truth, under its callers.
+// counted from then on only: not checked). Each large site within the
+// suite's bound of its truth under its callers, whether counted at the C
+// library's calloc (before the entry) or at PyObject_Calloc (after).
 TEST(TodaysPythonEverywhere, TheWholeMachineHasTheirFrames) {
   REQUIRE_BPF();
   SidPythons sid;
@@ -120,6 +150,52 @@ TEST(TodaysPythonEverywhere, TheWholeMachineHasTheirFrames) {
     EXPECT_EQ(r.loop_frames_left, 0u);
     expect_sampled_large_sites(r, truths, kRate);
   }
+  std::remove(out.c_str());
+}
+
+// Through the agent: both interpreters, each in a container, served as a
+// scraper fetches them; each large site under its Python callers within
+// the suite's bound.
+TEST(TodaysPythonEverywhere, TheAgentServesTheirFrames) {
+  REQUIRE_BPF();
+  SidPythons sid;
+  ASSERT_EQ(sid.error(), "");
+  int port = free_port();
+  constexpr double kRate = 64 * 1024;
+  Child agent({ALLOCSCOPE_BIN, "agent", "--listen", "127.0.0.1:" + std::to_string(port), "--rate", "64KiB",
+               "--comm", "^python3"});
+  ASSERT_TRUE(agent.wait_for_line("recording: probes attached", 60000, true)) << agent.err();
+  std::vector<std::unique_ptr<Child>> pythons;
+  std::vector<pid_t> pids;
+  for (const char* python : kPythons) {
+    pythons.push_back(std::make_unique<Child>(sid.in_container(python, {"--wait", "--hold"})));
+    ASSERT_TRUE(pythons.back()->wait_for_line("ready", 20000));
+    pids.push_back(only_child(pythons.back()->pid()));
+    ASSERT_GT(pids.back(), 0);
+  }
+  for (pid_t pid : pids) ::kill(pid, SIGUSR1);
+  for (auto& c : pythons) ASSERT_TRUE(c->wait_for_line("}", 60000));
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(60);
+  auto res = client.Get("/debug/pprof/allocs");
+  ASSERT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");
+  std::string pprof = temp_path("python-today-agent.pb.gz"), out = temp_path("python-today-agent.json");
+  std::ofstream(pprof, std::ios::binary) << res->body;
+  RunResult report = run({ALLOCSCOPE_BIN, "report", pprof, "-o", out});
+  ASSERT_EQ(report.status, 0) << report.err;
+  for (pid_t pid : pids) ::kill(pid, SIGUSR1);
+  for (auto& c : pythons) EXPECT_EQ(c->wait(), 0);
+  agent.signal(SIGINT);
+  EXPECT_EQ(agent.wait(), 0) << agent.err();
+  for (size_t i = 0; i < pythons.size(); ++i) {
+    SCOPED_TRACE(kPythons[i]);
+    Truths truths = parse_truth(pythons[i]->out());
+    ASSERT_EQ(truths.size(), 4u) << pythons[i]->out();
+    Recorded r = read_recording(out, truths, kEitherCalloc, uint32_t(pids[i]));
+    EXPECT_EQ(r.loop_frames_left, 0u);
+    expect_sampled_large_sites(r, truths, kRate);
+  }
+  std::remove(pprof.c_str());
   std::remove(out.c_str());
 }
 

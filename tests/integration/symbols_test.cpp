@@ -82,7 +82,7 @@ TEST(Symbols, JitFramesOfANodeInAContainerAreNamed) {
   std::string tmp = temp_path("node-tmp");
   fs::create_directories(tmp);
   fs::copy_file(NODE_SITES_JS, tmp + "/node_sites.js", fs::copy_options::overwrite_existing);
-  Child c({"unshare", "--pid", "--fork", "--mount", "--propagation", "private", "sh", "-c",
+  Child c({"unshare", "--pid", "--fork", "--kill-child", "--mount", "--propagation", "private", "sh", "-c",
            "mount --bind \"$0\" /tmp && exec node --perf-basic-prof /tmp/node_sites.js", tmp});
   ASSERT_TRUE(c.wait_for_line("ready", 30000)) << c.err();
   pid_t node = only_child(c.pid());

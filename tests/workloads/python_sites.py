@@ -13,11 +13,15 @@ with os._exit, so the kept objects are still allocated when it ends.
   wait for another SIGUSR1 before leaving, and print the functions its
   object and memory allocators had before "ready" and at the end (a tracer
   that wrapped them at run time has given them back).
+  --await-wrapped: at that SIGUSR1, first wait (10 s at most) until the
+  allocators are not those of the start; --await-given-back: at the last
+  SIGUSR1, until they are those of the start again.
 """
 import json
 import os
 import signal
 import sys
+import time
 
 kept = []
 
@@ -67,6 +71,14 @@ def allocators():
     return " ".join(out)
 
 
+def await_allocators(wanted, want_same):
+    """Polls until the allocators are (or are not) `wanted`, 10 s at most."""
+    for _ in range(1000):
+        if (allocators() == wanted) == want_same:
+            return
+        time.sleep(0.01)
+
+
 SITES = [(small_kept, 73, 100000, True), (small_freed, 233, 100000, False),
          (large_kept, 3033, 25000, True), (large_freed, 1533, 25000, False)]
 
@@ -78,6 +90,8 @@ def main(argv):
     if "--wait" in argv:
         print("ready", flush=True)
         signal.sigwait({signal.SIGUSR1})
+    if "--await-wrapped" in argv:
+        await_allocators(before, False)
     truth = {}
     for site, length, count, keep in SITES:
         n = count * scale // 100
@@ -92,6 +106,8 @@ def main(argv):
     print(json.dumps(truth), flush=True)
     if "--hold" in argv:
         signal.sigwait({signal.SIGUSR1})
+        if "--await-given-back" in argv:
+            await_allocators(before, True)
         print("allocators before", before, flush=True)
         print("allocators after", allocators(), flush=True)
     os._exit(0)

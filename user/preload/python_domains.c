@@ -3,7 +3,6 @@
 #include "preload/python_domains.h"
 
 #include <dlfcn.h>
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -106,16 +105,28 @@ static int find_api(struct py_api *api) {
   return api->get && api->set;
 }
 
-/* Each domain counted from now on, unless it already is. */
+/* Whether ours is in the domain's chain: set by us, and not taken out by
+ * another since (it may lie beneath a wrapper set later: tracemalloc's). */
+static int installed[2];
+
+static int same_allocator(const py_allocator *a, const py_allocator *b) {
+  return a->malloc == b->malloc && a->ctx == b->ctx;
+}
+
+/* Each domain counted from now on, unless it already is: ours on top, or
+ * beneath a wrapper set since, which calls it (wrapping that one would
+ * make ours call itself with that wrapper's ctx). */
 static void wrap(const struct py_api *api) {
   for (int i = 0; i < 2; i++) {
     py_allocator now;
     api->get(domains[i], &now);
     if (now.malloc == ours[i].malloc) continue;
+    if (installed[i] && !same_allocator(&now, &py_next[i])) continue;
     py_next[i] = now;
     py_allocator wrapper = ours[i];
     wrapper.ctx = now.ctx;
     api->set(domains[i], &wrapper);
+    installed[i] = 1;
   }
 }
 
@@ -126,7 +137,9 @@ static void unwrap(const struct py_api *api) {
   for (int i = 0; i < 2; i++) {
     py_allocator now;
     api->get(domains[i], &now);
-    if (now.malloc == ours[i].malloc) api->set(domains[i], &py_next[i]);
+    if (now.malloc != ours[i].malloc) continue;
+    api->set(domains[i], &py_next[i]);
+    installed[i] = 0;
   }
 }
 
@@ -137,45 +150,68 @@ void as_wrap_python_domains(void) {
 
 /* ---- An interpreter found running ---------------------------------------- */
 
-/* The GIL's builds only: a free-threaded one (whose Py_DECREF calls these)
- * runs its threads' allocations side by side, and its domains can be set
- * only before it starts. */
-static int free_threaded(void) {
-  return dlsym(RTLD_DEFAULT, "_Py_MergeZeroLocalRefcount") || dlsym(RTLD_DEFAULT, "_Py_DecRefShared");
+typedef int (*py_query_fn)(void);
+
+static py_query_fn py_query(const char *name) { return (py_query_fn)dlsym(RTLD_DEFAULT, name); }
+
+/* CPython 3.7 and later (its GIL made at its start; PyThread_tss_alloc is
+ * 3.7's), of the GIL's builds: a free-threaded one (whose Py_DECREF calls
+ * these) runs its threads' allocations side by side, and its domains can
+ * be set only before it starts. */
+static int runs_python(void) {
+  return py_query("PyGILState_Ensure") && py_query("PyMem_SetAllocator") && py_query("PyThread_tss_alloc") &&
+         !py_query("_Py_MergeZeroLocalRefcount") && !py_query("_Py_DecRefShared");
 }
 
-static pthread_mutex_t lifecycle = PTHREAD_MUTEX_INITIALIZER;
-static void in_the_interpreter(int start, uint64_t generation);
-static struct as_errands python_errands = {0, in_the_interpreter};
+/* Whether a thread may take the GIL now: the interpreter made, not being
+ * ended (a thread that asks then is ended, or waits for ever), its GIL made
+ * (PyEval_ThreadsInitialized, until 3.12). */
+static int interpreter_open(const struct py_api *api) {
+  py_query_fn finalizing = py_query("Py_IsFinalizing"); /* 3.13 on */
+  if (!finalizing) finalizing = py_query("_Py_IsFinalizing");
+  py_query_fn threads = py_query("PyEval_ThreadsInitialized");
+  return api->initialized() && finalizing && !finalizing() && (!threads || threads());
+}
+
+static int wish;         /* the latest attach's or detach's: 1 wrapped, 0 given back */
+static uint64_t wished;  /* raised at every wish */
+static int worker_alive; /* one thread does them all, in turn */
 
 /* With the GIL, as tracemalloc sets its hooks at run time: no thread is in
- * either domain meanwhile. */
-static void in_the_interpreter(int start, uint64_t generation) {
+ * either domain meanwhile. The latest wish is done; the worker ends when
+ * none came since, else goes on (unless a new worker took over). */
+static void *interpreter_worker(void *unused) {
+  (void)unused;
   struct py_api api;
-  if (!find_api(&api) || !api.initialized || !api.ensure || !api.release) return;
-  pthread_mutex_lock(&lifecycle);
-  if (as_errand_latest(&python_errands, generation) && api.initialized()) {
-    int gil = api.ensure(); /* waits while Python code runs: until the next switch */
-    if (as_errand_latest(&python_errands, generation)) {
-      if (start)
+  int usable = find_api(&api) && api.initialized && api.ensure && api.release;
+  for (;;) {
+    uint64_t seen = __atomic_load_n(&wished, __ATOMIC_ACQUIRE);
+    if (usable && interpreter_open(&api)) {
+      int gil = api.ensure(); /* waits while Python code runs: until its next switch */
+      if (__atomic_load_n(&wish, __ATOMIC_ACQUIRE))
         wrap(&api);
       else
         unwrap(&api);
+      api.release(gil);
     }
-    api.release(gil);
+    __atomic_store_n(&worker_alive, 0, __ATOMIC_RELEASE);
+    if (__atomic_load_n(&wished, __ATOMIC_ACQUIRE) == seen ||
+        __atomic_exchange_n(&worker_alive, 1, __ATOMIC_ACQ_REL))
+      return NULL;
   }
-  pthread_mutex_unlock(&lifecycle);
 }
 
-static int runs_python(void) {
-  return dlsym(RTLD_DEFAULT, "PyGILState_Ensure") && dlsym(RTLD_DEFAULT, "PyMem_SetAllocator") &&
-         !free_threaded();
+static void wish_for(int wrapped) {
+  __atomic_store_n(&wish, wrapped, __ATOMIC_RELEASE);
+  __atomic_add_fetch(&wished, 1, __ATOMIC_ACQ_REL);
+  if (__atomic_exchange_n(&worker_alive, 1, __ATOMIC_ACQ_REL)) return; /* the worker there does it */
+  if (!as_start_thread(interpreter_worker, NULL)) __atomic_store_n(&worker_alive, 0, __ATOMIC_RELEASE);
 }
 
 void as_python_attach_running(void) {
-  if (runs_python()) as_errand_send(&python_errands, 1);
+  if (runs_python()) wish_for(1);
 }
 
 void as_python_detach_running(void) {
-  if (runs_python()) as_errand_send(&python_errands, 0);
+  if (runs_python()) wish_for(0);
 }

@@ -15,10 +15,12 @@
 void as_wrap_python_domains(void) __attribute__((visibility("hidden")));
 
 /* An interpreter found running (the library injected into it, attached):
- * its domains wrapped from now on, and given back at the detach, each by a
- * thread of the library's that takes the GIL (errand.h); returns at once.
- * Not in a free-threaded build, whose domains can be set only before it
- * starts: its small objects stay uncounted, as allocscope says. */
+ * its domains wrapped from now on, and given back at the detach, by one
+ * thread of the library's that takes the GIL (PyGILState_Ensure) and does
+ * the latest of these wishes; returns at once. Only CPython 3.7 on, of the
+ * GIL's builds (a free-threaded one's domains can be set only before it
+ * starts), neither finalizing: otherwise its small objects stay uncounted,
+ * as allocscope says. */
 void as_python_attach_running(void) __attribute__((visibility("hidden")));
 void as_python_detach_running(void) __attribute__((visibility("hidden")));
 
