@@ -1,6 +1,7 @@
 #include "python_sites.h"
 
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -163,6 +164,43 @@ void expect_sampled_large_sites(const Recorded& r, const Truths& truths, double 
     double live = t.kept ? t.objects * t.size : 0;
     EXPECT_LT(std::fabs(it->second.inuse_bytes - live) / sd, kMaxZ) << it->second.inuse_bytes;
   }
+}
+
+std::string expect_launched_exact(const std::vector<std::string>& command, bool preload,
+                                  const std::string& script) {
+  std::string out = temp_path("python-exact.json"), pprof = temp_path("python-exact.pb.gz");
+  std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", out, "-o", pprof};
+  if (preload) argv.push_back("--preload");
+  argv.push_back("--");
+  argv.insert(argv.end(), command.begin(), command.end());
+  RunResult r = run(argv);
+  EXPECT_EQ(r.status, 0) << r.err;
+  Truths truths = parse_truth(r.out);
+  EXPECT_EQ(truths.size(), 4u) << r.out;
+  std::string leaf = preload ? "PyObject_Calloc" : "calloc";
+  Recorded rec = read_recording(out, truths, leaf);
+  expect_exact(rec, truths, preload);
+  if (preload) {
+    EXPECT_EQ(rec.c_library_callocs, 0u);
+  }
+  if (!script.empty()) expect_lines(pprof, parse_lines(r.out), script, leaf, preload);
+  std::remove(out.c_str());
+  std::remove(pprof.c_str());
+  return r.err;
+}
+
+std::string agent_allocs_json(int port) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(60);
+  auto res = client.Get("/debug/pprof/allocs");
+  EXPECT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");
+  if (!res || res->status != 200) return "";
+  std::string pprof = temp_path("python-agent.pb.gz"), out = temp_path("python-agent.json");
+  std::ofstream(pprof, std::ios::binary) << res->body;
+  RunResult report = run({ALLOCSCOPE_BIN, "report", pprof, "-o", out});
+  std::remove(pprof.c_str());
+  EXPECT_EQ(report.status, 0) << report.err;
+  return report.status == 0 ? out : "";
 }
 
 void expect_attached_interpreter_sampled(const std::string& python) {

@@ -53,6 +53,18 @@ void expect_exact(const Recorded& r, const Truths& truths, bool all_sizes = fals
 // their truth, sampled at `rate`.
 void expect_sampled_large_sites(const Recorded& r, const Truths& truths, double rate, bool all_sizes = false);
 
+// Launched in exact mode (--rate 1), `command` (the workload, with
+// --scale-pct 20) runs to its end: every large site (`preload`: every site,
+// counted at PyObject_Calloc, none at the C library's calloc) to the byte
+// under its Python callers; with a `script`, each function's frame at its
+// line. Returns allocscope's stderr.
+std::string expect_launched_exact(const std::vector<std::string>& command, bool preload,
+                                  const std::string& script = "");
+
+// The allocation profile the agent at `port` serves, as `report` writes it
+// in JSON: its path, or "" after a failure.
+std::string agent_allocs_json(int port);
+
 // Attached (-p, 64 KiB) to `python` running python_sites.py: each large
 // site within the suite's bound of its truth, no evaluation-loop frame left.
 void expect_attached_interpreter_sampled(const std::string& python);

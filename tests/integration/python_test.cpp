@@ -2,7 +2,6 @@
 // Debian 13's 3.13 in a trixie root), against the workload's own count of
 // what each Python function allocated. Real BPF.
 #include <gtest/gtest.h>
-#include <httplib.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -153,14 +152,8 @@ TEST(Python, TheAgentServesPythonFrames) {
     }
   for (Child* c : interpreters) c->signal(SIGUSR1);
   for (Child* c : interpreters) ASSERT_TRUE(c->wait_for_line("}", 60000));
-  httplib::Client client("127.0.0.1", port);
-  client.set_read_timeout(60);
-  auto res = client.Get("/debug/pprof/allocs");
-  ASSERT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");
-  std::string pprof = temp_path("python-agent.pb.gz"), out = temp_path("python-agent.json");
-  std::ofstream(pprof, std::ios::binary) << res->body;
-  RunResult report = run({ALLOCSCOPE_BIN, "report", pprof, "-o", out});
-  ASSERT_EQ(report.status, 0) << report.err;
+  std::string out = agent_allocs_json(port);
+  ASSERT_FALSE(out.empty());
   for (Child* c : interpreters) c->signal(SIGUSR1);
   for (Child* c : interpreters) EXPECT_EQ(c->wait(), 0);
   agent.signal(SIGINT);
@@ -173,7 +166,6 @@ TEST(Python, TheAgentServesPythonFrames) {
     EXPECT_EQ(r.loop_frames_left, 0u);
     expect_sampled_large_sites(r, truths, kRate);
   }
-  std::remove(pprof.c_str());
   std::remove(out.c_str());
 }
 
@@ -232,16 +224,7 @@ TEST(Python, TracemallocStartedBetweenTwoEntriesHarmsNothing) {
 // library are not counted again).
 TEST(Python, PreloadCountsCPythonsOwnAllocatorExactly) {
   REQUIRE_BPF();
-  std::string out = temp_path("python-preload.json");
-  RunResult r = run({ALLOCSCOPE_BIN, "record", "--preload", "--rate", "1", "-o", out, "--",
-                     "/usr/bin/python3.11", PYTHON_SITES_PY, "--scale-pct", "20"});
-  ASSERT_EQ(r.status, 0) << r.err;
-  Truths truths = parse_truth(r.out);
-  ASSERT_EQ(truths.size(), 4u) << r.out;
-  Recorded rec = read_recording(out, truths, "PyObject_Calloc");
-  expect_exact(rec, truths, true);
-  EXPECT_EQ(rec.c_library_callocs, 0u);
-  std::remove(out.c_str());
+  expect_launched_exact({"/usr/bin/python3.11", PYTHON_SITES_PY, "--scale-pct", "20"}, true, PYTHON_SITES_PY);
 }
 
 // ... and sampled: each site within the suite's bound of its truth.

@@ -4,14 +4,12 @@
 // function allocated and the line it allocates from. Launched (exact) and
 // attached (sampled). Real BPF.
 #include <gtest/gtest.h>
-#include <httplib.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,18 +36,9 @@ TEST_P(TodaysPython, ExactSitesStandUnderTheirPythonCallersAtTheirLines) {
   REQUIRE_BPF();
   SidPythons sid;
   ASSERT_EQ(sid.error(), "");
-  std::string out = temp_path("python-today.json"), pprof = temp_path("python-today.pb.gz");
-  std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", out, "-o", pprof, "--"};
-  for (const std::string& a : sid.command(GetParam(), {"--scale-pct", "20"})) argv.push_back(a);
-  RunResult r = run(argv);
-  ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(r.err.find("no Python frames"), std::string::npos) << r.err;
-  Truths truths = parse_truth(r.out);
-  ASSERT_EQ(truths.size(), 4u) << r.out;
-  expect_exact(read_recording(out, truths), truths);
-  expect_lines(pprof, parse_lines(r.out), sid.script(), "calloc", false);
-  std::remove(out.c_str());
-  std::remove(pprof.c_str());
+  std::string err =
+      expect_launched_exact(sid.command(GetParam(), {"--scale-pct", "20"}), false, sid.script());
+  EXPECT_EQ(err.find("no Python frames"), std::string::npos) << err;
 }
 
 // Attached to a running interpreter in a container (-p), sampled: each
@@ -73,19 +62,12 @@ TEST_P(TodaysPython, AProgramLoadingTheSharedRuntimeIsExact) {
   std::string version = std::string(GetParam()).substr(std::string("python").size());
   std::string embed = "/tmp/allocscope-embed-" + std::to_string(getpid());
   fs::copy_file(EMBEDDED_PYTHON_DL_BIN, sid.root() + embed, fs::copy_options::overwrite_existing);
-  std::string out = temp_path("python-today-embed.json"), pprof = temp_path("python-today-embed.pb.gz");
-  RunResult r =
-      run({ALLOCSCOPE_BIN, "record", "--rate", "1", "-o", out, "-o", pprof, "--", "chroot", sid.root(), embed,
-           "/usr/lib/x86_64-linux-gnu/libpython" + version + ".so.1.0", sid.script(), "--scale-pct", "20"});
+  std::string err = expect_launched_exact(
+      {"chroot", sid.root(), embed, "/usr/lib/x86_64-linux-gnu/libpython" + version + ".so.1.0", sid.script(),
+       "--scale-pct", "20"},
+      false, sid.script());
   fs::remove(sid.root() + embed);
-  ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.err.find("python: frames of CPython " + version), std::string::npos) << r.err;
-  Truths truths = parse_truth(r.out);
-  ASSERT_EQ(truths.size(), 4u) << r.out;
-  expect_exact(read_recording(out, truths), truths);
-  expect_lines(pprof, parse_lines(r.out), sid.script(), "calloc", false);
-  std::remove(out.c_str());
-  std::remove(pprof.c_str());
+  EXPECT_NE(err.find("python: frames of CPython " + version), std::string::npos) << err;
 }
 
 // In process (--preload, the library put in the root at the path it has
@@ -99,18 +81,8 @@ TEST_P(TodaysPython, PreloadCountsCPythonsOwnAllocatorExactly) {
   fs::path lib = sid.root() + PRELOAD_LIB;
   fs::create_directories(lib.parent_path());
   fs::copy_file(PRELOAD_LIB, lib, fs::copy_options::overwrite_existing);
-  std::string out = temp_path("python-today-preload.json");
-  std::vector<std::string> argv = {ALLOCSCOPE_BIN, "record", "--preload", "--rate", "1", "-o", out, "--"};
-  for (const std::string& a : sid.command(GetParam(), {"--scale-pct", "20"})) argv.push_back(a);
-  RunResult r = run(argv);
+  expect_launched_exact(sid.command(GetParam(), {"--scale-pct", "20"}), true);
   fs::remove(lib);
-  ASSERT_EQ(r.status, 0) << r.err;
-  Truths truths = parse_truth(r.out);
-  ASSERT_EQ(truths.size(), 4u) << r.out;
-  Recorded rec = read_recording(out, truths, "PyObject_Calloc");
-  expect_exact(rec, truths, true);
-  EXPECT_EQ(rec.c_library_callocs, 0u);
-  std::remove(out.c_str());
 }
 
 // The whole machine (--all): both interpreters, each in a container, found
@@ -175,14 +147,8 @@ TEST(TodaysPythonEverywhere, TheAgentServesTheirFrames) {
   }
   for (pid_t pid : pids) ::kill(pid, SIGUSR1);
   for (auto& c : pythons) ASSERT_TRUE(c->wait_for_line("}", 60000));
-  httplib::Client client("127.0.0.1", port);
-  client.set_read_timeout(60);
-  auto res = client.Get("/debug/pprof/allocs");
-  ASSERT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");
-  std::string pprof = temp_path("python-today-agent.pb.gz"), out = temp_path("python-today-agent.json");
-  std::ofstream(pprof, std::ios::binary) << res->body;
-  RunResult report = run({ALLOCSCOPE_BIN, "report", pprof, "-o", out});
-  ASSERT_EQ(report.status, 0) << report.err;
+  std::string out = agent_allocs_json(port);
+  ASSERT_FALSE(out.empty());
   for (pid_t pid : pids) ::kill(pid, SIGUSR1);
   for (auto& c : pythons) EXPECT_EQ(c->wait(), 0);
   agent.signal(SIGINT);
@@ -195,7 +161,6 @@ TEST(TodaysPythonEverywhere, TheAgentServesTheirFrames) {
     EXPECT_EQ(r.loop_frames_left, 0u);
     expect_sampled_large_sites(r, truths, kRate);
   }
-  std::remove(pprof.c_str());
   std::remove(out.c_str());
 }
 
