@@ -85,6 +85,46 @@ TEST_P(TodaysPython, PreloadCountsCPythonsOwnAllocatorExactly) {
   fs::remove(lib);
 }
 
+// Both interpreters, each in a container, running the workload with
+// --wait --hold: their pids as seen out here, their sites run and ended on
+// demand, and each one's large sites checked in a recording.
+class ContainedPythons {
+ public:
+  void start(const SidPythons& sid, const std::vector<std::string>& args) {
+    for (const char* python : kPythons) {
+      pythons_.push_back(std::make_unique<Child>(sid.in_container(python, args)));
+      ASSERT_TRUE(pythons_.back()->wait_for_line("ready", 20000));
+      pids_.push_back(only_child(pythons_.back()->pid()));
+      ASSERT_GT(pids_.back(), 0);
+    }
+  }
+  void run_sites() {
+    for (pid_t pid : pids_) ::kill(pid, SIGUSR1);
+    for (auto& c : pythons_) ASSERT_TRUE(c->wait_for_line("}", 60000));
+  }
+  void end() {
+    for (pid_t pid : pids_) ::kill(pid, SIGUSR1);
+    for (auto& c : pythons_) EXPECT_EQ(c->wait(), 0);
+    for (auto& c : pythons_) EXPECT_EQ(c->err(), "");
+  }
+  // Each large site within the suite's bound of its truth, at `rate`, at
+  // either leaf (before an entry or after).
+  void expect_large_sites(const std::string& recording, double rate) const {
+    for (size_t i = 0; i < pythons_.size(); ++i) {
+      SCOPED_TRACE(kPythons[i]);
+      Truths truths = parse_truth(pythons_[i]->out());
+      ASSERT_EQ(truths.size(), 4u) << pythons_[i]->out();
+      Recorded r = read_recording(recording, truths, kEitherCalloc, uint32_t(pids_[i]));
+      EXPECT_EQ(r.loop_frames_left, 0u);
+      expect_sampled_large_sites(r, truths, rate);
+    }
+  }
+
+ private:
+  std::vector<std::unique_ptr<Child>> pythons_;
+  std::vector<pid_t> pids_;
+};
+
 // The whole machine (--all): both interpreters, each in a container, found
 // as they start; busy, each is entered while it runs (its small objects
 // counted from then on only: not checked). Each large site within the
@@ -94,34 +134,16 @@ TEST(TodaysPythonEverywhere, TheWholeMachineHasTheirFrames) {
   REQUIRE_BPF();
   SidPythons sid;
   ASSERT_EQ(sid.error(), "");
-  constexpr double kRate = 64 * 1024;
   std::string out = temp_path("python-today-all.json");
   Child rec({ALLOCSCOPE_BIN, "record", "--all", "--rate", "64KiB", "-o", out});
   ASSERT_TRUE(rec.wait_for_line("recording every process", 60000, true)) << rec.err();
-  std::vector<std::unique_ptr<Child>> pythons;
-  std::vector<pid_t> pids;
-  for (const char* python : kPythons) {
-    pythons.push_back(
-        std::make_unique<Child>(sid.in_container(python, {"--wait", "--hold", "--scale-pct", "50"})));
-    ASSERT_TRUE(pythons.back()->wait_for_line("ready", 20000));
-    pids.push_back(only_child(pythons.back()->pid()));
-    ASSERT_GT(pids.back(), 0);
-  }
-  for (pid_t pid : pids) ::kill(pid, SIGUSR1);
-  for (auto& c : pythons) ASSERT_TRUE(c->wait_for_line("}", 60000));
+  ContainedPythons pythons;
+  ASSERT_NO_FATAL_FAILURE(pythons.start(sid, {"--wait", "--hold", "--scale-pct", "50"}));
+  ASSERT_NO_FATAL_FAILURE(pythons.run_sites());
   rec.signal(SIGINT);
   ASSERT_EQ(rec.wait(), 0) << rec.err();
-  for (pid_t pid : pids) ::kill(pid, SIGUSR1);
-  for (size_t i = 0; i < pythons.size(); ++i) {
-    SCOPED_TRACE(kPythons[i]);
-    EXPECT_EQ(pythons[i]->wait(), 0);
-    EXPECT_EQ(pythons[i]->err(), "");
-    Truths truths = parse_truth(pythons[i]->out());
-    ASSERT_EQ(truths.size(), 4u) << pythons[i]->out();
-    Recorded r = read_recording(out, truths, kEitherCalloc, uint32_t(pids[i]));
-    EXPECT_EQ(r.loop_frames_left, 0u);
-    expect_sampled_large_sites(r, truths, kRate);
-  }
+  pythons.end();
+  pythons.expect_large_sites(out, 64 * 1024);
   std::remove(out.c_str());
 }
 
@@ -133,34 +155,18 @@ TEST(TodaysPythonEverywhere, TheAgentServesTheirFrames) {
   SidPythons sid;
   ASSERT_EQ(sid.error(), "");
   int port = free_port();
-  constexpr double kRate = 64 * 1024;
   Child agent({ALLOCSCOPE_BIN, "agent", "--listen", "127.0.0.1:" + std::to_string(port), "--rate", "64KiB",
                "--comm", "^python3"});
   ASSERT_TRUE(agent.wait_for_line("recording: probes attached", 60000, true)) << agent.err();
-  std::vector<std::unique_ptr<Child>> pythons;
-  std::vector<pid_t> pids;
-  for (const char* python : kPythons) {
-    pythons.push_back(std::make_unique<Child>(sid.in_container(python, {"--wait", "--hold"})));
-    ASSERT_TRUE(pythons.back()->wait_for_line("ready", 20000));
-    pids.push_back(only_child(pythons.back()->pid()));
-    ASSERT_GT(pids.back(), 0);
-  }
-  for (pid_t pid : pids) ::kill(pid, SIGUSR1);
-  for (auto& c : pythons) ASSERT_TRUE(c->wait_for_line("}", 60000));
+  ContainedPythons pythons;
+  ASSERT_NO_FATAL_FAILURE(pythons.start(sid, {"--wait", "--hold"}));
+  ASSERT_NO_FATAL_FAILURE(pythons.run_sites());
   std::string out = agent_allocs_json(port);
   ASSERT_FALSE(out.empty());
-  for (pid_t pid : pids) ::kill(pid, SIGUSR1);
-  for (auto& c : pythons) EXPECT_EQ(c->wait(), 0);
+  pythons.end();
   agent.signal(SIGINT);
   EXPECT_EQ(agent.wait(), 0) << agent.err();
-  for (size_t i = 0; i < pythons.size(); ++i) {
-    SCOPED_TRACE(kPythons[i]);
-    Truths truths = parse_truth(pythons[i]->out());
-    ASSERT_EQ(truths.size(), 4u) << pythons[i]->out();
-    Recorded r = read_recording(out, truths, kEitherCalloc, uint32_t(pids[i]));
-    EXPECT_EQ(r.loop_frames_left, 0u);
-    expect_sampled_large_sites(r, truths, kRate);
-  }
+  pythons.expect_large_sites(out, 64 * 1024);
   std::remove(out.c_str());
 }
 
