@@ -70,7 +70,7 @@ TEST(Errors, UsageErrorsAreOneLineThatSaysWhatToDo) {
            {{"report", "/no/such.pb.gz"}, "no such file: /no/such.pb.gz"},
            {{"report", "/dev/null", "--metric", "foo"},
             "invalid metric 'foo' (alloc_space, alloc_objects, inuse_space or inuse_objects)"},
-           {{"record", "-d", "abc", "-p", "1"}, "invalid duration 'abc' (30, 30s, 500ms, 2m, 1h)"},
+           {{"record", "-d", "abc", "-p", "1"}, "invalid duration 'abc' (30, 30s, 1.5s, 500ms, 2m, 1h)"},
        }) {
     std::vector<std::string> argv = {ALLOCSCOPE_BIN};
     argv.insert(argv.end(), c.args.begin(), c.args.end());
