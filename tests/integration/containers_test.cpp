@@ -147,8 +147,8 @@ std::string runs_in_root(const fs::path& root, int n) {
 void stop(Child& rec) {
   rec.signal(SIGINT);
   ASSERT_EQ(rec.wait(), 0) << rec.err();
-  for (const char* problem :
-       {"could not be examined", "ran on before it was examined", "warning: attach", "not exact"})
+  for (const char* problem : {"could not be examined", "ran on before it was examined", "ran on unheld",
+                              "warning: attach", "not exact"})
     EXPECT_EQ(rec.err().find(problem), std::string::npos) << rec.err();
 }
 

@@ -85,8 +85,9 @@ bool BpfSession::release_held(uint32_t tgid, uint64_t stamp) {
 }
 
 size_t BpfSession::release_held_before(uint64_t before_ns, const std::unordered_set<uint32_t>& waiting,
-                                       uint64_t waiting_before_ns) {
-  return hold_guard_ ? hold_guard_->release_older(before_ns, waiting, waiting_before_ns, &hold_times_) : 0;
+                                       uint64_t waiting_before_ns, std::vector<uint32_t>* pids) {
+  return hold_guard_ ? hold_guard_->release_older(before_ns, waiting, waiting_before_ns, &hold_times_, pids)
+                     : 0;
 }
 
 Counters BpfSession::counters() const {

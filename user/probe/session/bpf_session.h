@@ -118,9 +118,9 @@ class BpfSession final : public TableHost {
   bool release_held(uint32_t tgid, uint64_t stamp);
   // Continues those held since before `before_ns` (CLOCK_MONOTONIC): their
   // event was lost or is late; those in `waiting` (for tables being built)
-  // only when held since before `waiting_before_ns`. How many.
+  // only when held since before `waiting_before_ns`. Their ids, appended to `pids`.
   size_t release_held_before(uint64_t before_ns, const std::unordered_set<uint32_t>& waiting = {},
-                             uint64_t waiting_before_ns = 0);
+                             uint64_t waiting_before_ns = 0, std::vector<uint32_t>* pids = nullptr);
   // How long the processes continued so far were held (the last 4,096).
   const RecentDurations& hold_times() const { return hold_times_; }
   // Loads the unwind table of the file the kernel's mappings name `key`

@@ -25,7 +25,7 @@ void time_hold(RecentDurations& times, uint64_t since) {
 }  // namespace
 
 size_t release_every_held(int held_map, uint64_t before_ns, const std::unordered_set<uint32_t>* waiting,
-                          uint64_t waiting_before_ns, RecentDurations* times) {
+                          uint64_t waiting_before_ns, RecentDurations* times, std::vector<uint32_t>* pids) {
   size_t released = 0;
   uint32_t key = 0, next = 0;
   bool first = true;
@@ -41,6 +41,7 @@ size_t release_every_held(int held_map, uint64_t before_ns, const std::unordered
     if (bpf_map_delete_elem(held_map, &key) != 0) continue;
     kill(pid_t(key), SIGCONT);
     if (times) time_hold(*times, since);
+    if (pids) pids->push_back(key);
     ++released;
     first = true;  // the walk's position is gone with the key
   }
@@ -125,8 +126,9 @@ void HoldGuard::release_relays(uint32_t child) {
 }
 
 size_t HoldGuard::release_older(uint64_t before_ns, const std::unordered_set<uint32_t>& waiting,
-                                uint64_t waiting_before_ns, RecentDurations* times) {
-  return release_every_held(map_, before_ns, &waiting, waiting_before_ns, times);
+                                uint64_t waiting_before_ns, RecentDurations* times,
+                                std::vector<uint32_t>* pids) {
+  return release_every_held(map_, before_ns, &waiting, waiting_before_ns, times, pids);
 }
 
 }  // namespace allocscope

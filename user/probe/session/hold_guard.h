@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <unordered_set>
+#include <vector>
 
 #include "base/result.h"
 #include "base/unique_fd.h"
@@ -35,9 +36,11 @@ class HoldGuard {
   // stays. How long it was held goes to `times`.
   bool release(uint32_t tgid, uint64_t stamp, RecentDurations* times = nullptr);
   // Continues those held since before `before_ns` (CLOCK_MONOTONIC), but
-  // those in `waiting` only when held since before `waiting_before_ns`; how many.
+  // those in `waiting` only when held since before `waiting_before_ns`; how
+  // many (their ids appended to `pids`).
   size_t release_older(uint64_t before_ns, const std::unordered_set<uint32_t>& waiting = {},
-                       uint64_t waiting_before_ns = 0, RecentDurations* times = nullptr);
+                       uint64_t waiting_before_ns = 0, RecentDurations* times = nullptr,
+                       std::vector<uint32_t>* pids = nullptr);
 
  private:
   HoldGuard(int held_map, int relays_map, UniqueFd pipe, pid_t guard)
@@ -53,11 +56,12 @@ class HoldGuard {
 // Continues every process in `held_map` held since before `before_ns`
 // (deleting each entry first, so that no process is continued twice); those
 // in `waiting`, when given, only if held since before `waiting_before_ns`.
-// Async-signal-safe without `waiting` and `times` (how long each was held:
+// Async-signal-safe without `waiting`, `times` (how long each was held:
 // a hold of a process at its exit, stamped with its grace ahead, is not
-// timed). How many.
+// timed) and `pids` (their ids). How many.
 size_t release_every_held(int held_map, uint64_t before_ns = UINT64_MAX,
                           const std::unordered_set<uint32_t>* waiting = nullptr,
-                          uint64_t waiting_before_ns = 0, RecentDurations* times = nullptr);
+                          uint64_t waiting_before_ns = 0, RecentDurations* times = nullptr,
+                          std::vector<uint32_t>* pids = nullptr);
 
 }  // namespace allocscope

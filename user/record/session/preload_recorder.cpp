@@ -232,7 +232,7 @@ SourceFigures PreloadRecorder::figures() const {
 RecordingState PreloadRecorder::state() const {
   std::string sampling = describe_sampling(plan_, sink_.processes().ended_in_process(),
                                            sink_.processes().ended_through_probes());
-  return {figures(), profile_, sink_, tables_, 0, 0, 0, {}, {}, 0, 0, {}, sampling, nullptr};
+  return {figures(), profile_, sink_, tables_, 0, 0, 0, {}, {}, 0, {}, 0, {}, sampling, nullptr};
 }
 
 RecordingMeta PreloadRecorder::meta(uint64_t duration_ms) {

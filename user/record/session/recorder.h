@@ -80,6 +80,7 @@ class Recorder final {
   void drain_events();
   void end_vanished(uint64_t now, bool drained = false);
   void duty_step(uint64_t elapsed_ms);
+  void note_held_too_long(const std::vector<uint32_t>& pids);
   void watch_live(uint64_t start_ms);
   int finish(std::vector<Target>& targets, const LoopEnd& loop);
 

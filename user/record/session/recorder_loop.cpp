@@ -66,8 +66,10 @@ Result<LoopEnd> Recorder::loop(std::vector<Target>& targets) {
     enter_busy(now_ms());
     // A held process whose event was lost, or waits behind a backlog, goes on.
     uint64_t mono = monotonic_ns();
+    std::vector<uint32_t> ran_on;
     r_.tallies.held_too_long += r_.parts->session->release_held_before(
-        mono - kMaxHoldNs, r_.parts->tables.waiting_processes(), mono - kMaxBuildHoldNs);
+        mono - kMaxHoldNs, r_.parts->tables.waiting_processes(), mono - kMaxBuildHoldNs, &ran_on);
+    note_held_too_long(ran_on);
     sweep_exact_live(now_ms());
     end_vanished(now_ms());
     if (config_.duty_period_ms) duty_step(now_ms() - l.start);
@@ -83,6 +85,15 @@ Result<LoopEnd> Recorder::loop(std::vector<Target>& targets) {
   progress.finish();
   l.end = now_ms();
   return l;
+}
+
+// The first few processes continued by the bound are named in the summary.
+void Recorder::note_held_too_long(const std::vector<uint32_t>& pids) {
+  constexpr size_t kNamed = 8;
+  for (uint32_t pid : pids) {
+    if (r_.tallies.held_too_long_names.size() >= kNamed) return;
+    r_.tallies.held_too_long_names.push_back(std::to_string(pid) + " (" + read_comm(pid_t(pid)) + ")");
+  }
 }
 
 // The duty cycle: probes off for the rest of each period after its first

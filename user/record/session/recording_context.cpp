@@ -176,6 +176,7 @@ RecordingState RecordingContext::state() const {
                     l.without_allocator_names(),
                     l.missed_names(),
                     tallies.held_too_long,
+                    tallies.held_too_long_names,
                     tallies.live_swept,
                     parts->verdicts.rejected_loss(),
                     sampling(),

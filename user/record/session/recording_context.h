@@ -69,7 +69,8 @@ struct SessionParts {
 // What the loop did that the counters and the summary report.
 struct LoopTallies {
   uint64_t held_too_long = 0;  // held processes continued by the bound, not by their file's settling
-  uint64_t live_swept = 0;     // exact mode: live entries of ended programs the kernel deleted
+  std::vector<std::string> held_too_long_names;  // the first of them: "PID (comm)"
+  uint64_t live_swept = 0;  // exact mode: live entries of ended programs the kernel deleted
   uint64_t duty_windows = 0, duty_lost = 0;
 };
 

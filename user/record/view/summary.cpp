@@ -195,12 +195,21 @@ void print_warnings(const RecordingState& s, const RecordConfig& config) {
                                              " parent(s) that stop with their child (su, sudo) held and "
                                              "continued with it"
                                        : ""));
-  if (uint64_t n = k[AS_CNT_HOLD_REFUSED] + s.held_too_long)
+  if (uint64_t n = k[AS_CNT_HOLD_REFUSED])
     print_error("warning: " + std::to_string(n) +
-                " process(es) mapping a new file ran on before it was examined (the table of held "
-                "processes was full, or the wait passed its bound), or mapped a file the kernel could not "
-                "name (their memory map was busy; perhaps a file examined before): their first allocations "
-                "through it may be missing");
+                " process(es) mapping a new file ran on unheld (the table of held processes was full), or "
+                "mapped a file the kernel could not name (their memory map was busy; perhaps a file examined "
+                "before): their first allocations through it may be missing");
+  if (s.held_too_long) {
+    std::string names;
+    for (const std::string& n : s.held_too_long_names) names += "\n  " + n;
+    if (s.held_too_long > s.held_too_long_names.size())
+      names += "\n  and " + std::to_string(s.held_too_long - s.held_too_long_names.size()) + " more";
+    print_error("warning: " + std::to_string(s.held_too_long) +
+                " process(es) held for a new file ran on before it was examined (the wait passed its bound): "
+                "their first allocations through it may be missing:" +
+                names);
+  }
   if (s.libraries_missed) {
     std::string names;
     for (const std::string& n : s.missed_names) names += "\n  " + n;

@@ -43,13 +43,14 @@ struct RecordingState {
   uint64_t verdicts_refused = 0;   // process verdicts the full kernel table refused
   uint64_t without_allocator = 0;  // static programs run with no allocator allocscope knows
   std::vector<std::string> without_allocator_names;
-  std::vector<std::string> missed_names;  // the first files not probed, each with its reason
-  uint64_t held_too_long = 0;             // held processes continued by the bound on the wait
-  uint64_t live_swept = 0;                // exact mode: ended programs' live entries deleted
-  RejectedLoss rejected_loss;             // ring buffer losses of processes the filter then rejected
-  std::string sampling;                   // a launched command: how its processes were sampled
-  const Runtimes* runtimes = nullptr;     // language runtimes: their frames walked, read, refused
-  uint64_t ring_frees_lost = 0;           // of dropped_frees, those lost in their process's ring
+  std::vector<std::string> missed_names;         // the first files not probed, each with its reason
+  uint64_t held_too_long = 0;                    // held processes continued by the bound on the wait
+  std::vector<std::string> held_too_long_names;  // the first of them, "PID (comm)"
+  uint64_t live_swept = 0;                       // exact mode: ended programs' live entries deleted
+  RejectedLoss rejected_loss;                    // ring buffer losses of processes the filter then rejected
+  std::string sampling;                          // a launched command: how its processes were sampled
+  const Runtimes* runtimes = nullptr;            // language runtimes: their frames walked, read, refused
+  uint64_t ring_frees_lost = 0;                  // of dropped_frees, those lost in their process's ring
 };
 
 HoldTimes hold_figures(const RecentDurations& holds);
