@@ -1,4 +1,4 @@
-// Units and containers that live for milliseconds: 500 cgroups, each made,
+// Units and containers that live for milliseconds: 250 cgroups, each made,
 // run by one process that allocates for about 30 ms, and removed at once by
 // the test, while allocscope records the whole machine. Each sample is
 // named by the cgroup it was taken in (the kernel's id, its path learnt when
@@ -24,7 +24,7 @@
 namespace allocscope::test {
 namespace {
 
-constexpr int kJobs = 500;
+constexpr int kJobs = 250;
 constexpr double kRate = 16 * 1024;
 
 // What one run of the workload allocates at its sites (threads 1, scale 1 %).
@@ -244,7 +244,7 @@ TEST_F(TransientCgroups, EveryShortJobOfAUnitIsRecordedWithItsBytes) {
 TEST_F(TransientCgroups, TheAgentNamesEveryShortJobsCgroupAndUnit) {
   REQUIRE_BPF();
   int port = free_port();
-  constexpr int kRetentionMs = 15000;
+  constexpr int kRetentionMs = 10000;
   Child agent({ALLOCSCOPE_BIN, "agent", "--listen", "127.0.0.1:" + std::to_string(port), "--rate", "16KiB",
                "--comm", "^alloc_sites$", "--retention", std::to_string(kRetentionMs / 1000) + "s"});
   ASSERT_TRUE(agent.wait_for_line("recording: probes attached", 60000, true)) << agent.err();
@@ -286,7 +286,7 @@ TEST_F(TransientCgroups, TheAgentNamesEveryShortJobsCgroupAndUnit) {
     ASSERT_TRUE(r) << path;
     before[path] = by_stack(*r);
   }
-  for (size_t n = 0; n < jobs.size(); n += 50) {  // a tenth of the jobs' own
+  for (size_t n = 0; n < jobs.size(); n += 25) {  // a tenth of the jobs' own
     std::string path = "/debug/pprof/allocs?cgroup=" + jobs[n].path;
     auto r = fetch_profile(client, path);
     ASSERT_TRUE(r) << path;
@@ -326,7 +326,7 @@ TEST_F(TransientCgroups, TheAgentNamesEveryShortJobsCgroupAndUnit) {
   ASSERT_TRUE(metrics && metrics->status == 200);
   double forgotten = metric(metrics->body, "allocscope_recording_events_total{name=\"cgroups_forgotten\"}");
   double kept = metric(metrics->body, "allocscope_agent_table_entries{table=\"cgroup_names\"}");
-  // The jobs' stacks fill a tenth of the stack table: their processes go
+  // The jobs' stacks fill a twentieth of the stack table: their processes go
   // for their retention's sake, not for room.
   double processes =
       metric(metrics->body, "allocscope_recording_events_total{name=\"agent_processes_forgotten\"}");
