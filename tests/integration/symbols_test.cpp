@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -113,6 +114,62 @@ TEST(Symbols, JitFramesOfANodeInAContainerAreNamed) {
   EXPECT_GT(named, truth - kMaxZ * sd) << named << " of " << truth << " under allocateBuffers; others:\n"
                                        << unnamed << rec.err();
   fs::remove_all(tmp);
+  std::remove(out.c_str());
+}
+
+// A JVM names its compiled code in a perf map when asked (jcmd PID
+// Compiler.perfmap, JDK 17 and later, writes /tmp/perf-PID.map); with frame
+// pointers kept in that code the walk runs through it, and the compiled
+// frames are named by the map: the direct buffers' bytes stand under
+// DirectSites.directSite (at least their truth less the suite's bound; the
+// JVM's other mallocs from there only add). The map is written again at the
+// end: code the JIT compiled meanwhile is in it.
+TEST(Symbols, JitFramesOfAJvmAreNamedFromItsPerfMap) {
+  REQUIRE_BPF();
+  namespace fs = std::filesystem;
+  std::string dir = temp_path("jvm-perfmap");
+  fs::create_directories(dir);
+  Child jvm({"java", "-XX:+PreserveFramePointer", "-XX:TieredStopAtLevel=1", "-Xbatch", "-cp",
+             JAVA_CLASSES_DIR, "DirectSites", dir + "/go", dir + "/quit"});
+  ASSERT_TRUE(jvm.wait_for_line("ready", 60000)) << jvm.err();
+  std::string pid = std::to_string(jvm.pid()), map = "/tmp/perf-" + pid + ".map";
+  auto write_map = [&] {
+    RunResult r = run({"jcmd", pid, "Compiler.perfmap"});
+    EXPECT_EQ(r.status, 0) << r.out << r.err;
+  };
+  write_map();
+  ASSERT_TRUE(fs::exists(map)) << "jcmd wrote no perf map";
+  std::string out = temp_path("jvm.folded");
+  Child rec({ALLOCSCOPE_BIN, "record", "-p", pid, "--rate", "256KiB", "-o", out});
+  ASSERT_TRUE(rec.wait_for_line("recording process", 60000, true)) << rec.err();
+  std::ofstream(dir + "/go").close();
+  ASSERT_TRUE(jvm.wait_for_line("done", 60000)) << jvm.err();
+  write_map();
+  rec.signal(SIGINT);
+  ASSERT_EQ(rec.wait(), 0) << rec.err();
+  std::ofstream(dir + "/quit").close();
+  EXPECT_EQ(jvm.wait(30000), 0) << jvm.err();
+  double truth = std::strtod(jvm.out().substr(jvm.out().find("done ") + 5).c_str(), nullptr);
+  ASSERT_GT(truth, 0) << jvm.out();
+  double named = 0;
+  std::string others;
+  for (const auto& [frames, value] : read_folded(out)) {
+    bool in_it = std::any_of(frames.begin(), frames.end(), [](const std::string& frame) {
+      return frame.find("DirectSites.directSite(int, int)") != std::string::npos;
+    });
+    named += in_it ? value : 0;
+    if (!in_it && value > 0.01 * truth) {
+      for (const std::string& f : frames) others += f + ";";
+      others += " " + std::to_string(value) + "\n";
+    }
+  }
+  constexpr double kSize = 65536, kRate = 256 * 1024;
+  double sd = ht_sigma(truth / kSize, kSize, kRate, true);
+  std::printf("  %.0f bytes under directSite, truth %.0f\n", named, truth);
+  EXPECT_GT(named, truth - kMaxZ * sd) << named << " of " << truth << " under directSite; others:\n"
+                                       << others << rec.err();
+  fs::remove_all(dir);
+  fs::remove(map);
   std::remove(out.c_str());
 }
 
