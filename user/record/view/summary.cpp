@@ -19,6 +19,14 @@
 namespace allocscope {
 namespace {
 
+// The first `names` of `total` things, one an indented line, and how many more.
+std::string listed(const std::vector<std::string>& names, uint64_t total) {
+  std::string out;
+  for (const std::string& n : names) out += "\n  " + n;
+  if (total > names.size()) out += "\n  and " + std::to_string(total - names.size()) + " more";
+  return out;
+}
+
 // Samples the ring buffer lost, but for those of processes the filter then
 // rejected: never the recording's.
 uint64_t charged_ringbuf_drops(const Counters& k, const RecordingState& s) {
@@ -200,26 +208,16 @@ void print_warnings(const RecordingState& s, const RecordConfig& config) {
                 " process(es) mapping a new file ran on unheld (the table of held processes was full), or "
                 "mapped a file the kernel could not name (their memory map was busy; perhaps a file examined "
                 "before): their first allocations through it may be missing");
-  if (s.held_too_long) {
-    std::string names;
-    for (const std::string& n : s.held_too_long_names) names += "\n  " + n;
-    if (s.held_too_long > s.held_too_long_names.size())
-      names += "\n  and " + std::to_string(s.held_too_long - s.held_too_long_names.size()) + " more";
+  if (s.held_too_long)
     print_error("warning: " + std::to_string(s.held_too_long) +
                 " process(es) held for a new file ran on before it was examined (the wait passed its bound): "
                 "their first allocations through it may be missing:" +
-                names);
-  }
-  if (s.libraries_missed) {
-    std::string names;
-    for (const std::string& n : s.missed_names) names += "\n  " + n;
-    if (s.libraries_missed > s.missed_names.size())
-      names += "\n  and " + std::to_string(s.libraries_missed - s.missed_names.size()) + " more";
+                listed(s.held_too_long_names, s.held_too_long));
+  if (s.libraries_missed)
     print_error("warning: " + std::to_string(s.libraries_missed) +
                 " newly mapped file(s) could not be examined or probed (their allocations, if any, are "
                 "missing):" +
-                names);
-  }
+                listed(s.missed_names, s.libraries_missed));
 }
 
 }  // namespace
