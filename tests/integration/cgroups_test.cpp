@@ -244,7 +244,7 @@ TEST_F(TransientCgroups, EveryShortJobOfAUnitIsRecordedWithItsBytes) {
 TEST_F(TransientCgroups, TheAgentNamesEveryShortJobsCgroupAndUnit) {
   REQUIRE_BPF();
   int port = free_port();
-  constexpr int kRetentionMs = 10000;
+  constexpr int kRetentionMs = 15000;
   Child agent({ALLOCSCOPE_BIN, "agent", "--listen", "127.0.0.1:" + std::to_string(port), "--rate", "16KiB",
                "--comm", "^alloc_sites$", "--retention", std::to_string(kRetentionMs / 1000) + "s"});
   ASSERT_TRUE(agent.wait_for_line("recording: probes attached", 60000, true)) << agent.err();
@@ -286,7 +286,7 @@ TEST_F(TransientCgroups, TheAgentNamesEveryShortJobsCgroupAndUnit) {
     ASSERT_TRUE(r) << path;
     before[path] = by_stack(*r);
   }
-  for (size_t n = 0; n < jobs.size(); n += 25) {  // a tenth of the jobs' own
+  for (size_t n = 0; n < jobs.size(); n += 25) {  // ten of the jobs' own
     std::string path = "/debug/pprof/allocs?cgroup=" + jobs[n].path;
     auto r = fetch_profile(client, path);
     ASSERT_TRUE(r) << path;

@@ -133,6 +133,10 @@ TEST(Symbols, JitFramesOfAJvmAreNamedFromItsPerfMap) {
              JAVA_CLASSES_DIR, "DirectSites", dir + "/go", dir + "/quit"});
   ASSERT_TRUE(jvm.wait_for_line("ready", 60000)) << jvm.err();
   std::string pid = std::to_string(jvm.pid()), map = "/tmp/perf-" + pid + ".map";
+  struct RemovedAtEnd {  // the JVM's map, written in the host's /tmp, goes whatever fails
+    std::string path;
+    ~RemovedAtEnd() { std::remove(path.c_str()); }
+  } map_guard{map};
   auto write_map = [&] {
     RunResult r = run({"jcmd", pid, "Compiler.perfmap"});
     EXPECT_EQ(r.status, 0) << r.out << r.err;
@@ -169,7 +173,6 @@ TEST(Symbols, JitFramesOfAJvmAreNamedFromItsPerfMap) {
   EXPECT_GT(named, truth - kMaxZ * sd) << named << " of " << truth << " under directSite; others:\n"
                                        << others << rec.err();
   fs::remove_all(dir);
-  fs::remove(map);
   std::remove(out.c_str());
 }
 

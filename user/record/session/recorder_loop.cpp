@@ -92,7 +92,9 @@ void Recorder::note_held_too_long(const std::vector<uint32_t>& pids) {
   constexpr size_t kNamed = 8;
   for (uint32_t pid : pids) {
     if (r_.tallies.held_too_long_names.size() >= kNamed) return;
-    r_.tallies.held_too_long_names.push_back(std::to_string(pid) + " (" + read_comm(pid_t(pid)) + ")");
+    std::string comm = read_comm(pid_t(pid));  // read once it runs on: it may have ended since
+    r_.tallies.held_too_long_names.push_back(std::to_string(pid) + " (" + (comm.empty() ? "ended" : comm) +
+                                             ")");
   }
 }
 
