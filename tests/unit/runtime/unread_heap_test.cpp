@@ -56,6 +56,26 @@ TEST(UnreadHeaps, AJvmIsNamedOnceAndOthersNotAtAll) {
   EXPECT_EQ(counters, (std::vector<std::pair<std::string, uint64_t>>{{"jvm_heap_unread_processes", 2}}));
 }
 
+// A JVM allocscope entered (or launched) whose agent had not reported by
+// the end: too short a recording, not a JVM out of reach.
+TEST(UnreadHeaps, AnEnteredJvmWhoseAgentSaidNothingAsksForALongerRecording) {
+  Symbolizer symbolizer;
+  for (bool system_wide : {false, true}) {
+    RuntimeSettings settings;
+    settings.rate = 512 * 1024;
+    settings.system_wide = system_wide;
+    settings.writes_processes = !system_wide;
+    auto jvm = make_jvm_runtime(RuntimeServices{symbolizer, nullptr, settings});
+    sample(*jvm, 400, {file("/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so")});
+    auto lines = jvm->warnings(std::vector<uint64_t>(AS_CNT_COUNT, 0));
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_NE(lines[0].find(" 400) is not read: allocscope's JVMTI agent reported nothing from it before the "
+                            "recording ended"),
+              std::string::npos)
+        << lines[0];
+  }
+}
+
 TEST(UnreadHeaps, AJvmWhoseAgentSamplesIsReadAndOneThatCannotSaysWhy) {
   Symbolizer symbolizer;
   auto jvm = make_jvm_runtime(RuntimeServices{symbolizer});

@@ -19,6 +19,11 @@ std::string unread_why(const RuntimeSettings& settings) {
   if (settings.rate == 1)
     return "exact mode (--rate 1) counts in the kernel's probes, and the JVM's heap has none; "
            "record at a rate to sample it";
+  // Entered (-p, --all) or launched, a JVM runs the agent, which had not
+  // reported when the recording ended (an entry takes a moment).
+  if (settings.writes_processes || settings.system_wide)
+    return "allocscope's JVMTI agent reported nothing from it before the recording ended (it starts a "
+           "moment after allocscope enters a running JVM: record for longer)";
   return "allocscope's JVMTI agent is not in it (a JVM gets it when allocscope launches it, or enters it: "
          "-p)";
 }
