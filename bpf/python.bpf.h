@@ -73,9 +73,9 @@ static long walk_py_frame(__u64 unused, void *data) {
   __u64 code = frame_u64(w, w->py.frame_code) & ~7ULL, instr = frame_u64(w, w->py.frame_instr);
   out->code = code;
   out->instr = code_unit(w, code, instr);
-  out->first_line = 0;
-  bpf_probe_read_user(&out->first_line, sizeof(out->first_line),
-                      (const void *)(code + w->py.code_first_line));
+  __s32 first_line = 0;
+  bpf_probe_read_user(&first_line, sizeof(first_line), (const void *)(code + w->py.code_first_line));
+  out->stamp = AS_PY_CODE_STAMP(first_line, read_user_u64(code, w->py.code_filename));
   if (w->py.frame_per_call ||
       (w->py.frame_entry != AS_PY_ABSENT && w->py_buf[w->py.frame_entry & (AS_PY_FRAME_BYTES - 1)]))
     ev->py_ends |= 1ULL << (n & 63);

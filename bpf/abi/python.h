@@ -43,7 +43,8 @@ struct as_py_layout {
   as_u8 frame_bytes;      /* bytes of a frame its fields lie in (at most AS_PY_FRAME_BYTES) */
   as_u8 instr_kind;       /* enum as_py_instr_kind */
   as_u8 frame_per_call;   /* 1: every frame is a call of the evaluation loop of its own (3.8 to 3.10) */
-  as_u8 pad[4];
+  as_u16 code_filename;   /* PyCodeObject: co_filename (its address goes in the code's stamp) */
+  as_u8 pad[2];
   as_u64 exec_offset; /* exec_vaddr's file offset (a library's bias: map start - offset + it - exec_vaddr) */
 };
 
@@ -53,11 +54,18 @@ struct as_py_process {
   as_u64 bias;
 };
 
+/* What a frame's code object is stamped with, read with its address: its
+ * first line and its file name's address, so that a freed object's memory
+ * reused by another code object shows, even where both begin at line 1 (as
+ * every module's top level does). */
+#define AS_PY_CODE_STAMP(first_line, filename) \
+  ((as_u32)(first_line) ^ (as_u32)((filename) >> 4) ^ (as_u32)((filename) >> 36))
+
 /* One Python frame of a sampled stack. */
 struct as_py_frame {
-  as_u64 code;       /* the code object's address */
-  as_u32 instr;      /* index of the code unit it runs (AS_PY_INSTR_UNKNOWN) */
-  as_s32 first_line; /* the code object's co_firstlineno, read with it: a freed object's reuse shows */
+  as_u64 code;  /* the code object's address */
+  as_u32 instr; /* index of the code unit it runs (AS_PY_INSTR_UNKNOWN) */
+  as_u32 stamp; /* AS_PY_CODE_STAMP of the code object as the kernel read it */
 };
 
 AS_STATIC_ASSERT(sizeof(struct as_py_layout) == 64, "as_py_layout layout");

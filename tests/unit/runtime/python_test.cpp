@@ -106,6 +106,8 @@ TEST(PythonProgram, ReadsEveryPyenvRuntime) {
     ASSERT_TRUE(p) << p.error().message;
     EXPECT_EQ(p->version(), "3." + std::to_string(i.minor));
     EXPECT_LE(p->kernel.frame_bytes, AS_PY_FRAME_BYTES);
+    EXPECT_NE(p->kernel.code_filename, 0u);  // the kernel stamps frames with it
+    EXPECT_EQ(p->kernel.code_filename, p->objects.code_filename);
     auto exec = elf->exec_vaddr();
     ASSERT_TRUE(exec);
     EXPECT_EQ(elf->vaddr_to_offset(*exec).value_or(1), p->kernel.exec_offset);
@@ -217,8 +219,8 @@ TEST(PythonLineTable, ReadsEveryInstructionAsEachPyenvVersionDoes) {
 }
 
 // A function's code object, read from a running interpreter as the
-// recorder reads it: named, placed, and refused once its first line (what
-// the kernel read with it) differs.
+// recorder reads it: named, placed, and refused once its stamp (its first
+// line and its file name's address, as the kernel read them) differs.
 TEST(PythonCode, ReadsACodeObjectOfALiveInterpreter) {
   FILE* f = popen((std::string("exec ") + kPython311 +
                    " -c 'import os, sys, time\n"
@@ -227,14 +229,14 @@ TEST(PythonCode, ReadsACodeObjectOfALiveInterpreter) {
                    "        pass\n"
                    "    return naïve_inner\n"
                    "c = outer().__code__\n"
-                   "print(os.getpid(), id(c), flush=True)\n"
+                   "print(os.getpid(), id(c), id(c.co_filename), flush=True)\n"
                    "time.sleep(60)'")
                       .c_str(),
                   "r");
   ASSERT_TRUE(f);
   long pid = 0;
-  unsigned long long addr = 0;
-  ASSERT_EQ(std::fscanf(f, "%ld %llu", &pid, &addr), 2);
+  unsigned long long addr = 0, filename = 0;
+  ASSERT_EQ(std::fscanf(f, "%ld %llu %llu", &pid, &addr, &filename), 3);
   auto elf = ElfFile::open(kPython311);
   ASSERT_TRUE(elf);
   auto p = read_python_program(*elf);
@@ -243,16 +245,19 @@ TEST(PythonCode, ReadsACodeObjectOfALiveInterpreter) {
     return read_process_memory(pid_t(pid), at, out);
   };
   // Debian's python3.11 is not position-independent: its addresses are its file's.
-  auto code = read_python_code(p->objects, p->code_type, addr, 3, read);
-  auto stale = read_python_code(p->objects, p->code_type, addr, 4, read);
-  auto not_code = read_python_code(p->objects, p->code_type, addr + 16, 3, read);
+  auto code = read_python_code(p->objects, p->code_type, addr, AS_PY_CODE_STAMP(3, filename), read);
+  auto other_line = read_python_code(p->objects, p->code_type, addr, AS_PY_CODE_STAMP(4, filename), read);
+  auto other_file =
+      read_python_code(p->objects, p->code_type, addr, AS_PY_CODE_STAMP(3, filename + 64), read);
+  auto not_code = read_python_code(p->objects, p->code_type, addr + 16, AS_PY_CODE_STAMP(3, filename), read);
   kill(pid_t(pid), SIGKILL);
   pclose(f);
   ASSERT_TRUE(code);
   EXPECT_EQ(code->qualname, "outer.<locals>.naïve_inner");
   EXPECT_EQ(code->filename, "<string>");
   EXPECT_EQ(python_line(*code, 0), 3);
-  EXPECT_FALSE(stale);
+  EXPECT_FALSE(other_line);
+  EXPECT_FALSE(other_file);
   EXPECT_FALSE(not_code);
 }
 

@@ -69,16 +69,17 @@ int32_t svarint(std::span<const uint8_t> t, size_t& i) {
 }  // namespace
 
 std::optional<PythonCode> read_python_code(const PythonObjectLayout& l, uint64_t code_type, uint64_t addr,
-                                           int32_t first_line, const ReadMemory& read) {
+                                           uint32_t stamp, const ReadMemory& read) {
   uint64_t type = 0, filename = 0, qualname = 0, linetable = 0;
   PythonCode code;
   if (!read_value(read, addr + l.ob_type, &type) || type != code_type) return std::nullopt;
-  if (!read_value(read, addr + l.code_first_line, &code.first_line) || code.first_line != first_line)
+  if (!read_value(read, addr + l.code_first_line, &code.first_line) ||
+      !read_value(read, addr + l.code_filename, &filename) ||
+      AS_PY_CODE_STAMP(code.first_line, filename) != stamp)
     return std::nullopt;
   if (l.code_first_traceable && !read_value(read, addr + l.code_first_traceable, &code.first_traceable))
     return std::nullopt;
-  if (!read_value(read, addr + l.code_filename, &filename) ||
-      !read_value(read, addr + l.code_qualname, &qualname) ||
+  if (!read_value(read, addr + l.code_qualname, &qualname) ||
       !read_value(read, addr + l.code_linetable, &linetable))
     return std::nullopt;
   auto file = read_str(l, filename, read), name = read_str(l, qualname, read);

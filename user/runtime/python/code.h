@@ -27,12 +27,12 @@ struct PythonCode {
 // Fills `out` from the target's memory at `addr`; false when unreadable.
 using ReadMemory = std::function<bool(uint64_t addr, std::span<uint8_t> out)>;
 
-// The code object at `addr`, whose co_firstlineno the kernel read as
-// `first_line` when it was sampled; nullopt when it is not a code object of
-// that first line any more (freed, its memory reused) or cannot be read.
+// The code object at `addr`, which the kernel stamped `stamp` when it was
+// sampled (AS_PY_CODE_STAMP); nullopt when it is not a code object of that
+// stamp any more (freed, its memory reused) or cannot be read.
 // `code_type`: PyCode_Type's runtime address in that process.
 std::optional<PythonCode> read_python_code(const PythonObjectLayout& layout, uint64_t code_type,
-                                           uint64_t addr, int32_t first_line, const ReadMemory& read);
+                                           uint64_t addr, uint32_t stamp, const ReadMemory& read);
 
 // The source line of code unit `instr`; 0 when the table gives none.
 int32_t python_line(const PythonCode& code, uint32_t instr);

@@ -165,6 +165,7 @@ Result<PythonProgram> read_python_program(const ElfFile& elf) {
   p->kernel.runtime = runtime->vaddr;
   p->kernel.exec_vaddr = *exec;
   p->kernel.exec_offset = *exec_offset;
+  p->kernel.code_filename = uint16_t(p->objects.code_filename);
   uint32_t extent = frame_extent(p->kernel);
   if (extent > AS_PY_FRAME_BYTES)
     return fail(name + ": frame fields beyond the bytes the kernel reads", ENOTSUP);

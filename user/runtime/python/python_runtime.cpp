@@ -215,18 +215,25 @@ PythonRuntime::Found PythonRuntime::find_program(pid_t pid, std::span<const Mapp
 
 const PythonRuntime::Code& PythonRuntime::code(pid_t pid, const Found& found, const as_py_frame& frame) {
   auto& codes = codes_[pid];
-  auto key = std::pair{frame.code, frame.first_line};
-  if (auto it = codes.find(key); it != codes.end()) return it->second;
-  if (cached_ >= kMaxCodes) {  // bounded: start afresh (costs reads, never a wrong name)
+  auto key = std::pair{frame.code, frame.stamp};
+  auto it = codes.find(key);
+  // One found unreadable (freed) is read again: its address may hold a new
+  // code object of the same first line since, as a module's top level does.
+  if (it != codes.end() && it->second) return it->second;
+  if (it == codes.end() && cached_ >= kMaxCodes) {  // bounded: start afresh (costs reads, never a wrong name)
     for (auto& [p, c] : codes_) c.clear();
     cached_ = 0;
     ++counters_.cache_cleared;
   }
   const PythonProgram& p = found.program->layout;
   Code read = read_python_code(
-      p.objects, p.code_type + found.bias, frame.code, frame.first_line,
+      p.objects, p.code_type + found.bias, frame.code, frame.stamp,
       [pid](uint64_t addr, std::span<uint8_t> out) { return read_process_memory(pid, addr, out); });
-  ++(read ? counters_.codes_read : counters_.codes_unreadable);
+  if (read)
+    ++counters_.codes_read;
+  else if (it == codes.end())
+    ++counters_.codes_unreadable;  // each object once, however often it is tried
+  if (it != codes.end()) return it->second = std::move(read);
   ++cached_;
   return codes.emplace(key, std::move(read)).first->second;
 }

@@ -113,7 +113,7 @@ class PythonRuntime : public Runtime {
   std::map<FileKey, std::unique_ptr<Program>> programs_;  // nullptr: not CPython, or not walkable
   static constexpr size_t kMaxPrograms = 256;             // the kernel's python_files
   static constexpr size_t kMaxCodes = size_t{1} << 18;    // code objects cached, all processes
-  std::unordered_map<pid_t, std::map<std::pair<uint64_t, int32_t>, Code>> codes_;
+  std::unordered_map<pid_t, std::map<std::pair<uint64_t, uint32_t>, Code>> codes_;  // by address, stamp
   // Each process's CPython program, as found: its executable's mappings may
   // name another file (overlayfs maps the file below), so it is found by the
   // executable and the kernel's start of code rather than by its mappings.
