@@ -25,7 +25,7 @@ BUILD_PACKAGES=(build-essential cmake pkg-config clang llvm libbpf-dev bpftool l
 TEST_PACKAGES=(libgtest-dev clang-format python3.11 libpython3.11-dev libtcmalloc-minimal4 libmimalloc2.0 musl-tools clang-16
                libclang-rt-16-dev prometheus systemd libseccomp-dev util-linux golang-go chromium debhelper lintian
                mmdebstrap man-db zsh qemu-system-x86 busybox-static cpio kmod xz-utils uwsgi-core uwsgi-plugin-python3 dwz
-               libdebuginfod1 binutils
+               libdebuginfod1 binutils ccache
                nodejs)
 BUILD=${BUILD_DIR:-build}
 
@@ -66,7 +66,7 @@ install_packages() {
   [ ${#io[@]} -eq 0 ] || sync
 }
 
-install_deps() { install_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"; }
+install_deps() { install_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}" && use_ccache; }
 
 # The build's packages present, or one line that says how to get them (root
 # installs them).
@@ -84,8 +84,7 @@ require_build_packages() {
 # the build goes on without it and the tests that need it fail, saying so.
 NEWER_GO_VERSION=1.24
 newer_go() {
-  local home=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}
-  tests/go/fetch.sh "$NEWER_GO_VERSION" "${ALLOCSCOPE_GO_CACHE:-${XDG_CACHE_HOME:-$home/.cache}/allocscope/go}" ||
+  tests/go/fetch.sh "$NEWER_GO_VERSION" "${ALLOCSCOPE_GO_CACHE:-$(cache_home)/go}" ||
     echo "dev.sh: warning: Go $NEWER_GO_VERSION could not be fetched; the tests that build with it will fail" >&2
 }
 
@@ -94,9 +93,9 @@ newer_go() {
 # ';' (CMake's list), as many as were had.
 MORE_GO_VERSIONS=(1.25:trixie-backports 1.26:sid 1.27:sid)
 more_gos() {
-  local home=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)} v go gos=()
+  local v go gos=()
   for v in "${MORE_GO_VERSIONS[@]}"; do
-    if go=$(tests/go/fetch.sh "${v%%:*}" "${ALLOCSCOPE_GO_CACHE:-${XDG_CACHE_HOME:-$home/.cache}/allocscope/go}" "${v#*:}"); then
+    if go=$(tests/go/fetch.sh "${v%%:*}" "${ALLOCSCOPE_GO_CACHE:-$(cache_home)/go}" "${v#*:}"); then
       gos+=("$go")
     else
       echo "dev.sh: warning: Go ${v%%:*} (${v#*:}) could not be fetched; the tests that build with it will fail" >&2
@@ -109,8 +108,23 @@ more_gos() {
 # clean clone's build compiled two Go releases' runtimes anew each time).
 # Go's cache is keyed by content, and safe to share between builds.
 go_build_cache() {
+  echo "${ALLOCSCOPE_GO_BUILD_CACHE:-$(cache_home)/go-build}"
+}
+
+# Where caches kept across build trees live (the caller's ~/.cache).
+cache_home() {
   local home=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}
-  echo "${ALLOCSCOPE_GO_BUILD_CACHE:-${XDG_CACHE_HOME:-$home/.cache}/allocscope/go-build}"
+  echo "${XDG_CACHE_HOME:-$home/.cache}/allocscope"
+}
+
+# Compiled objects kept across build trees by ccache where it is installed (a
+# test run builds a clean clone five ways): keyed by the compiler, its flags
+# and the preprocessed source, so a changed header is never missed. Bounded.
+use_ccache() {
+  command -v ccache >/dev/null || return 0
+  export CCACHE_DIR=${CCACHE_DIR:-$(cache_home)/ccache} CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-4G}
+  export CMAKE_C_COMPILER_LAUNCHER=${CMAKE_C_COMPILER_LAUNCHER:-ccache}
+  export CMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}
 }
 
 # Line tables only (-g1: backtraces, perf and inlined frames, no variables),
@@ -459,6 +473,7 @@ all_tests() {
   return "$status"
 }
 
+use_ccache
 case "${1:-}" in
   demo)
     install_packages --lean "${BUILD_PACKAGES[@]}"
