@@ -75,12 +75,15 @@ static long walk_py_frame(__u64 unused, void *data) {
   out->instr = code_unit(w, code, instr);
   __s32 first_line = 0;
   bpf_probe_read_user(&first_line, sizeof(first_line), (const void *)(code + w->py.code_first_line));
-  out->stamp = AS_PY_CODE_STAMP(first_line, read_user_u64(code, w->py.code_filename));
+  __u64 filename = read_user_u64(code, w->py.code_filename);
+  out->stamp = AS_PY_CODE_STAMP(first_line, filename);
   if (w->py.frame_per_call ||
       (w->py.frame_entry != AS_PY_ABSENT && w->py_buf[w->py.frame_entry & (AS_PY_FRAME_BYTES - 1)]))
     ev->py_ends |= 1ULL << (n & 63);
   ev->npy = n + 1;
-  ev->id = mix(mix(ev->id, code), out->instr);
+  /* The stamp too: a stack sent once by its id is never sent again, and a
+   * freed code object's address may run another's code at the same unit. */
+  ev->id = mix(mix(ev->id, code), (__u64)out->instr << 32 | out->stamp);
   return 0;
 }
 

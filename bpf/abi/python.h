@@ -57,9 +57,10 @@ struct as_py_process {
 /* What a frame's code object is stamped with, read with its address: its
  * first line and its file name's address, so that a freed object's memory
  * reused by another code object shows, even where both begin at line 1 (as
- * every module's top level does). */
+ * every module's top level does). The line is spread by a multiplier, so
+ * that the names of nearby files cannot cancel its change. */
 #define AS_PY_CODE_STAMP(first_line, filename) \
-  ((as_u32)(first_line) ^ (as_u32)((filename) >> 4) ^ (as_u32)((filename) >> 36))
+  ((as_u32)(first_line)*0x9e3779b1u ^ (as_u32)((as_u64)(filename) >> 4) ^ (as_u32)((as_u64)(filename) >> 36))
 
 /* One Python frame of a sampled stack. */
 struct as_py_frame {

@@ -213,13 +213,14 @@ PythonRuntime::Found PythonRuntime::find_program(pid_t pid, std::span<const Mapp
   return found;
 }
 
-const PythonRuntime::Code& PythonRuntime::code(pid_t pid, const Found& found, const as_py_frame& frame) {
+const PythonRuntime::Code& PythonRuntime::code(pid_t pid, const Found& found, const as_py_frame& frame,
+                                               bool read_again) {
   auto& codes = codes_[pid];
   auto key = std::pair{frame.code, frame.stamp};
   auto it = codes.find(key);
-  // One found unreadable (freed) is read again: its address may hold a new
-  // code object of the same first line since, as a module's top level does.
-  if (it != codes.end() && it->second) return it->second;
+  // One found unreadable (freed) is read again for a new stack: a code
+  // object may have come to its address with the same stamp since.
+  if (it != codes.end() && (it->second || !read_again)) return it->second;
   if (it == codes.end() && cached_ >= kMaxCodes) {  // bounded: start afresh (costs reads, never a wrong name)
     for (auto& [p, c] : codes_) c.clear();
     cached_ = 0;
@@ -245,7 +246,7 @@ void PythonRuntime::read_stack(pid_t pid, std::span<const Mapping> kernel_maps,
   if (frames.empty()) return;
   Found found = find_program(pid, kernel_maps);
   if (!found.program) return;
-  for (const as_py_frame& f : frames) code(pid, found, f);
+  for (const as_py_frame& f : frames) code(pid, found, f, true);
 }
 
 void PythonRuntime::place_frames(pid_t pid, std::span<const Mapping> kernel_maps,
@@ -272,7 +273,7 @@ void PythonRuntime::place(pid_t pid, std::span<const Mapping> kernel_maps,
   std::vector<PlacedPythonFrame> placed;
   for (size_t i = 0; i < frames.size(); ++i) {
     PlacedPythonFrame f{0, i < 64 && ((ends >> i) & 1)};
-    const Code& c = code(pid, found, frames[i]);
+    const Code& c = code(pid, found, frames[i], false);
     if (!c)
       f.ip = symbolizer_.runtime_frame("python", "[python code unreadable]", "", 0);
     else if (frames[i].instr == AS_PY_INSTR_UNKNOWN || int64_t(frames[i].instr) >= c->first_traceable)
