@@ -14,10 +14,10 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 # What building allocscope (and the demo workload) needs; a JDK's headers
-# for the preload library's JVMTI agent.
+# for the preload library's JVMTI agent; curl for the README's agent example.
 BUILD_PACKAGES=(build-essential cmake pkg-config clang llvm libbpf-dev bpftool libelf-dev libdw-dev libjemalloc-dev
                 libcli11-dev libcapstone-dev nlohmann-json3-dev libcpp-httplib-dev libprotobuf-dev protobuf-compiler
-                zlib1g-dev systemtap-sdt-dev libboost-math-dev libre2-dev libpcap-dev default-jdk-headless)
+                zlib1g-dev systemtap-sdt-dev libboost-math-dev libre2-dev libpcap-dev default-jdk-headless curl)
 # What the tests need besides: other allocators and a static libc, GoogleTest,
 # the agent's consumers (Prometheus, Go's pprof), a browser, the other
 # compiler, packaging tools, QEMU with what a guest is made of, and a node
@@ -123,8 +123,8 @@ cache_home() {
 use_ccache() {
   command -v ccache >/dev/null || return 0
   export CCACHE_DIR=${CCACHE_DIR:-$(cache_home)/ccache} CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-4G}
-  export CMAKE_C_COMPILER_LAUNCHER=${CMAKE_C_COMPILER_LAUNCHER:-ccache}
-  export CMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}
+  export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros}  # precompiled headers; no __TIME__
+  export CMAKE_C_COMPILER_LAUNCHER=${CMAKE_C_COMPILER_LAUNCHER:-ccache} CMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}
 }
 
 # Line tables only (-g1: backtraces, perf and inlined frames, no variables),
@@ -169,17 +169,18 @@ demo() {
   echo
   "$BUILD/allocscope" report demo.pb.gz --top 10
   echo
-  echo "dev.sh: open demo.svg in a browser for the flame graph; 'go tool pprof demo.pb.gz' also reads the profile"
+  local su="" b
+  b=$(realpath "$BUILD")  # said whole: the demo may have been run from elsewhere
+  echo "dev.sh: open $PWD/demo.svg in a browser for the flame graph; 'go tool pprof $PWD/demo.pb.gz' also reads it"
   echo "dev.sh: installed, built and recorded in $SECONDS s"
-  local su=""
   [ "$(id -u)" -eq 0 ] || su="sudo "
   echo
-  echo "allocscope is $BUILD/allocscope, not on PATH yet. Try:"
-  echo "  $su$BUILD/allocscope record -o heap.svg -- $BUILD/tests/leaky --seconds 2"
-  echo "  $su$BUILD/allocscope record -p PID -d 10        # a running process, for 10 s"
-  echo "  $BUILD/allocscope record --help"
-  echo "To install it with its man pages: ${su}cmake --install $BUILD (under /usr/local),"
-  echo "or as a Debian package: ./dev.sh package, then ${su}apt install ./dist/allocscope_*.deb"
+  echo "allocscope is $b/allocscope, not on PATH yet. Try:"
+  echo "  $su$b/allocscope record -o heap.svg -- $b/tests/leaky --seconds 2"
+  echo "  $su$b/allocscope record -p PID -d 10        # a running process, for 10 s"
+  echo "  $b/allocscope record --help"
+  echo "To install it with its man pages: ${su}cmake --install $b (under /usr/local),"
+  echo "or as a Debian package: $PWD/dev.sh package, then ${su}apt install $PWD/dist/allocscope_*.deb"
 }
 
 # ctest in build tree $1 (more ctest arguments after it). On CI, a BPF test
