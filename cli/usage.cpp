@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <regex>
 
 #include "docs.h"
@@ -96,6 +97,11 @@ std::string misused_word(const CLI::App& app, const std::vector<std::string>& ar
         return why + "'" + w + "' is not an option of " + sub->get_name() +
                " (the command goes after --: allocscope " + sub->get_name() + " --help)";
       }
+      // A flag's value taken for a file ("--json 5"): the flag is the mistake.
+      std::error_code error;
+      if (last_flag && sub->get_option_no_throw("file") && !std::filesystem::exists(w, error))
+        return last_flag->get_name() + " takes no value, and there is no file '" + w + "' (allocscope " +
+               sub->get_name() + " --help)";
       last_flag = nullptr;
       continue;
     }
@@ -107,7 +113,7 @@ std::string misused_word(const CLI::App& app, const std::vector<std::string>& ar
     last_flag = nullptr;
     if (!opt) continue;
     if (is_flag(opt)) {
-      if (is_long && eq != std::string::npos)
+      if ((is_long && eq != std::string::npos) || (!is_long && w.size() > 2 && w[2] == '='))
         return name + " takes no value: " + w + " (allocscope " + sub->get_name() + " --help)";
       last_flag = opt;
     } else if ((is_long && eq == std::string::npos) || (!is_long && w.size() == 2)) {

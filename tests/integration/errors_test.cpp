@@ -98,6 +98,26 @@ TEST(Errors, HelpShowsNoParserNotation) {
   EXPECT_NE(r.out.find("--per-process BOOL=true"), std::string::npos) << r.out;
 }
 
+// Help and the version as git and most tools take them: words as well as
+// options, and -d's help says what 0 means.
+TEST(Errors, HelpAndVersionAreGivenForWordsAndOptions) {
+  RunResult version = run({ALLOCSCOPE_BIN, "--version"}, 60000);
+  ASSERT_EQ(version.status, 0) << version.err;
+  EXPECT_NE(version.out.find("allocscope"), std::string::npos) << version.out;
+  for (const char* word : {"version", "-V"}) {
+    RunResult r = run({ALLOCSCOPE_BIN, word}, 60000);
+    EXPECT_EQ(r.status, 0) << word << ": " << r.err;
+    EXPECT_EQ(r.out, version.out) << word;
+  }
+  RunResult help = run({ALLOCSCOPE_BIN, "help"}, 60000), options = run({ALLOCSCOPE_BIN, "--help"}, 60000);
+  EXPECT_EQ(help.status, 0) << help.err;
+  EXPECT_EQ(help.out, options.out);
+  RunResult record = run({ALLOCSCOPE_BIN, "help", "record"}, 60000);
+  EXPECT_EQ(record.status, 0) << record.err;
+  EXPECT_EQ(record.out, run({ALLOCSCOPE_BIN, "record", "--help"}, 60000).out);
+  EXPECT_NE(record.out.find("default (and 0): no limit"), std::string::npos) << record.out;
+}
+
 // -p names a kernel thread: said so, not that it has no allocator.
 TEST(Errors, AKernelThreadIsNamedAsOne) {
   REQUIRE_BPF();

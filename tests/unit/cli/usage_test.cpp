@@ -43,6 +43,10 @@ TEST(MisusedWord, AValueGivenToAFlagIsSaidToBeOne) {
             "allocscope record --help)");
   EXPECT_EQ(misused({"record", "-p", "1", "stray", "--", "./x"}),
             "'stray' is not an option of record (the command goes after --: allocscope record --help)");
+  EXPECT_EQ(misused({"record", "-q=1", "-p", "1"}), "-q takes no value: -q=1 (allocscope record --help)");
+  EXPECT_EQ(misused({"report", "/", "--json", "no-such-file-5"}),
+            "--json takes no value, and there is no file 'no-such-file-5' (allocscope report --help)");
+  EXPECT_EQ(misused({"report", "--json", "/"}), "");  // a file after a flag is a file
 }
 
 // What is right passes untouched: values that look like options ("-o -",
