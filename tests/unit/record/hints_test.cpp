@@ -47,5 +47,15 @@ TEST(TrapCost, SaysWhatTheTrapsCostTheProgramsOnlyWhenThereWereAny) {
   EXPECT_NE(line.find("about 259.56 s of the traced programs' time"), std::string::npos) << line;
 }
 
+// Said when the traps took 1 % of the recording's time or more: a launched
+// command's few sampled traps are not worth a line, --all's every call is.
+TEST(TrapCost, MattersFromOnePercentOfTheRecordingsTime) {
+  EXPECT_FALSE(trap_cost_matters(241, 11'100, 300'000'000));  // 2.7 ms of 0.3 s
+  EXPECT_TRUE(trap_cost_matters(271, 11'100, 300'000'000));   // 3.0 ms
+  EXPECT_TRUE(trap_cost_matters(270'900, 6300, 10'000'000'000));
+  EXPECT_FALSE(trap_cost_matters(0, 6300, 1));
+  EXPECT_FALSE(trap_cost_matters(812, 0, 1));  // not timed: said with -v only
+}
+
 }  // namespace
 }  // namespace allocscope

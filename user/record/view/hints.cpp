@@ -62,4 +62,8 @@ std::string trap_cost_line(uint64_t traps, double trap_ns) {
          format_duration_ns(double(traps) * trap_ns) + " of the traced programs' time";
 }
 
+bool trap_cost_matters(uint64_t traps, double trap_ns, uint64_t elapsed_ns) {
+  return traps && trap_ns > 0 && double(traps) * trap_ns >= 0.01 * double(elapsed_ns);
+}
+
 }  // namespace allocscope

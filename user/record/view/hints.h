@@ -20,4 +20,8 @@ std::string few_samples_hint(uint64_t samples, uint64_t rate, double allocated);
 // nothing trapped.
 std::string trap_cost_line(uint64_t traps, double trap_ns);
 
+// Whether that cost is worth a line of the summary: 1 % of the recording's
+// `elapsed_ns` or more (a launched command's sampled traps are not).
+bool trap_cost_matters(uint64_t traps, double trap_ns, uint64_t elapsed_ns);
+
 }  // namespace allocscope

@@ -365,8 +365,10 @@ static void print_paths(const RecordingState& s, bool verbose) {
 void print_summary(const RecordingState& s, const RecordConfig& config, uint64_t elapsed_ms) {
   print_totals(s, config, elapsed_ms);
   print_paths(s, config.verbose);
-  if (std::string cost = trap_cost_line(s.session.counters[AS_CNT_TRAPS], s.session.trap_ns); !cost.empty())
-    std::fprintf(stderr, "allocscope: %s\n", cost.c_str());
+  uint64_t traps = s.session.counters[AS_CNT_TRAPS];
+  if (config.verbose || trap_cost_matters(traps, s.session.trap_ns, elapsed_ms * 1'000'000))
+    if (std::string cost = trap_cost_line(traps, s.session.trap_ns); !cost.empty())
+      std::fprintf(stderr, "allocscope: %s\n", cost.c_str());
   if (config.verbose) print_kernel_figures(s);
   print_truncation(s);
   print_process_drops(s);
