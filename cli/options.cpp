@@ -104,7 +104,9 @@ CLI::App* add_record(CLI::App& app, RecordConfig& c, OptionText& t) {
       rec->add_flag("-a,--all", c.all,
                     "Every process on the machine that allocates through a known allocator (C library, "
                     "jemalloc, tcmalloc, mimalloc, a static binary's own), including those "
-                    "started while recording (not allocscope itself); -p then picks processes from them");
+                    "started while recording (not allocscope itself); -p then picks processes from them. A "
+                    "process that maps a file not seen before is stopped for the milliseconds probing it "
+                    "takes (--no-hold: never)");
   auto* pid = rec->add_option("-p,--pid", c.pids,
                               "Attach to this running process; repeat or separate by commas "
                               "for several (-p 12,34); with --all: record only these")

@@ -425,7 +425,8 @@ TEST(Agent, StartupErrorsAreClearAndQuick) {
 }
 
 // With a token file, a request without the token (or with another) is
-// refused; a non-loopback address without one is warned about.
+// refused; a non-loopback address without one is warned about, and the
+// start line says processes may be stopped while a new file is probed.
 TEST(Agent, TokenIsRequiredWhenGivenAndOpenAddressesAreWarnedAbout) {
   REQUIRE_BPF();
   std::string token = temp_path("token");
@@ -451,6 +452,11 @@ TEST(Agent, TokenIsRequiredWhenGivenAndOpenAddressesAreWarnedAbout) {
       {ALLOCSCOPE_BIN, "agent", "--listen", "0.0.0.0:" + std::to_string(port), "--comm", "^alloc_sites$"});
   ASSERT_TRUE(open.wait_for_line("recording: probes attached", 60000, true)) << open.err();
   EXPECT_NE(open.err().find("without --token-file"), std::string::npos) << open.err();
+  // Its start line says that processes may be stopped, as record --all's does.
+  EXPECT_NE(open.err().find("recording: probes attached; a process that maps an allocator file not seen "
+                            "before is stopped for milliseconds"),
+            std::string::npos)
+      << open.err();
   open.signal(SIGTERM);
   EXPECT_EQ(open.wait(), 0);
 }
