@@ -34,10 +34,10 @@ int main(int argc, char** argv) {
   tl.observe(200, p);
   p.on_free(1, 0x20);
   tl.observe(300, p);
-  std::vector<std::vector<std::string>> names = {{"demo (1)", "main", "site_a", "malloc"},
-                                                 {"demo (1)", "main", "site_b", "malloc"}};
+  std::vector<TimelineStack> stacks = {{{"demo (1)", "main", "site_a", "malloc"}, {}},
+                                       {{"demo (1)", "main", "site_b", "malloc"}, {}}};
   TimelineOptions o;
   o.subtitle = "exact (--rate 1), 0.3 s";
-  std::ofstream(argv[1]) << render_timeline(tl, names, o);
+  std::ofstream(argv[1]) << render_timeline(tl, stacks, o);
   return 0;
 }

@@ -53,32 +53,6 @@ std::string folded(const OutputContext& c) {
   return out.str();
 }
 
-// "libc.so.6", "libfoo.so": a shared object's file, by its name.
-bool is_shared_object(std::string_view path) {
-  std::string_view name = path.substr(path.rfind('/') + 1);
-  for (size_t at = name.find(".so"); at != std::string_view::npos; at = name.find(".so", at + 1))
-    if (at + 3 == name.size() || name[at + 3] == '.') return true;
-  return false;
-}
-
-// A frame's kind by what holds its code: a shared object's functions are a
-// library's, the executable's and code without a file (an interpreter's or a
-// JIT's functions) the program's. The allocator entry points, the C and C++
-// runtimes' functions and unnamed frames keep the kinds their names give.
-std::vector<FrameKind> frame_kinds(const Recording& r, const RecSample& s) {
-  std::vector<FrameKind> kinds{FrameKind::Process};
-  for (auto loc = s.locations.rbegin(); loc != s.locations.rend(); ++loc) {
-    const RecLocation& l = r.locations[*loc];
-    bool shared = l.mapping >= 0 && size_t(l.mapping) < r.mappings.size() &&
-                  is_shared_object(r.mappings[size_t(l.mapping)].file);
-    for (auto line = l.lines.rbegin(); line != l.lines.rend(); ++line) {
-      FrameKind k = default_kind(r.functions[line->function].name, kinds.size());
-      kinds.push_back(k == FrameKind::Program && shared ? FrameKind::Library : k);
-    }
-  }
-  return kinds;
-}
-
 std::vector<FlameStack> flame_stacks(const OutputContext& c) {
   std::vector<FlameStack> stacks;
   for (const RecSample& s : c.r.samples)
@@ -171,6 +145,28 @@ bool any_frame_matches(const Recording& r, const RecSample& s, const Pattern& re
 }
 
 }  // namespace
+
+// "libc.so.6", "libfoo.so": a shared object's file, by its name.
+static bool is_shared_object(std::string_view path) {
+  std::string_view name = path.substr(path.rfind('/') + 1);
+  for (size_t at = name.find(".so"); at != std::string_view::npos; at = name.find(".so", at + 1))
+    if (at + 3 == name.size() || name[at + 3] == '.') return true;
+  return false;
+}
+
+std::vector<FrameKind> frame_kinds(const Recording& r, const RecSample& s) {
+  std::vector<FrameKind> kinds{FrameKind::Process};
+  for (auto loc = s.locations.rbegin(); loc != s.locations.rend(); ++loc) {
+    const RecLocation& l = r.locations[*loc];
+    bool shared = l.mapping >= 0 && size_t(l.mapping) < r.mappings.size() &&
+                  is_shared_object(r.mappings[size_t(l.mapping)].file);
+    for (auto line = l.lines.rbegin(); line != l.lines.rend(); ++line) {
+      FrameKind k = default_kind(r.functions[line->function].name, kinds.size());
+      kinds.push_back(k == FrameKind::Program && shared ? FrameKind::Library : k);
+    }
+  }
+  return kinds;
+}
 
 std::optional<Format> parse_format(std::string_view name) { return parse_named(kFormats, name); }
 

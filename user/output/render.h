@@ -12,6 +12,7 @@
 #include "base/pattern.h"
 #include "base/result.h"
 #include "model/recording.h"
+#include "output/flamegraph.h"
 
 namespace allocscope {
 
@@ -73,6 +74,13 @@ struct SampleFilter {
   std::optional<Pattern> comm, focus, ignore;
 };
 Recording filter_samples(const Recording& r, const SampleFilter& f);
+
+// Each frame's kind, as frame_names lists them (the process first), by what
+// holds its code: a shared object's functions are a library's, the
+// executable's and code without a file (an interpreter's or a JIT's) the
+// program's. The allocator entry points, the C and C++ runtimes' functions
+// and unnamed frames keep the kinds their names give (default_kind).
+std::vector<FrameKind> frame_kinds(const Recording& r, const RecSample& s);
 
 // "rate 512 KiB, 2.0 s, total 1.2 GiB": what titles and summaries say.
 std::string describe(const Recording& r, Metric m);

@@ -11,6 +11,7 @@
 #include "base/units.h"
 #include "output/flame_text.h"
 #include "output/flamegraph.h"
+#include "output/render.h"
 
 namespace allocscope {
 namespace {
@@ -89,18 +90,20 @@ void areas(std::ostream& out, const Geometry& g, const std::vector<double>& t,
   }
 }
 
-nlohmann::json page_data(const Timeline& tl, const std::vector<std::vector<std::string>>& names,
-                         const Geometry& g, int width) {
+nlohmann::json page_data(const Timeline& tl, const std::vector<TimelineStack>& stacks_in, const Geometry& g,
+                         int width) {
   nlohmann::json frames = nlohmann::json::array(), stacks = nlohmann::json::array();
   nlohmann::json fills = nlohmann::json::array();  // by frame: the flame graph's colour for it
   std::unordered_map<std::string, size_t> frame_ids;
-  for (const auto& stack : names) {
+  for (const TimelineStack& stack : stacks_in) {
     nlohmann::json ids = nlohmann::json::array();
-    for (const std::string& f : stack) {
+    for (const std::string& f : stack.frames) {
+      size_t depth = ids.size();
       auto [it, made] = frame_ids.try_emplace(f, frame_ids.size());
-      if (made) {
+      if (made) {  // a name's first frame gives its colour, as it gives its kind
         frames.push_back(f);
-        fills.push_back(frame_fill(default_kind(f, size_t(ids.size())), f));
+        FrameKind kind = depth < stack.kinds.size() ? stack.kinds[depth] : default_kind(f, depth);
+        fills.push_back(frame_fill(kind, f));
       }
       ids.push_back(it->second);
     }
@@ -111,7 +114,7 @@ nlohmann::json page_data(const Timeline& tl, const std::vector<std::vector<std::
   auto flat = [&](const std::vector<std::pair<uint32_t, float>>& changes) {
     nlohmann::json a = nlohmann::json::array();
     for (auto [stack, v] : changes)
-      if (stack < names.size()) {
+      if (stack < stacks_in.size()) {
         a.push_back(stack);
         a.push_back(std::round(v));
       }
@@ -131,8 +134,11 @@ nlohmann::json page_data(const Timeline& tl, const std::vector<std::vector<std::
 
 }  // namespace
 
-Timeline timeline_of_series(std::vector<Recording> series, std::vector<std::vector<std::string>>& names,
-                            bool lines) {
+TimelineStack timeline_stack(const Recording& r, const RecSample& s, bool lines) {
+  return {frame_names(r, s, lines), frame_kinds(r, s)};
+}
+
+Timeline timeline_of_series(std::vector<Recording> series, std::vector<TimelineStack>& stacks, bool lines) {
   sort_by_end(series);
   const bool cumulative = is_cumulative(series);
   Timeline tl;
@@ -142,20 +148,20 @@ Timeline timeline_of_series(std::vector<Recording> series, std::vector<std::vect
   for (const Recording& r : series) {
     std::vector<uint32_t> stack_of;  // by sample
     for (const RecSample& s : r.samples) {
-      std::vector<std::string> frames = frame_names(r, s, lines);
+      TimelineStack stack = timeline_stack(r, s, lines);
       std::string key;
-      for (const std::string& f : frames) key += f + '\n';
-      auto [it, made] = index.try_emplace(key, uint32_t(names.size()));
-      if (made) names.push_back(std::move(frames));
+      for (const std::string& f : stack.frames) key += f + '\n';
+      auto [it, made] = index.try_emplace(key, uint32_t(stacks.size()));
+      if (made) stacks.push_back(std::move(stack));
       stack_of.push_back(it->second);
     }
-    std::vector<double> live(names.size(), 0), in_profile(names.size(), 0);
+    std::vector<double> live(stacks.size(), 0), in_profile(stacks.size(), 0);
     for (size_t k = 0; k < r.samples.size(); ++k) {
       live[stack_of[k]] += r.samples[k].totals.live_bytes;
       in_profile[stack_of[k]] += r.samples[k].totals.alloc_bytes;
     }
-    allocated.resize(names.size(), 0);
-    for (size_t i = 0; i < names.size(); ++i)
+    allocated.resize(stacks.size(), 0);
+    for (size_t i = 0; i < stacks.size(); ++i)
       allocated[i] = cumulative ? in_profile[i] : allocated[i] + in_profile[i];
     int64_t end = r.time_nanos + r.duration_nanos - start;
     tl.add_point(uint64_t(std::max<int64_t>(0, end) / 1000000), live, allocated);
@@ -173,7 +179,7 @@ std::vector<uint32_t> timeline_top_stacks(const Timeline& timeline, size_t n) {
   return order;
 }
 
-std::string render_timeline(const Timeline& tl, const std::vector<std::vector<std::string>>& names,
+std::string render_timeline(const Timeline& tl, const std::vector<TimelineStack>& stacks,
                             const TimelineOptions& o) {
   std::vector<double> t, total;
   for (const TimelinePoint& p : tl.points()) {
@@ -186,7 +192,7 @@ std::string render_timeline(const Timeline& tl, const std::vector<std::vector<st
   std::vector<uint32_t> top = timeline_top_stacks(tl, o.series);
   std::vector<std::vector<double>> series = tl.live_series(top);
   std::vector<std::string> labels;
-  for (uint32_t s : top) labels.push_back(s < names.size() ? short_name(names[s]) : "?");
+  for (uint32_t s : top) labels.push_back(s < stacks.size() ? short_name(stacks[s].frames) : "?");
   std::vector<double> other(t.size(), 0);
   for (size_t i = 0; i < t.size(); ++i) {
     double charted = 0;
@@ -223,7 +229,7 @@ std::string render_timeline(const Timeline& tl, const std::vector<std::vector<st
       << o.width << "\" height=\"0\"></svg>\n";
   // "</" inside a script element would end it: JSON allows "<\/".
   std::string data =
-      page_data(tl, names, g, o.width).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      page_data(tl, stacks, g, o.width).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   for (size_t at = 0; (at = data.find("</", at)) != std::string::npos; at += 3) data.replace(at, 2, "<\\/");
   out << "<script type=\"application/json\" id=\"timeline-data\">" << data << "</script>\n<script>"
       << kTimelineScript << "</script>\n</body></html>\n";

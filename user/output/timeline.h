@@ -12,6 +12,7 @@
 
 #include "model/recording.h"
 #include "model/timeline.h"
+#include "output/flamegraph.h"
 
 namespace allocscope {
 
@@ -22,14 +23,24 @@ struct TimelineOptions {
   int width = 1200, height = 320;
 };
 
-// names[i]: stack i's frames, root first (the profile's stack index).
-std::string render_timeline(const Timeline& timeline, const std::vector<std::vector<std::string>>& names,
+// A stack as the timeline shows it: its frames, root first, and their
+// kinds as the flame graph colours them (empty: each by its name).
+struct TimelineStack {
+  std::vector<std::string> frames;
+  std::vector<FrameKind> kinds;
+};
+
+// Sample `s` of `r` as a stack of the timeline (`lines`: frames with theirs).
+TimelineStack timeline_stack(const Recording& r, const RecSample& s, bool lines);
+
+// stacks[i]: stack i (the profile's stack index).
+std::string render_timeline(const Timeline& timeline, const std::vector<TimelineStack>& stacks,
                             const TimelineOptions& o);
 
 // The timeline of a series of saved profiles (record --interval's, or the
 // agent's /heap fetched now and then): a point at the end of each. Stacks
-// are matched across profiles by their frames; `names` gets them.
-Timeline timeline_of_series(std::vector<Recording> series, std::vector<std::vector<std::string>>& names,
+// are matched across profiles by their frames; `stacks` gets them.
+Timeline timeline_of_series(std::vector<Recording> series, std::vector<TimelineStack>& stacks,
                             bool lines = false);
 
 // The stacks charted apart: the `n` whose live bytes were highest at some

@@ -73,14 +73,14 @@ Result<void> run_timeline(const ReportConfig& c, const SampleFilter& filter) {
     if (!r) return fail(r.error());
     series.push_back(filter_samples(*r, filter));
   }
-  std::vector<std::vector<std::string>> names;
+  std::vector<TimelineStack> stacks;
   uint64_t rate = series.front().rate;
-  Timeline tl = timeline_of_series(std::move(series), names, c.render.lines);
+  Timeline tl = timeline_of_series(std::move(series), stacks, c.render.lines);
   TimelineOptions o;
   o.subtitle = std::to_string(c.inputs.size()) + " profiles, " +
                (rate <= 1 ? std::string("exact (--rate 1)") : "rate " + format_bytes(double(rate)));
   std::optional<unsigned> mode = c.outputs.empty() ? std::nullopt : c.outputs.front().mode;
-  return write_file_atomically(c.timeline, render_timeline(tl, names, o), mode);
+  return write_file_atomically(c.timeline, render_timeline(tl, stacks, o), mode);
 }
 
 // The filters as the command line gave them, for a message.

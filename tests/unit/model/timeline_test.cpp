@@ -134,26 +134,31 @@ TEST(Timeline, AllocatedBytesCarryOverIntervalResets) {
   EXPECT_EQ(tl.points()[3].live_total, 30);
 }
 
+// The data the page's script reads.
+nlohmann::json page_data_of(const std::string& html) {
+  std::string open = "<script type=\"application/json\" id=\"timeline-data\">";
+  size_t from = html.find(open) + open.size(), to = html.find("</script>", from);
+  return nlohmann::json::parse(html.substr(from, to - from), nullptr, false);
+}
+
 // The page: the chart drawn (a path per charted stack and one for the rest),
 // the data the script reads, and names that cannot end the script element.
 TEST(Timeline, PageHoldsTheChartAndItsData) {
   Timeline tl;
   Profile p(1, 16, 1024);
-  std::vector<std::vector<std::string>> names;
+  std::vector<TimelineStack> stacks;
   for (uint32_t s = 0; s < 12; ++s) {
     std::vector<uint64_t> ips = {0x401000 + s};
     p.on_alloc({.pid = 1, .fn = 0, .addr = 0x10 + s, .size = 100 * (s + 1), .ips = ips});
-    names.push_back({"prog (1)", "main", "site</script>" + std::to_string(s), "malloc"});
+    stacks.push_back({{"prog (1)", "main", "site</script>" + std::to_string(s), "malloc"}, {}});
     tl.observe(s * 100, p);
   }
-  std::string html = render_timeline(tl, names, {});
+  std::string html = render_timeline(tl, stacks, {});
   size_t areas = 0;
   for (size_t at = 0; (at = html.find("class=\"area\"", at)) != std::string::npos; ++at) ++areas;
   EXPECT_EQ(areas, 9u);  // 8 stacks and the rest
   EXPECT_EQ(html.find("site</script>"), std::string::npos);
-  std::string open = "<script type=\"application/json\" id=\"timeline-data\">";
-  size_t from = html.find(open) + open.size(), to = html.find("</script>", from);
-  auto data = nlohmann::json::parse(html.substr(from, to - from), nullptr, false);
+  auto data = page_data_of(html);
   ASSERT_FALSE(data.is_discarded());
   EXPECT_EQ(data["t"].size(), 12u);
   EXPECT_EQ(data["stacks"].size(), 12u);
@@ -169,6 +174,26 @@ TEST(Timeline, PageHoldsTheChartAndItsData) {
   EXPECT_NE(frame_fill(FrameKind::Allocator, "malloc"), frame_fill(FrameKind::Program, "malloc"));
   // The top stacks: the largest first (the 12th, 1200 bytes).
   EXPECT_EQ(timeline_top_stacks(tl, 3), (std::vector<uint32_t>{11, 10, 9}));
+}
+
+// A frame is coloured by the kind its stack gives it (the file holding its
+// code, as the flame graph has it): a library's named function is the
+// library's, though its name alone reads as the program's.
+TEST(Timeline, AFramesColourIsTheKindItsStackGivesIt) {
+  Timeline tl;
+  Profile p(1, 16, 1024);
+  std::vector<uint64_t> ips = {0x401000};
+  p.on_alloc({.pid = 1, .fn = 0, .addr = 0x10, .size = 100, .ips = ips});
+  tl.observe(0, p);
+  std::vector<TimelineStack> stacks = {
+      {{"prog (1)", "main", "sqlite3_step", "malloc"},
+       {FrameKind::Process, FrameKind::Program, FrameKind::Library, FrameKind::Allocator}}};
+  auto data = page_data_of(render_timeline(tl, stacks, {}));
+  ASSERT_FALSE(data.is_discarded());
+  ASSERT_EQ(data["frames"][2], "sqlite3_step");
+  EXPECT_EQ(data["fills"][2], frame_fill(FrameKind::Library, "sqlite3_step"));
+  ASSERT_EQ(default_kind("sqlite3_step", 2), FrameKind::Program);
+  EXPECT_NE(data["fills"][2], frame_fill(FrameKind::Program, "sqlite3_step"));
 }
 
 }  // namespace

@@ -42,13 +42,13 @@ Result<void> write_timeline(RecordingContext& r, uint64_t duration_ms) {
   r.absorb_exact();
   r.timeline->observe(duration_ms, r.profile, true);
   Recording rec = build_recording(r.profile, r.symbolizer, r.meta(duration_ms), r.parts->sink.origins());
-  std::vector<std::vector<std::string>> names;  // build_recording keeps every stack, in order
-  for (const RecSample& s : rec.samples) names.push_back(frame_names(rec, s, r.config.render.lines));
+  std::vector<TimelineStack> stacks;  // build_recording keeps every stack, in order
+  for (const RecSample& s : rec.samples) stacks.push_back(timeline_stack(rec, s, r.config.render.lines));
   TimelineOptions o;
   o.subtitle = exact_mode(r.config) ? "exact (--rate 1)" : "rate " + format_bytes(double(r.config.rate));
   o.subtitle +=
       ", " + std::to_string(duration_ms / 1000) + "." + std::to_string(duration_ms % 1000 / 100) + " s";
-  return write_file_atomically(r.config.timeline, render_timeline(*r.timeline, names, o),
+  return write_file_atomically(r.config.timeline, render_timeline(*r.timeline, stacks, o),
                                r.config.outputs.empty() ? std::nullopt : r.config.outputs[0].mode);
 }
 
