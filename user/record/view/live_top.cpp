@@ -18,14 +18,6 @@ std::pair<size_t, size_t> screen_size(FILE* out) {
   return {ws.ws_row, ws.ws_col};
 }
 
-// Rows per table that fit a screen of `height` lines: two tables of a
-// heading, a title line and the rows each, the top line, two blank lines and
-// the cursor's.
-size_t rows_within(size_t height) {
-  if (height == 0) return kRows;
-  return height > 10 ? (height - 8) / 2 : 1;
-}
-
 std::string table(const Recording& r, RenderOptions o, Metric m, size_t rows) {
   o.metric = m;
   o.top = rows;
@@ -34,6 +26,13 @@ std::string table(const Recording& r, RenderOptions o, Metric m, size_t rows) {
 }
 
 }  // namespace
+
+// Two tables of a heading, a title line and the rows each, the top line, two
+// blank lines and the cursor's.
+size_t rows_within(size_t height) {
+  if (height == 0) return kRows;
+  return height > 10 ? (height - 8) / 2 : 1;
+}
 
 std::string live_top_screen(const Recording& r, const RenderOptions& base, size_t rows, double elapsed_s) {
   char head[160];

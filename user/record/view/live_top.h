@@ -17,6 +17,9 @@ namespace allocscope {
 // bytes and by allocated bytes. Pure: the tables are output/table's.
 std::string live_top_screen(const Recording& r, const RenderOptions& base, size_t rows, double elapsed_s);
 
+// Rows per table that fit a screen of `height` lines (0: not a terminal, 10).
+size_t rows_within(size_t height);
+
 class LiveTop : public RecordObserver {
  public:
   // `every_ms`: how often; `out`: where (its being a terminal decides how).
