@@ -71,7 +71,24 @@ bool is_cumulative(const std::vector<Recording>& series) {
   return series.size() > 1;
 }
 
+std::optional<uint64_t> recording_id(const Recording& r) {
+  for (const auto& [name, value] : r.counters)
+    if (name == "recording_id") return value;
+  return std::nullopt;  // written before profiles carried it, or not by record
+}
+
 std::string series_break(const std::vector<Recording>& series, size_t* at) {
+  for (size_t i = 1; i < series.size(); ++i) {
+    auto id = recording_id(series[i]), before = recording_id(series[i - 1]);
+    const char* why = id && before && *id != *before ? "is another recording's than the one before it"
+                      : series[i].time_nanos == series[i - 1].time_nanos &&
+                              series[i].duration_nanos == series[i - 1].duration_nanos
+                          ? "spans the very time of the one before it, as a copy does"
+                          : nullptr;
+    if (!why) continue;
+    if (at) *at = i;
+    return why;
+  }
   if (is_cumulative(series)) return "";
   constexpr int64_t kSecond = 1'000'000'000;
   for (size_t i = 1; i < series.size(); ++i) {

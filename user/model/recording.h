@@ -93,11 +93,15 @@ std::vector<std::string> frame_names(const Recording& r, const RecSample& s, boo
 // caller; nullopt for a stack of the allocator alone.
 std::optional<uint32_t> code_function(const Recording& r, const RecSample& s);
 
+// The number one recording's profiles all carry (counter "recording_id").
+std::optional<uint64_t> recording_id(const Recording& r);
+
 // Why `series` (sorted by end) is not one recording's series: "" when it
 // is cumulative, or each profile starts where the one before it ended (an
 // interval's write may take a moment: up to 5 s or half the earlier
-// interval later; never more than 1 s earlier). Else which two do not
-// follow each other, by their index.
+// interval later; never more than 1 s earlier), no two carry different
+// recording ids and no two span the same time (copies). Else which two do
+// not follow each other, by their index.
 std::string series_break(const std::vector<Recording>& series, size_t* at = nullptr);
 
 // pprof takes the first mapping for the program's own (go tool pprof prints

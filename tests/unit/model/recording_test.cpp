@@ -77,5 +77,28 @@ TEST(Series, OneRecordingsProfilesFollowEachOtherAndOthersBreak) {
   EXPECT_EQ(end_order(shuffled), (std::vector<size_t>{1, 2, 0}));
 }
 
+// Two recordings made back to back follow each other in time, but their
+// profiles carry different ids; copies of one profile span the same time.
+TEST(Series, AnotherRecordingsProfileOrACopyBreaksIt) {
+  auto of = [](int64_t start_s, int64_t seconds, uint64_t id) {
+    Recording r = spanning(start_s, seconds);
+    r.counters = {{"samples", 5}, {"recording_id", id}};
+    return r;
+  };
+  EXPECT_EQ(series_break({of(100, 2, 7), of(102, 2, 7), of(104, 2, 7)}), "");
+  EXPECT_EQ(series_break({of(100, 2, 7), of(102, 2, 7), spanning(104, 2)}), "");  // one without: by time
+  size_t at = 0;
+  EXPECT_EQ(series_break({of(100, 2, 7), of(102, 2, 7), of(104, 2, 8)}, &at),
+            "is another recording's than the one before it");
+  EXPECT_EQ(at, 2u);
+  EXPECT_EQ(series_break({of(100, 1, 7), of(100, 1, 7)}, &at),
+            "spans the very time of the one before it, as a copy does");
+  EXPECT_EQ(at, 1u);
+  EXPECT_EQ(series_break({spanning(100, 1), spanning(100, 1), spanning(100, 1)}, &at),
+            "spans the very time of the one before it, as a copy does");
+  EXPECT_EQ(recording_id(of(1, 1, 42)), 42u);
+  EXPECT_EQ(recording_id(spanning(1, 1)), std::nullopt);
+}
+
 }  // namespace
 }  // namespace allocscope

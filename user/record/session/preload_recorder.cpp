@@ -122,6 +122,7 @@ class PreloadRecorder {
   std::vector<std::string> set_aside_;  // default outputs of an earlier run, now .old
   std::optional<Target> target_;
   int64_t start_wall_ns_ = 0;
+  const uint64_t recording_id_ = new_recording_id();  // in each of its profiles
   bool targets_ended_ = false;
   // The runtimes told of each process with a ring: without BPF, Go's heap
   // is not read, and said so.
@@ -240,13 +241,10 @@ RecordingMeta PreloadRecorder::meta(uint64_t duration_ms) {
   paths.emplace_back("sampling", state().sampling);
   for (RuntimePath& p : runtimes_.paths()) paths.emplace_back(std::move(p.key), std::move(p.value));
   if (targets_ended_) paths.emplace_back("taken", kTakenAfterExit);
-  return {config_.rate,
-          start_wall_ns_,
-          int64_t(duration_ms) * 1000000,
-          config_.metric,
-          recording_counters(state()),
-          monotonic_ns(),
-          std::move(paths)};
+  NamedCounters c = recording_counters(state());
+  c.emplace_back("recording_id", recording_id_);
+  return {config_.rate,   start_wall_ns_,  int64_t(duration_ms) * 1000000, config_.metric, std::move(c),
+          monotonic_ns(), std::move(paths)};
 }
 
 // What the summary's figures do not say: processes not recorded, and what

@@ -241,7 +241,9 @@ RecordingMeta RecordingContext::meta(uint64_t duration_ms) {
   for (RuntimePath& p : parts->runtimes.paths()) paths.emplace_back(std::move(p.key), std::move(p.value));
   if (config.no_free) paths.emplace_back("frees", kFreesNotProbed);
   if (targets_ended) paths.emplace_back("taken", kTakenAfterExit);
-  return {config.rate,    start_wall_ns,   int64_t(duration_ms) * 1000000, config.metric, counters(),
+  NamedCounters c = counters();
+  c.emplace_back("recording_id", recording_id);
+  return {config.rate,    start_wall_ns,   int64_t(duration_ms) * 1000000, config.metric, std::move(c),
           monotonic_ns(), std::move(paths)};
 }
 

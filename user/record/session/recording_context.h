@@ -126,7 +126,8 @@ struct RecordingContext {
   std::optional<Timeline> timeline;     // --timeline
   Folds folds{1 << 20};                 // ended processes' stacks, folded for an observer
   LoopTallies tallies;
-  int64_t start_wall_ns = 0;   // of the recording, or of its current --interval
+  int64_t start_wall_ns = 0;                         // of the recording, or of its current --interval
+  const uint64_t recording_id = new_recording_id();  // in each of its profiles
   bool targets_ended = false;  // the last outputs are written after the traced programs ended
   std::unique_ptr<AnsweredChannel> free_channel;              // open_free_channel's, until flush_ring_frees
   std::optional<PreloadChannel::Counts> free_channel_counts;  // its figures once closed

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <random>
 #include <tuple>
 
 #include "allocscope.h"
@@ -161,6 +162,13 @@ Recording build_peak_recording(const Profile& profile, Symbolizer& symbolizer, c
   }
   put_program_first(r);
   return r;
+}
+
+uint64_t new_recording_id() {
+  std::random_device device;
+  uint64_t id = 0;
+  while (id == 0) id = uint64_t(device()) << 32 | device();
+  return id;
 }
 
 }  // namespace allocscope

@@ -14,6 +14,11 @@
 
 namespace allocscope {
 
+// The number every profile of one recording carries (its counter
+// "recording_id"), so that a series of them is told from profiles of others
+// made as close in time (report --leaks). Random, never 0.
+uint64_t new_recording_id();
+
 struct RecordingMeta {
   uint64_t rate = 0;
   int64_t time_nanos = 0, duration_nanos = 0;
