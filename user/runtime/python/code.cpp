@@ -1,5 +1,6 @@
 #include "runtime/python/code.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/utf8.h"
@@ -27,7 +28,11 @@ std::optional<std::string> read_str(const PythonObjectLayout& l, uint64_t addr, 
   length = std::min(length, kMaxName);
   std::vector<uint8_t> data(length * kind);
   if (!data.empty() && !read(addr + (ascii ? l.ascii_size : l.compact_size), data)) return std::nullopt;
-  if (ascii) return std::string(data.begin(), data.end());
+  if (ascii) {  // a string freed and its memory reused meanwhile shows: bytes no ASCII text has
+    if (std::any_of(data.begin(), data.end(), [](uint8_t b) { return b == 0 || b >= 0x80; }))
+      return std::nullopt;
+    return std::string(data.begin(), data.end());
+  }
   std::string out;
   for (uint64_t i = 0; i < length; ++i) {
     uint32_t c = 0;

@@ -213,15 +213,13 @@ PythonRuntime::Found PythonRuntime::find_program(pid_t pid, std::span<const Mapp
   return found;
 }
 
-const PythonRuntime::Code& PythonRuntime::code(pid_t pid, const Found& found, const as_py_frame& frame,
-                                               bool read_again) {
+const PythonRuntime::Code& PythonRuntime::code(pid_t pid, const Found& found, const as_py_frame& frame) {
   auto& codes = codes_[pid];
+  // By address and stamp: a code object that reuses a freed one's memory
+  // (a module's top level, at line 1 as every module's) has another stamp.
   auto key = std::pair{frame.code, frame.stamp};
-  auto it = codes.find(key);
-  // One found unreadable (freed) is read again for a new stack: a code
-  // object may have come to its address with the same stamp since.
-  if (it != codes.end() && (it->second || !read_again)) return it->second;
-  if (it == codes.end() && cached_ >= kMaxCodes) {  // bounded: start afresh (costs reads, never a wrong name)
+  if (auto it = codes.find(key); it != codes.end()) return it->second;
+  if (cached_ >= kMaxCodes) {  // bounded: start afresh (costs reads, never a wrong name)
     for (auto& [p, c] : codes_) c.clear();
     cached_ = 0;
     ++counters_.cache_cleared;
@@ -230,11 +228,7 @@ const PythonRuntime::Code& PythonRuntime::code(pid_t pid, const Found& found, co
   Code read = read_python_code(
       p.objects, p.code_type + found.bias, frame.code, frame.stamp,
       [pid](uint64_t addr, std::span<uint8_t> out) { return read_process_memory(pid, addr, out); });
-  if (read)
-    ++counters_.codes_read;
-  else if (it == codes.end())
-    ++counters_.codes_unreadable;  // each object once, however often it is tried
-  if (it != codes.end()) return it->second = std::move(read);
+  ++(read ? counters_.codes_read : counters_.codes_unreadable);
   ++cached_;
   return codes.emplace(key, std::move(read)).first->second;
 }
@@ -246,7 +240,7 @@ void PythonRuntime::read_stack(pid_t pid, std::span<const Mapping> kernel_maps,
   if (frames.empty()) return;
   Found found = find_program(pid, kernel_maps);
   if (!found.program) return;
-  for (const as_py_frame& f : frames) code(pid, found, f, true);
+  for (const as_py_frame& f : frames) code(pid, found, f);
 }
 
 void PythonRuntime::place_frames(pid_t pid, std::span<const Mapping> kernel_maps,
@@ -273,7 +267,7 @@ void PythonRuntime::place(pid_t pid, std::span<const Mapping> kernel_maps,
   std::vector<PlacedPythonFrame> placed;
   for (size_t i = 0; i < frames.size(); ++i) {
     PlacedPythonFrame f{0, i < 64 && ((ends >> i) & 1)};
-    const Code& c = code(pid, found, frames[i], false);
+    const Code& c = code(pid, found, frames[i]);
     if (!c)
       f.ip = symbolizer_.runtime_frame("python", "[python code unreadable]", "", 0);
     else if (frames[i].instr == AS_PY_INSTR_UNKNOWN || int64_t(frames[i].instr) >= c->first_traceable)

@@ -103,8 +103,7 @@ class PythonRuntime : public Runtime {
   void from_library(pid_t pid, const Mapping& m);
   Found find_program(pid_t pid, std::span<const Mapping> kernel_maps);
   Found from_process(pid_t pid);
-  // `read_again`: one found unreadable before is tried again (a new stack).
-  const Code& code(pid_t pid, const Found& found, const as_py_frame& frame, bool read_again);
+  const Code& code(pid_t pid, const Found& found, const as_py_frame& frame);
   void place(pid_t pid, std::span<const Mapping> kernel_maps, std::span<const as_py_frame> frames,
              uint64_t ends, uint16_t fn, std::vector<uint64_t>& ips);
 
