@@ -72,6 +72,12 @@ std::string unknown_option(const CLI::App& app, const CLI::App& sub, const std::
   return line + " (allocscope " + sub.get_name() + " --help lists them)";
 }
 
+// "5", "0.5", "10s", "1MiB": a number, with a unit at most.
+bool looks_like_a_value(const std::string& w) {
+  static const std::regex value("[0-9][0-9.]*[A-Za-z]{0,3}");
+  return std::regex_match(w, value);
+}
+
 // "-5", "-0.5": a value, not an option.
 bool looks_numeric(const std::string& w) {
   return w.size() > 1 && (std::isdigit(static_cast<unsigned char>(w[1])) || w[1] == '.');
@@ -97,9 +103,11 @@ std::string misused_word(const CLI::App& app, const std::vector<std::string>& ar
         return why + "'" + w + "' is not an option of " + sub->get_name() +
                " (the command goes after --: allocscope " + sub->get_name() + " --help)";
       }
-      // A flag's value taken for a file ("--json 5"): the flag is the mistake.
+      // A flag's value taken for a file ("--json 5"): the flag is the
+      // mistake. A missing file of a file's look is the file's.
       std::error_code error;
-      if (last_flag && sub->get_option_no_throw("file") && !std::filesystem::exists(w, error))
+      if (last_flag && sub->get_option_no_throw("file") && looks_like_a_value(w) &&
+          !std::filesystem::exists(w, error))
         return last_flag->get_name() + " takes no value, and there is no file '" + w + "' (allocscope " +
                sub->get_name() + " --help)";
       last_flag = nullptr;

@@ -44,8 +44,10 @@ TEST(MisusedWord, AValueGivenToAFlagIsSaidToBeOne) {
   EXPECT_EQ(misused({"record", "-p", "1", "stray", "--", "./x"}),
             "'stray' is not an option of record (the command goes after --: allocscope record --help)");
   EXPECT_EQ(misused({"record", "-q=1", "-p", "1"}), "-q takes no value: -q=1 (allocscope record --help)");
-  EXPECT_EQ(misused({"report", "/", "--json", "no-such-file-5"}),
-            "--json takes no value, and there is no file 'no-such-file-5' (allocscope report --help)");
+  EXPECT_EQ(misused({"report", "/", "--json", "5"}),
+            "--json takes no value, and there is no file '5' (allocscope report --help)");
+  EXPECT_EQ(misused({"report", "--leaks", "heap.*.pb.gz"}), "");  // a glob that matched nothing: the file's
+  EXPECT_EQ(misused({"report", "/", "--json", "typo.pb.gz"}), "");
   EXPECT_EQ(misused({"report", "--json", "/"}), "");  // a file after a flag is a file
 }
 
