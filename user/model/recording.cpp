@@ -81,7 +81,7 @@ std::string series_break(const std::vector<Recording>& series, size_t* at) {
   for (size_t i = 1; i < series.size(); ++i) {
     auto id = recording_id(series[i]), before = recording_id(series[i - 1]);
     const char* why = id && before && *id != *before ? "is another recording's than the one before it"
-                      : series[i].time_nanos == series[i - 1].time_nanos &&
+                      : series[i].time_nanos && series[i].time_nanos == series[i - 1].time_nanos &&
                               series[i].duration_nanos == series[i - 1].duration_nanos
                           ? "spans the very time of the one before it, as a copy does"
                           : nullptr;

@@ -96,6 +96,7 @@ TEST(Series, AnotherRecordingsProfileOrACopyBreaksIt) {
   EXPECT_EQ(at, 1u);
   EXPECT_EQ(series_break({spanning(100, 1), spanning(100, 1), spanning(100, 1)}, &at),
             "spans the very time of the one before it, as a copy does");
+  EXPECT_EQ(series_break({Recording{}, Recording{}}), "");  // no times (another tool's): not copies
   EXPECT_EQ(recording_id(of(1, 1, 42)), 42u);
   EXPECT_EQ(recording_id(spanning(1, 1)), std::nullopt);
 }
