@@ -1,122 +1,22 @@
-// The event path without a kernel: records as the BPF program writes them,
-// fed to the sink.
-#include "record/events/event_sink.h"
-
+// Records fed to the sink as the BPF program writes them: the stacks that
+// samples name, and each process's life (verdicts, exec, holds, exit, lost events).
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
-#include <functional>
-#include <span>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
-#include "base/clocks.h"
-#include "fake_sink_hooks.h"
-#include "record/discovery/filter_verdicts.h"
+#include "event_sink_fixture.h"
+#include "record/events/event_sink.h"
 
 namespace allocscope {
 namespace {
-
-template <typename T>
-std::span<const uint8_t> bytes(const T& v) {
-  return {reinterpret_cast<const uint8_t*>(&v), sizeof v};
-}
-
-as_stack_event stack_event(uint64_t id, uint32_t tgid, std::vector<uint64_t> frames, uint16_t stop) {
-  as_stack_event e{};
-  e.kind = AS_EV_STACK;
-  e.tgid = tgid;
-  e.fn = AS_FN_MALLOC;
-  e.stop = stop;
-  e.nframes = uint32_t(frames.size());
-  e.id = id;
-  std::strcpy(e.comm, "worker");
-  std::copy(frames.begin(), frames.end(), e.frames);
-  return e;
-}
-
-// A stack the kernel stopped for want of a table, with its walk to finish.
-std::vector<uint8_t> waiting_stack_event(uint64_t id, uint32_t tgid) {
-  as_stack_event e = stack_event(id, tgid, {0x1000}, AS_STOP_NO_TABLE);
-  as_deferred_walk w{};
-  w.len = 64;
-  std::vector<uint8_t> out(sizeof e + sizeof w + w.len);
-  std::memcpy(out.data(), &e, sizeof e);
-  std::memcpy(out.data() + sizeof e, &w, sizeof w);
-  return out;
-}
-
-as_event free_event(uint32_t tgid, uint64_t addr) {
-  as_event e{};
-  e.kind = AS_EV_FREE;
-  e.tgid = tgid;
-  e.addr = addr;
-  return e;
-}
-
-as_alloc_event alloc_event(uint64_t stack, uint32_t tgid, uint64_t addr, uint64_t size) {
-  as_alloc_event a{};
-  a.hdr.kind = AS_EV_ALLOC;
-  a.hdr.tgid = tgid;
-  a.hdr.fn = AS_FN_MALLOC;
-  a.hdr.addr = addr;
-  a.hdr.size = size;
-  a.hdr.stack = stack;
-  std::strcpy(a.comm, "worker");
-  return a;
-}
-
-as_proc_event process_event(as_event_kind kind, uint32_t tgid) {
-  as_proc_event e{};
-  e.kind = kind;
-  e.tgid = tgid;
-  std::strcpy(e.comm, "worker");
-  return e;
-}
-
-struct FakeUnwind : UnwindTables {
-  void need_table(uint32_t, const as_vma&) override {}
-  void on_exec(uint32_t tgid, uint32_t dev, uint64_t ino) override { execs.push_back({tgid, dev, ino}); }
-  void prepare_process(uint32_t tgid, std::function<void()> then) override {
-    prepared.push_back(tgid);
-    continuations.push_back(std::move(then));
-  }
-  std::vector<uint32_t> prepared;
-  std::vector<std::function<void()>> continuations;  // tables "built": run by the test
-  std::vector<std::tuple<uint32_t, uint32_t, uint64_t>> execs;
-  // Every walk completes (two frames more), unless `building`: then it
-  // waits if it may, and is cut where the table is missing if not.
-  bool building = false;
-  int walks = 0;
-  std::vector<uint32_t> waited_at_exec;
-  bool tables_built() const override { return false; }
-  void collect_tables() override {}
-  void wait_for_walks(uint32_t tgid, uint64_t) override { waited_at_exec.push_back(tgid); }
-  int finish_walk(uint32_t, const as_deferred_walk&, std::span<const uint8_t>, std::vector<uint64_t>& ips,
-                  bool may_wait) override {
-    ++walks;
-    if (building) return may_wait ? kWalkWaits : AS_STOP_NO_TABLE;
-    ips.push_back(0x7000);
-    ips.push_back(0x8000);
-    return AS_STOP_COMPLETE;
-  }
-};
-
-struct Fixture {
-  Profile profile{1 << 16, 100, 100};
-  Symbolizer symbolizer;
-  FakeVerdicts verdicts;
-  FakeKernel kernel;
-  FakeLibraries libraries;
-  FakeUnwind unwind;
-  EventSink sink{profile, symbolizer, {verdicts, kernel, libraries, unwind}, 100};
-  // A pid no process has: the sink must not need /proc for anything here.
-  uint32_t tgid = 0x7ffffff0;
-};
 
 TEST(EventSink, SamplesNameTheirStackByIdAndCutStacksEndTruncated) {
   Fixture f;
@@ -394,130 +294,6 @@ TEST(EventSink, AStackOfALaterProgramEndsTheOneWhoseExecOrExitWasLost) {
   EXPECT_EQ(f.libraries.examined.size(), 1u) << "a process that exited ran no new program";
   EXPECT_EQ(f.sink.ended_by_stacks(), 2u);
   EXPECT_EQ(f.sink.processes().running(), 1u);
-}
-
-TEST(EventSink, ExactTotalsAreFoldedInAsWhatChanged) {
-  Fixture f;
-  f.sink(bytes(stack_event(7, f.tgid, {0x1000}, AS_STOP_COMPLETE)));
-  as_exact_totals t{};
-  t.allocs = 10;
-  t.alloc_bytes = 1000;
-  t.frees = 4;
-  t.free_bytes = 400;
-  t.lifetimes[3] = 4;
-  std::vector<ExactEntry> first{{7, t}};
-  f.sink.absorb_exact(first);
-  t.allocs = 15;
-  t.alloc_bytes = 1500;
-  std::vector<ExactEntry> second{{7, t}};
-  f.sink.absorb_exact(second);
-  f.sink.absorb_exact(second);  // nothing new
-  ASSERT_EQ(f.profile.stacks().size(), 1u);
-  const StackTotals& s = f.profile.stacks()[0].totals;
-  EXPECT_EQ(s.alloc_objects, 15);
-  EXPECT_EQ(s.alloc_bytes, 1500);
-  EXPECT_EQ(s.live_objects, 11);
-  EXPECT_EQ(s.live_bytes, 1100);
-  EXPECT_EQ(s.lifetimes.count(), 4u);
-}
-
-const StackRecord* stack_with(const Profile& p, uint64_t first_ip, size_t frames) {
-  for (const StackRecord& s : p.stacks())
-    if (!s.ips.empty() && s.ips[0] == first_ip && s.ips.size() == frames) return &s;
-  return nullptr;
-}
-
-TEST(EventSink, AWalkThatWaitsForItsTableHoldsItsSamplesInOrderUntilItIsIn) {
-  Fixture f;
-  f.unwind.building = true;
-  f.sink(waiting_stack_event(7, f.tgid));
-  f.sink(bytes(stack_event(8, f.tgid, {0x2000}, AS_STOP_COMPLETE)));
-  f.sink(bytes(alloc_event(7, f.tgid, 0x10, 100)));  // waits with its stack
-  f.sink(bytes(alloc_event(8, f.tgid, 0x20, 100)));  // goes on
-  f.sink(bytes(free_event(f.tgid, 0x10)));           // waits: its block does
-  f.sink(bytes(alloc_event(8, f.tgid, 0x10, 100)));  // the address again: after that free
-  ASSERT_EQ(f.profile.stacks().size(), 1u);
-  EXPECT_EQ(f.profile.stacks()[0].totals.samples, 1u);
-  EXPECT_TRUE(f.sink.has_waiting());
-  f.sink.retry_waiting(monotonic_ns(), false);  // no table came in: still waits
-  EXPECT_EQ(f.profile.stacks().size(), 1u);
-
-  f.unwind.building = false;
-  f.sink.retry_waiting(monotonic_ns(), true);
-  EXPECT_FALSE(f.sink.has_waiting());
-  const StackRecord* whole = stack_with(f.profile, 0x1000, 3);
-  const StackRecord* other = stack_with(f.profile, 0x2000, 1);
-  ASSERT_TRUE(whole && other);
-  EXPECT_EQ(whole->ips, (std::vector<uint64_t>{0x1000, 0x7000, 0x8000}));
-  EXPECT_EQ(whole->totals.samples, 1u);
-  EXPECT_EQ(whole->totals.live_samples, 0u);  // freed, in order
-  EXPECT_EQ(other->totals.samples, 2u);
-  EXPECT_EQ(other->totals.live_samples, 2u);  // 0x20 and 0x10, allocated after the free
-  EXPECT_EQ(f.sink.walks_waited(), 1u);
-  EXPECT_EQ(f.sink.walks_cut_waiting(), 0u);
-  EXPECT_EQ(f.sink.stacks_seen(), 2u);
-  EXPECT_EQ(f.sink.stacks_truncated(), 0u);
-}
-
-TEST(EventSink, AnExitWaitsBehindItsProcessWalks) {
-  Fixture f;
-  f.unwind.building = true;
-  f.sink(waiting_stack_event(7, f.tgid));
-  f.sink(bytes(alloc_event(7, f.tgid, 0x10, 100)));
-  f.sink(bytes(process_event(AS_EV_EXIT, f.tgid)));
-  EXPECT_TRUE(f.kernel.forgotten_live.empty());  // not ended yet
-  f.unwind.building = false;
-  f.sink.retry_waiting(monotonic_ns(), true);
-  ASSERT_NE(stack_with(f.profile, 0x1000, 3), nullptr);
-  EXPECT_EQ(f.kernel.forgotten_live, (std::vector<uint64_t>{0x10}));  // ended after its sample
-}
-
-TEST(EventSink, WalksThatWaitAreCutShortAtExecAfterTooLongAndAtTheEnd) {
-  auto cut_by = [](const std::function<void(Fixture&)>& event) {
-    Fixture f;
-    f.unwind.building = true;
-    f.sink(waiting_stack_event(7, f.tgid));
-    f.sink(bytes(alloc_event(7, f.tgid, 0x10, 100)));
-    event(f);
-    EXPECT_FALSE(f.sink.has_waiting());
-    EXPECT_EQ(f.sink.walks_cut_waiting(), 1u);
-    EXPECT_EQ(f.sink.stacks_truncated(), 1u);
-    const StackRecord* cut = stack_with(f.profile, 0x1000, 2);
-    ASSERT_NE(cut, nullptr);
-    EXPECT_EQ(cut->ips.back(), kTruncatedFrame);
-    EXPECT_EQ(cut->totals.samples, 1u);
-  };
-  cut_by([](Fixture& f) { f.sink(bytes(process_event(AS_EV_EXEC, f.tgid))); });
-  cut_by([](Fixture& f) { f.sink.retry_waiting(monotonic_ns() + 11'000'000'000ull, false); });
-  cut_by([](Fixture& f) { f.sink.release_all_waiting(); });
-}
-
-TEST(EventSink, ReturnsToItsLoopAtTheDeadline) {
-  // A reader that lags must still get back to its loop (outputs every
-  // --interval): past the deadline, delivery stops within 256 records.
-  Fixture f;
-  f.sink.yield_at(0);
-  as_event free_event{};
-  free_event.kind = AS_EV_FREE;
-  int delivered = 0;
-  while (delivered < 1000 && f.sink(bytes(free_event))) ++delivered;
-  EXPECT_LT(delivered, 256);
-  f.sink.yield_at(UINT64_MAX);
-  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(f.sink(bytes(free_event)));
-}
-
-// --unit's test: a whole component of the cgroup path, at any depth.
-TEST(CgroupInUnit, MatchesWholeComponentsOnly) {
-  EXPECT_TRUE(cgroup_in_unit("/system.slice/nginx.service", "nginx.service"));
-  EXPECT_TRUE(cgroup_in_unit("/system.slice/nginx.service", "system.slice"));
-  EXPECT_TRUE(
-      cgroup_in_unit("/user.slice/user-1000.slice/user@1000.service/app.slice/x.scope", "user@1000.service"));
-  EXPECT_TRUE(cgroup_in_unit("/system.slice/nginx.service/worker", "nginx.service"));
-  EXPECT_FALSE(cgroup_in_unit("/system.slice/nginx.service", "nginx"));
-  EXPECT_FALSE(cgroup_in_unit("/system.slice/nginx.service2", "nginx.service"));
-  EXPECT_FALSE(cgroup_in_unit("/system.slice/xnginx.service", "nginx.service"));
-  EXPECT_FALSE(cgroup_in_unit("", "nginx.service"));  // a process gone before it was judged
-  EXPECT_FALSE(cgroup_in_unit("/", "nginx.service"));
 }
 
 }  // namespace
