@@ -149,4 +149,10 @@ struct ProbeSite {
 std::vector<ProbeSite> allocator_entries(pid_t pid);
 uint8_t read_code_byte(pid_t pid, uint64_t addr);
 
+// The packages of the one Debian sid root the tests make (sid_root.sh), the
+// runtimes the newest distributions ship: one list, so that a fresh machine
+// makes one root (40 s each here), whichever tests it runs.
+inline const std::vector<std::string> kSidPackages = {"python3.14", "python3.15", "libpython3.14",
+                                                      "libpython3.15", "openjdk-25-jre-headless"};
+
 }  // namespace allocscope::test

@@ -244,9 +244,9 @@ TEST(ManagedHeaps, AWholeMachineRecordingEntersARunningJvm) {
 TEST(ManagedHeaps, SidsJvmInARootIsSampledOnceAttached) {
   REQUIRE_BPF();
   const char* home = getenv("HOME");
-  RunResult made =
-      run({SID_ROOT_SH, std::string(home ? home : "/root") + "/.cache/allocscope", "openjdk-25-jre-headless"},
-          900000);  // its first making takes a minute or so
+  std::vector<std::string> make = {SID_ROOT_SH, std::string(home ? home : "/root") + "/.cache/allocscope"};
+  make.insert(make.end(), kSidPackages.begin(), kSidPackages.end());
+  RunResult made = run(make, 900000);  // its first making takes a minute or so
   ASSERT_EQ(made.status, 0) << made.err;
   std::string root = made.out.substr(0, made.out.find('\n'));
   std::string dir = "/tmp/allocscope-java-" + std::to_string(getpid());

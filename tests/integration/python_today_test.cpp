@@ -22,10 +22,10 @@ namespace {
 
 constexpr const char* kPythons[] = {"python3.14", "python3.15"};
 
-// The sid root with every interpreter above and its shared library, the
+// The sid root, with every interpreter above and its shared library, the
 // runtime embedders load (made once, then cached).
 struct SidPythons : PythonRoot {
-  SidPythons() : PythonRoot(SID_ROOT_SH, {"python3.14", "python3.15", "libpython3.14", "libpython3.15"}) {}
+  SidPythons() : PythonRoot(SID_ROOT_SH, kSidPackages) {}
 };
 
 class TodaysPython : public ::testing::TestWithParam<const char*> {};
