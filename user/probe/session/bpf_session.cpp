@@ -96,6 +96,11 @@ void BpfSession::configure_programs() {
     if (use.attach_type)
       bpf_program__set_expected_attach_type(use.program, static_cast<bpf_attach_type>(use.attach_type));
   }
+  // The Go programs wait for a Go program to probe (go_programs_for), but
+  // where every program is to be judged (check's statistics).
+  if (config_.verifier_stats) return;
+  bpf_object__for_each_program(prog, skel_->obj) if (is_go_program(skel_.get(), prog))
+      bpf_program__set_autoload(prog, false);
 }
 
 Result<void> BpfSession::attach_lifecycle() {
@@ -294,7 +299,10 @@ Result<void> BpfSession::attach_session(pid_t pid, const std::string& path,
     o.push_back(t.offset);
     c.push_back(t.cookie());
   }
+  auto go = go_programs_for(targets);
+  if (!go) return fail(go.error());
   auto& p = skel_->progs;
+  auto& g = (*go)->progs;
   struct Part {
     bpf_program* prog;
     uint32_t type;
@@ -309,11 +317,11 @@ Result<void> BpfSession::attach_session(pid_t pid, const std::string& path,
        "allocator session probes"},
       {config_.null_probes ? p.null_multi : p.free_multi, kTraceUprobeMulti, free_offsets, free_cookies,
        "free probe"},
-      {config_.null_probes ? p.null_multi : p.go_malloc_multi, kTraceUprobeMulti, go_offsets[0],
+      {config_.null_probes ? p.null_multi : g.go_malloc_multi, kTraceUprobeMulti, go_offsets[0],
        go_cookies[0], "Go allocator probe"},
-      {config_.null_probes ? p.null_multi : p.go_free_multi, kTraceUprobeMulti, go_offsets[2], go_cookies[2],
+      {config_.null_probes ? p.null_multi : g.go_free_multi, kTraceUprobeMulti, go_offsets[2], go_cookies[2],
        "Go heap profile free probe"},  // before its samples' probe: no sample's free is missed
-      {config_.null_probes ? p.null_multi : p.go_profile_multi, kTraceUprobeMulti, go_offsets[1],
+      {config_.null_probes ? p.null_multi : g.go_profile_multi, kTraceUprobeMulti, go_offsets[1],
        go_cookies[1], "Go heap profile probe"},
   };
   std::vector<UniqueFd> made;  // all or nothing: free without malloc's links, or the reverse, would mislead
@@ -330,6 +338,8 @@ Result<void> BpfSession::attach_session(pid_t pid, const std::string& path,
 
 Result<void> BpfSession::attach_classic(pid_t pid, const std::string& path,
                                         const std::vector<ProbeTarget>& targets) {
+  auto go = go_programs_for(targets);
+  if (!go) return fail(go.error());
   // Return probes first: an entry seen without its return would leave the
   // thread's nesting depth raised and stop its sampling.
   for (bool retprobe : {true, false}) {
@@ -339,7 +349,7 @@ Result<void> BpfSession::attach_classic(pid_t pid, const std::string& path,
       if (retprobe && (kind == AS_FN_FREE || kind == AS_FN_EXIT || is_go_entry(kind))) continue;
       bpf_program* prog = config_.null_probes ? skel_->progs.null_classic
                           : retprobe          ? skel_->progs.alloc_return
-                                              : entry_program(skel_.get(), as_fn_kind(t.fn));
+                                              : entry_program(is_go_entry(kind) ? *go : skel_.get(), kind);
       LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = t.cookie(), .retprobe = retprobe);
       bpf_link* link = bpf_program__attach_uprobe_opts(prog, pid ? pid : -1, path.c_str(), t.offset, &opts);
       if (!link)

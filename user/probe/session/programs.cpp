@@ -81,4 +81,12 @@ bpf_program* entry_program(allocscope_bpf* s, as_fn fn) {
   return nullptr;
 }
 
+bool is_go_program(allocscope_bpf* s, const bpf_program* program) {
+  const auto& p = s->progs;
+  for (const bpf_program* go : {p.go_malloc_classic, p.go_profile_classic, p.go_free_classic,
+                                p.go_malloc_multi, p.go_profile_multi, p.go_free_multi})
+    if (program == go) return true;
+  return false;
+}
+
 }  // namespace allocscope
