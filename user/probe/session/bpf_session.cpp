@@ -24,6 +24,7 @@
 #include "probe/libbpf_log.h"
 #include "probe/parallel_release.h"
 #include "probe/placement/allocator_entries.h"
+#include "probe/session/object_load.h"
 #include "probe/session/programs.h"
 #include "probe/skeleton_variant.h"
 #include "probe/uprobe_links.h"
@@ -32,42 +33,6 @@
 #include "symbols/unwind_table.h"
 
 namespace allocscope {
-namespace {
-
-std::string privilege_hint(int err) {
-  if ((err == EPERM || err == EACCES) && geteuid() != 0)
-    return " (allocscope needs root, or CAP_BPF and CAP_PERFMON: try sudo)";
-  if (err == EACCES) return " (the kernel's verifier refused a program: -v prints its log)";
-  return "";
-}
-
-// A load that failed: privileges, or the verifier's refusal in one line
-// (the program, its last word), the whole log left to -v.
-std::string load_error(int err, const std::string& release, const std::string& messages) {
-  VerifierRefusal r = verifier_refusal(messages);
-  if (err == EPERM || r.program.empty()) return errno_message("load BPF programs", err) + privilege_hint(err);
-  std::string why = r.reason.empty() ? errno_message("refused after verification", err) : r.reason;
-  return "the kernel (" + release + ") refused allocscope's BPF program " + r.program + ": " + why +
-         " (a bug of allocscope's: please report it with the output of `allocscope check -v`)";
-}
-
-// libbpf's messages of a failed load, with the log of each program whose
-// log went to a buffer of ours (verifier statistics) where libbpf shows it.
-std::string with_program_logs(std::string messages,
-                              const std::vector<std::pair<bpf_program*, std::vector<char>>>& logs) {
-  for (const auto& [prog, log] : logs) {
-    std::string failed = std::string("prog '") + bpf_program__name(prog) + "': BPF program load failed";
-    if (size_t at = messages.find(failed); at != std::string::npos) {
-      size_t end = messages.find('\n', at);
-      messages.insert(
-          end == std::string::npos ? messages.size() : end + 1,
-          "-- BEGIN PROG LOAD LOG --\n" + std::string(log.data()) + "\n-- END PROG LOAD LOG --\n");
-    }
-  }
-  return messages;
-}
-
-}  // namespace
 
 int BpfSession::on_event(void* ctx, void* data, size_t size) {
   auto* s = static_cast<BpfSession*>(ctx);
@@ -96,9 +61,7 @@ void BpfSession::configure_programs() {
     if (use.attach_type)
       bpf_program__set_expected_attach_type(use.program, static_cast<bpf_attach_type>(use.attach_type));
   }
-  // The Go programs wait for a Go program to probe (go_programs_for), but
-  // where every program is to be judged (check's statistics).
-  if (config_.verifier_stats) return;
+  // The Go programs wait for a Go program to probe (go_programs_for).
   bpf_object__for_each_program(prog, skel_->obj) if (is_go_program(skel_.get(), prog))
       bpf_program__set_autoload(prog, false);
 }
@@ -166,22 +129,12 @@ Result<std::unique_ptr<BpfSession>> BpfSession::open(const SessionConfig& config
     s->table_btf_key_ = bpf_map__btf_key_type_id(inner);
     s->table_btf_value_ = bpf_map__btf_value_type_id(inner);
   }
-  // With statistics asked for, each program's verifier log (level 4: the
-  // statistics alone) goes to a buffer of its own.
-  std::vector<std::pair<bpf_program*, std::vector<char>>> logs;
-  if (config.verifier_stats) {
-    bpf_program* prog;
-    bpf_object__for_each_program(prog, s->skel_->obj) if (bpf_program__autoload(prog)) {
-      logs.emplace_back(prog, std::vector<char>(1 << 16));
-      bpf_program__set_log_buf(prog, logs.back().second.data(), logs.back().second.size());
-      bpf_program__set_log_level(prog, 4);
-    }
-  }
-  LibbpfCapture capture;  // the verifier's refusal, told in one line
-  if (int err = allocscope_bpf__load(s->skel_.get()); err != 0)
-    return fail(load_error(-err, kernel.release, with_program_logs(capture.text(), logs)), -err);
-  for (auto& [prog, log] : logs)
-    s->stats_.emplace_back(bpf_program__name(prog), parse_verifier_stats(log.data()));
+  if (auto loaded = load_object(s->skel_.get(), kernel.release, config.verifier_stats ? &s->stats_ : nullptr);
+      !loaded)
+    return fail(loaded.error());
+  // check judges every program, the Go programs as recordings load them.
+  if (config.verifier_stats)
+    if (auto go = s->load_go_programs(); !go) return fail(go.error());
   s->ring_.reset(ring_buffer__new(bpf_map__fd(s->skel_->maps.events), on_event, s.get(), nullptr));
   if (!s->ring_) return fail_errno("create ring buffer", errno);
   if (auto ok = s->make_waker(); !ok) return fail(ok.error());

@@ -196,10 +196,13 @@ class BpfSession final : public TableHost {
   Result<void> attach_session(pid_t pid, const std::string& path, const std::vector<ProbeTarget>& targets);
   Result<void> attach_classic(pid_t pid, const std::string& path, const std::vector<ProbeTarget>& targets);
   Result<void> attach_now(pid_t pid, const std::string& path, const std::vector<ProbeTarget>& targets);
-  // The object whose programs probe `targets`' Go entries: the Go programs
-  // are loaded at the first Go program probed (go_programs.cpp), the
-  // session's own object without Go entries (or their null programs).
+  // The object whose programs probe `targets`' Go entries: the Go programs'
+  // (load_go_programs), the session's own without Go entries (or for their
+  // null programs).
   Result<allocscope_bpf*> go_programs_for(const std::vector<ProbeTarget>& targets);
+  // The Go programs, loaded at the first Go program probed (go_programs.cpp);
+  // a refusal is kept and told again, not verified again.
+  Result<allocscope_bpf*> load_go_programs();
   Result<const char*> attach_in_process_now(pid_t pid, const std::string& path,
                                             std::vector<Link>* into = nullptr);
   Result<void> remember(pid_t pid, const std::string& path, std::vector<ProbeTarget> targets,
@@ -222,7 +225,11 @@ class BpfSession final : public TableHost {
   ProbeMode mode_ = ProbeMode::Classic;
   const KernelFeatures* kernel_ = nullptr;
   std::unique_ptr<allocscope_bpf, SkeletonCloser> skel_;
-  std::unique_ptr<allocscope_bpf, SkeletonCloser> go_skel_;  // go_programs_for()
+  // load_go_programs(). Its global data is the session's maps, read and
+  // written through skel_ alone (since libbpf 1.5 its own pointers are
+  // private copies of them).
+  std::unique_ptr<allocscope_bpf, SkeletonCloser> go_skel_;
+  std::optional<Error> go_refusal_;
   Handler handler_;
   uint64_t handed_ = 0;  // events handed to handler_
   // libbpf's callback: the handler's refusal stops its delivery loop with

@@ -7,59 +7,76 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 
 #include "allocscope.skel.h"
 #include "allocscope_ctx.skel.h"
 #include "probe/features/kernel_features.h"
-#include "probe/libbpf_log.h"
 #include "probe/placement/allocator_entries.h"
 #include "probe/session/bpf_session.h"
+#include "probe/session/object_load.h"
 #include "probe/session/programs.h"
 #include "probe/skeleton_variant.h"
 
 namespace allocscope {
+namespace {
 
-Result<allocscope_bpf*> BpfSession::go_programs_for(const std::vector<ProbeTarget>& targets) {
-  bool go = std::any_of(targets.begin(), targets.end(),
-                        [](const ProbeTarget& t) { return is_go_entry(as_fn_kind(t.fn)); });
-  // Loaded at open (check's statistics), or not needed: the null programs
-  // stand in for Go's too.
-  if (!go || config_.null_probes || bpf_program__fd(skel_->progs.go_malloc_classic) >= 0 ||
-      bpf_program__fd(skel_->progs.go_malloc_multi) >= 0)
-    return skel_.get();
-  if (go_skel_) return go_skel_.get();
-  std::unique_ptr<allocscope_bpf, SkeletonCloser> made(
-      open_skeleton(allocscope_bpf__create_skeleton, allocscope_bpf__destroy,
-                    kernel_->session_kfunc_takes_ctx ? allocscope_ctx_bpf__elf_bytes : nullptr));
+using Skeleton = std::unique_ptr<allocscope_bpf, void (*)(allocscope_bpf*)>;
+
+// A new instance of the object with only this mode's Go programs to load.
+Result<Skeleton> open_go_programs(const KernelFeatures& kernel, const SessionConfig& config, ProbeMode mode) {
+  Skeleton made(open_skeleton(allocscope_bpf__create_skeleton, allocscope_bpf__destroy,
+                              kernel.session_kfunc_takes_ctx ? allocscope_ctx_bpf__elf_bytes : nullptr),
+                allocscope_bpf__destroy);
   if (!made) return fail_errno("open the Go programs", errno);
   bpf_program* prog;
   bpf_object__for_each_program(prog, made->obj) bpf_program__set_autoload(prog, false);
-  for (const ProgramUse& use : program_uses(made.get(), config_, mode_)) {
+  for (const ProgramUse& use : program_uses(made.get(), config, mode)) {
     if (!use.used || !is_go_program(made.get(), use.program)) continue;
     bpf_program__set_autoload(use.program, true);
     if (use.attach_type)
       bpf_program__set_expected_attach_type(use.program, static_cast<bpf_attach_type>(use.attach_type));
   }
-  // Every map is the session's: its constants (frozen, so the verifier
-  // judges these programs as it judged the others), tables and counters.
+  return made;
+}
+
+// Every map of `go` made the session's: its constants (frozen, so the
+// verifier judges these programs as it judged the others), tables and
+// counters.
+Result<void> share_maps(bpf_object* session, bpf_object* go) {
   bpf_map* map;
-  bpf_object__for_each_map(map, made->obj) {
-    const bpf_map* own = bpf_object__find_map_by_name(skel_->obj, bpf_map__name(map));
+  bpf_object__for_each_map(map, go) {
+    const bpf_map* own = bpf_object__find_map_by_name(session, bpf_map__name(map));
     if (!own || bpf_map__fd(own) < 0)
       return fail(std::string("the Go programs' map ") + bpf_map__name(map) + " is not the session's");
     if (int err = bpf_map__reuse_fd(map, bpf_map__fd(own)); err != 0)
       return fail_errno(std::string("share map ") + bpf_map__name(map) + " with the Go programs", -err);
   }
-  LibbpfCapture capture;  // the verifier's refusal, told in one line
-  if (int err = allocscope_bpf__load(made.get()); err != 0) {
-    VerifierRefusal r = verifier_refusal(capture.text());
-    if (r.program.empty()) return fail_errno("load the Go programs", -err);
-    return fail("the kernel (" + kernel_->release + ") refused allocscope's BPF program " + r.program + ": " +
-                    (r.reason.empty() ? std::strerror(-err) : r.reason),
-                -err);
+  return {};
+}
+
+}  // namespace
+
+Result<allocscope_bpf*> BpfSession::go_programs_for(const std::vector<ProbeTarget>& targets) {
+  bool go = std::any_of(targets.begin(), targets.end(),
+                        [](const ProbeTarget& t) { return is_go_entry(as_fn_kind(t.fn)); });
+  if (!go || config_.null_probes) return skel_.get();  // the null programs stand in for Go's too
+  return load_go_programs();
+}
+
+Result<allocscope_bpf*> BpfSession::load_go_programs() {
+  if (go_skel_) return go_skel_.get();
+  if (go_refusal_) return fail(*go_refusal_);
+  auto made = open_go_programs(*kernel_, config_, mode_);
+  Result<void> loaded = {};
+  if (!made)
+    loaded = fail(made.error());
+  else if (loaded = share_maps(skel_->obj, (*made)->obj); loaded)
+    loaded = load_object(made->get(), kernel_->release, config_.verifier_stats ? &stats_ : nullptr);
+  if (!loaded) {
+    go_refusal_ = loaded.error();
+    return fail(loaded.error());
   }
-  go_skel_ = std::move(made);
+  go_skel_.reset(made->release());
   return go_skel_.get();
 }
 

@@ -33,7 +33,7 @@ std::vector<ProgramUse> program_uses(allocscope_bpf* skel, const SessionConfig& 
 bpf_program* entry_program(allocscope_bpf* s, as_fn fn);
 
 // The Go runtime's probe programs (classic and multi), which a session loads
-// only when it first probes a Go program (BpfSession::go_programs).
+// only when it first probes a Go program (BpfSession::load_go_programs).
 bool is_go_program(allocscope_bpf* s, const bpf_program* program);
 
 }  // namespace allocscope
