@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "allocscope.h"
 #include "allocscope.skel.h"
 #include "allocscope_ctx.skel.h"
 #include "probe/features/kernel_features.h"

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 
+#include "allocscope.h"
 #include "allocscope.skel.h"
 
 namespace allocscope {
