@@ -50,21 +50,9 @@ std::vector<std::pair<std::string, std::string>> BpfSession::paths() const {
   return kernel_paths(*kernel_, mode_, config_.mode, config_.unwind_tables);
 }
 
-// Loads only the programs this mode attaches, with the attach types the
-// kernel checks at load.
-void BpfSession::configure_programs() {
-  bpf_program* prog;
-  bpf_object__for_each_program(prog, skel_->obj) bpf_program__set_autoload(prog, false);
-  for (const ProgramUse& use : program_uses(skel_.get(), config_, mode_)) {
-    if (!use.used) continue;
-    bpf_program__set_autoload(use.program, true);
-    if (use.attach_type)
-      bpf_program__set_expected_attach_type(use.program, static_cast<bpf_attach_type>(use.attach_type));
-  }
-  // The Go programs wait for a Go program to probe (go_programs_for).
-  bpf_object__for_each_program(prog, skel_->obj) if (is_go_program(skel_.get(), prog))
-      bpf_program__set_autoload(prog, false);
-}
+// Loads only the programs this mode attaches; the Go programs wait for a
+// Go program to probe (load_go_programs).
+void BpfSession::configure_programs() { select_programs(skel_.get(), config_, mode_, false); }
 
 Result<void> BpfSession::attach_lifecycle() {
   for (const ProgramUse& use : program_uses(skel_.get(), config_, mode_)) {

@@ -23,23 +23,6 @@ namespace {
 
 using Skeleton = std::unique_ptr<allocscope_bpf, void (*)(allocscope_bpf*)>;
 
-// A new instance of the object with only this mode's Go programs to load.
-Result<Skeleton> open_go_programs(const KernelFeatures& kernel, const SessionConfig& config, ProbeMode mode) {
-  Skeleton made(open_skeleton(allocscope_bpf__create_skeleton, allocscope_bpf__destroy,
-                              kernel.session_kfunc_takes_ctx ? allocscope_ctx_bpf__elf_bytes : nullptr),
-                allocscope_bpf__destroy);
-  if (!made) return fail_errno("open the Go programs", errno);
-  bpf_program* prog;
-  bpf_object__for_each_program(prog, made->obj) bpf_program__set_autoload(prog, false);
-  for (const ProgramUse& use : program_uses(made.get(), config, mode)) {
-    if (!use.used || !is_go_program(made.get(), use.program)) continue;
-    bpf_program__set_autoload(use.program, true);
-    if (use.attach_type)
-      bpf_program__set_expected_attach_type(use.program, static_cast<bpf_attach_type>(use.attach_type));
-  }
-  return made;
-}
-
 // Every map of `go` made the session's: its constants (frozen, so the
 // verifier judges these programs as it judged the others), tables and
 // counters.
@@ -55,6 +38,20 @@ Result<void> share_maps(bpf_object* session, bpf_object* go) {
   return {};
 }
 
+// A new instance of the object, with only this mode's Go programs, loaded
+// over the maps of `session`.
+Result<Skeleton> loaded_go_programs(const KernelFeatures& kernel, const SessionConfig& config, ProbeMode mode,
+                                    bpf_object* session, ProgramStats* stats) {
+  Skeleton made(open_skeleton(allocscope_bpf__create_skeleton, allocscope_bpf__destroy,
+                              kernel.session_kfunc_takes_ctx ? allocscope_ctx_bpf__elf_bytes : nullptr),
+                allocscope_bpf__destroy);
+  if (!made) return fail_errno("open the Go programs", errno);
+  select_programs(made.get(), config, mode, true);
+  if (auto shared = share_maps(session, made->obj); !shared) return fail(shared.error());
+  if (auto loaded = load_object(made.get(), kernel.release, stats); !loaded) return fail(loaded.error());
+  return made;
+}
+
 }  // namespace
 
 Result<allocscope_bpf*> BpfSession::go_programs_for(const std::vector<ProbeTarget>& targets) {
@@ -67,15 +64,11 @@ Result<allocscope_bpf*> BpfSession::go_programs_for(const std::vector<ProbeTarge
 Result<allocscope_bpf*> BpfSession::load_go_programs() {
   if (go_skel_) return go_skel_.get();
   if (go_refusal_) return fail(*go_refusal_);
-  auto made = open_go_programs(*kernel_, config_, mode_);
-  Result<void> loaded = {};
-  if (!made)
-    loaded = fail(made.error());
-  else if (loaded = share_maps(skel_->obj, (*made)->obj); loaded)
-    loaded = load_object(made->get(), kernel_->release, config_.verifier_stats ? &stats_ : nullptr);
-  if (!loaded) {
-    go_refusal_ = loaded.error();
-    return fail(loaded.error());
+  auto made =
+      loaded_go_programs(*kernel_, config_, mode_, skel_->obj, config_.verifier_stats ? &stats_ : nullptr);
+  if (!made) {
+    go_refusal_ = made.error();
+    return fail(made.error());
   }
   go_skel_.reset(made->release());
   return go_skel_.get();

@@ -81,6 +81,17 @@ bpf_program* entry_program(allocscope_bpf* s, as_fn fn) {
   return nullptr;
 }
 
+void select_programs(allocscope_bpf* skel, const SessionConfig& c, ProbeMode mode, bool go) {
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, skel->obj) bpf_program__set_autoload(prog, false);
+  for (const ProgramUse& use : program_uses(skel, c, mode)) {
+    if (!use.used || is_go_program(skel, use.program) != go) continue;
+    bpf_program__set_autoload(use.program, true);
+    if (use.attach_type)
+      bpf_program__set_expected_attach_type(use.program, static_cast<bpf_attach_type>(use.attach_type));
+  }
+}
+
 bool is_go_program(allocscope_bpf* s, const bpf_program* program) {
   const auto& p = s->progs;
   for (const bpf_program* go : {p.go_malloc_classic, p.go_profile_classic, p.go_free_classic,

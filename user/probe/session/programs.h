@@ -36,4 +36,9 @@ bpf_program* entry_program(allocscope_bpf* s, as_fn fn);
 // only when it first probes a Go program (BpfSession::load_go_programs).
 bool is_go_program(allocscope_bpf* s, const bpf_program* program);
 
+// Marks to load, with the attach types the kernel checks at load, the
+// programs of program_uses() this session uses: its Go programs alone
+// (`go`), or all but them.
+void select_programs(allocscope_bpf* skel, const SessionConfig& c, ProbeMode mode, bool go);
+
 }  // namespace allocscope
